@@ -1,0 +1,122 @@
+//! The `#[op]` attribute. A thin wrapper: parsing, checking and the canonical encoding live in
+//! `op-spec`; code generation in [`expand`](crate). Use it through `op_runtime::op`.
+
+use proc_macro::TokenStream;
+
+mod expand;
+
+/// Declares a compute op: the annotated function is its **reference implementation**, the
+/// attribute its **contract**. The contract is checked at compile time (errors point at the
+/// offending token; every error of a declaration is reported in one compile, and the function
+/// is always re-emitted so the IDE keeps it). The expansion is the function unchanged plus a
+/// hidden module of the same name holding `DECL`, the op's static description, which
+/// `op_runtime` registers and dispatches like any built-in.
+///
+/// # Example
+///
+/// ```ignore
+/// use op_runtime::{op, Real};
+///
+/// /// Median of each odd-sized sliding window.
+/// #[op(
+///     name = "user/example/windowed_median", version = 1,
+///     signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
+///     category = selection, tolerance = exact,
+///     backward = vjp(windowed_median_vjp),
+///     subgradient = "cotangent routed to the selected element",
+///     kernel(wgsl = "kernels/windowed_median.wgsl",
+///            bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1),
+///     license = "MIT",
+/// )]
+/// pub fn windowed_median<T: Real>(x: &[T], w: u32) -> Vec<T> { /* gather, sort, middle */ }
+///
+/// // registered like any built-in:
+/// let handle = op_runtime::register(&windowed_median::DECL)?;
+/// ```
+///
+/// # Grammar (EBNF)
+///
+/// ```text
+/// attr        = entry { "," entry } [ "," ] ;
+/// entry       = "name" "=" STRING                 (* "seg/seg/...": [a-z0-9_]+ segments *)
+///             | "version" "=" INT                 (* >= 1 *)
+///             | "signature" "(" [ arg { "," arg } ] ")" "->" outputs
+///             | "category" "=" category
+///             | "tolerance" "=" tolerance
+///             | "backward" "=" backward
+///             | "subgradient" "=" STRING          (* required for kinked categories *)
+///             | "nan" "=" "propagate"             (* declares NaN behaviour; enables NaN cases *)
+///             | "cpu" "=" PATH                    (* optional fast CPU kernel, reference's signature *)
+///             | "output" "=" shape_class          (* default: static *)
+///             | "kernel" "(" kernel_item { "," kernel_item } ")"   (* repeatable *)
+///             | "license" "=" STRING              (* SPDX expression *)
+///             | "visibility" "=" ( "private" | "workspace" | "public" ) ;  (* default private *)
+///
+/// (* Grammar 1: shape signature *)
+/// arg         = IDENT ":" dtype [ "[" dims "]" ] [ "where" constraint { "," constraint } ] ;
+///                                               (* with dims: a tensor; without: a scalar param *)
+/// outputs     = output | "(" output { "," output } ")" ;
+/// output      = [ IDENT ":" ] dtype "[" dims "]" ;   (* unnamed: `out`, or `out0`, `out1`, ... *)
+/// dims        = [ expr { "," expr } ] ;          (* `[]` is a rank-0 tensor *)
+/// dtype       = "bool" | "u8" | "i8" | "u16" | "i16" | "u32" | "i32" | "u64" | "i64"
+///             | "f16" | "bf16" | "f32" | "f64" ;  (* packed sub-byte and fp8 are refused *)
+/// constraint  = expr cmp expr { cmp expr } ;     (* chains: `1 <= w <= 31` *)
+/// cmp         = "<" | "<=" | "==" | "!=" | ">" | ">=" ;
+/// expr        = term { ( "+" | "-" ) term } ;
+/// term        = unary { ( "*" | "/" | "%" ) unary } ;
+/// unary       = "-" unary | INT | IDENT | "(" expr ")" | ( "min" | "max" ) "(" expr "," expr ")" ;
+/// shape_class = "static" | "bounded" "(" expr ")" | "dynamic" ;
+///
+/// category    = "selection" | "integer" | "elementwise" | "transcendental"
+///             | "reduction" | "contraction" | "approximate" ;
+/// tolerance   = "exact" | "ulp" "(" INT ")" | "accum" "(" INT ")" | "loose" "(" NUM "," NUM ")" ;
+///
+/// (* Grammar 2: buffer-binding descriptor *)
+/// kernel_item = ( "wgsl" | "cuda" ) "=" STRING    (* path relative to the crate's Cargo.toml *)
+///             | "entry" "=" STRING                (* default: the only compute / __global__ fn *)
+///             | "bindings" "(" slot { "," slot } ")"
+///             | "threads" "=" expr                (* invocations to launch *)
+///             | "block" "=" INT ;                 (* CUDA threads per block, default 256 *)
+/// slot        = IDENT ":" ( "read" | "read_write" ) | "uniform" "(" IDENT { "," IDENT } ")" ;
+///
+/// (* Grammar 3: backward representation *)
+/// backward    = "none" | "composite" [ "(" PATH ")" ]
+///             | "vjp" "(" PATH ")" [ "+" "jvp" "(" PATH { "," PATH } ")" ]
+///             | "jvp" "(" PATH { "," PATH } ")" [ "+" "vjp" "(" PATH ")" ] ;
+/// ```
+///
+/// # Meaning
+///
+/// - **Symbols** are bound by appearing as a bare dim of an input (`x: f32[n]` binds `n`) or as
+///   an integer parameter. Repeated symbols must agree at run time (`a: f32[m, k], b: f32[k, n]`).
+///   Every other use of a symbol (output dims, constraints, `threads`, `uniform`) must be bound.
+///   Division and `%` truncate toward zero.
+/// - **Checks**: constant-false and contradictory constraints are errors; output dims that can
+///   be negative for an admissible input are errors with a counterexample (`n - w + 1` needs
+///   `w <= n`). With `output = bounded(e)` or `dynamic`, output dims may use unbound
+///   (data-dependent) symbols.
+/// - **Category x tolerance**: `exact` only for `selection` and `integer` (and `selection` must
+///   be `exact`); `reduction`/`contraction` need `accum(k)`; `loose` only for `approximate`.
+/// - **The reference** takes, in signature order, `&[E]` per tensor input and `E` per param,
+///   then optionally `usize` params named after dim symbols (`m: usize`), and returns `Vec<E>`
+///   (a tuple of `Vec`s for several outputs). Float ops should be generic over one type
+///   parameter (`<T: Real>`): conformance runs it at the declared dtype, gradcheck in `f64`.
+/// - **Bindings**: slot `i` of `bindings(...)` is WGSL `@group(0) @binding(i)` (CUDA: parameter
+///   `i`, a uniform's fields each one scalar parameter). Inputs are `read`, outputs
+///   `read_write`, each tensor exactly once; the uniform block's struct has one `u32` per dim
+///   field and the parameter's type per param field, in order. WGSL files are parsed and
+///   validated with naga at compile time and must match; they enter the build through
+///   `include_bytes!`, so editing one rebuilds.
+/// - **Backward rules** are type-checked where they are named: a VJP takes the reference's
+///   parameters then one cotangent `&[T]` per output and returns one `Vec<T>` per float input
+///   (a tuple for several); a JVP lists one rule per float input, each taking the reference's
+///   parameters then that input's tangent `&[T]` and returning the output tangents.
+///   `composite(graph)` names a builder of type `op_runtime::__private::CompositeFn`.
+/// - **Identity**: blake3 over the canonical contract, the reference's tokens and every
+///   kernel byte (CUDA `#include "..."` headers too); see `op_spec::canon`.
+/// - The op must be declared at module level (the description lives in a sibling module of
+///   the same name: `my_op::DECL`).
+#[proc_macro_attribute]
+pub fn op(attr: TokenStream, item: TokenStream) -> TokenStream {
+    expand::expand(attr.into(), item.into()).into()
+}

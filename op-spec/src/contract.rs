@@ -1,0 +1,548 @@
+//! The span-free contract of an op: what the macro checked, what the runtime loads, and what
+//! the canonical encoding hashes. Owns the plain data model and integer evaluation of its
+//! expressions; it must not know about syntax or spans (see `model` for those).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// An op's whole contract, as declared in `#[op(...)]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Contract {
+    /// Namespaced name, e.g. `user/example/windowed_median`.
+    pub name: String,
+    /// Contract version; changed content needs a new version.
+    pub version: u32,
+    /// Inputs, parameters, constraints and outputs.
+    pub signature: Signature,
+    /// Semantic category (what kind of arithmetic the op does).
+    pub category: Category,
+    /// How far a kernel may deviate from the reference.
+    pub tolerance: Tolerance,
+    /// How gradients flow through the op.
+    pub backward: Backward,
+    /// How the op is differentiated at kinks (required for kinked categories).
+    pub subgradient: Option<String>,
+    /// Declared NaN behaviour; without it conformance generates no NaN inputs.
+    pub nan: Option<NanPolicy>,
+    /// Path of an optional fast CPU kernel with the reference's signature.
+    pub cpu: Option<String>,
+    /// GPU kernels with their binding descriptors.
+    pub kernels: Vec<Kernel>,
+    /// SPDX licence expression.
+    pub license: Option<String>,
+    /// Who may see the op.
+    pub visibility: Visibility,
+}
+
+impl Contract {
+    /// `name@version`.
+    pub fn id(&self) -> String {
+        format!("{}@{}", self.name, self.version)
+    }
+}
+
+/// The shape signature: arguments in declaration order, outputs, constraints.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Signature {
+    /// Tensor inputs and scalar parameters, in the order the reference takes them.
+    pub args: Vec<Arg>,
+    /// Every `where` constraint, in declaration order.
+    pub constraints: Vec<Constraint>,
+    /// Outputs with their dim expressions.
+    pub outputs: Vec<TensorSig>,
+    /// Whether output sizes are known before running.
+    pub shape_class: ShapeClass,
+}
+
+impl Signature {
+    /// Tensor inputs in order.
+    pub fn inputs(&self) -> impl Iterator<Item = &TensorSig> {
+        self.args.iter().filter_map(|a| match a {
+            Arg::Tensor(t) => Some(t),
+            Arg::Param(_) => None,
+        })
+    }
+    /// Scalar parameters in order.
+    pub fn params(&self) -> impl Iterator<Item = &ParamSig> {
+        self.args.iter().filter_map(|a| match a {
+            Arg::Param(p) => Some(p),
+            Arg::Tensor(_) => None,
+        })
+    }
+    /// Tensor inputs of a float dtype: the ones gradients flow to.
+    pub fn differentiable_inputs(&self) -> impl Iterator<Item = &TensorSig> {
+        self.inputs().filter(|t| t.dtype.is_float())
+    }
+    /// Symbols bound by input dims (a bare symbol in some input's dim list), in first-seen order.
+    pub fn dim_symbols(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for t in self.inputs() {
+            for d in &t.dims {
+                if let Expr::Sym(s) = d {
+                    if !out.contains(s) {
+                        out.push(s.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// One argument of the signature.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Arg {
+    /// A tensor input, passed to the reference as a slice.
+    Tensor(TensorSig),
+    /// A scalar parameter, passed by value.
+    Param(ParamSig),
+}
+
+impl Arg {
+    /// The argument's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Arg::Tensor(t) => &t.name,
+            Arg::Param(p) => &p.name,
+        }
+    }
+}
+
+/// A tensor: name, element type and dims (row-major, contiguous).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TensorSig {
+    pub name: String,
+    pub dtype: DType,
+    pub dims: Vec<Expr>,
+}
+
+/// A scalar parameter.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParamSig {
+    pub name: String,
+    pub dtype: DType,
+}
+
+/// A comparison chain `e0 op0 e1 op1 e2 ...`, e.g. `1 <= w <= 31`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Constraint {
+    pub terms: Vec<Expr>,
+    pub ops: Vec<CmpOp>,
+}
+
+impl Constraint {
+    /// Evaluates the chain; `None` when a symbol is missing or arithmetic fails.
+    pub fn holds(&self, env: &dyn Fn(&str) -> Option<i128>) -> Option<bool> {
+        let mut prev = self.terms.first()?.eval(env)?;
+        for (op, t) in self.ops.iter().zip(&self.terms[1..]) {
+            let next = t.eval(env)?;
+            if !op.apply(prev, next) {
+                return Some(false);
+            }
+            prev = next;
+        }
+        Some(true)
+    }
+}
+
+impl fmt::Display for Constraint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.terms[0])?;
+        for (op, t) in self.ops.iter().zip(&self.terms[1..]) {
+            write!(f, " {op} {t}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Comparison operators of constraints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CmpOp {
+    Lt,
+    Le,
+    Eq,
+    Ne,
+    Gt,
+    Ge,
+}
+
+impl CmpOp {
+    /// Applies the comparison.
+    pub fn apply(self, a: i128, b: i128) -> bool {
+        match self {
+            CmpOp::Lt => a < b,
+            CmpOp::Le => a <= b,
+            CmpOp::Eq => a == b,
+            CmpOp::Ne => a != b,
+            CmpOp::Gt => a > b,
+            CmpOp::Ge => a >= b,
+        }
+    }
+}
+
+impl fmt::Display for CmpOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Eq => "==",
+            CmpOp::Ne => "!=",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+        })
+    }
+}
+
+/// Integer expressions over dim symbols and integer parameters.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Expr {
+    Sym(String),
+    Lit(i64),
+    Neg(Box<Expr>),
+    Bin(BinOp, Box<Expr>, Box<Expr>),
+    Min(Box<Expr>, Box<Expr>),
+    Max(Box<Expr>, Box<Expr>),
+}
+
+/// Binary arithmetic operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+}
+
+impl Expr {
+    /// Evaluates with `env` for symbols. Division and remainder truncate toward zero (as in
+    /// Rust and WGSL); division by zero or overflow gives `None`.
+    pub fn eval(&self, env: &dyn Fn(&str) -> Option<i128>) -> Option<i128> {
+        Some(match self {
+            Expr::Sym(s) => env(s)?,
+            Expr::Lit(v) => *v as i128,
+            Expr::Neg(e) => e.eval(env)?.checked_neg()?,
+            Expr::Bin(op, a, b) => {
+                let (a, b) = (a.eval(env)?, b.eval(env)?);
+                match op {
+                    BinOp::Add => a.checked_add(b)?,
+                    BinOp::Sub => a.checked_sub(b)?,
+                    BinOp::Mul => a.checked_mul(b)?,
+                    BinOp::Div => a.checked_div(b)?,
+                    BinOp::Rem => a.checked_rem(b)?,
+                }
+            }
+            Expr::Min(a, b) => a.eval(env)?.min(b.eval(env)?),
+            Expr::Max(a, b) => a.eval(env)?.max(b.eval(env)?),
+        })
+    }
+
+    /// Evaluates with a map environment.
+    pub fn eval_map(&self, env: &BTreeMap<String, i128>) -> Option<i128> {
+        self.eval(&|s| env.get(s).copied())
+    }
+
+    /// Every symbol the expression mentions, in order, with repeats.
+    pub fn symbols<'a>(&'a self, out: &mut Vec<&'a str>) {
+        match self {
+            Expr::Sym(s) => out.push(s),
+            Expr::Lit(_) => {}
+            Expr::Neg(e) => e.symbols(out),
+            Expr::Bin(_, a, b) | Expr::Min(a, b) | Expr::Max(a, b) => {
+                a.symbols(out);
+                b.symbols(out);
+            }
+        }
+    }
+}
+
+impl fmt::Display for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fn prec(e: &Expr) -> u8 {
+            match e {
+                Expr::Bin(BinOp::Add | BinOp::Sub, ..) => 1,
+                Expr::Bin(..) => 2,
+                _ => 3,
+            }
+        }
+        match self {
+            Expr::Sym(s) => f.write_str(s),
+            Expr::Lit(v) => write!(f, "{v}"),
+            Expr::Neg(e) if prec(e) < 3 => write!(f, "-({e})"),
+            Expr::Neg(e) => write!(f, "-{e}"),
+            Expr::Min(a, b) => write!(f, "min({a}, {b})"),
+            Expr::Max(a, b) => write!(f, "max({a}, {b})"),
+            Expr::Bin(op, a, b) => {
+                let p = prec(self);
+                let sym = match op {
+                    BinOp::Add => "+",
+                    BinOp::Sub => "-",
+                    BinOp::Mul => "*",
+                    BinOp::Div => "/",
+                    BinOp::Rem => "%",
+                };
+                if prec(a) < p {
+                    write!(f, "({a})")?;
+                } else {
+                    write!(f, "{a}")?;
+                }
+                write!(f, " {sym} ")?;
+                // Left-associative: the right operand needs parentheses at equal precedence.
+                if prec(b) <= p {
+                    write!(f, "({b})")
+                } else {
+                    write!(f, "{b}")
+                }
+            }
+        }
+    }
+}
+
+/// Element types of the design's dtype list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[allow(non_camel_case_types, missing_docs)]
+pub enum DType {
+    bool,
+    u8,
+    i8,
+    u16,
+    i16,
+    u32,
+    i32,
+    u64,
+    i64,
+    f16,
+    bf16,
+    f32,
+    f64,
+}
+
+impl DType {
+    /// Every supported dtype.
+    pub const ALL: [DType; 13] = [
+        DType::bool,
+        DType::u8,
+        DType::i8,
+        DType::u16,
+        DType::i16,
+        DType::u32,
+        DType::i32,
+        DType::u64,
+        DType::i64,
+        DType::f16,
+        DType::bf16,
+        DType::f32,
+        DType::f64,
+    ];
+
+    /// The dtype's name as written in signatures.
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::bool => "bool",
+            DType::u8 => "u8",
+            DType::i8 => "i8",
+            DType::u16 => "u16",
+            DType::i16 => "i16",
+            DType::u32 => "u32",
+            DType::i32 => "i32",
+            DType::u64 => "u64",
+            DType::i64 => "i64",
+            DType::f16 => "f16",
+            DType::bf16 => "bf16",
+            DType::f32 => "f32",
+            DType::f64 => "f64",
+        }
+    }
+
+    /// Parses a dtype name.
+    pub fn from_name(s: &str) -> Option<DType> {
+        DType::ALL.into_iter().find(|d| d.name() == s)
+    }
+
+    /// Whether the dtype is a floating-point type.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::f16 | DType::bf16 | DType::f32 | DType::f64)
+    }
+
+    /// Whether the dtype is an integer type.
+    pub fn is_int(self) -> bool {
+        !self.is_float() && self != DType::bool
+    }
+
+    /// Size of one element in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            DType::bool | DType::u8 | DType::i8 => 1,
+            DType::u16 | DType::i16 | DType::f16 | DType::bf16 => 2,
+            DType::u32 | DType::i32 | DType::f32 => 4,
+            DType::u64 | DType::i64 | DType::f64 => 8,
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Packed sub-byte and fp8 dtype names, refused with a reason.
+pub fn refused_dtype(s: &str) -> Option<&'static str> {
+    const PACKED: [&str; 8] = ["u1", "u2", "u4", "i4", "s1", "s2", "s3", "s4"];
+    if PACKED.contains(&s) || s.starts_with("f4e") || s.starts_with("f6e") {
+        return Some("packed sub-byte types would be reinterpreted as raw bytes");
+    }
+    if s.starts_with("f8e") || s.starts_with("float8") {
+        return Some("fp8 types would be reinterpreted as raw bytes");
+    }
+    None
+}
+
+/// Output-shape class.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ShapeClass {
+    /// Every output dim is an expression of input dims and params.
+    Static,
+    /// Data-dependent output dims (free symbols) each at most the bound.
+    Bounded(Expr),
+    /// Data-dependent output dims with no bound.
+    Dynamic,
+}
+
+/// Semantic categories.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    Selection,
+    Integer,
+    Elementwise,
+    Transcendental,
+    Reduction,
+    Contraction,
+    Approximate,
+}
+
+impl Category {
+    /// Every category with its keyword.
+    pub const ALL: [(Category, &'static str); 7] = [
+        (Category::Selection, "selection"),
+        (Category::Integer, "integer"),
+        (Category::Elementwise, "elementwise"),
+        (Category::Transcendental, "transcendental"),
+        (Category::Reduction, "reduction"),
+        (Category::Contraction, "contraction"),
+        (Category::Approximate, "approximate"),
+    ];
+
+    /// The keyword.
+    pub fn name(self) -> &'static str {
+        Category::ALL.iter().find(|(c, _)| *c == self).map(|(_, n)| *n).unwrap_or("?")
+    }
+
+    /// Whether the category has kinks (points without a derivative).
+    pub fn has_kinks(self) -> bool {
+        matches!(self, Category::Selection)
+    }
+}
+
+/// Tolerance classes.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tolerance {
+    /// Bit-identical, sign of zero included.
+    Exact,
+    /// Within k units in the last place.
+    Ulp(u32),
+    /// Error bound `k * len * eps * sum|terms|`, growing with reduction length.
+    Accum(u32),
+    /// `|a - b| <= atol + rtol * |b|`.
+    Loose { rtol: f64, atol: f64 },
+}
+
+impl fmt::Display for Tolerance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Tolerance::Exact => f.write_str("exact"),
+            Tolerance::Ulp(k) => write!(f, "ulp({k})"),
+            Tolerance::Accum(k) => write!(f, "accum({k})"),
+            Tolerance::Loose { rtol, atol } => write!(f, "loose({rtol:e}, {atol:e})"),
+        }
+    }
+}
+
+/// How gradients flow.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Backward {
+    /// Declared non-differentiable.
+    None,
+    /// A composition of registered differentiable ops; `graph` names the builder function.
+    Composite { graph: Option<String> },
+    /// Declared rules: a VJP and/or one JVP rule per differentiable input.
+    Declared { vjp: Option<String>, jvp: Vec<String> },
+}
+
+impl Backward {
+    /// Whether gradients can flow through the op.
+    pub fn is_differentiable(&self) -> bool {
+        !matches!(self, Backward::None)
+    }
+}
+
+/// Declared NaN behaviour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NanPolicy {
+    /// A NaN input makes the affected outputs NaN.
+    Propagate,
+}
+
+/// Visibility levels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Visibility {
+    Private,
+    Workspace,
+    Public,
+}
+
+/// Kernel languages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelLang {
+    Wgsl,
+    Cuda,
+}
+
+/// A GPU kernel and how its buffers bind to the signature.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Kernel {
+    pub lang: KernelLang,
+    /// Path relative to the declaring crate's manifest directory.
+    pub path: String,
+    /// Entry point (WGSL: the compute entry; CUDA: the `extern "C" __global__` name).
+    pub entry: String,
+    /// Buffers in binding order (WGSL: `@group(0) @binding(i)`; CUDA: parameter i).
+    pub bindings: Vec<Binding>,
+    /// Launch geometry: number of invocations.
+    pub threads: Expr,
+    /// CUDA threads per block (WGSL takes the workgroup size from the kernel).
+    pub block: Option<u32>,
+}
+
+/// One slot of the binding descriptor.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Binding {
+    /// A tensor input or output buffer.
+    Buffer { name: String, access: Access },
+    /// A uniform block (WGSL) or scalar parameters (CUDA) with these fields, each a dim or param.
+    Uniform { fields: Vec<String> },
+}
+
+/// Buffer access modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    Read,
+    ReadWrite,
+}

@@ -1,0 +1,13 @@
+//! The three grammars of `#[op]` (shape signature, buffer-binding descriptor, backward
+//! representation): a typed model, the parser, the checker and the canonical encoding used for
+//! identity. A normal library on `proc-macro2`/`syn`, so every rule is unit-testable; the
+//! `op-macros` crate is a thin wrapper and `op-runtime` loads the span-free [`contract`].
+
+pub mod canon;
+pub mod check;
+pub mod contract;
+pub mod ctxt;
+pub mod model;
+pub mod parse;
+pub mod reference;
+pub mod wgsl;

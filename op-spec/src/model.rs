@@ -1,0 +1,303 @@
+//! The typed model of one `#[op(...)]` attribute, as parsed: every value keeps the span of the
+//! tokens it came from so the checker can point at the smallest offending token. It holds no
+//! rules (see `check`) and converts to the span-free [`Contract`](crate::contract::Contract).
+
+use crate::contract::{self, Access, BinOp, Category, CmpOp, DType, KernelLang, NanPolicy, Tolerance, Visibility};
+use proc_macro2::{Span, TokenStream};
+use quote::quote_spanned;
+
+/// A source range from its first to its last token, usable as an error location.
+#[derive(Clone, Copy, Debug)]
+pub struct SpanRange {
+    pub first: Span,
+    pub last: Span,
+}
+
+impl SpanRange {
+    /// A range of one token.
+    pub fn single(span: Span) -> Self {
+        SpanRange { first: span, last: span }
+    }
+    /// Spans `self.first ..= other.last`.
+    pub fn to(self, other: SpanRange) -> Self {
+        SpanRange { first: self.first, last: other.last }
+    }
+    /// An error covering the range.
+    pub fn error(self, msg: impl std::fmt::Display) -> syn::Error {
+        let (a, b) = (self.first, self.last);
+        let tokens: TokenStream = quote_spanned!(a=> __op_first);
+        let mut tokens = tokens;
+        tokens.extend(quote_spanned!(b=> __op_last));
+        syn::Error::new_spanned(tokens, msg)
+    }
+}
+
+/// A value with its source range.
+#[derive(Clone, Debug)]
+pub struct Spanned<T> {
+    pub value: T,
+    pub span: SpanRange,
+}
+
+impl<T> Spanned<T> {
+    pub fn new(value: T, span: SpanRange) -> Self {
+        Spanned { value, span }
+    }
+}
+
+/// An integer expression with spans.
+#[derive(Clone, Debug)]
+pub struct SExpr {
+    pub kind: SExprKind,
+    pub span: SpanRange,
+}
+
+/// Expression forms.
+#[derive(Clone, Debug)]
+pub enum SExprKind {
+    Sym(syn::Ident),
+    Lit(i64),
+    Neg(Box<SExpr>),
+    Bin(BinOp, Box<SExpr>, Box<SExpr>),
+    Min(Box<SExpr>, Box<SExpr>),
+    Max(Box<SExpr>, Box<SExpr>),
+}
+
+impl SExpr {
+    /// The span-free expression.
+    pub fn to_expr(&self) -> contract::Expr {
+        use contract::Expr as E;
+        match &self.kind {
+            SExprKind::Sym(i) => E::Sym(i.to_string()),
+            SExprKind::Lit(v) => E::Lit(*v),
+            SExprKind::Neg(e) => E::Neg(Box::new(e.to_expr())),
+            SExprKind::Bin(op, a, b) => E::Bin(*op, Box::new(a.to_expr()), Box::new(b.to_expr())),
+            SExprKind::Min(a, b) => E::Min(Box::new(a.to_expr()), Box::new(b.to_expr())),
+            SExprKind::Max(a, b) => E::Max(Box::new(a.to_expr()), Box::new(b.to_expr())),
+        }
+    }
+
+    /// Every symbol identifier in the expression, in order.
+    pub fn symbols<'a>(&'a self, out: &mut Vec<&'a syn::Ident>) {
+        match &self.kind {
+            SExprKind::Sym(i) => out.push(i),
+            SExprKind::Lit(_) => {}
+            SExprKind::Neg(e) => e.symbols(out),
+            SExprKind::Bin(_, a, b) | SExprKind::Min(a, b) | SExprKind::Max(a, b) => {
+                a.symbols(out);
+                b.symbols(out);
+            }
+        }
+    }
+}
+
+/// A parsed `#[op(...)]` attribute.
+#[derive(Clone, Debug, Default)]
+pub struct OpAttr {
+    /// The whole attribute's span (for "missing key" errors).
+    pub span: Option<Span>,
+    pub name: Option<Spanned<String>>,
+    pub version: Option<Spanned<u32>>,
+    pub signature: Option<SSignature>,
+    pub category: Option<Spanned<Category>>,
+    pub tolerance: Option<Spanned<Tolerance>>,
+    pub backward: Option<SBackward>,
+    pub subgradient: Option<Spanned<String>>,
+    pub nan: Option<Spanned<NanPolicy>>,
+    pub cpu: Option<syn::Path>,
+    pub output: Option<SShapeClass>,
+    pub kernels: Vec<SKernel>,
+    pub license: Option<Spanned<String>>,
+    pub visibility: Option<Spanned<Visibility>>,
+}
+
+/// The shape signature with spans.
+#[derive(Clone, Debug)]
+pub struct SSignature {
+    /// The `signature` keyword.
+    pub span: SpanRange,
+    pub args: Vec<SArg>,
+    pub constraints: Vec<SConstraint>,
+    pub outputs: Vec<STensor>,
+}
+
+/// One argument.
+#[derive(Clone, Debug)]
+pub enum SArg {
+    Tensor(STensor),
+    Param(SParam),
+}
+
+impl SArg {
+    pub fn ident(&self) -> &syn::Ident {
+        match self {
+            SArg::Tensor(t) => &t.name,
+            SArg::Param(p) => &p.name,
+        }
+    }
+}
+
+/// A tensor input or output.
+#[derive(Clone, Debug)]
+pub struct STensor {
+    pub name: syn::Ident,
+    /// Whether the name was written (outputs may be unnamed).
+    pub named: bool,
+    pub dtype: Spanned<DType>,
+    pub dims: Vec<SExpr>,
+}
+
+/// A scalar parameter.
+#[derive(Clone, Debug)]
+pub struct SParam {
+    pub name: syn::Ident,
+    pub dtype: Spanned<DType>,
+}
+
+/// A comparison chain.
+#[derive(Clone, Debug)]
+pub struct SConstraint {
+    pub terms: Vec<SExpr>,
+    pub ops: Vec<CmpOp>,
+    pub span: SpanRange,
+}
+
+impl SConstraint {
+    pub fn to_constraint(&self) -> contract::Constraint {
+        contract::Constraint { terms: self.terms.iter().map(SExpr::to_expr).collect(), ops: self.ops.clone() }
+    }
+}
+
+/// The output-shape class with spans.
+#[derive(Clone, Debug)]
+pub enum SShapeClass {
+    Static(SpanRange),
+    Bounded(SpanRange, SExpr),
+    Dynamic(SpanRange),
+}
+
+/// The backward representation with spans.
+#[derive(Clone, Debug)]
+pub enum SBackward {
+    None(SpanRange),
+    Composite { span: SpanRange, graph: Option<syn::Path> },
+    Declared { span: SpanRange, vjp: Option<syn::Path>, jvp: Option<(SpanRange, Vec<syn::Path>)> },
+}
+
+impl SBackward {
+    pub fn span(&self) -> SpanRange {
+        match self {
+            SBackward::None(s) => *s,
+            SBackward::Composite { span, .. } | SBackward::Declared { span, .. } => *span,
+        }
+    }
+}
+
+/// A kernel declaration with spans.
+#[derive(Clone, Debug)]
+pub struct SKernel {
+    pub span: SpanRange,
+    pub lang: KernelLang,
+    /// The path literal.
+    pub path: syn::LitStr,
+    pub entry: Option<syn::LitStr>,
+    pub bindings: Vec<SBinding>,
+    /// The `bindings`/`params` keyword.
+    pub bindings_span: Option<SpanRange>,
+    pub threads: Option<SExpr>,
+    pub block: Option<Spanned<u32>>,
+}
+
+/// One descriptor slot with spans.
+#[derive(Clone, Debug)]
+pub enum SBinding {
+    Buffer { name: syn::Ident, access: Spanned<Access> },
+    Uniform { span: SpanRange, fields: Vec<syn::Ident> },
+}
+
+fn path_text(p: &syn::Path) -> String {
+    let mut s = String::new();
+    if p.leading_colon.is_some() {
+        s.push_str("::");
+    }
+    let segs: Vec<String> = p.segments.iter().map(|seg| seg.ident.to_string()).collect();
+    s.push_str(&segs.join("::"));
+    s
+}
+
+impl OpAttr {
+    /// The span-free contract, defaults applied. `None` when a required key is missing (the
+    /// checker has reported it then).
+    pub fn to_contract(&self) -> Option<contract::Contract> {
+        let sig = self.signature.as_ref()?;
+        let signature = contract::Signature {
+            args: sig
+                .args
+                .iter()
+                .map(|a| match a {
+                    SArg::Tensor(t) => contract::Arg::Tensor(t.to_sig()),
+                    SArg::Param(p) => contract::Arg::Param(contract::ParamSig { name: p.name.to_string(), dtype: p.dtype.value }),
+                })
+                .collect(),
+            constraints: sig.constraints.iter().map(SConstraint::to_constraint).collect(),
+            outputs: sig.outputs.iter().map(STensor::to_sig).collect(),
+            shape_class: match &self.output {
+                None | Some(SShapeClass::Static(_)) => contract::ShapeClass::Static,
+                Some(SShapeClass::Bounded(_, e)) => contract::ShapeClass::Bounded(e.to_expr()),
+                Some(SShapeClass::Dynamic(_)) => contract::ShapeClass::Dynamic,
+            },
+        };
+        let backward = match self.backward.as_ref()? {
+            SBackward::None(_) => contract::Backward::None,
+            SBackward::Composite { graph, .. } => contract::Backward::Composite { graph: graph.as_ref().map(path_text) },
+            SBackward::Declared { vjp, jvp, .. } => contract::Backward::Declared {
+                vjp: vjp.as_ref().map(path_text),
+                jvp: jvp.as_ref().map(|(_, v)| v.iter().map(path_text).collect()).unwrap_or_default(),
+            },
+        };
+        Some(contract::Contract {
+            name: self.name.as_ref()?.value.clone(),
+            version: self.version.as_ref()?.value,
+            signature,
+            category: self.category.as_ref()?.value,
+            tolerance: self.tolerance.as_ref()?.value,
+            backward,
+            subgradient: self.subgradient.as_ref().map(|s| s.value.clone()),
+            nan: self.nan.as_ref().map(|n| n.value),
+            cpu: self.cpu.as_ref().map(path_text),
+            kernels: self.kernels.iter().map(SKernel::to_kernel).collect(),
+            license: self.license.as_ref().map(|l| l.value.clone()),
+            visibility: self.visibility.as_ref().map(|v| v.value).unwrap_or(Visibility::Private),
+        })
+    }
+}
+
+impl STensor {
+    pub fn to_sig(&self) -> contract::TensorSig {
+        contract::TensorSig {
+            name: self.name.to_string(),
+            dtype: self.dtype.value,
+            dims: self.dims.iter().map(SExpr::to_expr).collect(),
+        }
+    }
+}
+
+impl SKernel {
+    pub fn to_kernel(&self) -> contract::Kernel {
+        contract::Kernel {
+            lang: self.lang,
+            path: self.path.value(),
+            entry: self.entry.as_ref().map(|e| e.value()).unwrap_or_default(),
+            bindings: self
+                .bindings
+                .iter()
+                .map(|b| match b {
+                    SBinding::Buffer { name, access } => contract::Binding::Buffer { name: name.to_string(), access: access.value },
+                    SBinding::Uniform { fields, .. } => contract::Binding::Uniform { fields: fields.iter().map(|f| f.to_string()).collect() },
+                })
+                .collect(),
+            threads: self.threads.as_ref().map(SExpr::to_expr).unwrap_or(contract::Expr::Lit(0)),
+            block: self.block.as_ref().map(|b| b.value),
+        }
+    }
+}
