@@ -10,7 +10,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 
 /// The whole macro: parse, check, expand; on error, the function unchanged plus the errors.
-pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
+pub fn expand(attr: TokenStream, item: TokenStream, source_dir: Option<std::path::PathBuf>) -> TokenStream {
     let func: syn::ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
         Err(e) => {
@@ -22,8 +22,9 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let cx = Ctxt::new();
     let parsed = op_spec::parse::parse_attr(&cx, attr);
     let description = op_spec::canon::doc_comment(&func.attrs);
-    let base = std::env::var_os("CARGO_MANIFEST_DIR").map(std::path::PathBuf::from);
-    let checked = check(&cx, &CheckInput { attr: &parsed, func: &func, description: &description, base_dir: base.as_deref() });
+    let mut bases: Vec<std::path::PathBuf> = std::env::var_os("CARGO_MANIFEST_DIR").map(std::path::PathBuf::from).into_iter().collect();
+    bases.extend(source_dir);
+    let checked = check(&cx, &CheckInput { attr: &parsed, func: &func, description: &description, base_dirs: &bases });
     match (cx.check(), checked) {
         (Ok(()), Some(c)) => generate(&func, &parsed, &c, &description),
         (Err(errors), _) => fallback(&func, errors),

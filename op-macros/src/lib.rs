@@ -106,7 +106,8 @@ mod expand;
 ///   `read_write`, each tensor exactly once; the uniform block's struct has one `u32` per dim
 ///   field and the parameter's type per param field, in order. WGSL files are parsed and
 ///   validated with naga at compile time and must match; they enter the build through
-///   `include_bytes!`, so editing one rebuilds.
+///   `include_bytes!`, so editing one rebuilds. Paths are relative to the crate's
+///   `Cargo.toml` (if absent there, to the declaring source file's directory).
 /// - **Backward rules** are type-checked where they are named: a VJP takes the reference's
 ///   parameters then one cotangent `&[T]` per output and returns one `Vec<T>` per float input
 ///   (a tuple for several); a JVP lists one rule per float input, each taking the reference's
@@ -118,5 +119,7 @@ mod expand;
 ///   the same name: `my_op::DECL`).
 #[proc_macro_attribute]
 pub fn op(attr: TokenStream, item: TokenStream) -> TokenStream {
-    expand::expand(attr.into(), item.into()).into()
+    // Kernel paths resolve against the crate's Cargo.toml, then the declaring file's directory.
+    let source_dir = proc_macro::Span::call_site().local_file().and_then(|f| f.parent().map(|p| p.to_path_buf()));
+    expand::expand(attr.into(), item.into(), source_dir).into()
 }

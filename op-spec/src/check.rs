@@ -38,8 +38,9 @@ pub struct CheckInput<'a> {
     pub func: &'a syn::ItemFn,
     /// The doc comment of the function, the op's description.
     pub description: &'a str,
-    /// Directory kernel paths are relative to (the declaring crate's manifest dir).
-    pub base_dir: Option<&'a Path>,
+    /// Directories kernel paths are resolved against, in order: the declaring crate's manifest
+    /// dir, then the declaring source file's dir.
+    pub base_dirs: &'a [PathBuf],
 }
 
 /// Runs every rule. Returns `Some` only if no rule reported an error.
@@ -62,7 +63,7 @@ pub fn check(cx: &Ctxt, input: &CheckInput<'_>) -> Option<Checked> {
         reference = check_reference_fn(cx, input.func, sig, &dims);
         for k in &attr.kernels {
             check_binding_coverage(cx, k, sig, &dims);
-            if let Some(lk) = load_and_check_kernel(cx, k, sig, input.base_dir) {
+            if let Some(lk) = load_and_check_kernel(cx, k, sig, input.base_dirs) {
                 kernels.push(lk);
             }
         }
@@ -686,9 +687,15 @@ fn check_binding_coverage(cx: &Ctxt, k: &SKernel, sig: &SSignature, dims: &[Stri
     }
 }
 
-fn read_relative(base: Option<&Path>, rel: &str) -> Result<(PathBuf, Vec<u8>), String> {
-    let base = base.ok_or_else(|| "the crate directory is unknown (CARGO_MANIFEST_DIR is not set)".to_string())?;
-    let abs = base.join(rel);
+fn read_relative(bases: &[PathBuf], rel: &str) -> Result<(PathBuf, Vec<u8>), String> {
+    let first = bases.first().ok_or_else(|| "the crate directory is unknown (CARGO_MANIFEST_DIR is not set)".to_string())?;
+    for base in bases {
+        let abs = base.join(rel);
+        if let Ok(b) = std::fs::read(&abs) {
+            return Ok((abs, b));
+        }
+    }
+    let abs = first.join(rel);
     std::fs::read(&abs).map(|b| (abs.clone(), b)).map_err(|e| format!("cannot read `{}`: {e}", abs.display()))
 }
 
@@ -706,7 +713,7 @@ pub fn cuda_includes(src: &str) -> Vec<String> {
 
 // Rule: kernel files exist; WGSL kernels match their descriptor (see `wgsl`); CUDA kernels
 // have their entry and one parameter per descriptor field, and their headers exist.
-fn load_and_check_kernel(cx: &Ctxt, k: &SKernel, sig: &SSignature, base: Option<&Path>) -> Option<LoadedKernel> {
+fn load_and_check_kernel(cx: &Ctxt, k: &SKernel, sig: &SSignature, base: &[PathBuf]) -> Option<LoadedKernel> {
     let (abs_path, bytes) = match read_relative(base, &k.path.value()) {
         Ok(x) => x,
         Err(e) => {
@@ -888,7 +895,7 @@ impl std::fmt::Display for Category {
 }
 
 /// Checks a whole declaration from tokens (used by tests and by the macro).
-pub fn check_tokens(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream, base_dir: Option<&Path>) -> Result<(Checked, OpAttr), Vec<syn::Error>> {
+pub fn check_tokens(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream, base_dirs: &[PathBuf]) -> Result<(Checked, OpAttr), Vec<syn::Error>> {
     let cx = Ctxt::new();
     let func: syn::ItemFn = match syn::parse2(item) {
         Ok(f) => f,
@@ -899,7 +906,7 @@ pub fn check_tokens(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStre
     };
     let attr = crate::parse::parse_attr(&cx, attr);
     let description = crate::canon::doc_comment(&func.attrs);
-    let checked = check(&cx, &CheckInput { attr: &attr, func: &func, description: &description, base_dir });
+    let checked = check(&cx, &CheckInput { attr: &attr, func: &func, description: &description, base_dirs });
     match (cx.check(), checked) {
         (Ok(()), Some(c)) => Ok((c, attr)),
         (Err(e), _) => Err(e),
@@ -913,7 +920,7 @@ mod tests {
     use quote::quote;
 
     fn errs(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream) -> Vec<String> {
-        match check_tokens(attr, item, None) {
+        match check_tokens(attr, item, &[]) {
             Ok(_) => Vec::new(),
             Err(e) => e.into_iter().map(|e| e.to_string()).collect(),
         }

@@ -699,6 +699,7 @@ fn add(@builtin(global_invocation_id) gid: vec3<u32>) {
         let Some(e) = engine() else { return };
         let src = "@compute @workgroup_size(1) fn main() { let x: u32 = ; }";
         let err = e.run(key("invalid-wgsl"), src, "main", [1, 1, 1], &[], 1).expect_err("invalid WGSL");
+        eprintln!("invalid WGSL -> {err}");
         match &err {
             WgpuError::Validation { what, message } => {
                 assert_eq!(what, "shader module");
@@ -719,6 +720,7 @@ fn add(@builtin(global_invocation_id) gid: vec3<u32>) {
         let src = "@group(0) @binding(0) var<storage, read_write> x: array<u32>;\n\
                    @compute @workgroup_size(1) fn main() { x[0] = 1u; }";
         let err = e.run(key("layout-mismatch"), src, "main", [1, 1, 1], &[Slot::Read(&[0; 4])], 1).expect_err("mismatch");
+        eprintln!("layout mismatch -> {err}");
         match err {
             WgpuError::Validation { what, .. } => assert_eq!(what, "compute pipeline"),
             other => panic!("expected Validation, got {other:?}"),
@@ -833,6 +835,99 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
                 });
             }
         });
+    }
+
+    /// Compares `run` with a minimal hand-written wgpu program (same device, pipeline built
+    /// once) on a 1M-element add. Run with
+    /// `cargo test --release -p op-runtime --lib gpu::wgpu_engine -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn bench_vs_minimal_wgpu() {
+        use wgpu::util::DeviceExt;
+        let Some(e) = engine() else { return };
+        let n = 1usize << 20;
+        let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let b: Vec<f32> = (0..n).map(|i| 2.0 * i as f32).collect();
+        let out = vec![0f32; n];
+        let (ab, bb, ob) = (f32s(&a), f32s(&b), f32s(&out));
+        let params = {
+            let mut p = (n as u32).to_le_bytes().to_vec();
+            p.resize(16, 0);
+            p
+        };
+        let k = key("bench-add");
+        let engine_once = || {
+            e.run(k, ADD, "add", [64, 1, 1], &[Slot::Read(&ab), Slot::Read(&bb), Slot::ReadWrite(&ob), Slot::Uniform(&params)], n as u64)
+                .expect("engine run")
+                .remove(0)
+        };
+
+        let d = &e.device;
+        let q = &e.queue;
+        let module = d.create_shader_module(wgpu::ShaderModuleDescriptor { label: None, source: wgpu::ShaderSource::Wgsl(ADD.into()) });
+        let pipeline = d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: None,
+            layout: None,
+            module: &module,
+            entry_point: Some("add"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        let bgl = pipeline.get_bind_group_layout(0);
+        let minimal_once = || {
+            let s = wgpu::BufferUsages::STORAGE;
+            let ba = d.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: None, contents: &ab, usage: s });
+            let bbuf = d.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: None, contents: &bb, usage: s });
+            let bo = d.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: None, contents: &ob, usage: s | wgpu::BufferUsages::COPY_SRC });
+            let bp = d.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: None, contents: &params, usage: wgpu::BufferUsages::UNIFORM });
+            let st = d.create_buffer(&wgpu::BufferDescriptor {
+                label: None,
+                size: ob.len() as u64,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            let bg = d.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: None,
+                layout: &bgl,
+                entries: &[
+                    wgpu::BindGroupEntry { binding: 0, resource: ba.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 1, resource: bbuf.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 2, resource: bo.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 3, resource: bp.as_entire_binding() },
+                ],
+            });
+            let mut enc = d.create_command_encoder(&Default::default());
+            {
+                let mut pass = enc.begin_compute_pass(&Default::default());
+                pass.set_pipeline(&pipeline);
+                pass.set_bind_group(0, &bg, &[]);
+                pass.dispatch_workgroups((n as u32).div_ceil(64), 1, 1);
+            }
+            enc.copy_buffer_to_buffer(&bo, 0, &st, 0, ob.len() as u64);
+            q.submit(Some(enc.finish()));
+            st.map_async(wgpu::MapMode::Read, .., |r| r.expect("map"));
+            d.poll(wgpu::PollType::wait_indefinitely()).expect("poll");
+            let v = st.get_mapped_range(..).expect("range").to_vec();
+            st.unmap();
+            v
+        };
+        assert_eq!(engine_once(), minimal_once());
+        let time = |f: &dyn Fn() -> Vec<u8>| {
+            let mut t: Vec<f64> = (0..30)
+                .map(|_| {
+                    let s = std::time::Instant::now();
+                    std::hint::black_box(f());
+                    s.elapsed().as_secs_f64()
+                })
+                .collect();
+            t.sort_by(f64::total_cmp);
+            t[t.len() / 2]
+        };
+        for round in 0..2 {
+            let m = time(&minimal_once);
+            let en = time(&engine_once);
+            eprintln!("round {round}: minimal {:.3} ms, engine {:.3} ms, ratio {:.3}", m * 1e3, en * 1e3, en / m);
+        }
     }
 
     #[test]

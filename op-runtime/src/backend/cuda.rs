@@ -1,0 +1,138 @@
+//! The CUDA backend: compiles an op's CUDA kernel with NVRTC (PTX cached on disk under the
+//! content hash) and launches it with buffers and scalars in the descriptor's parameter order.
+
+use super::{Backend, BackendKind, ExecRequest, Prepared};
+use crate::device::DeviceProfile;
+use crate::gpu::cuda_engine::{CudaArg, CudaEngine, CudaKernel};
+use crate::registry::RegisteredOp;
+use crate::tensor::{Data, Scalar, Tensor};
+use op_spec::contract::{Binding, KernelLang};
+use std::sync::{Arc, OnceLock};
+
+/// The CUDA backend.
+#[derive(Default)]
+pub struct CudaBackend {
+    profile: OnceLock<Result<Arc<DeviceProfile>, String>>,
+}
+
+fn engine() -> Result<&'static CudaEngine, String> {
+    CudaEngine::shared().map_err(|e| e.to_string())
+}
+
+fn cuda_kernel(op: &RegisteredOp) -> Option<usize> {
+    op.contract.kernels.iter().position(|k| k.lang == KernelLang::Cuda)
+}
+
+impl Backend for CudaBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Cuda
+    }
+    fn availability(&self) -> Result<(), String> {
+        self.profile().map(|_| ())
+    }
+    fn profile(&self) -> Result<Arc<DeviceProfile>, String> {
+        self.profile.get_or_init(|| engine().map(|e| Arc::new(e.profile().clone()))).clone()
+    }
+    fn supports(&self, op: &RegisteredOp) -> Result<(), String> {
+        cuda_kernel(op).map(|_| ()).ok_or_else(|| "the op declares no CUDA kernel".to_string())
+    }
+    fn prepare(&self, op: &Arc<RegisteredOp>) -> Result<Arc<dyn Prepared>, String> {
+        let k = cuda_kernel(op).ok_or_else(|| "the op declares no CUDA kernel".to_string())?;
+        let src = &op.decl.kernels[k];
+        let source = String::from_utf8(src.source.to_vec()).map_err(|e| e.to_string())?;
+        // Headers are visible under the name the source includes them by (relative to its dir).
+        let dir = std::path::Path::new(src.path).parent().map(|p| p.to_string_lossy().to_string()).unwrap_or_default();
+        let headers: Vec<(String, String)> = src
+            .headers
+            .iter()
+            .map(|(p, b)| {
+                let name = p.strip_prefix(&format!("{dir}/")).unwrap_or(p).to_string();
+                (name, String::from_utf8_lossy(b).to_string())
+            })
+            .collect();
+        let kernel = engine()?.compile(op.hash, &source, &headers, src.entry, &[]).map_err(|e| e.to_string())?;
+        Ok(Arc::new(CudaPrepared { hash: op.hash, kernel_index: k, kernel, block: src.workgroup_size[0] }))
+    }
+}
+
+struct CudaPrepared {
+    hash: [u8; 32],
+    kernel_index: usize,
+    kernel: Arc<CudaKernel>,
+    block: u32,
+}
+
+impl Prepared for CudaPrepared {
+    fn content_hash(&self) -> [u8; 32] {
+        self.hash
+    }
+    fn execute(&self, req: &ExecRequest<'_>) -> Result<Vec<Tensor>, String> {
+        let op = req.op;
+        let kernel = &op.contract.kernels[self.kernel_index];
+        let inputs: Vec<&str> = op.contract.signature.inputs().map(|t| t.name.as_str()).collect();
+        let outputs: Vec<&str> = op.contract.signature.outputs.iter().map(|t| t.name.as_str()).collect();
+        let params: Vec<&str> = op.contract.signature.params().map(|p| p.name.as_str()).collect();
+        enum A {
+            R(Vec<u8>),
+            RW(Vec<u8>, usize),
+            U32(u32),
+            I32(i32),
+            F32(f32),
+        }
+        let mut owned = Vec::new();
+        for b in &kernel.bindings {
+            match b {
+                Binding::Buffer { name, .. } => {
+                    if let Some(i) = inputs.iter().position(|n| n == name) {
+                        owned.push(A::R(req.inputs[i].data().to_le_bytes()));
+                    } else if let Some(o) = outputs.iter().position(|n| n == name) {
+                        let dtype = op.contract.signature.outputs[o].dtype;
+                        let n = req.bound.out_shapes[o].iter().product::<usize>() + 2 * req.guard;
+                        owned.push(A::RW(vec![super::CANARY_BYTE; n * dtype.size()], o));
+                    }
+                }
+                Binding::Uniform { fields } => {
+                    for f in fields {
+                        if let Some(pi) = params.iter().position(|p| p == f) {
+                            owned.push(match req.params[pi] {
+                                Scalar::U32(v) => A::U32(v),
+                                Scalar::I32(v) => A::I32(v),
+                                Scalar::F32(v) => A::F32(v),
+                                other => return Err(format!("parameter `{f}` of type `{}` cannot be passed to a CUDA kernel", other.dtype())),
+                            });
+                        } else {
+                            let k = op.plan.syms.iter().position(|s| s == f).ok_or_else(|| format!("field `{f}` is not a symbol"))?;
+                            owned.push(A::U32(u32::try_from(req.bound.values[k]).map_err(|_| format!("dim `{f}` does not fit u32"))?));
+                        }
+                    }
+                }
+            }
+        }
+        if req.guard > 0 {
+            return Err("guarded runs on cuda are not supported by this build".to_string());
+        }
+        let args: Vec<CudaArg<'_>> = owned
+            .iter()
+            .map(|a| match a {
+                A::R(b) => CudaArg::Read(b),
+                A::RW(b, _) => CudaArg::ReadWrite(b),
+                A::U32(v) => CudaArg::U32(*v),
+                A::I32(v) => CudaArg::I32(*v),
+                A::F32(v) => CudaArg::F32(*v),
+            })
+            .collect();
+        let threads = op.plan.eval(&kernel.threads, req.bound).ok_or("launch geometry `threads` cannot be evaluated")?;
+        let threads = u64::try_from(threads).map_err(|_| format!("launch geometry `threads` = {threads} is negative"))?;
+        let read = engine()?.launch(&self.kernel, &args, threads, self.block).map_err(|e| e.to_string())?;
+        let mut outs: Vec<Option<Tensor>> = vec![None; outputs.len()];
+        let mut it = read.into_iter();
+        for a in &owned {
+            if let A::RW(_, o) = a {
+                let bytes = it.next().ok_or("missing readback")?;
+                let data = Data::from_le_bytes(op.contract.signature.outputs[*o].dtype, &bytes).map_err(|e| e.to_string())?;
+                outs[*o] = Some(Tensor::new(req.bound.out_shapes[*o].clone(), data).map_err(|e| e.to_string())?);
+            }
+        }
+        outs.into_iter().enumerate().map(|(i, t)| t.ok_or_else(|| format!("output `{}` is not bound by the kernel", outputs[i]))).collect()
+    }
+}

@@ -1,0 +1,109 @@
+//! The `Backend` abstraction every executor implements (reference, cpu, wgpu, cuda) and the
+//! helpers they share. Dispatch chooses a backend; backends only prepare and execute.
+
+mod host;
+#[cfg(feature = "wgpu")]
+pub mod wgpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
+
+pub use host::{CpuBackend, ReferenceBackend};
+
+use crate::device::DeviceProfile;
+use crate::plan::Bound;
+use crate::registry::RegisteredOp;
+use crate::tensor::{Data, Scalar, Tensor};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::sync::Arc;
+
+/// The kinds of backend, in default priority order (first = preferred).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackendKind {
+    /// CUDA via cudarc + NVRTC.
+    Cuda,
+    /// WGSL compute via wgpu.
+    Wgpu,
+    /// The op's optional fast CPU kernel.
+    Cpu,
+    /// The annotated reference function.
+    Reference,
+}
+
+impl BackendKind {
+    /// All kinds in priority order.
+    pub const PRIORITY: [BackendKind; 4] = [BackendKind::Cuda, BackendKind::Wgpu, BackendKind::Cpu, BackendKind::Reference];
+
+    /// The backend's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Cuda => "cuda",
+            BackendKind::Wgpu => "wgpu",
+            BackendKind::Cpu => "cpu",
+            BackendKind::Reference => "reference",
+        }
+    }
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One execution request.
+pub struct ExecRequest<'a> {
+    /// The op.
+    pub op: &'a RegisteredOp,
+    /// The validated call.
+    pub bound: &'a Bound,
+    /// Tensor inputs.
+    pub inputs: &'a [&'a Tensor],
+    /// Parameters.
+    pub params: &'a [Scalar],
+    /// Canary elements on each side of every output (conformance); 0 for plain calls. With
+    /// `guard > 0` each output comes back flat, `guard` canaries + data + `guard` canaries.
+    pub guard: usize,
+}
+
+/// An executor of ops. Implemented by the four built-in backends; dispatch never needs to know
+/// which one it holds.
+pub trait Backend: Send + Sync {
+    /// Which backend this is.
+    fn kind(&self) -> BackendKind;
+    /// `Ok` if usable on this machine, else the reason (cheap after the first call).
+    fn availability(&self) -> Result<(), String>;
+    /// The device this backend executes on.
+    fn profile(&self) -> Result<Arc<DeviceProfile>, String>;
+    /// `Ok` if the op has something to run here (e.g. a kernel for this backend).
+    fn supports(&self, op: &RegisteredOp) -> Result<(), String>;
+    /// Builds the op's executable form (compiles kernels); the cause on failure.
+    fn prepare(&self, op: &Arc<RegisteredOp>) -> Result<Arc<dyn Prepared>, String>;
+}
+
+/// An op made ready to run on one backend.
+pub trait Prepared: Send + Sync {
+    /// The content hash this was built from (a stale build is never executed).
+    fn content_hash(&self) -> [u8; 32];
+    /// Runs the op.
+    fn execute(&self, req: &ExecRequest<'_>) -> Result<Vec<Tensor>, String>;
+}
+
+/// The canary byte written around outputs in guarded runs.
+pub const CANARY_BYTE: u8 = 0xA5;
+
+/// Wraps an output in `guard` canary elements on each side (host backends, which cannot write
+/// out of bounds, still return the same layout as GPU backends).
+pub fn pad_with_canaries(t: Tensor, guard: usize) -> Result<Tensor, String> {
+    if guard == 0 {
+        return Ok(t);
+    }
+    let size = t.dtype().size();
+    let mut bytes = vec![CANARY_BYTE; guard * size];
+    bytes.extend(t.data().to_le_bytes());
+    bytes.extend(std::iter::repeat_n(CANARY_BYTE, guard * size));
+    let n = t.numel() + 2 * guard;
+    let data = Data::from_le_bytes(t.dtype(), &bytes).map_err(|e| e.to_string())?;
+    Tensor::new(vec![n], data).map_err(|e| e.to_string())
+}

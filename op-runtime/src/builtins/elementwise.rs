@@ -1,0 +1,117 @@
+//! Elementwise built-ins (binary, unary, transcendental, relu) with their VJPs.
+
+use crate::{op, Real};
+
+/// Elementwise sum `a + b`.
+#[op(name = "builtin/add", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
+     category = elementwise, tolerance = ulp(1), backward = vjp(add_vjp), license = "MIT OR Apache-2.0", visibility = public)]
+pub fn add<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
+    a.iter().zip(b).map(|(x, y)| *x + *y).collect()
+}
+/// VJP of `add`.
+pub fn add_vjp<T: Real>(_a: &[T], _b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
+    (g.to_vec(), g.to_vec())
+}
+
+/// Elementwise difference `a - b`.
+#[op(name = "builtin/sub", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
+     category = elementwise, tolerance = ulp(1), backward = vjp(sub_vjp), license = "MIT OR Apache-2.0", visibility = public)]
+pub fn sub<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
+    a.iter().zip(b).map(|(x, y)| *x - *y).collect()
+}
+/// VJP of `sub`.
+pub fn sub_vjp<T: Real>(_a: &[T], _b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
+    (g.to_vec(), g.iter().map(|v| -*v).collect())
+}
+
+/// Elementwise product `a * b`.
+#[op(name = "builtin/mul", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
+     category = elementwise, tolerance = ulp(1), backward = vjp(mul_vjp), license = "MIT OR Apache-2.0", visibility = public)]
+pub fn mul<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
+    a.iter().zip(b).map(|(x, y)| *x * *y).collect()
+}
+/// VJP of `mul`.
+pub fn mul_vjp<T: Real>(a: &[T], b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
+    (g.iter().zip(b).map(|(g, b)| *g * *b).collect(), g.iter().zip(a).map(|(g, a)| *g * *a).collect())
+}
+
+/// Elementwise quotient `a / b`.
+#[op(name = "builtin/div", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
+     category = elementwise, tolerance = ulp(3), backward = vjp(div_vjp), license = "MIT OR Apache-2.0", visibility = public)]
+pub fn div<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
+    a.iter().zip(b).map(|(x, y)| *x / *y).collect()
+}
+/// VJP of `div`: `g / b` and `-g a / b^2`.
+pub fn div_vjp<T: Real>(a: &[T], b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
+    let ga = g.iter().zip(b).map(|(g, b)| *g / *b).collect();
+    let gb = g.iter().zip(a.iter().zip(b)).map(|(g, (a, b))| -(*g * *a) / (*b * *b)).collect();
+    (ga, gb)
+}
+
+/// Negation `-x`.
+#[op(name = "builtin/neg", version = 1, signature(x: f32[n]) -> f32[n],
+     category = elementwise, tolerance = ulp(0), backward = vjp(neg_vjp), license = "MIT OR Apache-2.0", visibility = public)]
+pub fn neg<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| -*v).collect()
+}
+/// VJP of `neg`.
+pub fn neg_vjp<T: Real>(_x: &[T], g: &[T]) -> Vec<T> {
+    g.iter().map(|v| -*v).collect()
+}
+
+/// Scaling by a scalar parameter `s * x`.
+#[op(name = "builtin/scale", version = 1, signature(x: f32[n], s: f32) -> f32[n],
+     category = elementwise, tolerance = ulp(1), backward = vjp(scale_vjp), license = "MIT OR Apache-2.0", visibility = public)]
+pub fn scale<T: Real>(x: &[T], s: T) -> Vec<T> {
+    x.iter().map(|v| *v * s).collect()
+}
+/// VJP of `scale` (with respect to `x`; `s` is a parameter).
+pub fn scale_vjp<T: Real>(_x: &[T], s: T, g: &[T]) -> Vec<T> {
+    g.iter().map(|v| *v * s).collect()
+}
+
+/// Natural exponential.
+#[op(name = "builtin/exp", version = 1, signature(x: f32[n]) -> f32[n],
+     category = transcendental, tolerance = ulp(16), backward = vjp(exp_vjp), license = "MIT OR Apache-2.0", visibility = public)]
+pub fn exp<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| v.exp()).collect()
+}
+/// VJP of `exp`.
+pub fn exp_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
+    x.iter().zip(g).map(|(x, g)| x.exp() * *g).collect()
+}
+
+/// Natural logarithm.
+#[op(name = "builtin/log", version = 1, signature(x: f32[n]) -> f32[n],
+     category = transcendental, tolerance = ulp(16), backward = vjp(log_vjp), nan = propagate, license = "MIT OR Apache-2.0", visibility = public)]
+pub fn log<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| v.ln()).collect()
+}
+/// VJP of `log`.
+pub fn log_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
+    x.iter().zip(g).map(|(x, g)| *g / *x).collect()
+}
+
+/// Hyperbolic tangent.
+#[op(name = "builtin/tanh", version = 1, signature(x: f32[n]) -> f32[n],
+     category = transcendental, tolerance = ulp(16), backward = vjp(tanh_vjp), license = "MIT OR Apache-2.0", visibility = public)]
+pub fn tanh<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| v.tanh()).collect()
+}
+/// VJP of `tanh`: `g (1 - tanh^2)`.
+pub fn tanh_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
+    x.iter().zip(g).map(|(x, g)| { let t = x.tanh(); *g * (T::one() - t * t) }).collect()
+}
+
+/// Rectified linear unit `max(x, 0)`.
+#[op(name = "builtin/relu", version = 1, signature(x: f32[n]) -> f32[n],
+     category = selection, tolerance = exact, backward = vjp(relu_vjp),
+     subgradient = "zero at x = 0: the cotangent passes only where x > 0",
+     license = "MIT OR Apache-2.0", visibility = public)]
+pub fn relu<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| if *v > T::zero() { *v } else { T::zero() }).collect()
+}
+/// VJP of `relu`.
+pub fn relu_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
+    x.iter().zip(g).map(|(x, g)| if *x > T::zero() { *g } else { T::zero() }).collect()
+}

@@ -1,0 +1,64 @@
+//! Contraction built-ins: matrix product and valid 1-D convolution (correlation).
+
+use crate::{op, Real};
+
+/// Matrix product `a (m x k) * b (k x n)`, row-major.
+#[op(name = "builtin/matmul", version = 1, signature(a: f32[m, k], b: f32[k, n]) -> f32[m, n],
+     category = contraction, tolerance = accum(2), backward = vjp(matmul_vjp), license = "MIT OR Apache-2.0", visibility = public)]
+pub fn matmul<T: Real>(a: &[T], b: &[T], m: usize, k: usize, n: usize) -> Vec<T> {
+    let mut out = vec![T::zero(); m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let mut s = T::zero();
+            for p in 0..k {
+                s += a[i * k + p] * b[p * n + j];
+            }
+            out[i * n + j] = s;
+        }
+    }
+    out
+}
+/// VJP of `matmul`: `g b^T` and `a^T g`.
+pub fn matmul_vjp<T: Real>(a: &[T], b: &[T], m: usize, k: usize, n: usize, g: &[T]) -> (Vec<T>, Vec<T>) {
+    let mut ga = vec![T::zero(); m * k];
+    let mut gb = vec![T::zero(); k * n];
+    for i in 0..m {
+        for j in 0..n {
+            let gij = g[i * n + j];
+            for p in 0..k {
+                ga[i * k + p] += gij * b[p * n + j];
+                gb[p * n + j] += a[i * k + p] * gij;
+            }
+        }
+    }
+    (ga, gb)
+}
+
+/// Valid 1-D correlation of `x` with kernel `w`: `out[i] = sum_j x[i + j] w[j]`.
+#[op(name = "builtin/conv1d", version = 1, signature(x: f32[n], w: f32[m] where 1 <= m, m <= n) -> f32[n - m + 1],
+     category = contraction, tolerance = accum(2), backward = vjp(conv1d_vjp), license = "MIT OR Apache-2.0", visibility = public)]
+pub fn conv1d<T: Real>(x: &[T], w: &[T]) -> Vec<T> {
+    let m = w.len();
+    (0..x.len() + 1 - m)
+        .map(|i| {
+            let mut s = T::zero();
+            for j in 0..m {
+                s += x[i + j] * w[j];
+            }
+            s
+        })
+        .collect()
+}
+/// VJP of `conv1d`.
+pub fn conv1d_vjp<T: Real>(x: &[T], w: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
+    let m = w.len();
+    let mut gx = vec![T::zero(); x.len()];
+    let mut gw = vec![T::zero(); m];
+    for (i, gi) in g.iter().enumerate() {
+        for j in 0..m {
+            gx[i + j] += *gi * w[j];
+            gw[j] += *gi * x[i + j];
+        }
+    }
+    (gx, gw)
+}

@@ -1,0 +1,302 @@
+//! Validation plans: an op's signature compiled once at registration into slot-indexed rules,
+//! so each call checks dtypes, shapes and constraints and computes output shapes without string
+//! lookups. Owns validation only; it never runs an op.
+
+use crate::error::DispatchError;
+use crate::tensor::{Scalar, Tensor};
+use op_spec::contract::{Arg, BinOp, Constraint, Contract, DType, Expr, ShapeClass};
+
+/// An expression over symbol slots.
+#[derive(Clone, Debug)]
+pub enum IExpr {
+    Slot(usize),
+    Lit(i128),
+    Neg(Box<IExpr>),
+    Bin(BinOp, Box<IExpr>, Box<IExpr>),
+    Min(Box<IExpr>, Box<IExpr>),
+    Max(Box<IExpr>, Box<IExpr>),
+}
+
+impl IExpr {
+    fn compile(e: &Expr, syms: &[String]) -> Option<IExpr> {
+        Some(match e {
+            Expr::Sym(s) => IExpr::Slot(syms.iter().position(|x| x == s)?),
+            Expr::Lit(v) => IExpr::Lit(*v as i128),
+            Expr::Neg(a) => IExpr::Neg(Box::new(IExpr::compile(a, syms)?)),
+            Expr::Bin(op, a, b) => IExpr::Bin(*op, Box::new(IExpr::compile(a, syms)?), Box::new(IExpr::compile(b, syms)?)),
+            Expr::Min(a, b) => IExpr::Min(Box::new(IExpr::compile(a, syms)?), Box::new(IExpr::compile(b, syms)?)),
+            Expr::Max(a, b) => IExpr::Max(Box::new(IExpr::compile(a, syms)?), Box::new(IExpr::compile(b, syms)?)),
+        })
+    }
+
+    /// Evaluates over slot values; `None` on division by zero or overflow.
+    pub fn eval(&self, v: &[i128]) -> Option<i128> {
+        Some(match self {
+            IExpr::Slot(k) => *v.get(*k)?,
+            IExpr::Lit(x) => *x,
+            IExpr::Neg(a) => a.eval(v)?.checked_neg()?,
+            IExpr::Bin(op, a, b) => {
+                let (a, b) = (a.eval(v)?, b.eval(v)?);
+                match op {
+                    BinOp::Add => a.checked_add(b)?,
+                    BinOp::Sub => a.checked_sub(b)?,
+                    BinOp::Mul => a.checked_mul(b)?,
+                    BinOp::Div => a.checked_div(b)?,
+                    BinOp::Rem => a.checked_rem(b)?,
+                }
+            }
+            IExpr::Min(a, b) => a.eval(v)?.min(b.eval(v)?),
+            IExpr::Max(a, b) => a.eval(v)?.max(b.eval(v)?),
+        })
+    }
+}
+
+/// How one input axis is checked.
+#[derive(Clone, Debug)]
+enum DimRule {
+    /// Binds a symbol (first sight) or checks it (later sights).
+    Sym { slot: usize },
+    /// Must equal an expression of symbols bound elsewhere.
+    Expr { expr: IExpr, text: String },
+}
+
+#[derive(Clone, Debug)]
+struct InputPlan {
+    name: String,
+    dtype: DType,
+    dims: Vec<DimRule>,
+    dims_text: String,
+}
+
+#[derive(Clone, Debug)]
+struct ParamPlan {
+    name: String,
+    dtype: DType,
+    slot: Option<usize>,
+}
+
+#[derive(Clone, Debug)]
+struct OutputPlan {
+    name: String,
+    dims: Vec<(IExpr, String)>,
+}
+
+/// An op's compiled validation rules.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    op: String,
+    /// Symbol names: dim symbols first, then integer parameters.
+    pub syms: Vec<String>,
+    inputs: Vec<InputPlan>,
+    params: Vec<ParamPlan>,
+    constraints: Vec<(Vec<IExpr>, Constraint, String)>,
+    outputs: Vec<OutputPlan>,
+    dynamic: Option<String>,
+    /// Output names in order.
+    pub out_names: Vec<String>,
+}
+
+/// A validated call: symbol values and output shapes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bound {
+    /// Values of `Plan::syms`.
+    pub values: Vec<i128>,
+    /// Shape of each output.
+    pub out_shapes: Vec<Vec<usize>>,
+}
+
+impl Bound {
+    /// The value of a symbol.
+    pub fn get(&self, plan: &Plan, sym: &str) -> Option<i128> {
+        plan.syms.iter().position(|s| s == sym).map(|k| self.values[k])
+    }
+}
+
+impl Plan {
+    /// Compiles a contract's signature. Fails only for a contract the checker would reject.
+    pub fn new(c: &Contract) -> Result<Plan, String> {
+        let sig = &c.signature;
+        let mut syms = sig.dim_symbols();
+        for p in sig.params() {
+            if p.dtype.is_int() {
+                syms.push(p.name.clone());
+            }
+        }
+        let op = c.id();
+        let compile = |e: &Expr| IExpr::compile(e, &syms).ok_or_else(|| format!("expression `{e}` uses an unbound symbol"));
+        let mut inputs = Vec::new();
+        for t in sig.inputs() {
+            let mut dims = Vec::new();
+            for d in &t.dims {
+                dims.push(match d {
+                    Expr::Sym(s) => DimRule::Sym { slot: syms.iter().position(|x| x == s).ok_or("unbound")? },
+                    e => DimRule::Expr { expr: compile(e)?, text: e.to_string() },
+                });
+            }
+            let dims_text = format!("[{}]", t.dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "));
+            inputs.push(InputPlan { name: t.name.clone(), dtype: t.dtype, dims, dims_text });
+        }
+        let params = sig.params().map(|p| ParamPlan { name: p.name.clone(), dtype: p.dtype, slot: syms.iter().position(|x| *x == p.name) }).collect();
+        let mut constraints = Vec::new();
+        for k in &sig.constraints {
+            let terms = k.terms.iter().map(compile).collect::<Result<Vec<_>, _>>()?;
+            constraints.push((terms, k.clone(), k.to_string()));
+        }
+        let dynamic = match &sig.shape_class {
+            ShapeClass::Static => None,
+            ShapeClass::Bounded(e) => Some(format!("bounded({e})")),
+            ShapeClass::Dynamic => Some("dynamic".to_string()),
+        };
+        let mut outputs = Vec::new();
+        if dynamic.is_none() {
+            for o in &sig.outputs {
+                let dims = o.dims.iter().map(|d| Ok((compile(d)?, d.to_string()))).collect::<Result<Vec<_>, String>>()?;
+                outputs.push(OutputPlan { name: o.name.clone(), dims });
+            }
+        }
+        let _ = Arg::Param;
+        Ok(Plan { op, syms, inputs, params, constraints, outputs, dynamic, out_names: sig.outputs.iter().map(|o| o.name.clone()).collect() })
+    }
+
+    /// Number of tensor inputs.
+    pub fn n_inputs(&self) -> usize {
+        self.inputs.len()
+    }
+
+    /// Validates a call. `float_as` lets gradcheck pass f64 tensors for float inputs.
+    pub fn validate(&self, inputs: &[&Tensor], params: &[Scalar], float_as: Option<DType>) -> Result<Bound, DispatchError> {
+        let op = &self.op;
+        if inputs.len() != self.inputs.len() {
+            return Err(DispatchError::InputCount {
+                op: op.clone(),
+                expected: self.inputs.len(),
+                found: inputs.len(),
+                names: self.inputs.iter().map(|i| i.name.as_str()).collect::<Vec<_>>().join(", "),
+            });
+        }
+        if params.len() != self.params.len() {
+            return Err(DispatchError::ParamCount {
+                op: op.clone(),
+                expected: self.params.len(),
+                found: params.len(),
+                names: self.params.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", "),
+            });
+        }
+        let mut values = vec![0i128; self.syms.len()];
+        let mut bound_by: Vec<Option<(usize, usize)>> = vec![None; self.syms.len()];
+        for (p, s) in self.params.iter().zip(params) {
+            let want = if p.dtype.is_float() { float_as.unwrap_or(p.dtype) } else { p.dtype };
+            if s.dtype() != want && !(p.dtype.is_float() && s.dtype() == p.dtype) {
+                return Err(DispatchError::ParamDType { op: op.clone(), param: p.name.clone(), expected: want, found: s.dtype() });
+            }
+            if let Some(k) = p.slot {
+                values[k] = s.as_i128().unwrap_or_default();
+            }
+        }
+        // Bare symbols first (in input order), so expression dims can use symbols bound later.
+        for (ii, (ip, t)) in self.inputs.iter().zip(inputs).enumerate() {
+            let want = if ip.dtype.is_float() { float_as.unwrap_or(ip.dtype) } else { ip.dtype };
+            if t.dtype() != want {
+                return Err(DispatchError::InputDType { op: op.clone(), input: ip.name.clone(), expected: want, found: t.dtype() });
+            }
+            if t.shape().len() != ip.dims.len() {
+                return Err(DispatchError::InputRank { op: op.clone(), input: ip.name.clone(), expected: ip.dims.len(), dims: ip.dims_text.clone(), found: t.shape().to_vec() });
+            }
+            for (axis, rule) in ip.dims.iter().enumerate() {
+                if let DimRule::Sym { slot } = rule {
+                    let got = t.shape()[axis];
+                    match bound_by[*slot] {
+                        None => {
+                            values[*slot] = got as i128;
+                            bound_by[*slot] = Some((ii, axis));
+                        }
+                        Some((bi, ba)) if values[*slot] != got as i128 => {
+                            return Err(DispatchError::DimMismatch {
+                                op: op.clone(),
+                                input: ip.name.clone(),
+                                axis,
+                                dim: self.syms[*slot].clone(),
+                                expected: values[*slot],
+                                bound_by: format!("input `{}` axis {ba}", self.inputs[bi].name),
+                                found: got,
+                            });
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+        }
+        for (ip, t) in self.inputs.iter().zip(inputs) {
+            for (axis, rule) in ip.dims.iter().enumerate() {
+                if let DimRule::Expr { expr, text } = rule {
+                    let got = t.shape()[axis];
+                    let want = expr.eval(&values);
+                    if want != Some(got as i128) {
+                        return Err(DispatchError::DimMismatch {
+                            op: op.clone(),
+                            input: ip.name.clone(),
+                            axis,
+                            dim: text.clone(),
+                            expected: want.unwrap_or(-1),
+                            bound_by: "the signature".to_string(),
+                            found: got,
+                        });
+                    }
+                }
+            }
+        }
+        for (terms, c, text) in &self.constraints {
+            let mut prev = terms[0].eval(&values);
+            let mut ok = prev.is_some();
+            for (opk, t) in c.ops.iter().zip(&terms[1..]) {
+                let next = t.eval(&values);
+                match (prev, next) {
+                    (Some(a), Some(b)) if opk.apply(a, b) => {}
+                    _ => {
+                        ok = false;
+                        break;
+                    }
+                }
+                prev = next;
+            }
+            if !ok {
+                let mut used: Vec<&str> = Vec::new();
+                c.terms.iter().for_each(|t| t.symbols(&mut used));
+                used.sort_unstable();
+                used.dedup();
+                let vals: Vec<String> = used
+                    .iter()
+                    .filter_map(|s| self.syms.iter().position(|x| x == s).map(|k| format!("{s} = {}", values[k])))
+                    .collect();
+                return Err(DispatchError::Constraint { op: op.clone(), constraint: text.clone(), values: vals.join(", ") });
+            }
+        }
+        if let Some(class) = &self.dynamic {
+            return Err(DispatchError::DynamicShape { op: op.clone(), class: class.clone() });
+        }
+        let mut out_shapes = Vec::with_capacity(self.outputs.len());
+        for o in &self.outputs {
+            let mut shape = Vec::with_capacity(o.dims.len());
+            for (e, text) in &o.dims {
+                match e.eval(&values).and_then(|v| usize::try_from(v).ok()) {
+                    Some(v) => shape.push(v),
+                    None => {
+                        return Err(DispatchError::OutputShape {
+                            op: op.clone(),
+                            output: o.name.clone(),
+                            expr: text.clone(),
+                            value: e.eval(&values).map(|v| v.to_string()).unwrap_or_else(|| "undefined".into()),
+                        })
+                    }
+                }
+            }
+            out_shapes.push(shape);
+        }
+        Ok(Bound { values, out_shapes })
+    }
+
+    /// Evaluates a kernel expression (e.g. `threads`) for a bound call.
+    pub fn eval(&self, e: &Expr, bound: &Bound) -> Option<i128> {
+        IExpr::compile(e, &self.syms)?.eval(&bound.values)
+    }
+}
