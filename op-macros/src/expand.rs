@@ -381,6 +381,20 @@ fn generate(func: &syn::ItemFn, attr: &OpAttr, checked: &Checked, description: &
             };
 
             #(#shims)*
+
+            /// Conformance of every kernel of this op on every available backend.
+            #[cfg(test)]
+            #[test]
+            fn __op_conformance() {
+                ::op_runtime::__private::conformance_test(&DECL);
+            }
+
+            /// Gradcheck of this op's declared backward (with its negative control).
+            #[cfg(test)]
+            #[test]
+            fn __op_gradcheck() {
+                ::op_runtime::__private::gradcheck_test(&DECL);
+            }
         }
     }
 }

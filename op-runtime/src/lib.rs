@@ -13,14 +13,17 @@ pub use op_macros::op;
 
 pub mod backend;
 pub mod builtins;
+pub mod conformance;
 mod decl;
 pub mod device;
 pub mod dispatch;
 pub mod error;
 pub mod gpu;
+pub mod gradcheck;
 pub mod plan;
 pub mod provenance;
 mod real;
+pub mod receipt;
 pub mod registry;
 pub mod tape;
 pub mod tensor;
@@ -40,6 +43,8 @@ pub use tensor::{Data, Element, Scalar, Tensor};
 #[doc(hidden)]
 pub mod __private {
     pub use crate::decl::{Call, CompositeFn, KernelSource, OpDecl, ShimFn};
+    pub use crate::conformance::generated_test as conformance_test;
     pub use crate::error::ShimError;
+    pub use crate::gradcheck::generated_test as gradcheck_test;
     pub use half::{bf16, f16};
 }

@@ -1,0 +1,2 @@
+//! Conformance receipts: minted on success, bound to content hash and device profile.
+//! (Being built: issue 4.)
