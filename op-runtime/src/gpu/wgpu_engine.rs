@@ -167,6 +167,17 @@ impl WgpuEngine {
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let mut adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
         adapters.sort_by_key(|a| rank(a.get_info().device_type));
+        // `WGPU_ADAPTER_NAME` (the variable wgpu's own helpers read) picks an adapter by name.
+        if let Some(want) = std::env::var("WGPU_ADAPTER_NAME").ok().filter(|s| !s.is_empty()) {
+            let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+            let want_lc = want.to_lowercase();
+            adapters.retain(|a| a.get_info().name.to_lowercase().contains(&want_lc));
+            if adapters.is_empty() {
+                return Err(WgpuError::NoAdapter {
+                    hint: format!("WGPU_ADAPTER_NAME={want:?} matches none of the adapters {names:?}"),
+                });
+            }
+        }
         let adapter = match adapters.into_iter().next() {
             Some(a) => a,
             None => {
@@ -811,6 +822,28 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
 
     #[test]
+    fn buffer_over_limit_is_typed_error() {
+        let Some(e) = engine() else { return };
+        let limit = e.limits().max_storage_buffer_binding_size.min(e.limits().max_buffer_size);
+        if limit > 1 << 30 {
+            eprintln!("storage binding limit {limit} B too large to exceed in a test; skipped");
+            return;
+        }
+        let big = vec![0u8; limit as usize + 1]; // zeroed: not touched, never uploaded
+        let err = e.run(key("too-big"), ADD, "add", [64, 1, 1], &[Slot::Read(&big)], 1).expect_err("over limit");
+        match err {
+            WgpuError::TooLarge { requested, limit: l, .. } => {
+                assert_eq!(requested, limit + 4);
+                assert_eq!(l, limit);
+            }
+            other => panic!("expected TooLarge, got {other:?}"),
+        }
+        let uniform = vec![0u8; e.limits().max_uniform_buffer_binding_size as usize + 1];
+        let err = e.run(key("too-big"), ADD, "add", [64, 1, 1], &[Slot::Uniform(&uniform)], 1).expect_err("uniform over limit");
+        assert!(matches!(err, WgpuError::TooLarge { .. }), "{err:?}");
+    }
+
+    #[test]
     fn key_reuse_with_other_source_is_refused() {
         let Some(e) = engine() else { return };
         let a = "@compute @workgroup_size(1) fn main() {}";
@@ -937,6 +970,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         assert_eq!(p.backend, "wgpu");
         assert!(!p.adapter.is_empty());
         assert!(!p.driver.is_empty());
-        eprintln!("wgpu profile: {p} ({:?}, {:?})", e.adapter_info().device_type, e.adapter_info().backend);
+        let l = e.limits();
+        eprintln!(
+            "wgpu profile: {p} ({:?}, {:?}); limits: storage binding {} B, buffer {} B, workgroups/dim {}, wg x {}",
+            e.adapter_info().device_type,
+            e.adapter_info().backend,
+            l.max_storage_buffer_binding_size,
+            l.max_buffer_size,
+            l.max_compute_workgroups_per_dimension,
+            l.max_compute_workgroup_size_x
+        );
     }
 }

@@ -1,0 +1,237 @@
+//! Dispatch: validation errors naming op/input/constraint, backend selection order, switches
+//! taking effect through old handles, cache invalidation only on change, typed compilation
+//! and exhaustion errors, built-in and user provenance of identical form, and no panic on
+//! random input.
+
+use op_runtime::backend::{Backend, BackendKind, CpuBackend, ExecRequest, Prepared, ReferenceBackend};
+use op_runtime::{op, CallOptions, DeviceProfile, DispatchError, Real, RegisteredOp, Registry, Scalar, Tensor};
+use rand::{RngExt, SeedableRng};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+#[path = "../examples/windowed_median/median.rs"]
+mod median;
+
+/// A user op with a fast CPU kernel.
+#[op(name = "test/dispatch/double", version = 1, signature(x: f32[n]) -> f32[n],
+     category = elementwise, tolerance = ulp(0), backward = none, cpu = double_fast)]
+pub fn double<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| *v + *v).collect()
+}
+
+/// The fast kernel (marks its output so tests can see which backend ran).
+pub fn double_fast(x: &[f32]) -> Vec<f32> {
+    x.iter().map(|v| v * 2.0).collect()
+}
+
+fn v(xs: &[f32]) -> Tensor {
+    Tensor::vector(xs.to_vec())
+}
+
+#[test]
+fn constraint_violations_name_op_parameter_and_the_constraint_as_written() {
+    let r = Registry::new();
+    let h = r.register(&median::windowed_median::DECL).unwrap();
+    let x = v(&[1.0; 10]);
+    let e = h.call_with(&[&x], &[Scalar::U32(4)], CallOptions::on(BackendKind::Reference)).unwrap_err();
+    assert_eq!(e.to_string(), "op `user/example/windowed_median@1`: constraint `w % 2 == 1` is violated (w = 4)");
+    let e = h.call_with(&[&x], &[Scalar::U32(11)], CallOptions::on(BackendKind::Reference)).unwrap_err();
+    assert_eq!(e.to_string(), "op `user/example/windowed_median@1`: constraint `w <= n` is violated (n = 10, w = 11)");
+    let e = h.call_with(&[&x], &[Scalar::U32(33)], CallOptions::on(BackendKind::Reference)).unwrap_err();
+    assert!(e.to_string().contains("constraint `1 <= w <= 31` is violated (w = 33)"), "{e}");
+    let e = h.call_with(&[&Tensor::vector(vec![1u32; 4])], &[Scalar::U32(3)], CallOptions::default()).unwrap_err();
+    assert_eq!(e.to_string(), "op `user/example/windowed_median@1`: input `x` must be `f32`, got `u32`");
+    let e = h.call_with(&[&x], &[], CallOptions::default()).unwrap_err();
+    assert!(matches!(e, DispatchError::ParamCount { .. }), "{e}");
+}
+
+#[test]
+fn shapes_bind_symbols_across_inputs_and_outputs_follow_the_signature() {
+    let r = Registry::with_builtins();
+    let mm = r.lookup("builtin/matmul").unwrap();
+    let a = Tensor::from_vec([2, 3], vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
+    let b = Tensor::from_vec([3, 1], vec![1.0f32, 0.0, -1.0]).unwrap();
+    let out = mm.call_with(&[&a, &b], &[], CallOptions::on(BackendKind::Reference)).unwrap();
+    assert_eq!(out.outputs[0].shape(), &[2, 1]);
+    assert_eq!(out.outputs[0].as_slice::<f32>().unwrap(), &[-2.0, -2.0]);
+    let bad = Tensor::from_vec([2, 1], vec![1.0f32, 0.0]).unwrap();
+    let e = mm.call_with(&[&a, &bad], &[], CallOptions::on(BackendKind::Reference)).unwrap_err();
+    assert_eq!(e.to_string(), "op `builtin/matmul@1`: input `b` axis 0 is `k` = 3 (bound by input `a` axis 1), got 2");
+    let e = mm.call_with(&[&v(&[1.0])], &[], CallOptions::default()).unwrap_err();
+    assert!(matches!(e, DispatchError::InputCount { .. }), "{e}");
+    let e = mm.call_with(&[&v(&[1.0]), &b], &[], CallOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("input `a` must have rank 2 ([m, k])"), "{e}");
+}
+
+#[test]
+fn selection_order_per_call_then_per_op_then_global_then_priority() {
+    let r = Registry::with_backends(vec![Arc::new(CpuBackend::default()), Arc::new(ReferenceBackend::default())]);
+    let h = r.register(&double::DECL).unwrap();
+    let x = v(&[1.0, 2.0]);
+    let backend = |o: CallOptions| h.call_with(&[&x], &[], o).unwrap().provenance.backend;
+    // Priority: cpu before reference.
+    assert_eq!(backend(CallOptions::default()), BackendKind::Cpu);
+    // Global default beats priority.
+    r.set_default_backend(Some(BackendKind::Reference));
+    assert_eq!(backend(CallOptions::default()), BackendKind::Reference);
+    // Per-op beats global.
+    r.set_op_backend(&h, Some(BackendKind::Cpu));
+    assert_eq!(backend(CallOptions::default()), BackendKind::Cpu);
+    // Per-call beats per-op.
+    assert_eq!(backend(CallOptions::on(BackendKind::Reference)), BackendKind::Reference);
+    // A backend the op cannot use is an error when chosen, never a silent fallback.
+    let add = r.register(op_runtime::builtins::decls()[0]).unwrap();
+    let e = add.call_with(&[&x, &x], &[], CallOptions::on(BackendKind::Cpu)).unwrap_err();
+    assert_eq!(e.to_string(), "op `builtin/add@1` cannot run on cpu: the op declares no `cpu` kernel");
+    let e = add.call_with(&[&x, &x], &[], CallOptions::on(BackendKind::Wgpu)).unwrap_err();
+    assert!(matches!(e, DispatchError::Unavailable { backend: BackendKind::Wgpu, .. }), "{e}");
+}
+
+#[test]
+fn a_switch_takes_effect_next_call_and_caches_are_invalidated_only_on_change() {
+    let r = Registry::with_backends(vec![Arc::new(CpuBackend::default()), Arc::new(ReferenceBackend::default())]);
+    let h = r.register(&double::DECL).unwrap();
+    let handle_before = r.lookup("test/dispatch/double").unwrap();
+    let x = v(&[1.0]);
+    let prepares = || r.stats().prepares.load(Ordering::Relaxed);
+    let invalidations = || r.stats().invalidations.load(Ordering::Relaxed);
+    handle_before.call(&[&x], &[]).unwrap();
+    handle_before.call(&[&x], &[]).unwrap();
+    assert_eq!(prepares(), 1, "the second call reuses the prepared kernel");
+    r.set_op_backend(&h, Some(BackendKind::Cpu)); // effective setting: none -> cpu
+    assert_eq!(invalidations(), 1);
+    r.set_op_backend(&h, Some(BackendKind::Cpu)); // unchanged: no invalidation
+    r.set_default_backend(Some(BackendKind::Reference)); // per-op setting wins: unchanged
+    assert_eq!(invalidations(), 1, "setting the same effective backend again invalidates nothing");
+    handle_before.call(&[&x], &[]).unwrap();
+    assert_eq!(prepares(), 2, "the cache was dropped on the change, so it rebuilt once");
+    r.set_op_backend(&h, None); // effective: cpu -> reference (the global default)
+    assert_eq!(invalidations(), 2);
+    // The handle obtained before the switch follows it on its next call.
+    assert_eq!(handle_before.call(&[&x], &[]).unwrap().provenance.backend, BackendKind::Reference);
+}
+
+/// A backend whose kernels never build, to observe `KernelCompilationError`.
+struct Broken(AtomicUsize);
+
+impl Backend for Broken {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Wgpu
+    }
+    fn availability(&self) -> Result<(), String> {
+        Ok(())
+    }
+    fn profile(&self) -> Result<Arc<DeviceProfile>, String> {
+        Ok(Arc::new(DeviceProfile::host("broken")))
+    }
+    fn supports(&self, _op: &RegisteredOp) -> Result<(), String> {
+        Ok(())
+    }
+    fn prepare(&self, _op: &Arc<RegisteredOp>) -> Result<Arc<dyn Prepared>, String> {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        Err("shader failed validation: unknown identifier `x2`".to_string())
+    }
+}
+
+#[allow(dead_code)]
+fn _unused(_: &ExecRequest<'_>) {}
+
+#[test]
+fn a_failed_build_keeps_its_cause_lists_remaining_backends_and_never_falls_back() {
+    let broken = Arc::new(Broken(AtomicUsize::new(0)));
+    let r = Registry::with_backends(vec![broken.clone(), Arc::new(CpuBackend::default()), Arc::new(ReferenceBackend::default())]);
+    let h = r.register(&double::DECL).unwrap();
+    let e = h.call(&[&v(&[1.0])], &[]).unwrap_err();
+    let DispatchError::Compilation(c) = &e else { panic!("expected a compilation error, got {e}") };
+    assert_eq!(c.backend, BackendKind::Wgpu);
+    assert!(c.cause.contains("unknown identifier `x2`"));
+    assert_eq!(c.remaining, vec![BackendKind::Cpu, BackendKind::Reference]);
+    assert_eq!(
+        e.to_string(),
+        "op `test/dispatch/double@1`: the wgpu kernel failed to build: shader failed validation: unknown identifier `x2`; remaining backends for this op: cpu, reference"
+    );
+    // Choosing a remaining backend explicitly works.
+    assert!(h.call_with(&[&v(&[1.0])], &[], CallOptions::on(BackendKind::Cpu)).is_ok());
+}
+
+#[test]
+fn nothing_left_to_run_lists_what_was_tried_and_why() {
+    let r = Registry::with_backends(vec![Arc::new(CpuBackend::default())]);
+    let h = r.register(&median::windowed_median::DECL).unwrap();
+    let e = h.call(&[&v(&[1.0, 2.0, 3.0])], &[Scalar::U32(3)]).unwrap_err();
+    assert!(matches!(e, DispatchError::Exhausted(_)), "{e}");
+    assert_eq!(e.to_string(), "op `user/example/windowed_median@1`: no backend can run it; tried: cpu (the op declares no `cpu` kernel)");
+}
+
+#[test]
+fn builtin_and_user_provenance_entries_have_identical_form() {
+    let r = Registry::with_builtins();
+    let user = r.register(&median::windowed_median::DECL).unwrap();
+    let add = r.lookup("builtin/add").unwrap();
+    let x = v(&[3.0, 1.0, 2.0]);
+    let pu = user.call_with(&[&x], &[Scalar::U32(3)], CallOptions::on(BackendKind::Reference)).unwrap().provenance;
+    let pb = add.call_with(&[&x, &x], &[], CallOptions::on(BackendKind::Reference)).unwrap().provenance;
+    let ju: serde_json::Value = serde_json::to_value(&pu).unwrap();
+    let jb: serde_json::Value = serde_json::to_value(&pb).unwrap();
+    let keys = |j: &serde_json::Value| j.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&ju), keys(&jb));
+    assert_eq!(pu.op, "user/example/windowed_median@1");
+    assert_eq!(pb.op, "builtin/add@1");
+    assert_eq!(pu.content_hash, median::windowed_median::DECL.hash);
+    assert_eq!(pu.device, pb.device);
+}
+
+#[test]
+fn random_shapes_dtypes_and_parameters_never_panic() {
+    let r = Registry::with_builtins();
+    r.register(&median::windowed_median::DECL).unwrap();
+    r.set_default_backend(Some(BackendKind::Reference));
+    let ops = r.ops();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    let dtypes = op_runtime::DType::ALL;
+    let (mut ok, mut err) = (0, 0);
+    for _ in 0..3000 {
+        let op = &ops[rng.random_range(0..ops.len())];
+        // Mostly plausible calls (right arity, rank-1 f32 of one length), sometimes anything.
+        let plausible = rng.random_bool(0.7);
+        let n_in = if plausible { op.plan.n_inputs() } else { rng.random_range(0..4usize) };
+        let len = rng.random_range(0..40usize);
+        let inputs: Vec<Tensor> = (0..n_in)
+            .map(|_| {
+                if plausible {
+                    return Tensor::zeros(op_runtime::DType::f32, [len]).unwrap();
+                }
+                let rank = rng.random_range(0..3usize);
+                let shape: Vec<usize> = (0..rank).map(|_| rng.random_range(0..6usize)).collect();
+                let d = dtypes[rng.random_range(0..dtypes.len())];
+                let d = if rng.random_bool(0.6) { op_runtime::DType::f32 } else { d };
+                Tensor::zeros(d, shape).unwrap()
+            })
+            .collect();
+        let refs: Vec<&Tensor> = inputs.iter().collect();
+        let declared: Vec<op_runtime::DType> = op.contract.signature.params().map(|p| p.dtype).collect();
+        let params: Vec<Scalar> = if plausible {
+            declared.iter().map(|d| if *d == op_runtime::DType::f32 { Scalar::F32(rng.random::<f32>()) } else { Scalar::U32(rng.random_range(0..40)) }).collect()
+        } else {
+            (0..rng.random_range(0..3usize))
+            .map(|_| match rng.random_range(0..4) {
+                0 => Scalar::U32(rng.random_range(0..40)),
+                1 => Scalar::F32(rng.random::<f32>()),
+                2 => Scalar::I64(rng.random_range(-5..5)),
+                _ => Scalar::Bool(rng.random_bool(0.5)),
+            })
+            .collect()
+        };
+        let h = r.lookup(&op.id).unwrap();
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.call(&refs, &params)));
+        match res {
+            Ok(Ok(_)) => ok += 1,
+            Ok(Err(e)) => {
+                assert!(e.to_string().contains(&op.id), "error does not name the op: {e}");
+                err += 1
+            }
+            Err(_) => panic!("dispatch panicked on {} with {:?} / {:?}", op.id, inputs.iter().map(|t| (t.dtype(), t.shape().to_vec())).collect::<Vec<_>>(), params),
+        }
+    }
+    assert!(ok > 300 && err > 300, "ok {ok}, err {err}");
+}
