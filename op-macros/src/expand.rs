@@ -239,10 +239,19 @@ fn generate(func: &syn::ItemFn, attr: &OpAttr, checked: &Checked, description: &
         let args = cx.call_args(*inst);
         let store = cx.store(c.signature.outputs.len(), "set_output");
         let span = fname.span();
+        let turbofish = match &checked.reference.float_generic {
+            Some(_) => {
+                let t = if *inst == Inst::F64 { quote!(f64) } else { c.signature.inputs().chain(c.signature.outputs.iter()).find(|t| t.dtype.is_float()).map(|t| elem_type(t.dtype)).unwrap_or(quote!(f32)) };
+                quote!(::<#t>)
+            }
+            None => quote!(),
+        };
         shims.push(quote_spanned! {span=>
             fn #shim(__cx: &mut ::op_runtime::__private::Call<'_>) -> ::core::result::Result<(), ::op_runtime::__private::ShimError> {
-                let __f: #fty = super::#fname;
-                let __r = __f(#(#args),*);
+                // The coercion type-checks the reference against the signature (errors land
+                // on its name); the call itself is direct so it inlines like a plain call.
+                let _: #fty = super::#fname;
+                let __r = super::#fname #turbofish (#(#args),*);
                 #store
                 ::core::result::Result::Ok(())
             }
