@@ -183,7 +183,15 @@ impl Plan {
             });
         }
         let mut values = vec![0i128; self.syms.len()];
-        let mut bound_by: Vec<Option<(usize, usize)>> = vec![None; self.syms.len()];
+        // Which input axis bound each symbol (on the stack for the usual handful of symbols).
+        let mut bound_small = [None; 16];
+        let mut bound_large: Vec<Option<(usize, usize)>> = Vec::new();
+        let bound_by: &mut [Option<(usize, usize)>] = if self.syms.len() <= 16 {
+            &mut bound_small[..self.syms.len()]
+        } else {
+            bound_large.resize(self.syms.len(), None);
+            &mut bound_large
+        };
         for (p, s) in self.params.iter().zip(params) {
             let want = if p.dtype.is_float() { float_as.unwrap_or(p.dtype) } else { p.dtype };
             if s.dtype() != want && !(p.dtype.is_float() && s.dtype() == p.dtype) {

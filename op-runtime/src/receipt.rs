@@ -1,2 +1,152 @@
-//! Conformance receipts: minted on success, bound to content hash and device profile.
-//! (Being built: issue 4.)
+//! Conformance receipts: minted only by `conformance` on success, serialised as JSON, bound to
+//! the op's content hash and to one device profile by a blake3 digest over every field.
+//! A receipt makes an op shareable; it never gates local use (nothing in dispatch reads it).
+
+use crate::backend::BackendKind;
+use crate::device::DeviceProfile;
+use crate::registry::RegisteredOp;
+use op_spec::contract::Tolerance;
+use serde::{Deserialize, Serialize};
+
+/// Version of the receipt format and of the conformance procedure it attests.
+pub const RECEIPT_FORMAT: u32 = 1;
+
+/// The engine version a receipt names: this crate's version and the conformance scheme.
+pub fn engine_version() -> String {
+    format!("op-runtime {} (conformance v{RECEIPT_FORMAT})", env!("CARGO_PKG_VERSION"))
+}
+
+/// Proof that an op's kernel on one backend and device matched its reference on the generated
+/// corpus.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Receipt {
+    /// Receipt format version.
+    pub format: u32,
+    /// `name@version`.
+    pub op: String,
+    /// The op's content hash (hex).
+    pub content_hash: String,
+    /// The backend whose kernel conformed.
+    pub backend: BackendKind,
+    /// The device it conformed on.
+    pub device: DeviceProfile,
+    /// The declared tolerance it conformed within.
+    pub tolerance: Tolerance,
+    /// Number of cases run.
+    pub cases: usize,
+    /// blake3 of the generated corpus (hex).
+    pub corpus_digest: String,
+    /// Engine version.
+    pub engine_version: String,
+    /// blake3 over every field above (hex).
+    pub digest: String,
+}
+
+/// Why a receipt is not valid here.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ReceiptError {
+    #[error("the receipt is not valid JSON for a receipt: {0}")]
+    Parse(String),
+    #[error("receipt for `{op}`: its digest {found} does not match its contents ({computed}); the receipt was altered")]
+    Digest { op: String, found: String, computed: String },
+    #[error("receipt is for op `{receipt}`, not `{op}`")]
+    OtherOp { op: String, receipt: String },
+    #[error(
+        "receipt for `{op}` was minted for content {receipt}, but the op's content is now {current}; \
+         conform locally (`op_runtime::conformance::conform`) to mint a receipt for this content"
+    )]
+    ContentHash { op: String, receipt: String, current: String },
+    #[error(
+        "receipt for `{op}` was minted on {receipt}, not on this device ({local}); \
+         conform locally (`op_runtime::conformance::conform`) to mint a receipt for this device"
+    )]
+    Device { op: String, receipt: String, local: String },
+    #[error("receipt for `{op}` has format {found}; this engine reads format {RECEIPT_FORMAT}; conform locally")]
+    Format { op: String, found: u32 },
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    format: u32,
+    op: &'a str,
+    content_hash: &'a str,
+    backend: BackendKind,
+    device: &'a DeviceProfile,
+    tolerance: &'a Tolerance,
+    cases: usize,
+    corpus_digest: &'a str,
+    engine_version: &'a str,
+}
+
+impl Receipt {
+    /// Mints a receipt (conformance only).
+    pub(crate) fn mint(op: &RegisteredOp, backend: BackendKind, device: DeviceProfile, cases: usize, corpus_digest: &[u8; 32]) -> Receipt {
+        let mut r = Receipt {
+            format: RECEIPT_FORMAT,
+            op: op.id.clone(),
+            content_hash: op.hash_hex(),
+            backend,
+            device,
+            tolerance: op.contract.tolerance,
+            cases,
+            corpus_digest: op_spec::canon::hex(corpus_digest),
+            engine_version: engine_version(),
+            digest: String::new(),
+        };
+        r.digest = r.compute_digest();
+        r
+    }
+
+    /// blake3 over the canonical JSON of every field except `digest` (hex).
+    pub fn compute_digest(&self) -> String {
+        let body = Body {
+            format: self.format,
+            op: &self.op,
+            content_hash: &self.content_hash,
+            backend: self.backend,
+            device: &self.device,
+            tolerance: &self.tolerance,
+            cases: self.cases,
+            corpus_digest: &self.corpus_digest,
+            engine_version: &self.engine_version,
+        };
+        let bytes = serde_json::to_vec(&body).unwrap_or_default();
+        let mut h = blake3::Hasher::new();
+        h.update(b"op-runtime receipt\0");
+        h.update(&bytes);
+        h.finalize().to_hex().to_string()
+    }
+
+    /// Pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Parses JSON (the digest is checked by [`Receipt::verify`], not here).
+    pub fn from_json(s: &str) -> Result<Receipt, ReceiptError> {
+        serde_json::from_str(s).map_err(|e| ReceiptError::Parse(e.to_string()))
+    }
+
+    /// Valid for `op` as registered now on the device `local`: the digest matches the fields,
+    /// the op and content hash are the op's current ones, the device profile is `local`'s.
+    pub fn verify(&self, op: &RegisteredOp, local: &DeviceProfile) -> Result<(), ReceiptError> {
+        let computed = self.compute_digest();
+        if computed != self.digest {
+            return Err(ReceiptError::Digest { op: self.op.clone(), found: self.digest.clone(), computed });
+        }
+        if self.format != RECEIPT_FORMAT {
+            return Err(ReceiptError::Format { op: self.op.clone(), found: self.format });
+        }
+        if self.op != op.id {
+            return Err(ReceiptError::OtherOp { op: op.id.clone(), receipt: self.op.clone() });
+        }
+        if self.content_hash != op.hash_hex() {
+            return Err(ReceiptError::ContentHash { op: op.id.clone(), receipt: self.content_hash.clone(), current: op.hash_hex() });
+        }
+        if &self.device != local {
+            return Err(ReceiptError::Device { op: op.id.clone(), receipt: self.device.to_string(), local: local.to_string() });
+        }
+        Ok(())
+    }
+}

@@ -74,7 +74,7 @@ impl Prepared for CudaPrepared {
         let params: Vec<&str> = op.contract.signature.params().map(|p| p.name.as_str()).collect();
         enum A {
             R(Vec<u8>),
-            RW(Vec<u8>, usize),
+            RW(Vec<u8>, usize, usize),
             U32(u32),
             I32(i32),
             F32(f32),
@@ -87,8 +87,10 @@ impl Prepared for CudaPrepared {
                         owned.push(A::R(req.inputs[i].data().to_le_bytes()));
                     } else if let Some(o) = outputs.iter().position(|n| n == name) {
                         let dtype = op.contract.signature.outputs[o].dtype;
+                        // Guarded: guard canaries, data, guard canaries; the kernel gets a pointer
+                        // past the front guard (see `CudaArg::Guarded`).
                         let n = req.bound.out_shapes[o].iter().product::<usize>() + 2 * req.guard;
-                        owned.push(A::RW(vec![super::CANARY_BYTE; n * dtype.size()], o));
+                        owned.push(A::RW(vec![super::CANARY_BYTE; n * dtype.size()], o, req.guard * dtype.size()));
                     }
                 }
                 Binding::Uniform { fields } => {
@@ -108,14 +110,12 @@ impl Prepared for CudaPrepared {
                 }
             }
         }
-        if req.guard > 0 {
-            return Err("guarded runs on cuda are not supported by this build".to_string());
-        }
         let args: Vec<CudaArg<'_>> = owned
             .iter()
             .map(|a| match a {
                 A::R(b) => CudaArg::Read(b),
-                A::RW(b, _) => CudaArg::ReadWrite(b),
+                A::RW(b, _, 0) => CudaArg::ReadWrite(b),
+                A::RW(b, _, offset) => CudaArg::Guarded { init: b, offset: *offset },
                 A::U32(v) => CudaArg::U32(*v),
                 A::I32(v) => CudaArg::I32(*v),
                 A::F32(v) => CudaArg::F32(*v),
@@ -127,10 +127,11 @@ impl Prepared for CudaPrepared {
         let mut outs: Vec<Option<Tensor>> = vec![None; outputs.len()];
         let mut it = read.into_iter();
         for a in &owned {
-            if let A::RW(_, o) = a {
+            if let A::RW(_, o, _) = a {
                 let bytes = it.next().ok_or("missing readback")?;
                 let data = Data::from_le_bytes(op.contract.signature.outputs[*o].dtype, &bytes).map_err(|e| e.to_string())?;
-                outs[*o] = Some(Tensor::new(req.bound.out_shapes[*o].clone(), data).map_err(|e| e.to_string())?);
+                let shape = if req.guard > 0 { vec![data.len()] } else { req.bound.out_shapes[*o].clone() };
+                outs[*o] = Some(Tensor::new(shape, data).map_err(|e| e.to_string())?);
             }
         }
         outs.into_iter().enumerate().map(|(i, t)| t.ok_or_else(|| format!("output `{}` is not bound by the kernel", outputs[i]))).collect()

@@ -8,6 +8,7 @@ pub mod wgpu;
 pub mod cuda;
 
 pub use host::{CpuBackend, ReferenceBackend};
+pub(crate) use host::run_forward;
 
 use crate::device::DeviceProfile;
 use crate::plan::Bound;
@@ -64,6 +65,10 @@ pub struct ExecRequest<'a> {
     pub params: &'a [Scalar],
     /// Canary elements on each side of every output (conformance); 0 for plain calls. With
     /// `guard > 0` each output comes back flat, `guard` canaries + data + `guard` canaries.
+    /// GPU backends make the guards real: wgpu binds the output as a window after an aligned
+    /// front guard with the back guard inside the binding (so `arrayLength` covers it and a
+    /// write past the end lands on canaries); CUDA passes a pointer `guard` elements into a
+    /// buffer holding both guards.
     pub guard: usize,
 }
 

@@ -1,9 +1,14 @@
 //! The wgpu backend: runs an op's WGSL kernel through the shared `WgpuEngine`, binding buffers
-//! and the uniform block as the op's descriptor says. Pipelines are cached by content hash.
+//! and the uniform block as the op's descriptor says (inputs read-only storage, outputs
+//! read-write storage, one 4-byte uniform field per dim or param in descriptor order), with
+//! `ceil(threads / workgroup_size)` workgroups. Pipelines are built in `prepare` and cached by
+//! (content hash, device) in the engine. Guarded runs (conformance) bind each output as a
+//! window after an aligned front guard, with the back guard inside the binding, so a write
+//! past the end lands on canaries instead of being clamped by wgpu's bounds checks.
 
 use super::{Backend, BackendKind, ExecRequest, Prepared};
 use crate::device::DeviceProfile;
-use crate::gpu::wgpu_engine::{Slot, WgpuEngine};
+use crate::gpu::wgpu_engine::{Slot, SlotKind, WgpuEngine};
 use crate::registry::RegisteredOp;
 use crate::tensor::{Data, Scalar, Tensor};
 use op_spec::contract::{Binding, KernelLang};
@@ -39,30 +44,55 @@ impl Backend for WgpuBackend {
     }
     fn prepare(&self, op: &Arc<RegisteredOp>) -> Result<Arc<dyn Prepared>, String> {
         let k = wgsl_kernel(op).ok_or_else(|| "the op declares no WGSL kernel".to_string())?;
-        let src = std::str::from_utf8(op.decl.kernels[k].source).map_err(|e| e.to_string())?;
-        // Build the pipeline now so compilation errors surface from `prepare`.
-        let p = WgpuPrepared { hash: op.hash, kernel: k };
-        let slots = p.dummy_slots(op);
-        let slot_refs: Vec<Slot<'_>> = slots.iter().map(|(kind, b)| kind.slot(b)).collect();
-        engine()?.run(op.hash, src, op.decl.kernels[k].entry, op.decl.kernels[k].workgroup_size, &slot_refs, 0).map_err(|e| e.to_string())?;
-        Ok(Arc::new(p))
+        let src = op.decl.kernels.get(k).ok_or("the op's WGSL source is not embedded")?;
+        let source = std::str::from_utf8(src.source).map_err(|e| format!("the WGSL source `{}` is not UTF-8: {e}", src.path))?;
+        // Build the pipeline now (cached by content hash on this device), so compilation and
+        // validation errors surface from `prepare`, never from a later call.
+        let kinds = slot_kinds(op, k)?;
+        engine()?.prepare(op.hash, source, src.entry, &kinds).map_err(|e| e.to_string())?;
+        Ok(Arc::new(WgpuPrepared { hash: op.hash, kernel: k }))
     }
 }
 
-#[derive(Clone, Copy)]
-enum K {
-    R,
-    RW,
-    U,
+/// The slot kinds of kernel `k`'s bindings: inputs read-only, outputs read-write, uniform.
+fn slot_kinds(op: &RegisteredOp, k: usize) -> Result<Vec<SlotKind>, String> {
+    let outputs = &op.contract.signature.outputs;
+    op.contract.kernels[k]
+        .bindings
+        .iter()
+        .map(|b| match b {
+            Binding::Buffer { name, .. } if outputs.iter().any(|o| &o.name == name) => Ok(SlotKind::ReadWrite),
+            Binding::Buffer { name, .. } if op.contract.signature.inputs().any(|t| &t.name == name) => Ok(SlotKind::Read),
+            Binding::Buffer { name, .. } => Err(format!("binding `{name}` names no tensor of the signature")),
+            Binding::Uniform { .. } => Ok(SlotKind::Uniform),
+        })
+        .collect()
 }
 
-impl K {
-    fn slot<'a>(&self, b: &'a [u8]) -> Slot<'a> {
-        match self {
-            K::R => Slot::Read(b),
-            K::RW => Slot::ReadWrite(b),
-            K::U => Slot::Uniform(b),
-        }
+/// Where a guarded output lives in its device buffer: `front` bytes before the data (a multiple
+/// of the storage offset alignment, at least the front guard), `data` bytes, then the back
+/// guard; the binding window starts at `front` and covers data and back guard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct GuardLayout {
+    pub front: u64,
+    pub data: u64,
+    pub guard: u64,
+    pub total: u64,
+    pub window: u64,
+}
+
+impl GuardLayout {
+    pub(crate) fn new(data: u64, guard: u64, align: u64) -> GuardLayout {
+        let align = align.max(4);
+        let front = guard.div_ceil(align) * align;
+        let window = (data + guard).div_ceil(4) * 4;
+        GuardLayout { front, data, guard, total: front + window, window }
+    }
+    /// The bytes returned to the caller: `guard` canary bytes, data, `guard` canary bytes.
+    pub(crate) fn visible<'a>(&self, all: &'a [u8]) -> Option<&'a [u8]> {
+        let start = usize::try_from(self.front - self.guard).ok()?;
+        let end = usize::try_from(self.front + self.data + self.guard).ok()?;
+        all.get(start..end)
     }
 }
 
@@ -71,13 +101,26 @@ struct WgpuPrepared {
     kernel: usize,
 }
 
+/// An input's bytes: borrowed where the host is little-endian and the storage is 32-bit (the
+/// common case: no copy of large inputs), else encoded.
+fn input_bytes(t: &Tensor) -> std::borrow::Cow<'_, [u8]> {
+    #[cfg(target_endian = "little")]
+    match t.data() {
+        Data::F32(v) => return std::borrow::Cow::Borrowed(bytemuck::cast_slice(v)),
+        Data::U32(v) => return std::borrow::Cow::Borrowed(bytemuck::cast_slice(v)),
+        Data::I32(v) => return std::borrow::Cow::Borrowed(bytemuck::cast_slice(v)),
+        _ => {}
+    }
+    std::borrow::Cow::Owned(t.data().to_le_bytes())
+}
+
 /// The uniform block: one 4-byte field per dim (u32) or param, in descriptor order.
 pub(crate) fn uniform_bytes(op: &RegisteredOp, fields: &[String], values: &[i128], params: &[Scalar]) -> Result<Vec<u8>, String> {
     let mut out = Vec::with_capacity(fields.len() * 4);
     let param_names: Vec<&str> = op.contract.signature.params().map(|p| p.name.as_str()).collect();
     for f in fields {
         if let Some(pi) = param_names.iter().position(|p| p == f) {
-            let b = match params[pi] {
+            let b = match params.get(pi).copied().ok_or_else(|| format!("parameter `{f}` was not passed"))? {
                 Scalar::U32(v) => v.to_le_bytes(),
                 Scalar::I32(v) => v.to_le_bytes(),
                 Scalar::F32(v) => v.to_le_bytes(),
@@ -86,25 +129,12 @@ pub(crate) fn uniform_bytes(op: &RegisteredOp, fields: &[String], values: &[i128
             out.extend_from_slice(&b);
         } else {
             let k = op.plan.syms.iter().position(|s| s == f).ok_or_else(|| format!("uniform field `{f}` is not a symbol"))?;
-            let v = u32::try_from(values[k]).map_err(|_| format!("dim `{f}` = {} does not fit the uniform's u32", values[k]))?;
+            let v = values.get(k).copied().ok_or_else(|| format!("dim `{f}` has no value"))?;
+            let v = u32::try_from(v).map_err(|_| format!("dim `{f}` = {v} does not fit the uniform's u32"))?;
             out.extend_from_slice(&v.to_le_bytes());
         }
     }
     Ok(out)
-}
-
-impl WgpuPrepared {
-    fn dummy_slots(&self, op: &RegisteredOp) -> Vec<(K, Vec<u8>)> {
-        op.contract.kernels[self.kernel]
-            .bindings
-            .iter()
-            .map(|b| match b {
-                Binding::Buffer { name, .. } if op.contract.signature.outputs.iter().any(|o| &o.name == name) => (K::RW, vec![0u8; 4]),
-                Binding::Buffer { .. } => (K::R, vec![0u8; 4]),
-                Binding::Uniform { fields } => (K::U, vec![0u8; fields.len().max(1) * 4]),
-            })
-            .collect()
-    }
 }
 
 impl Prepared for WgpuPrepared {
@@ -113,46 +143,89 @@ impl Prepared for WgpuPrepared {
     }
     fn execute(&self, req: &ExecRequest<'_>) -> Result<Vec<Tensor>, String> {
         let op = req.op;
-        let kernel = &op.contract.kernels[self.kernel];
-        let src = &op.decl.kernels[self.kernel];
+        let kernel = op.contract.kernels.get(self.kernel).ok_or("kernel index out of range")?;
+        let src = op.decl.kernels.get(self.kernel).ok_or("the op's WGSL source is not embedded")?;
         let source = std::str::from_utf8(src.source).map_err(|e| e.to_string())?;
+        let engine = engine()?;
+        let align = engine.storage_offset_alignment();
         let inputs: Vec<&str> = op.contract.signature.inputs().map(|t| t.name.as_str()).collect();
         let outputs: Vec<&str> = op.contract.signature.outputs.iter().map(|t| t.name.as_str()).collect();
-        let mut owned: Vec<(K, Vec<u8>, Option<usize>)> = Vec::new();
+        enum Owned<'t> {
+            Read(std::borrow::Cow<'t, [u8]>),
+            Out { bytes: Vec<u8>, len: usize, index: usize, layout: Option<GuardLayout> },
+            Uniform(Vec<u8>),
+        }
+        let mut owned: Vec<Owned> = Vec::with_capacity(kernel.bindings.len());
         for b in &kernel.bindings {
             match b {
                 Binding::Buffer { name, .. } => {
                     if let Some(i) = inputs.iter().position(|n| n == name) {
-                        owned.push((K::R, req.inputs[i].data().to_le_bytes(), None));
+                        let t = req.inputs.get(i).ok_or_else(|| format!("input `{name}` missing"))?;
+                        owned.push(Owned::Read(input_bytes(t)));
                     } else if let Some(o) = outputs.iter().position(|n| n == name) {
                         let dtype = op.contract.signature.outputs[o].dtype;
-                        let n = req.bound.out_shapes[o].iter().product::<usize>() + 2 * req.guard;
-                        owned.push((K::RW, vec![super::CANARY_BYTE; n * dtype.size()], Some(o)));
+                        let numel = crate::tensor::checked_numel(&req.bound.out_shapes[o]).ok_or("output size overflows")?;
+                        let data = (numel as u64).checked_mul(dtype.size() as u64).ok_or("output size overflows")?;
+                        if req.guard == 0 {
+                            let len = usize::try_from(data).map_err(|_| "output too large")?;
+                            owned.push(Owned::Out { bytes: Vec::new(), len, index: o, layout: None });
+                        } else {
+                            let guard = (req.guard as u64).checked_mul(dtype.size() as u64).ok_or("guard too large")?;
+                            let layout = GuardLayout::new(data, guard, align);
+                            let len = usize::try_from(layout.total).map_err(|_| "output too large")?;
+                            owned.push(Owned::Out { bytes: vec![super::CANARY_BYTE; len], len, index: o, layout: Some(layout) });
+                        }
                     } else {
                         return Err(format!("binding `{name}` names no tensor"));
                     }
                 }
-                Binding::Uniform { fields } => owned.push((K::U, uniform_bytes(op, fields, &req.bound.values, req.params)?, None)),
+                Binding::Uniform { fields } => owned.push(Owned::Uniform(uniform_bytes(op, fields, &req.bound.values, req.params)?)),
             }
-        }
-        if req.guard > 0 {
-            return Err("guarded runs on wgpu are not supported by this build".to_string());
         }
         let threads = op.plan.eval(&kernel.threads, req.bound).ok_or("launch geometry `threads` cannot be evaluated")?;
         let threads = u64::try_from(threads).map_err(|_| format!("launch geometry `threads` = {threads} is negative"))?;
-        let slots: Vec<Slot<'_>> = owned.iter().map(|(k, b, _)| k.slot(b)).collect();
-        let read = engine()?.run(op.hash, source, src.entry, src.workgroup_size, &slots, threads).map_err(|e| e.to_string())?;
+        let slots: Vec<Slot<'_>> = owned
+            .iter()
+            .map(|o| match o {
+                Owned::Read(b) => Slot::Read(b),
+                Owned::Uniform(b) => Slot::Uniform(b),
+                Owned::Out { len, layout: None, .. } => Slot::Output { len: *len },
+                Owned::Out { bytes, layout: Some(l), .. } => Slot::Guarded { init: bytes, offset: l.front, size: l.window },
+            })
+            .collect();
+        let read = engine.run(op.hash, source, src.entry, src.workgroup_size, &slots, threads).map_err(|e| e.to_string())?;
         let mut outs: Vec<Option<Tensor>> = vec![None; outputs.len()];
         let mut it = read.into_iter();
-        for (_, _, o) in owned.iter() {
-            if let Some(o) = o {
+        for o in &owned {
+            if let Owned::Out { index, layout, .. } = o {
                 let bytes = it.next().ok_or("missing readback")?;
-                let dtype = op.contract.signature.outputs[*o].dtype;
-                let data = Data::from_le_bytes(dtype, &bytes).map_err(|e| e.to_string())?;
-                let shape = if req.guard > 0 { vec![data.len()] } else { req.bound.out_shapes[*o].clone() };
-                outs[*o] = Some(Tensor::new(shape, data).map_err(|e| e.to_string())?);
+                let dtype = op.contract.signature.outputs[*index].dtype;
+                let (bytes, shape) = match layout {
+                    None => (&bytes[..], req.bound.out_shapes[*index].clone()),
+                    Some(l) => {
+                        let v = l.visible(&bytes).ok_or("guarded readback is shorter than its layout")?;
+                        (v, vec![v.len() / dtype.size()])
+                    }
+                };
+                let data = Data::from_le_bytes(dtype, bytes).map_err(|e| e.to_string())?;
+                outs[*index] = Some(Tensor::new(shape, data).map_err(|e| e.to_string())?);
             }
         }
         outs.into_iter().enumerate().map(|(i, t)| t.ok_or_else(|| format!("output `{}` is not bound by the kernel", outputs[i]))).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::GuardLayout;
+
+    #[test]
+    fn guard_layout_aligns_front_and_covers_back() {
+        let l = GuardLayout::new(12, 64, 256);
+        assert_eq!((l.front, l.window, l.total), (256, 76, 332));
+        let all: Vec<u8> = (0..332u32).map(|i| i as u8).collect();
+        assert_eq!(l.visible(&all).map(|v| v.len()), Some(64 + 12 + 64));
+        let l = GuardLayout::new(0, 4, 256);
+        assert_eq!((l.front, l.window), (256, 4));
     }
 }

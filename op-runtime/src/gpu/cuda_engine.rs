@@ -74,6 +74,10 @@ pub enum CudaArg<'a> {
     /// A device buffer initialised from these bytes (its initial contents) and read back after
     /// the launch.
     ReadWrite(&'a [u8]),
+    /// A device buffer initialised from `init` (guard bands included) and read back in full
+    /// after the launch; the kernel receives a pointer `offset` bytes into it, so writes before
+    /// or past the output land on the canaries around it.
+    Guarded { init: &'a [u8], offset: usize },
     /// A 32-bit unsigned scalar (`unsigned int`).
     U32(u32),
     /// A 32-bit signed scalar (`int`).
@@ -474,7 +478,7 @@ impl CudaEngine {
     ) -> Result<Vec<Vec<u8>>, CudaError> {
         let drv = |what: &str, e: DriverError| CudaError::Driver(format!("{what} (kernel `{}`): {e:?}", kernel.entry));
         enum Slot {
-            Buf { dev: CudaSlice<u8>, len: usize, read_back: bool },
+            Buf { dev: CudaSlice<u8>, len: usize, read_back: bool, offset: usize },
             U32(u32),
             I32(i32),
             F32(f32),
@@ -482,7 +486,14 @@ impl CudaEngine {
         let mut slots = Vec::with_capacity(args.len());
         for arg in args {
             slots.push(match *arg {
-                CudaArg::Read(bytes) | CudaArg::ReadWrite(bytes) => {
+                CudaArg::Read(bytes) | CudaArg::ReadWrite(bytes) | CudaArg::Guarded { init: bytes, .. } => {
+                    let offset = match *arg {
+                        CudaArg::Guarded { offset, .. } if offset < bytes.len() => offset,
+                        CudaArg::Guarded { offset, .. } => {
+                            return Err(CudaError::InvalidArgument(format!("guard offset {offset} is outside a {}-byte buffer", bytes.len())))
+                        }
+                        _ => 0,
+                    };
                     // Empty buffers still get a (1-byte) allocation so the kernel sees a valid
                     // pointer; zero-sized device allocations are rejected by the driver.
                     let dev = if bytes.is_empty() {
@@ -491,7 +502,7 @@ impl CudaEngine {
                         self.stream.clone_htod(bytes)
                     }
                     .map_err(|e| drv(&format!("cannot upload a {}-byte buffer", bytes.len()), e))?;
-                    Slot::Buf { dev, len: bytes.len(), read_back: matches!(arg, CudaArg::ReadWrite(_)) }
+                    Slot::Buf { dev, len: bytes.len(), read_back: !matches!(arg, CudaArg::Read(_)), offset }
                 }
                 CudaArg::U32(v) => Slot::U32(v),
                 CudaArg::I32(v) => Slot::I32(v),
@@ -501,9 +512,23 @@ impl CudaEngine {
 
         if grid > 0 {
             let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 };
+            // Guarded buffers are passed as views starting `offset` bytes in.
+            let views: Vec<Option<cudarc::driver::CudaView<'_, u8>>> = slots
+                .iter()
+                .map(|s| match s {
+                    Slot::Buf { dev, offset, .. } if *offset > 0 => Some(dev.slice(*offset..)),
+                    _ => None,
+                })
+                .collect();
             let mut builder = self.stream.launch_builder(&kernel.function);
-            for slot in &slots {
+            for (slot, view) in slots.iter().zip(&views) {
                 match slot {
+                    Slot::Buf { .. } if view.is_some() => {
+                        if let Some(v) = view {
+                            builder.arg(v);
+                        }
+                        &mut builder
+                    }
                     Slot::Buf { dev, .. } => builder.arg(dev),
                     Slot::U32(v) => builder.arg(v),
                     Slot::I32(v) => builder.arg(v),
@@ -520,7 +545,7 @@ impl CudaEngine {
 
         let mut out = Vec::new();
         for slot in &slots {
-            if let Slot::Buf { dev, len, read_back: true } = slot {
+            if let Slot::Buf { dev, len, read_back: true, .. } = slot {
                 let mut host = vec![0u8; *len];
                 if *len > 0 {
                     self.stream
@@ -882,13 +907,13 @@ fn check_args_against_params(entry: &str, params: &[PtxParam], args: &[CudaArg<'
     }
     for (i, (p, a)) in params.iter().zip(args).enumerate() {
         let (want, what) = match a {
-            CudaArg::Read(_) | CudaArg::ReadWrite(_) => (8, "a buffer (device pointer)"),
+            CudaArg::Read(_) | CudaArg::ReadWrite(_) | CudaArg::Guarded { .. } => (8, "a buffer (device pointer)"),
             CudaArg::U32(_) | CudaArg::I32(_) | CudaArg::F32(_) => (4, "a 4-byte scalar"),
         };
         let float_mismatch = match a {
             CudaArg::F32(_) => p.ty.starts_with(".u") || p.ty.starts_with(".s"),
             // A buffer is a device pointer: an integer-typed 64-bit parameter.
-            CudaArg::Read(_) | CudaArg::ReadWrite(_) | CudaArg::U32(_) | CudaArg::I32(_) => p.ty.starts_with(".f"),
+            CudaArg::Read(_) | CudaArg::ReadWrite(_) | CudaArg::Guarded { .. } | CudaArg::U32(_) | CudaArg::I32(_) => p.ty.starts_with(".f"),
         };
         if p.bytes != want || float_mismatch {
             return Err(CudaError::InvalidArgument(format!(

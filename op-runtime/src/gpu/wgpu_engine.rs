@@ -28,6 +28,16 @@ pub enum Slot<'a> {
     ReadWrite(&'a [u8]),
     /// A uniform buffer (`var<uniform>`), padded to a multiple of 16 bytes.
     Uniform(&'a [u8]),
+    /// A read-write storage buffer initialised with `init` (all of it: guard bands included)
+    /// but bound only at `offset .. offset + size`, so the kernel's `arrayLength` covers that
+    /// window. Used for guard bands: `offset` (a multiple of
+    /// [`WgpuEngine::storage_offset_alignment`]) skips the front guard, `size` includes the back
+    /// guard, so a write past the end lands on canaries instead of being dropped by wgpu's
+    /// bounds checks. The whole buffer is read back.
+    Guarded { init: &'a [u8], offset: u64, size: u64 },
+    /// A read-write storage buffer of `len` bytes whose initial contents do not matter (wgpu
+    /// zero-fills it; nothing is uploaded); read back after the launch. For plain outputs.
+    Output { len: usize },
 }
 
 impl<'a> Slot<'a> {
@@ -36,13 +46,27 @@ impl<'a> Slot<'a> {
             Slot::Read(_) => SlotKind::Read,
             Slot::ReadWrite(_) => SlotKind::ReadWrite,
             Slot::Uniform(_) => SlotKind::Uniform,
+            Slot::Guarded { .. } | Slot::Output { .. } => SlotKind::ReadWrite,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match *self {
+            Slot::Output { len } => len,
+            s => s.bytes().len(),
         }
     }
 
     fn bytes(&self) -> &'a [u8] {
         match *self {
             Slot::Read(b) | Slot::ReadWrite(b) | Slot::Uniform(b) => b,
+            Slot::Guarded { init, .. } => init,
+            Slot::Output { .. } => &[],
         }
+    }
+
+    fn read_back(&self) -> bool {
+        matches!(self, Slot::ReadWrite(_) | Slot::Guarded { .. } | Slot::Output { .. })
     }
 }
 
@@ -270,6 +294,29 @@ impl WgpuEngine {
         &self.limits
     }
 
+    /// The alignment a [`Slot::Guarded`] offset must have
+    /// (`min_storage_buffer_offset_alignment`, usually 256 bytes).
+    pub fn storage_offset_alignment(&self) -> u64 {
+        u64::from(self.limits.min_storage_buffer_offset_alignment.max(4))
+    }
+
+    /// The device (for benchmarks comparing against hand-written wgpu code).
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    /// The queue.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    /// Builds (or finds in the cache) the pipeline for `(key, entry)` with this slot layout,
+    /// without running anything: compilation and validation errors surface here.
+    pub fn prepare(&self, key: [u8; 32], source: &str, entry: &str, kinds: &[SlotKind]) -> Result<(), WgpuError> {
+        self.check_lost()?;
+        self.pipeline(key, source, entry, kinds).map(|_| ())
+    }
+
     /// Whether the adapter is a CPU/software one (e.g. lavapipe).
     pub fn is_software(&self) -> bool {
         self.info.device_type == wgpu::DeviceType::Cpu
@@ -454,9 +501,26 @@ impl WgpuEngine {
         // Sizes (padded) and limits, before any GPU work.
         let mut sizes = Vec::with_capacity(slots.len());
         for (i, s) in slots.iter().enumerate() {
-            let len = s.bytes().len() as u64;
+            let len = s.len() as u64;
             let (size, limit, what) = match s {
                 Slot::Uniform(_) => (round_up(len, 16), self.limits.max_uniform_buffer_binding_size, "uniform"),
+                Slot::Guarded { offset, size, .. } => {
+                    let align = self.storage_offset_alignment();
+                    if offset % align != 0 || *size == 0 || size % 4 != 0 || offset.checked_add(*size).is_none_or(|end| end > len) {
+                        return Err(WgpuError::InvalidLaunch(format!(
+                            "slot {i}: guarded window {offset}..+{size} must lie inside its {len}-byte buffer, with the \
+                             offset a multiple of {align} and the size a non-zero multiple of 4"
+                        )));
+                    }
+                    if *size > self.limits.max_storage_buffer_binding_size {
+                        return Err(WgpuError::TooLarge {
+                            what: format!("slot {i} (storage binding bytes)"),
+                            requested: *size,
+                            limit: self.limits.max_storage_buffer_binding_size,
+                        });
+                    }
+                    (round_up(len, 4), self.limits.max_buffer_size, "storage")
+                }
                 _ => (round_up(len, 4), self.limits.max_storage_buffer_binding_size, "storage"),
             };
             let limit = limit.min(self.limits.max_buffer_size);
@@ -472,9 +536,10 @@ impl WgpuEngine {
         if threads == 0 {
             return Ok(slots
                 .iter()
-                .filter_map(|s| match s {
-                    Slot::ReadWrite(b) => Some(b.to_vec()),
-                    _ => None,
+                .filter(|s| s.read_back())
+                .map(|s| match s {
+                    Slot::Output { len } => vec![0u8; *len],
+                    s => s.bytes().to_vec(),
                 })
                 .collect());
         }
@@ -487,7 +552,7 @@ impl WgpuEngine {
             for (i, (s, &size)) in slots.iter().zip(&sizes).enumerate() {
                 let usage = match s {
                     Slot::Read(_) => wgpu::BufferUsages::STORAGE,
-                    Slot::ReadWrite(_) => wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                    Slot::ReadWrite(_) | Slot::Guarded { .. } | Slot::Output { .. } => wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
                     Slot::Uniform(_) => wgpu::BufferUsages::UNIFORM,
                 };
                 let bytes = s.bytes();
@@ -504,7 +569,7 @@ impl WgpuEngine {
                     }
                     buffer.unmap();
                 }
-                if let Slot::ReadWrite(_) = s {
+                if s.read_back() {
                     let st = self.device.create_buffer(&wgpu::BufferDescriptor {
                         label: None,
                         size,
@@ -518,7 +583,17 @@ impl WgpuEngine {
             let entries: Vec<wgpu::BindGroupEntry> = buffers
                 .iter()
                 .enumerate()
-                .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
+                .map(|(i, b)| wgpu::BindGroupEntry {
+                    binding: i as u32,
+                    resource: match slots[i] {
+                        Slot::Guarded { offset, size, .. } => wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                            buffer: b,
+                            offset,
+                            size: std::num::NonZeroU64::new(size),
+                        }),
+                        _ => b.as_entire_binding(),
+                    },
+                })
                 .collect();
             let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: None,
@@ -573,11 +648,20 @@ impl WgpuEngine {
             }
         }
 
+        // Map callbacks run on whichever thread polls the device: another thread's poll may have
+        // taken them and still be running them when our wait returns, so wait for each one
+        // (bounded), polling again meanwhile.
         let mut mapped = vec![false; staging.len()];
-        for (n, r) in rx.try_iter() {
-            match r {
-                Ok(()) => mapped[n] = true,
-                Err(e) => return Err(WgpuError::Map(format!("map_async of read-write slot {}: {e}", staging[n].0))),
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while mapped.iter().any(|m| !m) && std::time::Instant::now() < deadline {
+            match rx.recv_timeout(std::time::Duration::from_millis(2)) {
+                Ok((n, Ok(()))) => mapped[n] = true,
+                Ok((n, Err(e))) => return Err(WgpuError::Map(format!("map_async of read-write slot {}: {e}", staging[n].0))),
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    self.check_lost()?;
+                    let _ = catch_unwind(AssertUnwindSafe(|| self.device.poll(wgpu::PollType::Poll)));
+                }
             }
         }
         let mut out = Vec::with_capacity(staging.len());
@@ -586,7 +670,7 @@ impl WgpuEngine {
                 self.check_lost()?;
                 return Err(WgpuError::Map(format!("read-write slot {i}: map callback did not run after the device wait")));
             }
-            let len = slots[*i].bytes().len();
+            let len = slots[*i].len();
             let bytes = {
                 let view = st
                     .get_mapped_range(..)
@@ -764,6 +848,64 @@ fn shifted(@builtin(global_invocation_id) gid: vec3<u32>) {
         assert_eq!(got.len(), 11);
         assert_eq!(got[0], canary, "element 0 is never written");
         assert_eq!(got[10], 109, "the guard element (last) was overwritten and is observable");
+    }
+
+    #[test]
+    fn guarded_slot_binds_a_window_and_reads_back_everything() {
+        let Some(e) = engine() else { return };
+        // Writes out[i + 1] for i < n: the last write lands one past the output. Bound as a
+        // window after an aligned front guard, with the back guard inside the binding, that
+        // write reaches the canaries instead of being clamped or dropped by bounds checks.
+        let src = r#"
+struct P { n: u32 }
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@group(0) @binding(1) var<uniform> p: P;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i >= p.n) { return; }
+    out[i + 1u] = arrayLength(&out);
+}
+"#;
+        let align = e.storage_offset_alignment();
+        assert!(align >= 4 && align.is_power_of_two());
+        let canary = 0xA5A5_A5A5u32;
+        let (n, guard) = (10u64, 4u64);
+        let front = align; // >= the guard's 16 bytes
+        let total = front + (n + guard) * 4;
+        let init = vec![0xA5u8; total as usize];
+        let res = e
+            .run(key("guarded-window"), src, "main", [64, 1, 1], &[Slot::Guarded { init: &init, offset: front, size: (n + guard) * 4 }, Slot::Uniform(&(n as u32).to_le_bytes())], n)
+            .expect("runs");
+        assert_eq!(res[0].len(), total as usize, "the whole buffer comes back");
+        let words: Vec<u32> = bytes_to(&res[0]);
+        let base = (front / 4) as usize;
+        assert!(words[..base].iter().all(|w| *w == canary), "nothing before the window is touched");
+        assert_eq!(words[base], canary, "out[0] is never written by this kernel");
+        assert_eq!(words[base + 1], (n + guard) as u32, "arrayLength covers data and back guard");
+        assert_eq!(words[base + n as usize], (n + guard) as u32, "the write past the end lands on the first back canary");
+        assert_eq!(words[base + n as usize + 1], canary);
+        // A misaligned or out-of-range window is a typed error, not a panic.
+        let err = e
+            .run(key("guarded-window"), src, "main", [64, 1, 1], &[Slot::Guarded { init: &init, offset: 4, size: 8 }, Slot::Uniform(&[0; 4])], 1)
+            .expect_err("misaligned");
+        assert!(matches!(err, WgpuError::InvalidLaunch(_)), "{err:?}");
+        let err = e
+            .run(key("guarded-window"), src, "main", [64, 1, 1], &[Slot::Guarded { init: &init, offset: front, size: total }, Slot::Uniform(&[0; 4])], 1)
+            .expect_err("past the buffer");
+        assert!(matches!(err, WgpuError::InvalidLaunch(_)), "{err:?}");
+    }
+
+    #[test]
+    fn prepare_builds_once_and_reports_validation_errors() {
+        let Some(_) = engine() else { return };
+        let fresh = WgpuEngine::new().expect("engine");
+        let kinds = [SlotKind::Read, SlotKind::Read, SlotKind::ReadWrite, SlotKind::Uniform];
+        fresh.prepare(key("prepare"), ADD, "add", &kinds).expect("builds");
+        fresh.prepare(key("prepare"), ADD, "add", &kinds).expect("cached");
+        assert_eq!(fresh.pipelines_built(), 1);
+        let err = fresh.prepare(key("prepare-bad"), "fn (", "main", &[]).expect_err("invalid");
+        assert!(matches!(err, WgpuError::Validation { .. }), "{err:?}");
     }
 
     #[test]

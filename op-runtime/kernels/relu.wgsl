@@ -1,0 +1,21 @@
+// builtin/relu: out[i] = x[i] if x[i] > 0 else +0, elementwise over n.
+// Decided on the bits (no float compare, which may treat subnormals as zero under DAZ):
+// positive non-NaN values pass unchanged, everything else (-0, negatives, NaN) gives +0.
+struct Params { n: u32 }
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<uniform> p: Params;
+
+fn relu(v: f32) -> f32 {
+    let b = bitcast<u32>(v);
+    let positive = (b >> 31u) == 0u && b != 0u && b <= 0x7f800000u;
+    return select(0.0, v, positive);
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i >= p.n) { return; }
+    out[i] = relu(x[i]);
+}

@@ -1,0 +1,437 @@
+//! Conformance against the reference: a kernel is correct exactly as far as it matches the
+//! op's reference, within the declared tolerance, on cases the engine generated from the
+//! signature (seeded from the content hash). Every output runs with guard bands of canaries;
+//! a write outside it fails the case. Success mints a [`Receipt`]; failure returns a
+//! [`Report`] with the (shrunk) case. Owns the procedure; it must not change dispatch, and
+//! nothing here is ever required to *use* an op.
+//!
+//! ```ignore
+//! let h = op_runtime::register(&my_op::DECL)?;
+//! let receipt = op_runtime::conformance::conform(&h, BackendKind::Wgpu)?;
+//! receipt.verify(&h.op(), &device_profile)?;
+//! ```
+
+pub mod cases;
+pub mod compare;
+pub mod report;
+
+pub use cases::{Case, Corpus, Pattern};
+pub use compare::{AccumScale, Fault, Mismatch, OutOfBounds};
+pub use op_spec::contract::Tolerance;
+pub use report::Report;
+
+use crate::backend::{run_forward, BackendKind, ExecRequest};
+use crate::decl::OpDecl;
+use crate::device::DeviceProfile;
+use crate::receipt::Receipt;
+use crate::registry::{OpHandle, RegisteredOp};
+use crate::tensor::{Scalar, Tensor};
+use op_spec::contract::DType;
+use std::sync::Arc;
+
+/// Canary elements on each side of every output in conformance runs.
+pub const GUARD: usize = 16;
+/// Most shrinking steps tried per failure.
+const SHRINK_BUDGET: usize = 64;
+/// Env variable that turns a missing wgpu adapter into a test failure (set by CI).
+pub const REQUIRE_GPU_ENV: &str = "OP_REQUIRE_GPU_ADAPTER";
+/// Namespace of deliberately broken ops: their generated test passes only if conformance
+/// rejects every GPU kernel they declare (a negative control: a check that cannot fail
+/// certifies nothing).
+pub const BROKEN_NAMESPACE: &str = "test/broken/";
+
+/// Why an op did not conform (or could not be conformed) on a backend.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ConformanceFailure {
+    /// The backend cannot run here (no adapter, no CUDA driver): skipped, not a verdict.
+    #[error("op `{op}`: backend {backend} is unavailable here, not conformed: {reason}")]
+    Unavailable { op: String, backend: BackendKind, reason: String },
+    /// The op has nothing to run on this backend (e.g. no WGSL kernel).
+    #[error("op `{op}`: nothing to conform on {backend}: {reason}")]
+    Unsupported { op: String, backend: BackendKind, reason: String },
+    /// The kernel does not conform: the report names the case, index and bits.
+    #[error("{0}")]
+    Rejected(Box<Report>),
+    /// The reference itself failed on a generated (admissible) case: a contract defect.
+    #[error("op `{op}`: the reference failed on admissible {case}: {message}")]
+    Reference { op: String, case: String, message: String },
+    /// The generator found no admissible case for the signature.
+    #[error("op `{op}`: the signature admits no case within the generator's size limits")]
+    NoCases { op: String },
+}
+
+impl ConformanceFailure {
+    /// Whether this is a skip (backend unavailable or unsupported) rather than a verdict.
+    pub fn is_skip(&self) -> bool {
+        matches!(self, ConformanceFailure::Unavailable { .. } | ConformanceFailure::Unsupported { .. })
+    }
+
+    /// The report of a rejected kernel.
+    pub fn report(&self) -> Option<&Report> {
+        match self {
+            ConformanceFailure::Rejected(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+/// The corpus the engine generates for an op (deterministic: seeded from its content hash).
+pub fn corpus(op: &RegisteredOp) -> Corpus {
+    cases::Gen::new(op).corpus()
+}
+
+/// Symbols of input dims that no output dim mentions: the contracted ones.
+fn contracted(op: &RegisteredOp) -> Vec<usize> {
+    let sig = &op.contract.signature;
+    let mut in_out: Vec<&str> = Vec::new();
+    for o in &sig.outputs {
+        for d in &o.dims {
+            d.symbols(&mut in_out);
+        }
+    }
+    sig.dim_symbols()
+        .iter()
+        .filter(|s| !in_out.contains(&s.as_str()))
+        .filter_map(|s| op.plan.syms.iter().position(|x| x == s))
+        .collect()
+}
+
+/// Reduction length of a case for `accum`: the product of the contracted dims, capped by the
+/// largest input (when every symbol also shapes an output, e.g. `conv1d`'s `n - m + 1`, the
+/// largest input's length).
+fn reduction_len(op: &RegisteredOp, case: &Case) -> usize {
+    let largest = case.inputs.iter().map(Tensor::numel).max().unwrap_or(1).max(1);
+    let k = contracted(op);
+    if k.is_empty() {
+        return largest;
+    }
+    let prod = k.iter().map(|&i| case.shape.syms[i].max(1) as usize).fold(1usize, usize::saturating_mul);
+    prod.min(largest).max(1)
+}
+
+fn to_f64_tensor(t: &Tensor, abs: bool) -> Option<Tensor> {
+    let v: Vec<f64> = t.data().to_f64_vec()?.into_iter().map(|x| if abs { x.abs() } else { x }).collect();
+    Tensor::new(t.shape().to_vec(), crate::tensor::Data::F64(v)).ok()
+}
+
+/// Runs a forward shim on host tensors (validating with `float_as`). A panicking reference or
+/// shim is turned into an error, never propagated.
+fn run_shim(op: &RegisteredOp, shim: crate::decl::ShimFn, inputs: &[Tensor], params: &[Scalar], float_as: Option<DType>) -> Result<Vec<Tensor>, String> {
+    let refs: Vec<&Tensor> = inputs.iter().collect();
+    let bound = op.plan.validate(&refs, params, float_as).map_err(|e| e.to_string())?;
+    let req = ExecRequest { op, bound: &bound, inputs: &refs, params, guard: 0 };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_forward(shim, &req))) {
+        Ok(r) => r,
+        Err(p) => Err(format!(
+            "panicked: {}",
+            p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default()
+        )),
+    }
+}
+
+/// `S` of every output element: the reference in f64 on the absolute values of the inputs
+/// (sum of |terms|), or the magnitude of the f64 result where that is larger (e.g. `mse_loss`,
+/// whose terms are squares of differences).
+fn accum_scales(op: &RegisteredOp, case: &Case, expected: &[Tensor]) -> Vec<AccumScale> {
+    let len = reduction_len(op, case);
+    let fallback = || {
+        expected
+            .iter()
+            .map(|e| AccumScale { len, magnitude: e.data().to_f64_vec().unwrap_or_default().iter().map(|v| v.abs()).collect(), exact: Vec::new() })
+            .collect()
+    };
+    let float_inputs: Option<(Vec<Tensor>, Vec<Tensor>)> = (|| {
+        let mut abs = Vec::new();
+        let mut plain = Vec::new();
+        for t in &case.inputs {
+            if t.dtype().is_float() {
+                abs.push(to_f64_tensor(t, true)?);
+                plain.push(to_f64_tensor(t, false)?);
+            } else {
+                abs.push(t.clone());
+                plain.push(t.clone());
+            }
+        }
+        Some((abs, plain))
+    })();
+    let (Some(shim), Some((abs, plain))) = (op.decl.reference_f64, float_inputs) else { return fallback() };
+    let params: Vec<Scalar> = case.params.iter().map(|p| if let Scalar::F32(v) = p { Scalar::F64(*v as f64) } else { *p }).collect();
+    let (Ok(ra), Ok(rp)) = (run_shim(op, shim, &abs, &params, Some(DType::f64)), run_shim(op, shim, &plain, &params, Some(DType::f64))) else {
+        return fallback();
+    };
+    ra.iter()
+        .zip(&rp)
+        .map(|(a, p)| {
+            let a = a.data().to_f64_vec().unwrap_or_default();
+            let p = p.data().to_f64_vec().unwrap_or_default();
+            AccumScale { len, magnitude: a.iter().zip(&p).map(|(x, y)| x.abs().max(y.abs())).collect(), exact: p }
+        })
+        .collect()
+}
+
+struct Checker<'a> {
+    handle: &'a OpHandle,
+    op: Arc<RegisteredOp>,
+    kind: BackendKind,
+}
+
+enum CaseError {
+    Reference(String),
+    Fault { output: usize, fault: Fault },
+}
+
+impl Checker<'_> {
+    fn run(&self, case: &Case) -> Result<(), CaseError> {
+        let op = &*self.op;
+        let expected = run_shim(op, op.decl.reference, &case.inputs, &case.params, None).map_err(CaseError::Reference)?;
+        // Reference on inputs with subnormals flushed (accepted for non-exact classes only).
+        let alt = if matches!(op.contract.tolerance, Tolerance::Exact) {
+            None
+        } else {
+            let flushed: Vec<Option<Tensor>> = case.inputs.iter().map(compare::flush_subnormals).collect();
+            if flushed.iter().any(Option::is_some) {
+                let inputs: Vec<Tensor> = flushed.into_iter().zip(&case.inputs).map(|(f, t)| f.unwrap_or_else(|| t.clone())).collect();
+                run_shim(op, op.decl.reference, &inputs, &case.params, None).ok()
+            } else {
+                None
+            }
+        };
+        let scales = if matches!(op.contract.tolerance, Tolerance::Accum(_)) { Some(accum_scales(op, case, &expected)) } else { None };
+        let refs: Vec<&Tensor> = case.inputs.iter().collect();
+        let actual = match self.handle.call_guarded(&refs, &case.params, self.kind, GUARD) {
+            Ok(o) => o.outputs,
+            Err(e) => return Err(CaseError::Fault { output: 0, fault: Fault::Execution(e.to_string()) }),
+        };
+        if actual.len() != expected.len() {
+            return Err(CaseError::Fault { output: 0, fault: Fault::OutputCount { expected: expected.len(), actual: actual.len() } });
+        }
+        for (i, (e, a)) in expected.iter().zip(&actual).enumerate() {
+            let alt_i = alt.as_ref().and_then(|v| v.get(i));
+            let scale = scales.as_ref().and_then(|s| s.get(i));
+            compare::check_output(op.contract.tolerance, e, alt_i, a, GUARD, scale).map_err(|fault| CaseError::Fault { output: i, fault })?;
+        }
+        Ok(())
+    }
+
+    /// Shrinks a failing case to a smaller one that still fails (any fault).
+    fn shrink(&self, gen: &cases::Gen<'_>, mut case: Case, mut out: usize, mut fault: Fault) -> (Case, usize, Fault, bool) {
+        let mut steps = 0;
+        let mut shrunk = false;
+        'outer: while steps < SHRINK_BUDGET {
+            for s in gen.shrink_candidates(&case.shape) {
+                steps += 1;
+                if steps >= SHRINK_BUDGET {
+                    break 'outer;
+                }
+                let Some(mut c) = gen.build("shrunk", &s, case.pattern, case.seed) else { continue };
+                c.index = case.index;
+                if let Err(CaseError::Fault { output, fault: f }) = self.run(&c) {
+                    case = c;
+                    out = output;
+                    fault = f;
+                    shrunk = true;
+                    continue 'outer;
+                }
+            }
+            break;
+        }
+        (case, out, fault, shrunk)
+    }
+}
+
+/// Conforms the op's kernel on one backend against its reference: every generated case, every
+/// output guarded. `Ok` carries the receipt; a backend that cannot run here is
+/// `Unavailable`/`Unsupported` (a skip, not a verdict).
+pub fn conform(handle: &OpHandle, kind: BackendKind) -> Result<Receipt, ConformanceFailure> {
+    let op = handle.op();
+    let id = op.id.clone();
+    let backend = handle
+        .registry()
+        .backend(kind)
+        .ok_or_else(|| ConformanceFailure::Unavailable { op: id.clone(), backend: kind, reason: "not compiled into this build".into() })?;
+    backend.supports(&op).map_err(|reason| ConformanceFailure::Unsupported { op: id.clone(), backend: kind, reason })?;
+    backend.availability().map_err(|reason| ConformanceFailure::Unavailable { op: id.clone(), backend: kind, reason })?;
+    let device: DeviceProfile = backend
+        .profile()
+        .map(|p| (*p).clone())
+        .map_err(|reason| ConformanceFailure::Unavailable { op: id.clone(), backend: kind, reason })?;
+    let gen = cases::Gen::new(&op);
+    let corpus = gen.corpus();
+    if corpus.cases.is_empty() {
+        return Err(ConformanceFailure::NoCases { op: id });
+    }
+    let checker = Checker { handle, op: op.clone(), kind };
+    for (passed, case) in corpus.cases.iter().enumerate() {
+        match checker.run(case) {
+            Ok(()) => {}
+            Err(CaseError::Reference(message)) => return Err(ConformanceFailure::Reference { op: id, case: case.to_string(), message }),
+            Err(CaseError::Fault { output, fault }) => {
+                let original = case.to_string();
+                let (case, output, fault, shrunk) = checker.shrink(&gen, case.clone(), output, fault);
+                let out_sig = op.contract.signature.outputs.get(output);
+                return Err(ConformanceFailure::Rejected(Box::new(Report {
+                    op: id,
+                    content_hash: op.hash_hex(),
+                    backend: kind,
+                    device,
+                    tolerance: op.contract.tolerance,
+                    case,
+                    shrunk_from: shrunk.then_some(original),
+                    output: out_sig.map(|o| o.name.clone()).unwrap_or_else(|| "?".into()),
+                    dtype: out_sig.map(|o| o.dtype).unwrap_or(DType::f32),
+                    fault,
+                    passed_before: passed,
+                })));
+            }
+        }
+    }
+    Ok(Receipt::mint(&op, kind, device, corpus.cases.len(), &corpus.digest))
+}
+
+/// Conforms the op on every backend compiled in, in priority order; backends that cannot run
+/// it here come back as `Unavailable`/`Unsupported` with the reason.
+pub fn conform_all(handle: &OpHandle) -> Vec<(BackendKind, Result<Receipt, ConformanceFailure>)> {
+    let kinds: Vec<BackendKind> = handle.registry().backends().iter().map(|b| b.kind()).collect();
+    kinds.into_iter().map(|k| (k, conform(handle, k))).collect()
+}
+
+fn is_gpu(kind: BackendKind) -> bool {
+    matches!(kind, BackendKind::Wgpu | BackendKind::Cuda)
+}
+
+/// The test `#[op]` generates for every declaration: conformance of each kernel on each
+/// available backend. Fails (panics, as a test does) with the reports when a kernel does not
+/// conform; skips unavailable GPU backends with a printed reason, except that with
+/// `OP_REQUIRE_GPU_ADAPTER=1` a missing wgpu adapter fails. Ops under `test/broken/` are
+/// negative controls: each of their GPU kernels that runs here must be rejected.
+pub fn generated_test(decl: &'static OpDecl) {
+    // A private registry: the declaration's own conformance must not depend on what else the
+    // process registered (a test may register other content under the same name on purpose).
+    let handle = match crate::registry::Registry::new().register(decl) {
+        Ok(h) => h,
+        Err(e) => panic!("conformance of `{}`: the op does not register: {e}", decl.rust_name),
+    };
+    let id = handle.id();
+    let require_gpu = std::env::var(REQUIRE_GPU_ENV).as_deref() == Ok("1");
+    let broken = handle.op().contract.name.starts_with(BROKEN_NAMESPACE);
+    if let Err(failures) = verdict(&id, broken, require_gpu, conform_all(&handle)) {
+        panic!("{failures}");
+    }
+}
+
+/// The generated test's decision over every backend's result: `Err` with the failures joined.
+/// Prints conformed backends, skips (with the reason) and expected rejections.
+fn verdict(id: &str, broken: bool, require_gpu: bool, results: Vec<(BackendKind, Result<Receipt, ConformanceFailure>)>) -> Result<(), String> {
+    let mut failures: Vec<String> = Vec::new();
+    for (kind, result) in results {
+        match result {
+            Ok(r) if broken && is_gpu(kind) => {
+                failures.push(format!("op `{id}` is declared broken (`{BROKEN_NAMESPACE}`) but its {kind} kernel conformed ({} cases)", r.cases))
+            }
+            Ok(r) => println!("conformance: `{id}` on {kind}: {} cases conform ({})", r.cases, r.device),
+            Err(e @ ConformanceFailure::Unavailable { .. }) if kind == BackendKind::Wgpu && require_gpu => {
+                failures.push(format!("{REQUIRE_GPU_ENV}=1 but {e}"))
+            }
+            Err(e) if e.is_skip() => println!("conformance: skipping {kind} for `{id}`: {e}"),
+            Err(e) if broken && is_gpu(kind) => println!("conformance: `{id}` on {kind} rejected, as declared:\n{e}"),
+            Err(e) => failures.push(e.to_string()),
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("\n\n"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_test_verdicts() {
+        let h = handle("builtin/add");
+        let receipt = conform(&h, BackendKind::Reference).expect("conforms");
+        let unavailable = || ConformanceFailure::Unavailable { op: "x".into(), backend: BackendKind::Wgpu, reason: "no adapter".into() };
+        let rejected = || ConformanceFailure::NoCases { op: "x".into() };
+        // Skips pass, except a missing wgpu adapter when it is required.
+        assert!(verdict("x", false, false, vec![(BackendKind::Wgpu, Err(unavailable())), (BackendKind::Reference, Ok(receipt.clone()))]).is_ok());
+        let e = verdict("x", false, true, vec![(BackendKind::Wgpu, Err(unavailable()))]).unwrap_err();
+        assert!(e.contains(REQUIRE_GPU_ENV), "{e}");
+        // A failure fails the test; for a declared-broken op a GPU rejection passes and a GPU
+        // pass fails.
+        assert!(verdict("x", false, false, vec![(BackendKind::Wgpu, Err(rejected()))]).is_err());
+        assert!(verdict("x", true, false, vec![(BackendKind::Wgpu, Err(rejected()))]).is_ok());
+        assert!(verdict("x", true, false, vec![(BackendKind::Wgpu, Ok(receipt.clone()))]).is_err());
+        assert!(verdict("x", true, false, vec![(BackendKind::Reference, Err(rejected()))]).is_err(), "the reference path is never excused");
+    }
+    use crate::receipt::ReceiptError;
+    use crate::registry::Registry;
+
+    fn handle(name: &str) -> OpHandle {
+        Registry::with_builtins().lookup(name).expect("built-in")
+    }
+
+    #[test]
+    fn reference_conforms_and_mints_a_verifiable_receipt() {
+        let h = handle("builtin/matmul");
+        let r = conform(&h, BackendKind::Reference).expect("the reference conforms to itself");
+        let host = DeviceProfile::host("reference");
+        r.verify(&h.op(), &host).expect("verifies");
+        assert_eq!(r.backend, BackendKind::Reference);
+        assert_eq!(r.tolerance, Tolerance::Accum(2));
+        let back = Receipt::from_json(&r.to_json()).expect("parses");
+        assert_eq!(back, r);
+        let mut t = r.clone();
+        t.cases += 1;
+        assert!(matches!(t.verify(&h.op(), &host), Err(ReceiptError::Digest { .. })));
+        let e = r.verify(&h.op(), &DeviceProfile::host("cpu")).unwrap_err();
+        assert!(e.to_string().contains("conform locally"), "{e}");
+    }
+
+    #[test]
+    fn backends_without_a_kernel_are_skips() {
+        let h = handle("builtin/add");
+        let e = conform(&h, BackendKind::Cpu).unwrap_err();
+        assert!(e.is_skip(), "{e}");
+        let all = conform_all(&h);
+        assert_eq!(all.len(), h.registry().backends().len());
+        assert!(all.iter().any(|(k, r)| *k == BackendKind::Reference && r.is_ok()));
+    }
+
+    #[test]
+    fn corpus_is_deterministic_admissible_and_covers_boundaries() {
+        let reg = Registry::with_builtins();
+        for op in reg.ops() {
+            let c = corpus(&op);
+            assert!(!c.cases.is_empty(), "{}", op.id);
+            assert_eq!(corpus(&op).digest, c.digest, "{}: seeded from the content hash", op.id);
+            for case in &c.cases {
+                let refs: Vec<&Tensor> = case.inputs.iter().collect();
+                assert!(op.plan.validate(&refs, &case.params, None).is_ok(), "{}: inadmissible {case}", op.id);
+                let nan = case.inputs.iter().any(|t| t.data().to_f64_vec().unwrap_or_default().iter().any(|v| v.is_nan()));
+                assert!(!nan || op.contract.nan.is_some(), "{}: NaN without a declared NaN policy in {case}", op.id);
+            }
+        }
+        let mm = reg.lookup("builtin/matmul").unwrap().op();
+        let c = corpus(&mm);
+        assert!(c.cases.iter().any(|k| k.sym("k") == Some(0)), "an empty contraction");
+        assert!(c.cases.iter().any(|k| [k.sym("m"), k.sym("k"), k.sym("n")] == [Some(1); 3]), "the smallest non-empty product");
+        assert!(c.cases.iter().any(|k| k.sym("m").unwrap_or(0) * k.sym("n").unwrap_or(0) > 64), "more outputs than one workgroup");
+        let conv = reg.lookup("builtin/conv1d").unwrap().op();
+        assert!(corpus(&conv).cases.iter().any(|k| k.sym("n") == k.sym("m")), "n = m: one output");
+        let log = reg.lookup("builtin/log").unwrap().op();
+        assert!(corpus(&log).cases.iter().any(|k| k.pattern == Pattern::Nan), "log declares NaN behaviour");
+    }
+
+    #[test]
+    fn reduction_length_is_the_contracted_dim() {
+        let reg = Registry::with_builtins();
+        let mm = reg.lookup("builtin/matmul").unwrap().op();
+        let case = corpus(&mm).cases.into_iter().find(|c| c.sym("k").unwrap_or(0) > 1 && c.sym("m").unwrap_or(0) > 1).expect("a case");
+        assert_eq!(reduction_len(&mm, &case) as i128, case.sym("k").unwrap());
+        let sum = reg.lookup("builtin/sum").unwrap().op();
+        let case = corpus(&sum).cases.into_iter().find(|c| c.sym("n").unwrap_or(0) > 3).expect("a case");
+        assert_eq!(reduction_len(&sum, &case) as i128, case.sym("n").unwrap());
+    }
+}

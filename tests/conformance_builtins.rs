@@ -1,0 +1,175 @@
+//! Every built-in's WGSL kernel conforms to its reference on this machine's wgpu adapter
+//! (lavapipe in CI), and receipts verify; a sweep of the transcendental kernels over many
+//! values measures their worst ulp error against the declared tolerance.
+//!
+//! Skips with a printed reason when no wgpu adapter exists, unless `OP_REQUIRE_GPU_ADAPTER=1`.
+
+use op_runtime::conformance::{self, ConformanceFailure, Fault};
+use op_runtime::{op, BackendKind, CallOptions, Real, Tensor};
+
+/// Deliberately broken sum: drops the last element.
+#[op(name = "test/broken/sum_drops_last", version = 1, signature(x: f32[n]) -> f32[],
+     category = reduction, tolerance = accum(2), backward = none,
+     kernel(wgsl = "kernels/broken/sum_drops_last.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = 256))]
+pub fn sum_drops_last<T: Real>(x: &[T]) -> Vec<T> {
+    op_runtime::builtins::sum(x)
+}
+
+/// Deliberately broken sum: the tree reduction drops half of the partial sums.
+#[op(name = "test/broken/sum_half_tree", version = 1, signature(x: f32[n]) -> f32[],
+     category = reduction, tolerance = accum(2), backward = none,
+     kernel(wgsl = "kernels/broken/sum_half_tree.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = 256))]
+pub fn sum_half_tree<T: Real>(x: &[T]) -> Vec<T> {
+    op_runtime::builtins::sum(x)
+}
+
+/// Deliberately broken matmul: reads `b` transposed.
+#[op(name = "test/broken/matmul_transposed_b", version = 1, signature(a: f32[m, k], b: f32[k, n]) -> f32[m, n],
+     category = contraction, tolerance = accum(2), backward = none,
+     kernel(wgsl = "kernels/broken/matmul_transposed_b.wgsl", bindings(a: read, b: read, out: read_write, uniform(m, k, n)), threads = m * n))]
+pub fn matmul_transposed_b<T: Real>(a: &[T], b: &[T], m: usize, k: usize, n: usize) -> Vec<T> {
+    op_runtime::builtins::matmul(a, b, m, k, n)
+}
+
+fn wgpu_available() -> bool {
+    let why = match op_runtime::registry().backend(BackendKind::Wgpu) {
+        None => "the wgpu backend is not compiled in".to_string(),
+        Some(b) => match b.availability() {
+            Ok(()) => return true,
+            Err(e) => e,
+        },
+    };
+    if std::env::var(conformance::REQUIRE_GPU_ENV).as_deref() == Ok("1") {
+        panic!("{}=1 but wgpu is unavailable: {why}", conformance::REQUIRE_GPU_ENV);
+    }
+    eprintln!("skipping wgpu conformance test: {why}");
+    false
+}
+
+#[test]
+fn every_builtin_wgsl_kernel_conforms() {
+    if !wgpu_available() {
+        return;
+    }
+    let reg = op_runtime::registry();
+    let profile = (*reg.backend(BackendKind::Wgpu).expect("wgpu").profile().expect("profile")).clone();
+    let mut failures = Vec::new();
+    let mut conformed = 0;
+    for op in reg.ops().into_iter().filter(|o| o.contract.name.starts_with("builtin/")) {
+        let h = reg.lookup(&op.id).expect("registered");
+        assert!(
+            op.contract.kernels.iter().any(|k| k.path.ends_with(".wgsl")),
+            "built-in `{}` declares no WGSL kernel",
+            op.id
+        );
+        let t = std::time::Instant::now();
+        match conformance::conform(&h, BackendKind::Wgpu) {
+            Ok(r) => {
+                r.verify(&op, &profile).expect("receipt verifies");
+                eprintln!("{:<24} {:<10} {:>4} cases  {:>7.1} ms", op.id, r.tolerance.to_string(), r.cases, t.elapsed().as_secs_f64() * 1e3);
+                conformed += 1;
+            }
+            Err(ConformanceFailure::Rejected(report)) => failures.push(report.to_string()),
+            Err(e) => failures.push(e.to_string()),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert!(conformed >= 13, "only {conformed} built-ins conformed");
+}
+
+/// Ordered-bits distance of two f32 values (0 for equal values, `u32::MAX` for NaN mismatches).
+fn ulps(a: f32, b: f32) -> u32 {
+    if a.is_nan() || b.is_nan() {
+        return if a.is_nan() && b.is_nan() { 0 } else { u32::MAX };
+    }
+    if a == b {
+        return 0;
+    }
+    let ord = |v: f32| -> i64 {
+        let b = v.to_bits();
+        if b >> 31 == 1 {
+            -((b & 0x7fff_ffff) as i64)
+        } else {
+            b as i64
+        }
+    };
+    (ord(a) - ord(b)).unsigned_abs().min(u32::MAX as u64) as u32
+}
+
+#[test]
+fn transcendental_kernels_stay_within_their_ulps_on_a_sweep() {
+    if !wgpu_available() {
+        return;
+    }
+    let reg = op_runtime::registry();
+    // Normal inputs only: subnormal handling is covered by conformance (flush policy).
+    let sweeps: [(&str, f32, f32, fn(f32) -> f32); 3] = [
+        ("builtin/exp", -103.0, 88.7, f32::exp),
+        ("builtin/log", 1.0e-37, 3.0e38, f32::ln),
+        ("builtin/tanh", -12.0, 12.0, f32::tanh),
+    ];
+    for (name, lo, hi, f) in sweeps {
+        let n = 1 << 16;
+        let x: Vec<f32> = (0..n)
+            .map(|i| {
+                let t = i as f64 / (n - 1) as f64;
+                if name == "builtin/log" {
+                    // Log-uniform, plus a dense band around 1.
+                    if i % 4 == 0 {
+                        (0.9 + 0.2 * t) as f32
+                    } else {
+                        (lo as f64 * (hi as f64 / lo as f64).powf(t)) as f32
+                    }
+                } else {
+                    (lo as f64 + (hi - lo) as f64 * t) as f32
+                }
+            })
+            .collect();
+        let out = reg
+            .lookup(name)
+            .expect("registered")
+            .call_with(&[&Tensor::vector(x.clone())], &[], CallOptions::on(BackendKind::Wgpu))
+            .expect("runs")
+            .output();
+        let got = out.as_slice::<f32>().expect("f32");
+        let (mut worst, mut at) = (0u32, 0.0f32);
+        for (v, g) in x.iter().zip(got) {
+            let e = f(*v);
+            if e.is_subnormal() {
+                continue;
+            }
+            let u = ulps(e, *g);
+            if u > worst {
+                worst = u;
+                at = *v;
+            }
+        }
+        let declared = match reg.lookup(name).expect("registered").op().contract.tolerance {
+            conformance::Tolerance::Ulp(k) => k,
+            other => panic!("{name}: unexpected tolerance {other}"),
+        };
+        eprintln!("{name}: worst {worst} ulp (at x = {at:e}) over {n} values; declared ulp({declared})");
+        assert!(worst <= declared, "{name}: {worst} ulp at x = {at:e} exceeds the declared ulp({declared})");
+    }
+}
+
+#[test]
+fn broken_reductions_and_contractions_are_rejected_under_accum() {
+    if !wgpu_available() {
+        return;
+    }
+    for decl in [&sum_drops_last::DECL, &sum_half_tree::DECL, &matmul_transposed_b::DECL] {
+        let h = op_runtime::register(decl).expect("registers");
+        match conformance::conform(&h, BackendKind::Wgpu) {
+            Ok(r) => panic!("`{}` conformed although broken ({} cases)", h.id(), r.cases),
+            Err(ConformanceFailure::Rejected(report)) => {
+                eprintln!("{report}");
+                match &report.fault {
+                    Fault::Mismatch(m) => assert!(m.detail.contains("accum(2)"), "{report}"),
+                    other => panic!("expected a value mismatch, got {other:?}"),
+                }
+            }
+            Err(e) => panic!("`{}`: expected a rejection, got {e}", h.id()),
+        }
+    }
+}

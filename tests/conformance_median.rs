@@ -1,0 +1,306 @@
+//! The story as tests: the windowed-median WGSL kernel with the guard `i >= p.n - p.w` is
+//! rejected on the case n = w (one output, never written); the `+ 1u` kernel conforms and gets
+//! a receipt that verifies, while tampered receipts fail; four more deliberately broken kernels
+//! (off-by-one read, write past the end, wrong middle index, -0/+0 ties by plain `<`) are each
+//! rejected. The broken ops live in the `test/broken/` namespace, so their generated
+//! `__op_conformance` tests assert rejection too.
+//!
+//! wgpu tests skip with a printed reason when no adapter exists, unless
+//! `OP_REQUIRE_GPU_ADAPTER=1` (CI), where that is a failure.
+
+#[path = "../examples/windowed_median/median.rs"]
+mod median;
+
+use op_runtime::conformance::{self, ConformanceFailure, Fault};
+use op_runtime::receipt::{Receipt, ReceiptError};
+use op_runtime::{op, BackendKind, CallOptions, OpHandle, Real, Scalar, Tensor};
+
+/// Deliberately broken windowed median: the guard `i >= p.n - p.w` (the last window is never written). Same reference as the good one.
+#[op(
+    name = "test/broken/median_guard_minus", version = 1,
+    signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
+    category = selection, tolerance = exact, backward = none,
+    kernel(wgsl = "kernels/broken/median_guard_minus.wgsl", bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1),
+    license = "MIT",
+)]
+pub fn median_guard_minus<T: Real>(x: &[T], w: u32) -> Vec<T> {
+    median::windowed_median(x, w)
+}
+
+/// Deliberately broken windowed median: windows read `x[i + j + 1]`. Same reference as the good one.
+#[op(
+    name = "test/broken/median_off_by_one_read", version = 1,
+    signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
+    category = selection, tolerance = exact, backward = none,
+    kernel(wgsl = "kernels/broken/median_off_by_one_read.wgsl", bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1),
+    license = "MIT",
+)]
+pub fn median_off_by_one_read<T: Real>(x: &[T], w: u32) -> Vec<T> {
+    median::windowed_median(x, w)
+}
+
+/// Deliberately broken windowed median: the guard `i > p.n - p.w + 1u` lets one invocation write past the end. Same reference as the good one.
+#[op(
+    name = "test/broken/median_write_past_end", version = 1,
+    signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
+    category = selection, tolerance = exact, backward = none,
+    kernel(wgsl = "kernels/broken/median_write_past_end.wgsl", bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1),
+    license = "MIT",
+)]
+pub fn median_write_past_end<T: Real>(x: &[T], w: u32) -> Vec<T> {
+    median::windowed_median(x, w)
+}
+
+/// Deliberately broken windowed median: selects `win[(w + 1) / 2]`. Same reference as the good one.
+#[op(
+    name = "test/broken/median_wrong_middle", version = 1,
+    signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
+    category = selection, tolerance = exact, backward = none,
+    kernel(wgsl = "kernels/broken/median_wrong_middle.wgsl", bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1),
+    license = "MIT",
+)]
+pub fn median_wrong_middle<T: Real>(x: &[T], w: u32) -> Vec<T> {
+    median::windowed_median(x, w)
+}
+
+/// Deliberately broken windowed median: sorts by plain float `>` (-0 and +0 tie). Same reference as the good one.
+#[op(
+    name = "test/broken/median_plain_compare", version = 1,
+    signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
+    category = selection, tolerance = exact, backward = none,
+    kernel(wgsl = "kernels/broken/median_plain_compare.wgsl", bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1),
+    license = "MIT",
+)]
+pub fn median_plain_compare<T: Real>(x: &[T], w: u32) -> Vec<T> {
+    median::windowed_median(x, w)
+}
+
+/// Whether wgpu can run here; prints why not (or fails under `OP_REQUIRE_GPU_ADAPTER=1`).
+fn wgpu_available() -> bool {
+    let reg = op_runtime::registry();
+    let why = match reg.backend(BackendKind::Wgpu) {
+        None => "the wgpu backend is not compiled in".to_string(),
+        Some(b) => match b.availability() {
+            Ok(()) => return true,
+            Err(e) => e,
+        },
+    };
+    if std::env::var(conformance::REQUIRE_GPU_ENV).as_deref() == Ok("1") {
+        panic!("{}=1 but wgpu is unavailable: {why}", conformance::REQUIRE_GPU_ENV);
+    }
+    eprintln!("skipping wgpu conformance test: {why}");
+    false
+}
+
+fn register(decl: &'static op_runtime::OpDecl) -> OpHandle {
+    op_runtime::register(decl).expect("registers")
+}
+
+fn rejected(decl: &'static op_runtime::OpDecl) -> Option<conformance::Report> {
+    if !wgpu_available() {
+        return None;
+    }
+    let h = register(decl);
+    match conformance::conform(&h, BackendKind::Wgpu) {
+        Ok(r) => panic!("the broken kernel of `{}` conformed: {}", h.id(), r.to_json()),
+        Err(ConformanceFailure::Rejected(report)) => {
+            eprintln!("{report}");
+            Some(*report)
+        }
+        Err(other) => panic!("expected a rejection of `{}`, got: {other}", h.id()),
+    }
+}
+
+#[test]
+fn guard_minus_is_rejected_on_n_equals_w() {
+    let Some(report) = rejected(&median_guard_minus::DECL) else { return };
+    let (n, w) = (report.case.sym("n").expect("n"), report.case.sym("w").expect("w"));
+    assert_eq!(n, w, "the failing case reported is n = w (one output): {report}");
+    assert_eq!(report.backend, BackendKind::Wgpu);
+    match &report.fault {
+        Fault::Mismatch(m) => {
+            assert_eq!(m.index, 0);
+            assert!(m.unwritten, "the only output was never written: {report}");
+        }
+        other => panic!("expected a mismatch, got {other:?}"),
+    }
+    let text = report.to_string();
+    for needle in ["test/broken/median_guard_minus@1", "wgpu", "first bad index 0", "bits", "never written", "seed"] {
+        assert!(text.contains(needle), "report lacks `{needle}`:\n{text}");
+    }
+}
+
+#[test]
+fn off_by_one_read_is_rejected() {
+    let Some(report) = rejected(&median_off_by_one_read::DECL) else { return };
+    assert!(matches!(report.fault, Fault::Mismatch(_)), "{report}");
+}
+
+#[test]
+fn write_past_the_end_is_rejected_as_out_of_bounds() {
+    let Some(report) = rejected(&median_write_past_end::DECL) else { return };
+    match &report.fault {
+        Fault::OutOfBounds(o) => {
+            assert_eq!(o.side, "after");
+            assert_eq!(o.offset, 0, "the first element past the end was written: {report}");
+        }
+        other => panic!("expected an out-of-bounds write, got {other:?}\n{report}"),
+    }
+    assert!(report.to_string().contains("out-of-bounds write after the output"));
+}
+
+#[test]
+fn wrong_middle_is_rejected() {
+    let Some(report) = rejected(&median_wrong_middle::DECL) else { return };
+    assert!(matches!(report.fault, Fault::Mismatch(_)), "{report}");
+}
+
+#[test]
+fn plain_float_compare_is_rejected() {
+    let Some(report) = rejected(&median_plain_compare::DECL) else { return };
+    match &report.fault {
+        Fault::Mismatch(m) => assert_ne!(m.expected_bits, m.actual_bits),
+        other => panic!("expected a mismatch, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_broken_kernel_still_runs_without_a_receipt() {
+    if !wgpu_available() {
+        return;
+    }
+    // Using an op never requires a receipt: the broken kernel runs (and is wrong) on request.
+    let h = register(&median_wrong_middle::DECL);
+    let x = Tensor::vector(vec![3.0f32, 1.0, 2.0, 5.0, 4.0]);
+    let out = h.call_with(&[&x], &[Scalar::U32(3)], CallOptions::on(BackendKind::Wgpu)).expect("runs");
+    assert_eq!(out.outputs[0].numel(), 3);
+}
+
+fn good() -> OpHandle {
+    register(&median::windowed_median::DECL)
+}
+
+fn wgpu_profile() -> op_runtime::DeviceProfile {
+    let b = op_runtime::registry().backend(BackendKind::Wgpu).expect("compiled in");
+    (*b.profile().expect("available")).clone()
+}
+
+#[test]
+fn good_kernel_conforms_and_its_receipt_verifies() {
+    if !wgpu_available() {
+        return;
+    }
+    let h = good();
+    let receipt = match conformance::conform(&h, BackendKind::Wgpu) {
+        Ok(r) => r,
+        Err(e) => panic!("the good median kernel must conform:\n{e}"),
+    };
+    let op = h.op();
+    let profile = wgpu_profile();
+    assert_eq!(receipt.op, "user/example/windowed_median@1");
+    assert_eq!(receipt.content_hash, op.hash_hex());
+    assert_eq!(receipt.device, profile);
+    assert!(receipt.cases >= 20, "{} cases", receipt.cases);
+    receipt.verify(&op, &profile).expect("verifies");
+
+    // JSON round trip.
+    let json = receipt.to_json();
+    for key in ["\"op\"", "\"content_hash\"", "\"backend\"", "\"device\"", "\"tolerance\"", "\"cases\"", "\"corpus_digest\"", "\"engine_version\"", "\"digest\""] {
+        assert!(json.contains(key), "receipt JSON lacks {key}:\n{json}");
+    }
+    let back = Receipt::from_json(&json).expect("parses");
+    assert_eq!(back, receipt);
+    back.verify(&op, &profile).expect("round trip verifies");
+
+    // Deterministic: the corpus (and so the digest) is the same on a second run.
+    let again = conformance::conform(&h, BackendKind::Wgpu).expect("conforms again");
+    assert_eq!(again.corpus_digest, receipt.corpus_digest);
+    assert_eq!(again.digest, receipt.digest);
+}
+
+#[test]
+fn tampered_receipts_fail() {
+    if !wgpu_available() {
+        return;
+    }
+    let h = good();
+    let receipt = conformance::conform(&h, BackendKind::Wgpu).expect("conforms");
+    let op = h.op();
+    let profile = wgpu_profile();
+
+    // A field edited in the JSON: the digest no longer matches.
+    let json = receipt.to_json().replace(&format!("\"cases\": {}", receipt.cases), &format!("\"cases\": {}", receipt.cases + 100));
+    let forged = Receipt::from_json(&json).expect("still parses");
+    assert!(matches!(forged.verify(&op, &profile), Err(ReceiptError::Digest { .. })));
+
+    // A digest edited.
+    let mut r = receipt.clone();
+    r.digest = "0".repeat(64);
+    assert!(matches!(r.verify(&op, &profile), Err(ReceiptError::Digest { .. })));
+
+    // Another content hash (digest recomputed, as a forger would): refused, conform locally.
+    let mut r = receipt.clone();
+    r.content_hash = "ab".repeat(32);
+    r.digest = r.compute_digest();
+    let e = r.verify(&op, &profile).unwrap_err();
+    assert!(matches!(e, ReceiptError::ContentHash { .. }), "{e}");
+    assert!(e.to_string().contains("conform locally"), "{e}");
+
+    // Another device: refused, conform locally.
+    let mut other = profile.clone();
+    other.adapter = "Some Other GPU".into();
+    let e = receipt.verify(&op, &other).unwrap_err();
+    assert!(matches!(e, ReceiptError::Device { .. }), "{e}");
+    assert!(e.to_string().contains("conform locally"), "{e}");
+
+    // Another op.
+    let broken = register(&median_wrong_middle::DECL).op();
+    assert!(matches!(receipt.verify(&broken, &profile), Err(ReceiptError::OtherOp { .. })));
+
+    // Garbage.
+    assert!(matches!(Receipt::from_json("{\"op\": 1}"), Err(ReceiptError::Parse(_))));
+}
+
+#[test]
+fn corpus_covers_the_boundaries() {
+    let op = good().op();
+    let corpus = conformance::corpus(&op);
+    let ws: std::collections::BTreeSet<i128> = corpus.cases.iter().filter_map(|c| c.sym("w")).collect();
+    for w in [1, 3, 31] {
+        assert!(ws.contains(&w), "w = {w} missing from {ws:?}");
+    }
+    assert!(ws.iter().all(|w| w % 2 == 1), "only admissible (odd) w: {ws:?}");
+    // The smallest admissible input: n = w, one output, for each boundary w.
+    for w in [1, 3, 31] {
+        assert!(corpus.cases.iter().any(|c| c.sym("w") == Some(w) && c.sym("n") == Some(w)), "no n = w = {w} case");
+    }
+    // No NaN (the median declares no NaN behaviour); signed zeros, infinities and subnormals present.
+    let all: Vec<f32> = corpus.cases.iter().flat_map(|c| c.inputs[0].as_slice::<f32>().unwrap_or_default().to_vec()).collect();
+    assert!(!all.iter().any(|v| v.is_nan()));
+    assert!(all.iter().any(|v| *v == 0.0 && v.is_sign_negative()));
+    assert!(all.iter().any(|v| v.is_infinite()));
+    assert!(all.iter().any(|v| v.is_subnormal()));
+    assert!(all.iter().any(|v| *v == f32::MAX));
+    // Deterministic: seeded from the content hash.
+    assert_eq!(conformance::corpus(&op).digest, corpus.digest);
+    // Modest: conformance must stay fast.
+    assert!(corpus.cases.len() <= 200, "{} cases", corpus.cases.len());
+}
+
+#[test]
+fn conform_all_covers_every_backend() {
+    let h = good();
+    let results = conformance::conform_all(&h);
+    let kinds: Vec<BackendKind> = results.iter().map(|(k, _)| *k).collect();
+    assert!(kinds.contains(&BackendKind::Reference));
+    for (kind, r) in &results {
+        match (kind, r) {
+            (BackendKind::Reference, r) => assert!(r.is_ok(), "{r:?}"),
+            // The median declares no CPU kernel: a skip with the reason.
+            (BackendKind::Cpu, Err(e)) => assert!(e.is_skip(), "{e}"),
+            (_, Err(e)) if e.is_skip() => eprintln!("skipped {kind}: {e}"),
+            (_, Err(e)) => panic!("{kind}: {e}"),
+            (_, Ok(r)) => eprintln!("{kind}: {} cases on {}", r.cases, r.device),
+        }
+    }
+}
