@@ -1,0 +1,229 @@
+//! The backward forms beyond a plain VJP: `none` (a typed error naming the op), `composite`
+//! (derived from the graph on the tape, gradchecked like any other), JVP rules, VJP + JVP
+//! (checked against each other), and the two ways a check can fail to certify anything.
+
+use op_runtime::gradcheck::{gradcheck, BackwardForm, GradcheckError};
+use op_runtime::tape::{Tape, TapeError, Var};
+use op_runtime::{op, Real, Registry, Scalar, Tensor};
+
+/// Sign of each element (-1, 0 or 1): declared non-differentiable.
+#[op(name = "test/forms/sign", version = 1, signature(x: f32[n]) -> f32[n],
+     category = selection, tolerance = exact, backward = none)]
+pub fn sign<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| if *v > T::zero() { T::one() } else if *v < T::zero() { -T::one() } else { T::zero() }).collect()
+}
+
+/// Smoothed absolute value `x tanh(4 x)`, whose backward the tape derives from built-ins.
+#[op(name = "test/forms/smooth_abs", version = 1, signature(x: f32[n]) -> f32[n],
+     category = transcendental, tolerance = ulp(16), backward = composite(smooth_abs_graph))]
+pub fn smooth_abs<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| *v * (*v * T::from_f64(4.0)).tanh()).collect()
+}
+/// The graph: `mul(x, tanh(scale(x, 4)))`, all built-ins.
+pub fn smooth_abs_graph(t: &mut Tape, x: &[Var], _p: &[Scalar]) -> Result<Vec<Var>, TapeError> {
+    let kx = t.call1("builtin/scale", &[x[0]], &[Scalar::F32(4.0)])?;
+    let th = t.call1("builtin/tanh", &[kx], &[])?;
+    Ok(vec![t.call1("builtin/mul", &[x[0], th], &[])?])
+}
+
+/// A composite whose graph computes something else (`x tanh(2 x)`) than its reference.
+#[op(name = "test/bad/smooth_abs_graph", version = 1, signature(x: f32[n]) -> f32[n],
+     category = transcendental, tolerance = ulp(16), backward = composite(wrong_graph))]
+pub fn smooth_abs_wrong<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| *v * (*v * T::from_f64(4.0)).tanh()).collect()
+}
+/// Wrong on purpose: the factor is 2.
+pub fn wrong_graph(t: &mut Tape, x: &[Var], _p: &[Scalar]) -> Result<Vec<Var>, TapeError> {
+    let kx = t.call1("builtin/scale", &[x[0]], &[Scalar::F32(2.0)])?;
+    let th = t.call1("builtin/tanh", &[kx], &[])?;
+    Ok(vec![t.call1("builtin/mul", &[x[0], th], &[])?])
+}
+
+/// Cube `x^3` with a JVP rule only.
+#[op(name = "test/forms/cube", version = 1, signature(x: f32[n]) -> f32[n],
+     category = elementwise, tolerance = ulp(2), backward = jvp(cube_jvp))]
+pub fn cube<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| *v * *v * *v).collect()
+}
+/// `3 x^2 t`.
+pub fn cube_jvp<T: Real>(x: &[T], t: &[T]) -> Vec<T> {
+    x.iter().zip(t).map(|(x, t)| T::from_f64(3.0) * *x * *x * *t).collect()
+}
+
+/// Cube with a wrong JVP rule (`2 x^2 t`).
+#[op(name = "test/bad/cube_jvp", version = 1, signature(x: f32[n]) -> f32[n],
+     category = elementwise, tolerance = ulp(2), backward = jvp(cube_jvp_wrong))]
+pub fn cube_wrong<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| *v * *v * *v).collect()
+}
+/// Wrong on purpose.
+pub fn cube_jvp_wrong<T: Real>(x: &[T], t: &[T]) -> Vec<T> {
+    x.iter().zip(t).map(|(x, t)| T::from_f64(2.0) * *x * *x * *t).collect()
+}
+
+/// Weighted product `a * b` with both a VJP and JVP rules.
+#[op(name = "test/forms/product", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
+     category = elementwise, tolerance = ulp(1), backward = vjp(product_vjp) + jvp(product_jvp_a, product_jvp_b))]
+pub fn product<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
+    a.iter().zip(b).map(|(x, y)| *x * *y).collect()
+}
+/// VJP.
+pub fn product_vjp<T: Real>(a: &[T], b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
+    (g.iter().zip(b).map(|(g, b)| *g * *b).collect(), g.iter().zip(a).map(|(g, a)| *g * *a).collect())
+}
+/// d/da along t.
+pub fn product_jvp_a<T: Real>(_a: &[T], b: &[T], t: &[T]) -> Vec<T> {
+    t.iter().zip(b).map(|(t, b)| *t * *b).collect()
+}
+/// d/db along t.
+pub fn product_jvp_b<T: Real>(a: &[T], _b: &[T], t: &[T]) -> Vec<T> {
+    t.iter().zip(a).map(|(t, a)| *t * *a).collect()
+}
+
+/// An op whose output ignores its input: every gradient is zero, so no corruption can show.
+#[op(name = "test/bad/flat", version = 1, signature(x: f32[n]) -> f32[n],
+     category = elementwise, tolerance = ulp(1), backward = vjp(flat_vjp))]
+pub fn flat<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|_| T::zero()).collect()
+}
+/// Correct, and vacuous.
+pub fn flat_vjp<T: Real>(x: &[T], _g: &[T]) -> Vec<T> {
+    vec![T::zero(); x.len()]
+}
+
+/// Distance to the nearest multiple of 0.0026: a kink every 0.0013, so nearly every probe is
+/// within h of one.
+#[op(name = "test/bad/sawtooth", version = 1, signature(x: f32[n]) -> f32[n],
+     category = elementwise, tolerance = ulp(4), backward = vjp(sawtooth_vjp))]
+pub fn sawtooth<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| { let f = v.to_f64(); T::from_f64((f - 0.0026 * (f / 0.0026).round()).abs()) }).collect()
+}
+/// The slope, +-1.
+pub fn sawtooth_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
+    x.iter().zip(g).map(|(v, g)| { let f = v.to_f64(); if f - 0.0026 * (f / 0.0026).round() >= 0.0 { *g } else { -*g } }).collect()
+}
+
+#[test]
+fn backward_none_is_a_typed_error_naming_the_op() {
+    assert_eq!(gradcheck(&sign::DECL), Err(GradcheckError::NotDifferentiable { op: "test/forms/sign@1".into() }));
+    let e = gradcheck(&sign::DECL).unwrap_err().to_string();
+    assert!(e.contains("`test/forms/sign@1`") && e.contains("backward = none"), "{e}");
+
+    // On a tape: a trainable path through `sign` is refused by name, nothing pretends.
+    let reg = Registry::with_builtins();
+    let h = reg.register(&sign::DECL).unwrap_or_else(|e| panic!("{e}"));
+    let mut t = Tape::with_registry(&reg);
+    let w = t.param("w", Tensor::vector(vec![0.5f32, -1.0, 2.0])).unwrap_or_else(|e| panic!("{e}"));
+    let s = t.apply1(&h, &[w], &[]).unwrap_or_else(|e| panic!("{e}"));
+    let loss = t.call1("builtin/sum", &[s], &[]).unwrap_or_else(|e| panic!("{e}"));
+    let mut run = t.run(&[]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(run.value(s).and_then(|v| v.as_slice::<f32>()), Some(&[1.0f32, -1.0, 1.0][..]));
+    let err = t.backward(&mut run, loss).unwrap_err();
+    assert_eq!(err, TapeError::NotDifferentiable { op: "test/forms/sign@1".into() });
+    assert!(err.to_string().contains("op `test/forms/sign@1` is declared `backward = none`"), "{err}");
+
+    // Off the differentiated path it is fine: no gradient is asked of it.
+    let mut t = Tape::with_registry(&reg);
+    let x = t.input("x", op_runtime::DType::f32, [3]);
+    let w = t.param("w", Tensor::vector(vec![1.0f32, 1.0, 1.0])).unwrap_or_else(|e| panic!("{e}"));
+    let sx = t.apply1(&h, &[x], &[]).unwrap_or_else(|e| panic!("{e}"));
+    let y = t.call1("builtin/mul", &[sx, w], &[]).unwrap_or_else(|e| panic!("{e}"));
+    let loss = t.call1("builtin/sum", &[y], &[]).unwrap_or_else(|e| panic!("{e}"));
+    let xv = Tensor::vector(vec![-2.0f32, 0.0, 3.0]);
+    let mut run = t.run(&[(x, &xv)]).unwrap_or_else(|e| panic!("{e}"));
+    let g = t.backward(&mut run, loss).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(g.get(w).and_then(|v| v.as_slice::<f32>()), Some(&[-1.0f32, 0.0, 1.0][..]));
+}
+
+#[test]
+fn composite_backward_is_derived_from_the_tape_and_gradchecked() {
+    let r = gradcheck(&smooth_abs::DECL).unwrap_or_else(|e| panic!("{e}"));
+    println!("{r}");
+    match &r.backward {
+        BackwardForm::Composite { graph, ops } => {
+            assert_eq!(graph, "smooth_abs_graph");
+            assert_eq!(ops, &["builtin/scale@1", "builtin/tanh@1", "builtin/mul@1"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    let text = r.to_string();
+    assert!(text.contains("vjp      : derived from the composite graph `smooth_abs_graph` (builtin/scale@1 -> builtin/tanh@1 -> builtin/mul@1 on the tape)"), "{text}");
+    assert!(text.contains("negative control : corrupted vjp REJECTED"), "{text}");
+}
+
+#[test]
+fn a_composite_graph_that_computes_something_else_is_rejected() {
+    match gradcheck(&smooth_abs_wrong::DECL) {
+        Err(e @ GradcheckError::Mismatch { .. }) => assert!(e.to_string().contains("composite graph's VJP"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn jvp_rules_are_checked_and_a_wrong_one_rejected() {
+    let r = gradcheck(&cube::DECL).unwrap_or_else(|e| panic!("{e}"));
+    assert!(r.to_string().contains("jvp      : declared rules `cube_jvp`"), "{r}");
+    assert!(r.to_string().contains("negative control : corrupted jvp REJECTED"), "{r}");
+    match gradcheck(&cube_wrong::DECL) {
+        Err(e @ GradcheckError::Mismatch { .. }) => assert!(e.to_string().contains("declared JVP"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn vjp_and_jvp_are_checked_against_each_other() {
+    let r = gradcheck(&product::DECL).unwrap_or_else(|e| panic!("{e}"));
+    println!("{r}");
+    assert!(r.consistency.is_some_and(|c| c < 1e-9), "{r:?}");
+    assert!(r.to_string().contains("<u, J v> = <J^T u, v> on every probe"), "{r}");
+}
+
+#[test]
+fn a_check_that_cannot_fail_fails() {
+    match gradcheck(&flat::DECL) {
+        Err(e @ GradcheckError::NegativeControlAccepted { .. }) => {
+            let m = e.to_string();
+            assert!(m.contains("`test/bad/flat@1`") && m.contains("the check could not fail"), "{m}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Absolute value, with its kink at 0.
+#[op(name = "test/forms/abs", version = 1, signature(x: f32[n]) -> f32[n],
+     category = selection, tolerance = exact, backward = vjp(abs_vjp),
+     subgradient = "zero at x = 0")]
+pub fn abs<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| v.abs()).collect()
+}
+/// `sign(x) g`.
+pub fn abs_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
+    x.iter().zip(g).map(|(x, g)| if *x > T::zero() { *g } else if *x < T::zero() { -*g } else { T::zero() }).collect()
+}
+
+#[test]
+fn probes_within_h_of_a_kink_are_skipped_and_too_many_is_inconclusive() {
+    use op_runtime::gradcheck::{gradcheck_with, GradcheckOptions};
+    // At h = 1e-3 the kink at 0 costs few probes (generated inputs include an exact 0).
+    let r = gradcheck(&abs::DECL).unwrap_or_else(|e| panic!("{e}"));
+    assert!(2 * r.skipped <= r.probes, "{r}");
+    // With a step wider than every generated |x| (at most 2), every coordinate probe straddles
+    // the kink: those probes are skipped, never averaged, and the verdict is inconclusive.
+    match gradcheck_with(&abs::DECL, &GradcheckOptions { h: 2.5, ..GradcheckOptions::default() }) {
+        Err(e @ GradcheckError::Inconclusive { .. }) => {
+            let m = e.to_string();
+            assert!(m.contains("`test/forms/abs@1`: inconclusive") && m.contains("nothing was certified"), "{m}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn dense_kinks_are_never_certified() {
+    // Kinks every 0.0013: probes are skipped where the kink shows, and where sampling at h
+    // aliases kinks into apparent curvature, the central difference disagrees and rejects.
+    match gradcheck(&sawtooth::DECL) {
+        Err(e) => assert!(e.is_check_failure(), "{e}"),
+        Ok(r) => panic!("{r}"),
+    }
+}
