@@ -14,7 +14,7 @@ pub fn expand(attr: TokenStream, item: TokenStream, source_dir: Option<std::path
     let func: syn::ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
         Err(e) => {
-            let msg = syn::Error::new(e.span(), "`#[op]` goes on a free function: the op's reference implementation");
+            let msg = syn::Error::new(e.span(), "`#[op]` goes on a free function, the op's reference implementation, not on this item; put it on a `fn`");
             let err = msg.to_compile_error();
             return quote!(#item #err);
         }
@@ -183,6 +183,24 @@ fn rebase(p: &syn::Path) -> syn::Path {
     p
 }
 
+/// `ts` with every token's span set to `span`, so a type error on a generated check points at
+/// the user's path alone (not at the whole attribute).
+fn respan(ts: TokenStream, span: Span) -> TokenStream {
+    ts.into_iter()
+        .map(|tt| match tt {
+            proc_macro2::TokenTree::Group(g) => {
+                let mut ng = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
+                ng.set_span(span);
+                proc_macro2::TokenTree::Group(ng)
+            }
+            mut other => {
+                other.set_span(span);
+                other
+            }
+        })
+        .collect()
+}
+
 fn path_spanned(p: &syn::Path) -> Span {
     p.segments.last().map(|s| s.ident.span()).unwrap_or_else(Span::call_site)
 }
@@ -272,6 +290,7 @@ fn generate(func: &syn::ItemFn, attr: &OpAttr, checked: &Checked, description: &
             let args = cx.call_args(Inst::Declared);
             let store = cx.store(c.signature.outputs.len(), "set_output");
             let span = path_spanned(p);
+            let fty = respan(fty, span);
             shims.push(quote_spanned! {span=>
                 fn __cpu(__cx: &mut ::op_runtime::__private::Call<'_>) -> ::core::result::Result<(), ::op_runtime::__private::ShimError> {
                     let __f: #fty = #p;
@@ -305,6 +324,7 @@ fn generate(func: &syn::ItemFn, attr: &OpAttr, checked: &Checked, description: &
                 }
                 let store = cx.store(n_diff, "set_grad");
                 let span = path_spanned(p);
+                let fty = respan(fty, span);
                 shims.push(quote_spanned! {span=>
                     fn #shim(__cx: &mut ::op_runtime::__private::Call<'_>) -> ::core::result::Result<(), ::op_runtime::__private::ShimError> {
                         let __f: #fty = #p;
@@ -328,6 +348,7 @@ fn generate(func: &syn::ItemFn, attr: &OpAttr, checked: &Checked, description: &
                     args.push(quote!(__cx.tangent::<#e>()?));
                     let store = cx.store(n_out, "set_output");
                     let span = path_spanned(p);
+                    let fty = respan(fty, span);
                     shims.push(quote_spanned! {span=>
                         fn #shim(__cx: &mut ::op_runtime::__private::Call<'_>) -> ::core::result::Result<(), ::op_runtime::__private::ShimError> {
                             let __f: #fty = #p;
@@ -405,5 +426,76 @@ fn generate(func: &syn::ItemFn, attr: &OpAttr, checked: &Checked, description: &
                 ::op_runtime::__private::gradcheck_test(&DECL);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    /// Declarations (without kernels: the test has no kernel files) that check cleanly.
+    const SEEDS: [(&str, &str); 3] = [
+        (
+            r#"name = "a/median", version = 1, signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
+               category = selection, tolerance = exact, backward = vjp(self::median_vjp) + jvp(super::median_jvp),
+               subgradient = "routed", cpu = fast_median, license = "MIT", visibility = public"#,
+            "/// Median.\npub fn median<T: Real>(x: &[T], w: u32) -> Vec<T> { todo!() }",
+        ),
+        (
+            r#"name = "a/matmul", version = 2, signature(a: f32[m, k], b: f32[k, n]) -> (c: f32[m, n], d: f32[m]),
+               category = contraction, tolerance = accum(4), backward = composite(graph)"#,
+            "fn matmul<T: Real>(a: &[T], b: &[T], m: usize, k: usize, n: usize) -> (Vec<T>, Vec<T>) { todo!() }",
+        ),
+        (
+            r#"name = "a/popcount", version = 1, signature(x: u32[n], s: i64 where s != 0) -> u32[k], output = bounded(n), category = integer,
+               tolerance = exact, backward = none"#,
+            "fn popcount(x: &[u32], s: i64) -> Vec<u32> { todo!() }",
+        ),
+    ];
+
+    fn expand_str(attr: TokenStream, item: TokenStream) -> String {
+        let (a, i) = (attr.clone(), item.clone());
+        match catch_unwind(AssertUnwindSafe(|| expand(a, i, None).to_string())) {
+            Ok(s) => s,
+            Err(_) => panic!("expand panicked on #[op({attr})] {item}"),
+        }
+    }
+
+    #[test]
+    fn seeds_expand_to_the_function_and_its_description() {
+        for (attr, item) in SEEDS {
+            let out = expand_str(attr.parse().unwrap(), item.parse().unwrap());
+            assert!(out.contains("pub static DECL"), "{out}");
+            assert!(!out.contains("compile_error"), "{out}");
+        }
+    }
+
+    #[test]
+    fn every_single_token_drop_keeps_the_function_and_never_panics() {
+        for (attr, item) in SEEDS {
+            let item_ts: TokenStream = item.parse().unwrap();
+            let name = syn::parse2::<syn::ItemFn>(item_ts.clone()).unwrap().sig.ident.to_string();
+            let toks: Vec<proc_macro2::TokenTree> = attr.parse::<TokenStream>().unwrap().into_iter().collect();
+            for i in 0..toks.len() {
+                let mut v = toks.clone();
+                v.remove(i);
+                let out = expand_str(v.into_iter().collect(), item_ts.clone());
+                // The user's function is always emitted, checked or not.
+                assert!(out.contains(&format!("fn {name}")), "{out}");
+                let mut v = toks.clone();
+                if i + 1 < v.len() {
+                    v.swap(i, i + 1);
+                    expand_str(v.into_iter().collect(), item_ts.clone());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_non_function_item_is_kept_with_an_error() {
+        let out = expand_str(SEEDS[0].0.parse().unwrap(), "pub struct S;".parse().unwrap());
+        assert!(out.contains("pub struct S"), "{out}");
+        assert!(out.contains("compile_error"), "{out}");
     }
 }

@@ -62,8 +62,10 @@ pub fn check(cx: &Ctxt, input: &CheckInput<'_>) -> Option<Checked> {
         check_jvp_arity(cx, attr, sig);
         reference = check_reference_fn(cx, input.func, sig, &dims);
         for k in &attr.kernels {
-            check_binding_coverage(cx, k, sig, &dims);
-            if let Some(lk) = load_and_check_kernel(cx, k, sig, input.base_dirs) {
+            // A kernel is compared with its source only if its descriptor is sound: a source
+            // checked against a broken descriptor would only repeat the descriptor's error.
+            let descriptor_ok = check_binding_coverage(cx, k, sig, &dims);
+            if let Some(lk) = load_and_check_kernel(cx, k, sig, input.base_dirs, descriptor_ok) {
                 kernels.push(lk);
             }
         }
@@ -85,19 +87,28 @@ fn call_site(attr: &OpAttr) -> Span {
     attr.span.unwrap_or_else(Span::call_site)
 }
 
-// Rule: name, version, signature, category, tolerance and backward must all be declared.
+// Rule: name, version, signature, category, tolerance and backward must all be declared (a
+// key written with a malformed value is reported there, not again as missing).
 fn check_required_keys(cx: &Ctxt, attr: &OpAttr) {
-    let missing: [(&str, bool, &str); 6] = [
-        ("name", attr.name.is_none(), "name = \"user/example/my_op\""),
-        ("version", attr.version.is_none(), "version = 1"),
-        ("signature", attr.signature.is_none(), "signature(x: f32[n]) -> f32[n]"),
-        ("category", attr.category.is_none(), "category = elementwise"),
-        ("tolerance", attr.tolerance.is_none(), "tolerance = ulp(1)"),
-        ("backward", attr.backward.is_none(), "backward = none"),
+    let required: [(&str, &str); 6] = [
+        ("name", "name = \"user/example/my_op\""),
+        ("version", "version = 1"),
+        ("signature", "signature(x: f32[n]) -> f32[n]"),
+        ("category", "category = elementwise"),
+        ("tolerance", "tolerance = ulp(1)"),
+        ("backward", "backward = none"),
     ];
-    for (key, is_missing, example) in missing {
-        if is_missing {
-            cx.error(syn::Error::new(call_site(attr), format!("missing key `{key}`: every op declares it, e.g. `{example}`")));
+    let missing: Vec<(&str, &str)> = required.into_iter().filter(|(k, _)| !attr.keys_present.iter().any(|p| p == k)).collect();
+    match missing.as_slice() {
+        [] => {}
+        [(key, example)] => cx.error(syn::Error::new(call_site(attr), format!("missing key `{key}`: every op declares it; add e.g. `{example}`"))),
+        many => {
+            let keys: Vec<String> = many.iter().map(|(k, _)| format!("`{k}`")).collect();
+            let examples: Vec<String> = many.iter().map(|(_, e)| format!("`{e}`")).collect();
+            cx.error(syn::Error::new(
+                call_site(attr),
+                format!("missing keys {}: every op declares them; add e.g. {}", keys.join(", "), examples.join(", ")),
+            ));
         }
     }
 }
@@ -482,16 +493,28 @@ fn check_contradictory_constraints(cx: &Ctxt, sig: &SSignature, dims: &[String])
         return;
     }
     let syms = all_symbols(sig, dims);
-    // Interval contradictions point at the symbol.
+    // Constraints without symbols are `check_constant_constraints`' business.
+    let mut sig = sig.clone();
+    sig.constraints.retain(|c| {
+        let mut v = Vec::new();
+        c.terms.iter().for_each(|t| t.symbols(&mut v));
+        !v.is_empty()
+    });
+    let sig = &sig;
+    if sig.constraints.is_empty() {
+        return;
+    }
+    // Interval contradictions point at the first constraint that empties the symbol's range.
     for (s, (lo, hi)) in intervals(sig, &syms) {
         if lo > hi {
-            let c = sig.constraints.iter().rev().find(|c| {
-                let mut v = Vec::new();
-                c.terms.iter().for_each(|t| t.symbols(&mut v));
-                v.iter().any(|i| *i == s.as_str())
+            let mut prefix = sig.clone();
+            let culprit = (1..=sig.constraints.len()).find_map(|k| {
+                prefix.constraints = sig.constraints[..k].to_vec();
+                let (a, b) = intervals(&prefix, std::slice::from_ref(&s))[&s];
+                (a > b).then(|| sig.constraints[k - 1].span)
             });
-            let span = c.map(|c| c.span).unwrap_or(sig.span);
-            cx.error(span.error(format!("the constraints on `{s}` contradict each other: together they require {lo} <= {s} <= {hi}, which no value satisfies")));
+            let span = culprit.unwrap_or(sig.span);
+            cx.error(span.error(format!("the constraints on `{s}` contradict each other: together they require {lo} <= {s} <= {hi}, which no value satisfies; fix or remove one of them")));
             return;
         }
     }
@@ -624,8 +647,10 @@ fn check_jvp_arity(cx: &Ctxt, attr: &OpAttr, sig: &SSignature) {
 }
 
 // Rule: each kernel binds every tensor exactly once, inputs `read`, outputs `read_write`,
-// names only tensors of the signature, and has at most one uniform block.
-fn check_binding_coverage(cx: &Ctxt, k: &SKernel, sig: &SSignature, dims: &[String]) {
+// names only tensors of the signature, and has at most one uniform block. Returns whether the
+// descriptor is present and sound.
+fn check_binding_coverage(cx: &Ctxt, k: &SKernel, sig: &SSignature, dims: &[String]) -> bool {
+    let before = cx.error_count();
     let _ = dims;
     let inputs: Vec<String> = sig.args.iter().filter_map(|a| match a {
         SArg::Tensor(t) => Some(t.name.to_string()),
@@ -660,7 +685,8 @@ fn check_binding_coverage(cx: &Ctxt, k: &SKernel, sig: &SSignature, dims: &[Stri
                 } else {
                     let mut all = inputs.clone();
                     all.extend(outputs.iter().cloned());
-                    cx.error(syn::Error::new(name.span(), format!("`{s}` is not a tensor of the signature; tensors: {}", all.join(", "))));
+                    let all: Vec<String> = all.iter().map(|t| format!("`{t}`")).collect();
+                    cx.error(syn::Error::new(name.span(), format!("`{s}` is not a tensor of the signature (tensors: {}); bind only those, or declare `{s}` in the signature", all.join(", "))));
                 }
             }
             SBinding::Uniform { span, fields } => {
@@ -671,7 +697,7 @@ fn check_binding_coverage(cx: &Ctxt, k: &SKernel, sig: &SSignature, dims: &[Stri
                 let mut seen: Vec<String> = Vec::new();
                 for f in fields {
                     if seen.contains(&f.to_string()) {
-                        cx.error(syn::Error::new(f.span(), format!("uniform field `{f}` is listed twice")));
+                        cx.error(syn::Error::new(f.span(), format!("uniform field `{f}` is listed twice; list each field once")));
                     }
                     seen.push(f.to_string());
                 }
@@ -685,18 +711,28 @@ fn check_binding_coverage(cx: &Ctxt, k: &SKernel, sig: &SSignature, dims: &[Stri
             cx.error(anchor.error(format!("tensor `{t}` is not bound by this kernel; add `{t}: {access}` to `bindings(...)`")));
         }
     }
+    k.bindings_span.is_some() && cx.error_count() == before
 }
 
+/// Reads `rel` against each base in turn. The error text completes "kernel source `rel` ..."
+/// and holds no absolute path (diagnostics must not depend on the machine).
 fn read_relative(bases: &[PathBuf], rel: &str) -> Result<(PathBuf, Vec<u8>), String> {
-    let first = bases.first().ok_or_else(|| "the crate directory is unknown (CARGO_MANIFEST_DIR is not set)".to_string())?;
+    if bases.is_empty() {
+        return Err("cannot be found: the crate directory is unknown (CARGO_MANIFEST_DIR is not set)".to_string());
+    }
+    let mut other: Option<std::io::Error> = None;
     for base in bases {
         let abs = base.join(rel);
-        if let Ok(b) = std::fs::read(&abs) {
-            return Ok((abs, b));
+        match std::fs::read(&abs) {
+            Ok(b) => return Ok((abs, b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => other = other.or(Some(e)),
         }
     }
-    let abs = first.join(rel);
-    std::fs::read(&abs).map(|b| (abs.clone(), b)).map_err(|e| format!("cannot read `{}`: {e}", abs.display()))
+    Err(match other {
+        Some(e) => format!("cannot be read ({e}); check the file's permissions and that it is a file"),
+        None => "does not exist relative to the crate's Cargo.toml or to the declaring file's directory; fix the path or add the file".to_string(),
+    })
 }
 
 /// `#include "..."` targets of a CUDA source, in order.
@@ -713,14 +749,17 @@ pub fn cuda_includes(src: &str) -> Vec<String> {
 
 // Rule: kernel files exist; WGSL kernels match their descriptor (see `wgsl`); CUDA kernels
 // have their entry and one parameter per descriptor field, and their headers exist.
-fn load_and_check_kernel(cx: &Ctxt, k: &SKernel, sig: &SSignature, base: &[PathBuf]) -> Option<LoadedKernel> {
+fn load_and_check_kernel(cx: &Ctxt, k: &SKernel, sig: &SSignature, base: &[PathBuf], check_contents: bool) -> Option<LoadedKernel> {
     let (abs_path, bytes) = match read_relative(base, &k.path.value()) {
         Ok(x) => x,
         Err(e) => {
-            cx.error(syn::Error::new(k.path.span(), format!("kernel source {e}; paths are relative to the crate's Cargo.toml")));
+            cx.error(syn::Error::new(k.path.span(), format!("kernel source `{}` {e}", k.path.value())));
             return None;
         }
     };
+    if !check_contents {
+        return None;
+    }
     let Ok(text) = String::from_utf8(bytes.clone()) else {
         cx.error(syn::Error::new(k.path.span(), "kernel source is not UTF-8 text"));
         return None;
@@ -747,7 +786,7 @@ fn load_and_check_kernel(cx: &Ctxt, k: &SKernel, sig: &SSignature, base: &[PathB
                         headers.push((rel, abs, hb));
                     }
                     Err(e) => {
-                        cx.error(syn::Error::new(k.path.span(), format!("header `{inc}` included by the kernel: {e}")));
+                        cx.error(syn::Error::new(k.path.span(), format!("header `{inc}` included by this kernel (as `{rel}`) {e}")));
                         return None;
                     }
                 }
@@ -783,7 +822,7 @@ fn global_names(src: &str) -> Vec<String> {
     while let Some(pos) = src[from..].find("__global__") {
         let start = from + pos;
         if let Some(open) = src[start..].find('(') {
-            if let Some(n) = src[start..start + open].split(|c: char| !c.is_alphanumeric() && c != '_').filter(|w| !w.is_empty()).last() {
+            if let Some(n) = src[start..start + open].split(|c: char| !c.is_alphanumeric() && c != '_').rfind(|w| !w.is_empty()) {
                 out.push(n.to_string());
             }
         }
@@ -797,7 +836,9 @@ fn check_cuda_entry(cx: &Ctxt, k: &SKernel, src: &str) -> Option<String> {
     let entry = match &k.entry {
         Some(e) => {
             if !globals.contains(&e.value()) {
-                cx.error(syn::Error::new(e.span(), format!("CUDA kernel has no `__global__` function `{}`; found: {}", e.value(), globals.join(", "))));
+                let found: Vec<String> = globals.iter().map(|g| format!("`{g}`")).collect();
+                let found = if found.is_empty() { "none".to_string() } else { found.join(", ") };
+                cx.error(syn::Error::new(e.span(), format!("CUDA kernel `{}` has no `__global__` function `{}` (found: {found}); set `entry` to one of them", k.path.value(), e.value())));
                 return None;
             }
             e.value()
@@ -815,7 +856,10 @@ fn check_cuda_entry(cx: &Ctxt, k: &SKernel, src: &str) -> Option<String> {
     }).sum();
     let anchor = k.bindings_span.unwrap_or(k.span);
     if params.len() != want {
-        cx.error(anchor.error(format!("CUDA kernel `{entry}` takes {} parameter(s) but the descriptor binds {want} (buffers in order, then each uniform field); CUDA binds by parameter order", params.len())));
+        cx.error(anchor.error(format!(
+            "CUDA kernel `{entry}` takes {} parameter(s) but the descriptor binds {want}; CUDA binds by parameter order, so list one slot per parameter in `bindings(...)` (each buffer, then each uniform field)",
+            params.len()
+        )));
         return Some(entry);
     }
     let mut i = 0;
@@ -835,7 +879,7 @@ fn check_cuda_entry(cx: &Ctxt, k: &SKernel, src: &str) -> Option<String> {
             SBinding::Uniform { fields, .. } => {
                 for f in fields {
                     if params[i].contains('*') {
-                        cx.error(syn::Error::new(f.span(), format!("uniform field `{f}` is a scalar but CUDA parameter {i} of `{entry}` is `{}`, a pointer", params[i])));
+                        cx.error(syn::Error::new(f.span(), format!("uniform field `{f}` is a scalar but CUDA parameter {i} of `{entry}` is `{}`, a pointer; take it by value (e.g. `unsigned int {f}`)", params[i])));
                     }
                     i += 1;
                 }
@@ -1026,8 +1070,56 @@ mod tests {
     }
 
     #[test]
+    fn a_malformed_key_is_not_also_missing() {
+        let e = errs(
+            quote!(name = "Bad Name", version = 0, signature(x: f8e4m3[n]) -> f32[n], category = pointwise, tolerance = approx, backward = autodiff),
+            quote!(fn f(x: &[f32]) -> Vec<f32> { todo!() }),
+        );
+        assert_eq!(e.len(), 6, "{e:?}");
+        assert!(e.iter().all(|m| !m.starts_with("missing key")), "{e:?}");
+    }
+
+    #[test]
+    fn constant_constraints_are_not_also_contradictions() {
+        let e = errs(
+            quote!(name = "a/b", version = 1, signature(x: f32[n], k: u32 where k <= n, 3 < 2) -> f32[n - k],
+                category = selection, tolerance = exact, backward = none),
+            quote!(fn f<T: Real>(x: &[T], k: u32) -> Vec<T> { todo!() }),
+        );
+        assert_eq!(e, vec!["constraint `3 < 2` is always false, so no input is admissible; fix or remove it".to_string()]);
+    }
+
+    #[test]
+    fn a_broken_descriptor_is_not_compared_with_its_source() {
+        let dir = std::env::temp_dir().join(format!("op-spec-check-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("k.wgsl"),
+            "@group(0) @binding(0) var<storage, read> x: array<f32>;\n@group(0) @binding(1) var<storage, read_write> out: array<f32>;\n@compute @workgroup_size(64) fn main(@builtin(global_invocation_id) g: vec3<u32>) { out[g.x] = x[g.x]; }\n",
+        )
+        .unwrap();
+        let attr = |b: proc_macro2::TokenStream| {
+            quote!(name = "a/b", version = 1, signature(x: f32[n]) -> f32[n], category = elementwise, tolerance = ulp(0), backward = none,
+                kernel(wgsl = "k.wgsl", #b, threads = n))
+        };
+        let item = quote!(fn f<T: Real>(x: &[T]) -> Vec<T> { todo!() });
+        let bases = [dir];
+        assert!(check_tokens(attr(quote!(bindings(x: read, out: read_write))), item.clone(), &bases).is_ok());
+        let msgs = |r: Result<(Checked, OpAttr), Vec<syn::Error>>| r.err().unwrap_or_default().into_iter().map(|e| e.to_string()).collect::<Vec<_>>();
+        let e = msgs(check_tokens(attr(quote!(bindings(out: read_write))), item.clone(), &bases));
+        assert_eq!(e, vec!["tensor `x` is not bound by this kernel; add `x: read` to `bindings(...)`".to_string()]);
+        let e = msgs(check_tokens(attr(quote!(bindings(x: read, out: write))), item.clone(), &bases));
+        assert_eq!(e, vec!["unknown access `write`; valid: read, read_write".to_string()]);
+        let e = msgs(check_tokens(quote!(name = "a/b", version = 1, signature(x: f32[n]) -> f32[n], category = elementwise, tolerance = ulp(0),
+            backward = none, kernel(wgsl = "nope.wgsl", bindings(x: read, out: read_write), threads = n)), item, &bases));
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].starts_with("kernel source `nope.wgsl` does not exist relative to the crate's Cargo.toml"), "{}", e[0]);
+    }
+
+    #[test]
     fn missing_keys_are_all_reported() {
         let e = errs(quote!(name = "a/b"), quote!(fn f() {}));
-        assert_eq!(e.len(), 5, "{e:?}");
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].starts_with("missing keys `version`, `signature`, `category`, `tolerance`, `backward`: every op declares them"), "{e:?}");
     }
 }

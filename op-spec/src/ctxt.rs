@@ -29,6 +29,11 @@ impl Ctxt {
         self.errors.borrow().as_ref().is_some_and(|v| !v.is_empty())
     }
 
+    /// How many errors have been recorded so far.
+    pub fn error_count(&self) -> usize {
+        self.errors.borrow().as_ref().map_or(0, Vec::len)
+    }
+
     /// Consumes the errors: `Ok` if there were none, else every error in report order.
     pub fn check(self) -> Result<(), Vec<syn::Error>> {
         let errors = self.errors.borrow_mut().take().unwrap_or_default();

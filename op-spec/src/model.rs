@@ -109,6 +109,9 @@ pub struct OpAttr {
     pub kernels: Vec<SKernel>,
     pub license: Option<Spanned<String>>,
     pub visibility: Option<Spanned<Visibility>>,
+    /// Every key written in the attribute, even those whose value did not parse (a malformed
+    /// value is reported where it is; the key is not also "missing").
+    pub keys_present: Vec<String>,
 }
 
 /// The shape signature with spans.

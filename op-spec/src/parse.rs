@@ -76,6 +76,9 @@ pub fn parse_attr(cx: &Ctxt, tokens: TokenStream) -> OpAttr {
             cx.error(syn::Error::new(key.span(), format!("unknown key `{k}`{hint}; valid keys: {}", keys::ALL.join(", "))));
             continue;
         }
+        if !attr.keys_present.contains(&k) {
+            attr.keys_present.push(k.clone());
+        }
         if k != keys::KERNEL {
             if seen.iter().any(|(s, _)| *s == k) {
                 cx.error(syn::Error::new(key.span(), format!("duplicate key `{k}`: each key may appear once; remove this one")));
@@ -84,7 +87,7 @@ pub fn parse_attr(cx: &Ctxt, tokens: TokenStream) -> OpAttr {
             seen.push((k.clone(), key.span()));
         }
         let res = match k.as_str() {
-            keys::NAME => parse_kv(chunk, |i| parse_name(i)).map(|v| attr.name = Some(v)),
+            keys::NAME => parse_kv(chunk, parse_name).map(|v| attr.name = Some(v)),
             keys::VERSION => parse_kv(chunk, parse_version).map(|v| attr.version = Some(v)),
             keys::SIGNATURE => Parser::parse2(|i: ParseStream| parse_signature(cx, i), chunk).map(|v| attr.signature = Some(v)),
             keys::CATEGORY => parse_kv(chunk, parse_category).map(|v| attr.category = Some(v)),
@@ -245,6 +248,13 @@ fn parse_tolerance(input: ParseStream) -> syn::Result<Spanned<Tolerance>> {
 }
 
 fn parse_float_lit(input: ParseStream) -> syn::Result<f64> {
+    if input.peek(Token![-]) {
+        let m: Token![-] = input.parse()?;
+        return Err(syn::Error::new(m.span, "tolerances are non-negative: `loose(rtol, atol)` bounds the error's magnitude; remove the `-`"));
+    }
+    if !input.peek(syn::Lit) {
+        return Err(input.error("expected a non-negative number, e.g. `loose(1e-3, 1e-6)`"));
+    }
     let lit: syn::Lit = input.parse()?;
     let v = match &lit {
         syn::Lit::Float(f) => f.base10_parse::<f64>()?,
@@ -288,7 +298,7 @@ fn parse_backward(input: ParseStream) -> syn::Result<SBackward> {
                 let paths = c.parse_terminated(syn::Path::parse_mod_style, Token![,])?;
                 if kw == "vjp" {
                     if vjp.is_some() {
-                        return Err(syn::Error::new(cur.span(), "`vjp` is declared twice"));
+                        return Err(syn::Error::new(cur.span(), "`vjp` is declared twice; keep one `vjp(path)`"));
                     }
                     if paths.len() != 1 {
                         return Err(syn::Error::new(cur.span(), format!("`vjp` takes exactly one path, found {}", paths.len())));
@@ -296,7 +306,7 @@ fn parse_backward(input: ParseStream) -> syn::Result<SBackward> {
                     vjp = paths.into_iter().next();
                 } else {
                     if jvp.is_some() {
-                        return Err(syn::Error::new(cur.span(), "`jvp` is declared twice"));
+                        return Err(syn::Error::new(cur.span(), "`jvp` is declared twice; list every rule in one `jvp(path, ...)`"));
                     }
                     if paths.is_empty() {
                         return Err(syn::Error::new(cur.span(), "`jvp` needs one rule per differentiable input"));
@@ -494,7 +504,10 @@ pub fn parse_constraint(input: ParseStream) -> syn::Result<SConstraint> {
         terms.push(parse_expr(input)?);
     }
     if ops.is_empty() {
-        return Err(terms[0].span.error("a constraint compares expressions, e.g. `w % 2 == 1` or `1 <= w <= 31`"));
+        return Err(terms[0].span.error(format!(
+            "`{}` is not a constraint: a constraint compares expressions with `<`, `<=`, `==`, `!=`, `>` or `>=`, e.g. `w % 2 == 1` or `1 <= w <= 31`",
+            terms[0].to_expr()
+        )));
     }
     let span = terms[0].span.to(terms[terms.len() - 1].span);
     Ok(SConstraint { terms, ops, span })
@@ -594,7 +607,7 @@ fn parse_unary(input: ParseStream) -> syn::Result<SExpr> {
         return Err(input.error("expected an expression"));
     }
     let tt: TokenTree = input.parse()?;
-    Err(syn::Error::new(tt.span(), format!("expected a symbol, an integer or `(`, found `{tt}`; expressions use + - * / % min max ( )")))
+    Err(syn::Error::new(tt.span(), format!("malformed expression: expected a symbol, an integer or `(`, found `{tt}`; expressions are built from symbols, integers, `+ - * / %`, `min(a, b)`, `max(a, b)` and parentheses")))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -640,7 +653,12 @@ fn parse_kernel(cx: &Ctxt, input: ParseStream) -> syn::Result<Option<SKernel>> {
         }
         let group = if k == "cuda" { "wgsl".to_string() } else { k.clone() };
         if seen.contains(&group) {
-            cx.error(syn::Error::new(key.span(), format!("duplicate kernel key `{k}`: one kernel has one source; declare another `kernel(...)` for a second")));
+            let msg = if group == "wgsl" {
+                format!("duplicate kernel source `{k}`: a kernel has one source; declare another `kernel(...)` for a second one")
+            } else {
+                format!("duplicate kernel key `{k}`: each key of `kernel(...)` may appear once; remove this one")
+            };
+            cx.error(syn::Error::new(key.span(), msg));
             ok = false;
             continue;
         }
@@ -681,6 +699,11 @@ fn parse_kernel(cx: &Ctxt, input: ParseStream) -> syn::Result<Option<SKernel>> {
             cx.error(e);
             ok = false;
         }
+    }
+    if !ok {
+        // A malformed entry was reported where it is; checking the rest of this kernel against
+        // a half-parsed descriptor would only add follow-on errors.
+        return Ok(None);
     }
     let Some((lang, path)) = lang_path else {
         if ok {

@@ -36,7 +36,7 @@ fn elem_matches(ty: &Type, dtype: DType, generic: Option<&syn::Ident>) -> bool {
     let Some(name) = last_ident(ty) else { return false };
     if dtype.is_float() {
         if let Some(g) = generic {
-            if name == g.to_string() {
+            if *g == name {
                 return true;
             }
         }
@@ -121,8 +121,8 @@ pub fn check_reference_fn(cx: &Ctxt, func: &syn::ItemFn, sig: &SSignature, dim_s
                     _ => false,
                 };
                 if !ok {
-                    cx.error(syn::Error::new(
-                        pt.ty.span(),
+                    cx.error(syn::Error::new_spanned(
+                        &pt.ty,
                         format!("parameter {} of reference `{fname}` is tensor input `{}: {}[..]` and must be `{want}`", i + 1, t.name, t.dtype.value),
                     ));
                 }
@@ -130,8 +130,8 @@ pub fn check_reference_fn(cx: &Ctxt, func: &syn::ItemFn, sig: &SSignature, dim_s
             SArg::Param(p) => {
                 let want = expected_elem(p.dtype.value, generic);
                 if !elem_matches(&pt.ty, p.dtype.value, generic) || matches!(&*pt.ty, Type::Reference(_)) {
-                    cx.error(syn::Error::new(
-                        pt.ty.span(),
+                    cx.error(syn::Error::new_spanned(
+                        &pt.ty,
                         format!("parameter {} of reference `{fname}` is scalar parameter `{}: {}` and must be `{want}`", i + 1, p.name, p.dtype.value),
                     ));
                 }
@@ -196,7 +196,7 @@ pub fn check_reference_fn(cx: &Ctxt, func: &syn::ItemFn, sig: &SSignature, dim_s
                 false
             };
             if !ok {
-                cx.error(syn::Error::new(ty.span(), format!("reference `{fname}` must return `{want_all}` (one `Vec` per declared output)")));
+                cx.error(syn::Error::new_spanned(ty, format!("reference `{fname}` must return `{want_all}` (one `Vec` per declared output), in output order")));
             }
         }
     }

@@ -328,6 +328,21 @@ fn check_uniform(
         cx.error(span.error(msg));
         return;
     }
+    // The same names in another order: one error for the block (the struct is read by offset).
+    let field_names: Vec<String> = fields.iter().map(Ident::to_string).collect();
+    let member_names: Vec<String> = members.iter().map(|m| m.name.clone().unwrap_or_default()).collect();
+    let (mut a, mut b) = (field_names.clone(), member_names.clone());
+    a.sort();
+    b.sort();
+    if field_names != member_names && a == b {
+        let msg = format!(
+            "uniform fields are `{}` here but WGSL struct `{struct_name}` declares `{}`: the order must match (the block is read by offset); reorder `uniform(...)` or the struct's members",
+            field_names.join(", "),
+            member_names.join(", ")
+        );
+        cx.error(span.error(msg));
+        return;
+    }
     for (j, ((field, want), member)) in fields.iter().zip(&wanted).zip(members).enumerate() {
         let member_name = member.name.as_deref().unwrap_or("_");
         if field != member_name {
@@ -539,10 +554,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         let (_, errs) = check(median_kernel(), &src);
         assert_eq!(
             errs,
-            vec![
-                "uniform field 0 is `n` here but `w` in WGSL struct `Params`: the order must match".to_string(),
-                "uniform field 1 is `w` here but `n` in WGSL struct `Params`: the order must match".to_string(),
-            ]
+            vec!["uniform fields are `n, w` here but WGSL struct `Params` declares `w, n`: the order must match (the block is read by offset); reorder `uniform(...)` or the struct's members".to_string()]
         );
     }
 
@@ -621,15 +633,14 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             .replace("let i = gid.x;", "let i = gid.x + q.n;");
         let (info, errs) = check(median_kernel(), &src);
         assert_eq!(info, Some(KernelInfo { entry: "main".into(), workgroup_size: [64, 1, 1] }));
-        assert_eq!(errs.len(), 5, "{errs:#?}");
+        assert_eq!(errs.len(), 4, "{errs:#?}");
         assert!(errs[0].starts_with("`x` is bound `read` but WGSL"), "{}", errs[0]);
         assert!(
             errs[1].starts_with("`x` holds `f32` in the signature but WGSL `@group(0) @binding(0) var<storage, read_write> x` has type `array<i32>`"),
             "{}",
             errs[1]
         );
-        assert!(errs[2].starts_with("uniform field 0 is `n` here but `w`"), "{}", errs[2]);
-        assert!(errs[3].starts_with("uniform field 1 is `w` here but `n`"), "{}", errs[3]);
-        assert!(errs[4].starts_with("WGSL `@group(2) @binding(0) var<uniform> q` is used by entry `main`"), "{}", errs[4]);
+        assert!(errs[2].starts_with("uniform fields are `n, w` here but WGSL struct `Params` declares `w, n`"), "{}", errs[2]);
+        assert!(errs[3].starts_with("WGSL `@group(2) @binding(0) var<uniform> q` is used by entry `main`"), "{}", errs[3]);
     }
 }

@@ -1,0 +1,205 @@
+//! The macro must never panic: `check_tokens` (parse + every checker rule, the whole of what
+//! `#[op]` runs before generating code) is fed thousands of malformed token streams, mutations
+//! of valid declarations (dropped, swapped, duplicated, replaced and truncated tokens at every
+//! nesting depth), and must return `Ok` or errors each time, never unwind.
+
+use op_spec::check::check_tokens;
+use proc_macro2::{Group, TokenStream, TokenTree};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+
+const MEDIAN_WGSL: &str = "struct Params { n: u32, w: u32 }
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<uniform> p: Params;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i >= p.n - p.w + 1u) { return; }
+    out[i] = x[i + p.w / 2u];
+}
+";
+
+const MUL_CU: &str = "#include \"common.cuh\"
+extern \"C\" __global__ void mul(const float* a, const float* b, float* out, unsigned int n) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { out[i] = a[i] * b[i]; }
+}
+";
+
+/// (attribute, item) pairs that check cleanly; the mutations start from these.
+const SEEDS: [(&str, &str); 4] = [
+    (
+        r#"name = "user/example/windowed_median", version = 1,
+           signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
+           category = selection, tolerance = exact, backward = vjp(windowed_median_vjp),
+           subgradient = "cotangent routed to the selected element",
+           kernel(wgsl = "kernels/median.wgsl", bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1),
+           license = "MIT", visibility = public"#,
+        "/// Median.\npub fn windowed_median<T: Real>(x: &[T], w: u32) -> Vec<T> { todo!() }",
+    ),
+    (
+        r#"name = "user/example/mul", version = 3, signature(a: f32[n], b: f32[n]) -> f32[n],
+           category = elementwise, tolerance = ulp(0), backward = vjp(mul_vjp) + jvp(ja, jb),
+           kernel(cuda = "kernels/mul.cu", entry = "mul", bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 128)"#,
+        "pub fn mul<T: Real>(a: &[T], b: &[T]) -> Vec<T> { a.to_vec() }",
+    ),
+    (
+        r#"name = "a/matmul", version = 1, signature(a: f32[m, k], b: f32[k, n]) -> (c: f32[m, n], d: f32[min(m, n), max(k, 1) / 2]),
+           category = contraction, tolerance = accum(4), backward = composite, output = bounded(m * n + (k % 3)), nan = propagate, cpu = self::fast"#,
+        "fn matmul<T: Real>(a: &[T], b: &[T], m: usize, k: usize, n: usize) -> (Vec<T>, Vec<T>) { todo!() }",
+    ),
+    (
+        r#"name = "a/approx", version = 1, signature(x: f64[n], s: i64 where -5 <= s <= 5, s != 0) -> f64[n * 2 - 0],
+           category = approximate, tolerance = loose(1e-3, 0.5), backward = none, output = dynamic"#,
+        "fn approx(x: &[f64], s: i64) -> Vec<f64> { vec![] }",
+    ),
+];
+
+/// Tokens inserted by the `replace`/`insert` mutations: every punctuation the grammars use,
+/// keywords, odd literals.
+const POOL: &str = r#", = -> : ; ( ) [ ] { } + - * / % < <= == != > >= where min max none vjp jvp composite uniform read read_write
+    kernel signature bindings threads wgsl cuda 0 1 -1 18446744073709551616 99999999999999999999 1e309 "" "x" 'c' u4 f8e4m3 bool f16 bf16 self super crate _"#;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
+    }
+}
+
+fn pool() -> Vec<TokenTree> {
+    let mut v: Vec<TokenTree> = POOL.parse::<TokenStream>().expect("pool lexes").into_iter().collect();
+    v.push(TokenTree::Group(Group::new(proc_macro2::Delimiter::Parenthesis, TokenStream::new())));
+    v.push(TokenTree::Group(Group::new(proc_macro2::Delimiter::Bracket, TokenStream::new())));
+    v
+}
+
+/// One mutation at a random position, descending into groups at random.
+fn mutate(ts: TokenStream, rng: &mut Rng, pool: &[TokenTree]) -> TokenStream {
+    let mut v: Vec<TokenTree> = ts.into_iter().collect();
+    // Descend into a group half of the time.
+    let groups: Vec<usize> = v.iter().enumerate().filter(|(_, t)| matches!(t, TokenTree::Group(_))).map(|(i, _)| i).collect();
+    if !groups.is_empty() && rng.below(2) == 0 {
+        let gi = groups[rng.below(groups.len())];
+        if let TokenTree::Group(g) = &v[gi] {
+            let inner = mutate(g.stream(), rng, pool);
+            v[gi] = TokenTree::Group(Group::new(g.delimiter(), inner));
+        }
+        return v.into_iter().collect();
+    }
+    let n = v.len();
+    match rng.below(6) {
+        0 if n > 0 => {
+            v.remove(rng.below(n));
+        }
+        1 if n > 1 => {
+            let i = rng.below(n - 1);
+            v.swap(i, i + 1);
+        }
+        2 if n > 0 => {
+            let i = rng.below(n);
+            let t = v[i].clone();
+            v.insert(i, t);
+        }
+        3 if n > 0 => {
+            let i = rng.below(n);
+            v[i] = pool[rng.below(pool.len())].clone();
+        }
+        4 => {
+            let i = rng.below(n + 1);
+            v.insert(i, pool[rng.below(pool.len())].clone());
+        }
+        _ => {
+            v.truncate(rng.below(n + 1));
+        }
+    }
+    v.into_iter().collect()
+}
+
+fn kernel_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("op-spec-no-panic-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("kernels")).expect("temp dir");
+    std::fs::write(dir.join("kernels/median.wgsl"), MEDIAN_WGSL).expect("write");
+    std::fs::write(dir.join("kernels/mul.cu"), MUL_CU).expect("write");
+    std::fs::write(dir.join("kernels/common.cuh"), "#pragma once\n").expect("write");
+    dir
+}
+
+fn run(attr: &TokenStream, item: &TokenStream, bases: &[PathBuf]) {
+    let (a, i) = (attr.clone(), item.clone());
+    let r = catch_unwind(AssertUnwindSafe(|| check_tokens(a, i, bases).map(|_| ())));
+    if r.is_err() {
+        panic!("check_tokens panicked on\n#[op({attr})]\n{item}");
+    }
+}
+
+#[test]
+fn seeds_check_cleanly() {
+    let bases = [kernel_dir()];
+    for (attr, item) in SEEDS {
+        let r = check_tokens(attr.parse().expect("lexes"), item.parse().expect("lexes"), &bases);
+        if let Err(errs) = r {
+            panic!("seed does not check: {:?}", errs.iter().map(|e| e.to_string()).collect::<Vec<_>>());
+        }
+    }
+}
+
+#[test]
+fn single_token_drops_and_swaps_never_panic() {
+    let bases = [kernel_dir()];
+    for (attr, item) in SEEDS {
+        let attr: TokenStream = attr.parse().expect("lexes");
+        let item: TokenStream = item.parse().expect("lexes");
+        // Every top-level drop and adjacent swap, exhaustively.
+        let toks: Vec<TokenTree> = attr.clone().into_iter().collect();
+        for i in 0..toks.len() {
+            let mut v = toks.clone();
+            v.remove(i);
+            run(&v.into_iter().collect(), &item, &bases);
+            if i + 1 < toks.len() {
+                let mut v = toks.clone();
+                v.swap(i, i + 1);
+                run(&v.into_iter().collect(), &item, &bases);
+            }
+            let mut v = toks.clone();
+            v.truncate(i);
+            run(&v.into_iter().collect(), &item, &bases);
+        }
+    }
+}
+
+#[test]
+fn random_mutations_never_panic() {
+    let bases = [kernel_dir(), PathBuf::from("/nonexistent")];
+    let pool = pool();
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    for round in 0..6000 {
+        let (attr, item) = SEEDS[round % SEEDS.len()];
+        let mut attr: TokenStream = attr.parse().expect("lexes");
+        let mut item: TokenStream = item.parse().expect("lexes");
+        for _ in 0..1 + rng.below(4) {
+            if rng.below(5) == 0 {
+                item = mutate(item, &mut rng, &pool);
+            } else {
+                attr = mutate(attr, &mut rng, &pool);
+            }
+        }
+        run(&attr, &item, &bases);
+    }
+    // Degenerate inputs.
+    for (attr, item) in [("", ""), ("", "fn f() {}"), (",,,", "struct S;"), ("name", "fn f()"), ("kernel()", "fn f() {}"), ("signature() ->", "fn f() {}")] {
+        run(&attr.parse().expect("lexes"), &item.parse().expect("lexes"), &bases);
+    }
+}

@@ -1,0 +1,21 @@
+//! Rule: `block` is the CUDA block size; a WGSL kernel's workgroup size comes from its
+//! `@workgroup_size`.
+
+use op_runtime::{op, Real};
+
+#[op(
+    name = "ui/test/double",
+    version = 1,
+    signature(x: f32[n]) -> f32[n],
+    category = elementwise,
+    tolerance = ulp(1),
+    backward = none,
+    kernel(wgsl = "../kernels/double.wgsl", block = 128, bindings(x: read, out: read_write, uniform(n)), threads = n),
+)]
+pub fn double<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| *v + *v).collect()
+}
+
+fn main() {
+    let _ = double(&[1.0f32]);
+}

@@ -1,0 +1,19 @@
+//! Rule: a constraint without symbols must hold; `3 < 2` admits no input.
+
+use op_runtime::{op, Real};
+
+#[op(
+    name = "ui/test/shift",
+    version = 1,
+    signature(x: f32[n], k: u32 where k <= n, 3 < 2) -> f32[n - k],
+    category = selection,
+    tolerance = exact,
+    backward = none,
+)]
+pub fn shift<T: Real>(x: &[T], k: u32) -> Vec<T> {
+    x.iter().skip(k as usize).copied().collect()
+}
+
+fn main() {
+    let _ = shift(&[1.0f32, 2.0], 1);
+}

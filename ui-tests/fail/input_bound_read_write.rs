@@ -1,0 +1,20 @@
+//! Rule: inputs are bound `read`: a kernel may not write its inputs.
+
+use op_runtime::{op, Real};
+
+#[op(
+    name = "ui/test/double",
+    version = 1,
+    signature(x: f32[n]) -> f32[n],
+    category = elementwise,
+    tolerance = ulp(1),
+    backward = none,
+    kernel(wgsl = "../kernels/access_read_write.wgsl", bindings(x: read_write, out: read_write, uniform(n)), threads = n),
+)]
+pub fn double<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| *v + *v).collect()
+}
+
+fn main() {
+    let _ = double(&[1.0f32]);
+}

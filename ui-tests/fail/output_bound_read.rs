@@ -1,0 +1,20 @@
+//! Rule: outputs are bound `read_write`: the kernel writes them.
+
+use op_runtime::{op, Real};
+
+#[op(
+    name = "ui/test/double",
+    version = 1,
+    signature(x: f32[n]) -> f32[n],
+    category = elementwise,
+    tolerance = ulp(1),
+    backward = none,
+    kernel(wgsl = "../kernels/double.wgsl", bindings(x: read, out: read, uniform(n)), threads = n),
+)]
+pub fn double<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| *v + *v).collect()
+}
+
+fn main() {
+    let _ = double(&[1.0f32]);
+}

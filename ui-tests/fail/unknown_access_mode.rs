@@ -1,0 +1,20 @@
+//! Grammar 2: a buffer's access is `read` or `read_write`.
+
+use op_runtime::{op, Real};
+
+#[op(
+    name = "ui/test/double",
+    version = 1,
+    signature(x: f32[n]) -> f32[n],
+    category = elementwise,
+    tolerance = ulp(1),
+    backward = none,
+    kernel(wgsl = "../kernels/double.wgsl", bindings(x: read, out: write, uniform(n)), threads = n),
+)]
+pub fn double<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| *v + *v).collect()
+}
+
+fn main() {
+    let _ = double(&[1.0f32]);
+}

@@ -1,0 +1,19 @@
+//! Rule: the category is one of the seven semantic categories.
+
+use op_runtime::{op, Real};
+
+#[op(
+    name = "ui/test/double",
+    version = 1,
+    signature(x: f32[n]) -> f32[n],
+    category = pointwise,
+    tolerance = ulp(1),
+    backward = none,
+)]
+pub fn double<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| *v + *v).collect()
+}
+
+fn main() {
+    let _ = double(&[1.0f32]);
+}

@@ -1,0 +1,21 @@
+//! Rule: only documented keys; an unknown key is an error that lists the valid keys (and suggests
+//! the closest).
+
+use op_runtime::{op, Real};
+
+#[op(
+    name = "ui/test/double",
+    version = 1,
+    signature(x: f32[n]) -> f32[n],
+    category = elementwise,
+    tolerance = ulp(1),
+    backward = none,
+    tolerence = ulp(1),
+)]
+pub fn double<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| *v + *v).collect()
+}
+
+fn main() {
+    let _ = double(&[1.0f32]);
+}

@@ -1,0 +1,9 @@
+// Like double.cu, but it includes a header that does not exist.
+#include "missing_helpers.cuh"
+
+extern "C" __global__ void double_kernel(const float* x, float* out, unsigned int n) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        out[i] = twice(x[i]);
+    }
+}
