@@ -201,6 +201,13 @@ fn respan(ts: TokenStream, span: Span) -> TokenStream {
         .collect()
 }
 
+/// `let __f: <fn type> = <path>;` with the user's span on the type check but a call-site
+/// `__f`, so the binding resolves from the (call-site) shim body even inside `macro_rules!`.
+fn typed_binding(span: Span, fty: &TokenStream, path: &TokenStream) -> TokenStream {
+    let f = syn::Ident::new("__f", Span::call_site());
+    quote_spanned!(span=> let #f: #fty = #path;)
+}
+
 fn path_spanned(p: &syn::Path) -> Span {
     p.segments.last().map(|s| s.ident.span()).unwrap_or_else(Span::call_site)
 }
@@ -264,11 +271,14 @@ fn generate(func: &syn::ItemFn, attr: &OpAttr, checked: &Checked, description: &
             }
             None => quote!(),
         };
-        shims.push(quote_spanned! {span=>
+        // The coercion type-checks the reference against the signature (errors land on its
+        // name); the call itself is direct so it inlines like a plain call. Only the check
+        // carries the user's span: locals stay call-site so the shim is hygienic inside
+        // `macro_rules!` expansions too.
+        let check = quote_spanned!(span=> let _: #fty = super::#fname;);
+        shims.push(quote! {
             fn #shim(__cx: &mut ::op_runtime::__private::Call<'_>) -> ::core::result::Result<(), ::op_runtime::__private::ShimError> {
-                // The coercion type-checks the reference against the signature (errors land
-                // on its name); the call itself is direct so it inlines like a plain call.
-                let _: #fty = super::#fname;
+                #check
                 let __r = super::#fname #turbofish (#(#args),*);
                 #store
                 ::core::result::Result::Ok(())
@@ -291,9 +301,10 @@ fn generate(func: &syn::ItemFn, attr: &OpAttr, checked: &Checked, description: &
             let store = cx.store(c.signature.outputs.len(), "set_output");
             let span = path_spanned(p);
             let fty = respan(fty, span);
-            shims.push(quote_spanned! {span=>
+            let check = typed_binding(span, &fty, &quote!(#p));
+            shims.push(quote! {
                 fn __cpu(__cx: &mut ::op_runtime::__private::Call<'_>) -> ::core::result::Result<(), ::op_runtime::__private::ShimError> {
-                    let __f: #fty = #p;
+                    #check
                     let __r = __f(#(#args),*);
                     #store
                     ::core::result::Result::Ok(())
@@ -325,9 +336,10 @@ fn generate(func: &syn::ItemFn, attr: &OpAttr, checked: &Checked, description: &
                 let store = cx.store(n_diff, "set_grad");
                 let span = path_spanned(p);
                 let fty = respan(fty, span);
-                shims.push(quote_spanned! {span=>
+                let check = typed_binding(span, &fty, &quote!(#p));
+                shims.push(quote! {
                     fn #shim(__cx: &mut ::op_runtime::__private::Call<'_>) -> ::core::result::Result<(), ::op_runtime::__private::ShimError> {
-                        let __f: #fty = #p;
+                        #check
                         let __r = __f(#(#args),*);
                         #store
                         ::core::result::Result::Ok(())
@@ -349,9 +361,10 @@ fn generate(func: &syn::ItemFn, attr: &OpAttr, checked: &Checked, description: &
                     let store = cx.store(n_out, "set_output");
                     let span = path_spanned(p);
                     let fty = respan(fty, span);
-                    shims.push(quote_spanned! {span=>
+                    let check = typed_binding(span, &fty, &quote!(#p));
+                    shims.push(quote! {
                         fn #shim(__cx: &mut ::op_runtime::__private::Call<'_>) -> ::core::result::Result<(), ::op_runtime::__private::ShimError> {
-                            let __f: #fty = #p;
+                            #check
                             let __r = __f(#(#args),*);
                             #store
                             ::core::result::Result::Ok(())

@@ -61,6 +61,7 @@ pub fn check(cx: &Ctxt, input: &CheckInput<'_>) -> Option<Checked> {
         check_backward_fits_signature(cx, attr, sig);
         check_jvp_arity(cx, attr, sig);
         reference = check_reference_fn(cx, input.func, sig, &dims);
+        check_differentiable_reference_is_generic(cx, attr, sig, &reference, input.func);
         for k in &attr.kernels {
             // A kernel is compared with its source only if its descriptor is sound: a source
             // checked against a broken descriptor would only repeat the descriptor's error.
@@ -626,6 +627,32 @@ fn check_backward_fits_signature(cx: &Ctxt, attr: &OpAttr, sig: &SSignature) {
     if let SBackward::Declared { vjp: None, jvp: None, span } = bw {
         cx.error(span.error("declare at least one rule: `vjp(path)` or `jvp(path, ...)`"));
     }
+}
+
+// Rule: a differentiable op's reference is generic over its float type (unless that type is
+// already f64), so gradcheck can run the same body in f64.
+fn check_differentiable_reference_is_generic(cx: &Ctxt, attr: &OpAttr, sig: &SSignature, reference: &RefShape, func: &syn::ItemFn) {
+    let Some(bw) = &attr.backward else { return };
+    if matches!(bw, SBackward::None(_)) || reference.float_generic.is_some() {
+        return;
+    }
+    let floats: Vec<DType> = sig
+        .args
+        .iter()
+        .filter_map(|a| match a {
+            SArg::Tensor(t) if t.dtype.value.is_float() => Some(t.dtype.value),
+            _ => None,
+        })
+        .chain(sig.outputs.iter().map(|o| o.dtype.value).filter(|d| d.is_float()))
+        .collect();
+    if floats.is_empty() || floats.iter().all(|d| *d == DType::f64) {
+        return;
+    }
+    let f = &func.sig.ident;
+    cx.error(syn::Error::new(
+        f.span(),
+        format!("reference `{f}` of a differentiable op must be generic over its float type so gradcheck can run it in f64: write `fn {f}<T: Real>(...)` with `T` for the `{}` elements", floats[0]),
+    ));
 }
 
 // Rule: `jvp` lists exactly one rule per differentiable (float tensor) input.
