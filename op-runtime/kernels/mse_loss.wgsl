@@ -1,6 +1,10 @@
 // builtin/mse_loss: out[0] = sum((a - b)^2) / n. One workgroup of 256 invocations: each accumulates a strided
 // partial sum, then a tree reduction in workgroup memory. The order differs from the
-// reference's left-to-right loop; `accum` bounds exactly that difference.
+// reference's left-to-right loop; `accum` bounds exactly that difference. The strided loop
+// takes 8 terms per iteration (same order as one at a time): lavapipe (llvmpipe) ends a
+// shader invocation's loops after 65535 iterations in total (gallivm's loop limiter), which a
+// one-term loop reaches past n = 256 * 65535 (16.8M); 8 per iteration holds up to
+// n = 256 * 8 * 65528 (134M elements; lavapipe's storage bindings hold at most 33.5M).
 struct Params { n: u32 }
 
 @group(0) @binding(0) var<storage, read> a: array<f32>;
@@ -11,12 +15,27 @@ struct Params { n: u32 }
 const WG: u32 = 256u;
 var<workgroup> part: array<f32, 256>;
 
+fn term(i: u32) -> f32 {
+    let d = a[i] - b[i];
+    return d * d;
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lid: u32) {
     var s = 0.0;
-    for (var i = lid; i < p.n; i = i + WG) {
-        let d = a[i] - b[i];
-        s = s + d * d;
+    var i = lid;
+    for (; i + 7u * WG < p.n; i = i + 8u * WG) {
+        s = s + term(i);
+        s = s + term(i + 1u * WG);
+        s = s + term(i + 2u * WG);
+        s = s + term(i + 3u * WG);
+        s = s + term(i + 4u * WG);
+        s = s + term(i + 5u * WG);
+        s = s + term(i + 6u * WG);
+        s = s + term(i + 7u * WG);
+    }
+    for (; i < p.n; i = i + WG) {
+        s = s + term(i);
     }
     part[lid] = s;
     workgroupBarrier();

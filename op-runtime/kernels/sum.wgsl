@@ -1,6 +1,10 @@
 // builtin/sum: out[0] = sum of x. One workgroup of 256 invocations: each accumulates a strided
 // partial sum, then a tree reduction in workgroup memory. The order differs from the
-// reference's left-to-right loop; `accum` bounds exactly that difference.
+// reference's left-to-right loop; `accum` bounds exactly that difference. The strided loop
+// takes 8 terms per iteration (same order as one at a time): lavapipe (llvmpipe) ends a
+// shader invocation's loops after 65535 iterations in total (gallivm's loop limiter), which a
+// one-term loop reaches past n = 256 * 65535 (16.8M); 8 per iteration holds up to
+// n = 256 * 8 * 65528 (134M elements; lavapipe's storage bindings hold at most 33.5M).
 struct Params { n: u32 }
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
@@ -13,7 +17,18 @@ var<workgroup> part: array<f32, 256>;
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lid: u32) {
     var s = 0.0;
-    for (var i = lid; i < p.n; i = i + WG) {
+    var i = lid;
+    for (; i + 7u * WG < p.n; i = i + 8u * WG) {
+        s = s + x[i];
+        s = s + x[i + 1u * WG];
+        s = s + x[i + 2u * WG];
+        s = s + x[i + 3u * WG];
+        s = s + x[i + 4u * WG];
+        s = s + x[i + 5u * WG];
+        s = s + x[i + 6u * WG];
+        s = s + x[i + 7u * WG];
+    }
+    for (; i < p.n; i = i + WG) {
         s = s + x[i];
     }
     part[lid] = s;

@@ -367,6 +367,22 @@ impl Scalar {
         }
     }
 
+    /// An integer scalar of dtype `dtype` holding `v`; `None` if `dtype` is not an integer
+    /// type or `v` does not fit it.
+    pub fn from_int(dtype: DType, v: i128) -> Option<Scalar> {
+        Some(match dtype {
+            DType::u8 => Scalar::U8(u8::try_from(v).ok()?),
+            DType::i8 => Scalar::I8(i8::try_from(v).ok()?),
+            DType::u16 => Scalar::U16(u16::try_from(v).ok()?),
+            DType::i16 => Scalar::I16(i16::try_from(v).ok()?),
+            DType::u32 => Scalar::U32(u32::try_from(v).ok()?),
+            DType::i32 => Scalar::I32(i32::try_from(v).ok()?),
+            DType::u64 => Scalar::U64(u64::try_from(v).ok()?),
+            DType::i64 => Scalar::I64(i64::try_from(v).ok()?),
+            _ => return None,
+        })
+    }
+
     /// The integer value, for constraint evaluation.
     pub fn as_i128(&self) -> Option<i128> {
         Some(match *self {

@@ -8,12 +8,33 @@
 //!    admissible dims (coordinate descent from an admissible start: the median gets `n = w`,
 //!    i.e. exactly one output), once with dims allowed to reach 0 and once with dims >= 1;
 //!    each shape with every value pattern.
-//! 2. `random`: random admissible shapes (dims log-uniform up to a few hundred, tensors capped
+//! 2. `random`: random admissible shapes (dims log-uniform up to [`MAX_DIM`], tensors capped
 //!    at [`MAX_NUMEL`] elements) with random admissible parameters, each with one pattern.
+//! 3. `large`: at most [`LARGE_SHAPES`] shapes far beyond one workgroup, so that a kernel that
+//!    is right only on small inputs (a reduction that covers one workgroup's share, a
+//!    dispatch, index or loop that breaks past a few thousand elements) is rejected. Each is
+//!    grown from a family-1 shape with every dim >= 1 (shape A from the one with the largest
+//!    integer parameters, shape B from one the seeded generator picks) by doubling one dim at
+//!    a time (`d -> 2d + 1`), then filling each dim up to its limit and making it odd (never
+//!    a multiple of a power-of-two workgroup size: a rank-1 input gets `n = 131_071`).
+//!    Limits: every tensor (inputs and outputs) at most [`LARGE_NUMEL`] elements, and the
+//!    product of all dims and integer parameters at most [`LARGE_WORK`] (a proxy for the
+//!    reference's cost, which runs unoptimised in debug test builds: the median with
+//!    `w = 31` gets `n = 67_649`). A maximises the outputs' order of magnitude, growing the
+//!    dims in turn, then the inputs (`matmul` gets `513 x 15 x 255`: 2044 workgroups of 64);
+//!    B maximises the inputs (a long reduction: `matmul` gets `k = 131_071`). A runs with
+//!    pattern `random`, B with `positive` (no cancellation, so that the `accum` bound
+//!    `k * len * eps * S`, loose at this `len`, is still tight against the result: a lost
+//!    share of the terms cannot hide in it, as it can among mixed signs); one shape that is
+//!    both A and B runs with both. Large cases use only these finite patterns (the edge-value
+//!    patterns are covered by the small families, where a failure is also easier to read).
+//!    Their inputs come from a SplitMix64 stream seeded from the case's seed. A failing large
+//!    case shrinks within the large limits (halving a dim is among the tries).
 //!
 //! Value patterns ([`Pattern`]): random mixed magnitudes, edge values (+0/-0, +-inf,
 //! subnormals, largest and smallest finite), constant, sorted, reverse-sorted, ties and
-//! duplicates, signed zeros, subnormals, extremes; NaN only when the contract declares `nan`.
+//! duplicates, signed zeros, subnormals, extremes; NaN only when the contract declares `nan`;
+//! non-negative random values (large family only).
 //! Admissibility is decided by the op's own plan (`Plan::validate`): a case it refuses is
 //! dropped, never run.
 
@@ -25,12 +46,39 @@ use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// Largest number of elements of any input or output tensor in a generated case.
+/// Largest number of elements of any input or output tensor in a small (`smallest`, `random`)
+/// case.
 pub const MAX_NUMEL: usize = 4096;
-/// Largest dim value the generator tries.
+/// Largest dim value the generator tries in the small families.
 pub const MAX_DIM: i128 = 512;
 /// Random-shape cases per corpus.
 pub const RANDOM_CASES: usize = 40;
+/// Largest number of elements of any input or output tensor in a `large` case (2^17; a rank-1
+/// input gets 131_071 elements: 512 workgroups of 256, 2048 of 64).
+pub const LARGE_NUMEL: usize = 1 << 17;
+/// Largest product of all symbols (dims and integer parameters, each at least 1) of a `large`
+/// case: bounds the reference's work, e.g. `m * k * n` for `matmul`, `n * m` for `conv1d`,
+/// `n * w` for the windowed median.
+pub const LARGE_WORK: u128 = 1 << 21;
+/// Most `large` shapes per corpus.
+pub const LARGE_SHAPES: usize = 2;
+
+/// Size limits of a family.
+#[derive(Clone, Copy, Debug)]
+struct Caps {
+    max_dim: i128,
+    max_numel: usize,
+    max_work: Option<u128>,
+}
+
+const SMALL: Caps = Caps { max_dim: MAX_DIM, max_numel: MAX_NUMEL, max_work: None };
+const LARGE: Caps = Caps { max_dim: LARGE_NUMEL as i128, max_numel: LARGE_NUMEL, max_work: Some(LARGE_WORK) };
+
+/// Element counts of a shape: every input, then every output.
+struct Sizes {
+    inputs: Vec<usize>,
+    outputs: Vec<usize>,
+}
 
 /// How input values are drawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -55,6 +103,9 @@ pub enum Pattern {
     Extremes,
     /// Ordinary values with NaNs (only for ops that declare NaN behaviour).
     Nan,
+    /// Non-negative ordinary values (0 .. 1e3, a few small integers): sums do not cancel.
+    /// Used by the `large` family.
+    Positive,
 }
 
 impl Pattern {
@@ -84,6 +135,7 @@ impl Pattern {
             Pattern::Subnormal => "subnormals",
             Pattern::Extremes => "extremes",
             Pattern::Nan => "NaN",
+            Pattern::Positive => "positive random",
         }
     }
 }
@@ -102,7 +154,7 @@ pub struct Shape {
 pub struct Case {
     /// Position in the corpus.
     pub index: usize,
-    /// Family (`smallest`, `smallest non-empty`, `random`, `shrunk`).
+    /// Family (`smallest`, `smallest non-empty`, `random`, `large`, `shrunk`).
     pub family: &'static str,
     /// Value pattern.
     pub pattern: Pattern,
@@ -225,9 +277,33 @@ impl<'a> Gen<'a> {
             .collect()
     }
 
+    /// Element counts of every input and output for these symbol values, if every dim is a
+    /// non-negative integer.
+    fn sizes(&self, values: &[i128]) -> Option<Sizes> {
+        let env = self.env(values);
+        let inputs = self.input_shapes(values)?.iter().map(|s| numel(s)).collect::<Option<Vec<usize>>>()?;
+        let outputs = self
+            .op
+            .contract
+            .signature
+            .outputs
+            .iter()
+            .map(|o| {
+                o.dims.iter().try_fold(1usize, |n, d| d.eval_map(&env).and_then(|v| usize::try_from(v).ok()).and_then(|v| n.checked_mul(v)))
+            })
+            .collect::<Option<Vec<usize>>>()?;
+        Some(Sizes { inputs, outputs })
+    }
+
     /// Whether symbol values satisfy every constraint, give non-negative dims and stay within
-    /// the size caps. Cheap (no tensors); `Plan::validate` has the last word in [`Gen::build`].
+    /// the small families' size caps. Cheap (no tensors); `Plan::validate` has the last word
+    /// in [`Gen::build`].
     fn admissible(&self, values: &[i128]) -> bool {
+        self.admissible_within(values, SMALL)
+    }
+
+    /// [`Gen::admissible`] under the given caps.
+    fn admissible_within(&self, values: &[i128], caps: Caps) -> bool {
         let env = self.env(values);
         let sig = &self.op.contract.signature;
         for (k, dt) in &self.int_params {
@@ -235,29 +311,21 @@ impl<'a> Gen<'a> {
                 return false;
             }
         }
-        if values[..self.n_dims].iter().any(|v| *v < 0 || *v > MAX_DIM) {
+        let dims = &values[..self.n_dims];
+        if dims.iter().any(|v| *v < 0 || *v > caps.max_dim) {
             return false;
+        }
+        if let Some(max) = caps.max_work {
+            // Dims and integer parameters (a window, a kernel size) alike, each at least 1.
+            if values.iter().try_fold(1u128, |w, v| w.checked_mul((*v).max(1) as u128)).is_none_or(|w| w > max) {
+                return false;
+            }
         }
         if !sig.constraints.iter().all(|c| c.holds(&|s| env.get(s).copied()) == Some(true)) {
             return false;
         }
-        let Some(shapes) = self.input_shapes(values) else { return false };
-        if shapes.iter().any(|s| numel(s).is_none_or(|n| n > MAX_NUMEL)) {
-            return false;
-        }
-        for o in &sig.outputs {
-            let mut n: usize = 1;
-            for d in &o.dims {
-                match d.eval_map(&env).and_then(|v| usize::try_from(v).ok()) {
-                    Some(v) => n = n.saturating_mul(v),
-                    None => return false,
-                }
-            }
-            if n > MAX_NUMEL {
-                return false;
-            }
-        }
-        true
+        let Some(sizes) = self.sizes(values) else { return false };
+        sizes.inputs.iter().chain(&sizes.outputs).all(|n| *n <= caps.max_numel)
     }
 
     /// Candidate boundary values of integer parameter `k`: constraint literals and neighbours,
@@ -329,7 +397,7 @@ impl<'a> Gen<'a> {
         for p in self.op.contract.signature.params() {
             if p.dtype.is_int() {
                 let k = self.syms.iter().position(|s| *s == p.name)?;
-                params.push(int_scalar(shape.syms[k], p.dtype)?);
+                params.push(Scalar::from_int(p.dtype, shape.syms[k])?);
             } else {
                 let v = *shape.float_params.get(fi)?;
                 fi += 1;
@@ -343,7 +411,7 @@ impl<'a> Gen<'a> {
         }
         let refs: Vec<&Tensor> = inputs.iter().collect();
         let bound = self.op.plan.validate(&refs, &params, None).ok()?;
-        if bound.out_shapes.iter().any(|s| numel(s).is_none_or(|n| n > MAX_NUMEL)) {
+        if bound.out_shapes.iter().any(|s| numel(s).is_none_or(|n| n > LARGE_NUMEL)) {
             return None;
         }
         let param_names = self.op.contract.signature.params().map(|p| p.name.clone()).collect();
@@ -439,6 +507,17 @@ impl<'a> Gen<'a> {
                 }
             }
         }
+        // 3. Large shapes (drawn after everything above, so the small families do not depend
+        // on them), each with its finite patterns.
+        let non_empty: Vec<&Shape> = shapes[..boundary].iter().map(|(_, s)| s).filter(|s| s.syms[..self.n_dims].iter().all(|d| *d >= 1)).collect();
+        for (shape, pats) in self.large_shapes(&non_empty, &mut master) {
+            for p in pats {
+                let seed: u64 = master.random();
+                if let Some(c) = self.build("large", &shape, p, seed) {
+                    cases.push(c);
+                }
+            }
+        }
         // Smallest first (stable within equal sizes), so the first failure is the simplest.
         cases.sort_by_key(|c| c.size());
         for (i, c) in cases.iter_mut().enumerate() {
@@ -448,8 +527,105 @@ impl<'a> Gen<'a> {
         Corpus { cases, digest }
     }
 
-    /// Smaller shapes than `shape` to try when shrinking a failing case, nearest first.
+    /// The `large` shapes (see the module doc) with their patterns: A (largest output, pattern
+    /// `random`) grown from the `smallest non-empty` base with the largest integer parameters,
+    /// B (largest inputs, pattern `positive`) from a base picked by `rng`; one shape with both
+    /// patterns when they coincide.
+    fn large_shapes(&self, bases: &[&Shape], rng: &mut ChaCha8Rng) -> Vec<(Shape, Vec<Pattern>)> {
+        if bases.is_empty() {
+            return Vec::new();
+        }
+        let n = self.n_dims;
+        let a_base = bases.iter().max_by(|x, y| x.syms[n..].cmp(&y.syms[n..])).copied();
+        let b_base = bases[rng.random_range(0..bases.len())];
+        // A: the outputs' order of magnitude, then the inputs. B: the inputs, then the outputs.
+        let log2 = |v: usize| v.max(1).ilog2() as usize;
+        let score_a = |s: &Sizes| (log2(s.outputs.iter().sum()), s.inputs.iter().sum::<usize>());
+        let score_b = |s: &Sizes| (s.inputs.iter().sum::<usize>(), s.outputs.iter().sum::<usize>());
+        let mut out: Vec<(Shape, Vec<Pattern>)> = Vec::new();
+        let grown = [
+            (a_base.and_then(|b| self.grow(b, &score_a)), Pattern::Random),
+            (self.grow(b_base, &score_b), Pattern::Positive),
+        ];
+        for (shape, pattern) in grown {
+            let Some(shape) = shape else { continue };
+            if let Some((_, pats)) = out.iter_mut().find(|(s, _)| s.syms == shape.syms) {
+                pats.push(pattern);
+            } else if out.len() < LARGE_SHAPES {
+                out.push((shape, vec![pattern]));
+            }
+        }
+        out
+    }
+
+    /// Grows `base` within the large caps: doubles (`d -> 2d + 1`) the dim whose doubling
+    /// improves `score` most, while any does; then fills each dim up to the largest value that
+    /// stays admissible without lowering the score, and makes it odd where admissible. `None`
+    /// when nothing exceeds the small caps.
+    fn grow(&self, base: &Shape, score: &dyn Fn(&Sizes) -> (usize, usize)) -> Option<Shape> {
+        let adm = |v: &[i128]| self.admissible_within(v, LARGE);
+        let score_of = |v: &[i128]| self.sizes(v).map(|s| score(&s));
+        let mut cur = base.syms.clone();
+        if !adm(&cur) {
+            return None;
+        }
+        let mut best = score_of(&cur)?;
+        loop {
+            // Among the doublings that improve the score: the best first component, then the
+            // smallest dim (balanced growth: `matmul`'s `m` and `n` take turns), then the best
+            // second component.
+            let mut next: Option<(usize, (usize, i128, usize))> = None;
+            for k in 0..self.n_dims {
+                let mut c = cur.clone();
+                c[k] = c[k] * 2 + 1;
+                if !adm(&c) {
+                    continue;
+                }
+                let Some(s) = score_of(&c) else { continue };
+                let key = (s.0, -cur[k], s.1);
+                if s > best && next.is_none_or(|(_, t)| key > t) {
+                    next = Some((k, key));
+                }
+            }
+            let Some((k, (s0, _, s1))) = next else { break };
+            cur[k] = cur[k] * 2 + 1;
+            best = (s0, s1);
+        }
+        for k in 0..self.n_dims {
+            // Largest admissible value in [cur, 2 cur + 1] that keeps the score (bisection).
+            let (mut lo, mut hi) = (cur[k], cur[k] * 2 + 2);
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                let mut c = cur.clone();
+                c[k] = mid;
+                if adm(&c) && score_of(&c).is_some_and(|s| s >= best) {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            cur[k] = lo;
+            best = score_of(&cur)?;
+            if cur[k] % 2 == 0 && cur[k] > 0 {
+                let mut c = cur.clone();
+                c[k] -= 1;
+                if adm(&c) {
+                    cur = c;
+                    best = score_of(&cur)?;
+                }
+            }
+        }
+        let sizes = self.sizes(&cur)?;
+        if sizes.inputs.iter().chain(&sizes.outputs).all(|n| *n <= MAX_NUMEL) {
+            return None;
+        }
+        Some(Shape { syms: cur, float_params: base.float_params.clone() })
+    }
+
+    /// Smaller shapes than `shape` to try when shrinking a failing case, nearest first. A
+    /// `large` shape shrinks within the large caps (halving), a small one within the small caps.
     pub(crate) fn shrink_candidates(&self, shape: &Shape) -> Vec<Shape> {
+        let caps = if self.admissible(&shape.syms) { SMALL } else { LARGE };
         let mut out = Vec::new();
         for k in 0..self.syms.len() {
             let v = shape.syms[k];
@@ -460,7 +636,7 @@ impl<'a> Gen<'a> {
             for t in tries {
                 let mut s = shape.clone();
                 s.syms[k] = t;
-                if self.admissible(&s.syms) {
+                if self.admissible_within(&s.syms, caps) {
                     out.push(s);
                 }
             }
@@ -474,22 +650,9 @@ fn numel(s: &[usize]) -> Option<usize> {
 }
 
 fn fits(v: i128, dt: DType) -> bool {
-    int_scalar(v, dt).is_some()
+    Scalar::from_int(dt, v).is_some()
 }
 
-fn int_scalar(v: i128, dt: DType) -> Option<Scalar> {
-    Some(match dt {
-        DType::u8 => Scalar::U8(u8::try_from(v).ok()?),
-        DType::i8 => Scalar::I8(i8::try_from(v).ok()?),
-        DType::u16 => Scalar::U16(u16::try_from(v).ok()?),
-        DType::i16 => Scalar::I16(i16::try_from(v).ok()?),
-        DType::u32 => Scalar::U32(u32::try_from(v).ok()?),
-        DType::i32 => Scalar::I32(i32::try_from(v).ok()?),
-        DType::u64 => Scalar::U64(u64::try_from(v).ok()?),
-        DType::i64 => Scalar::I64(i64::try_from(v).ok()?),
-        _ => return None,
-    })
-}
 
 /// Float limits of a dtype: largest finite, smallest positive normal, smallest and largest
 /// subnormal (f32's for non-float dtypes, whose conversion saturates anyway).
@@ -541,8 +704,40 @@ fn edge(rng: &mut ChaCha8Rng, l: Limits) -> f64 {
     edge[rng.random_range(0..edge.len())]
 }
 
+/// SplitMix64, the per-element generator of tensors beyond [`MAX_NUMEL`] (seeded from the
+/// case's ChaCha stream): ChaCha costs ~250 ns a draw in an unoptimised test build, which
+/// would make a `large` case's inputs cost more than running it.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// What [`ordinary`] draws, from one 64-bit draw: a small integer in -4..=4 one time in
+    /// five, else a sign times 10^u, u uniform in [-3, 3).
+    fn ordinary(&mut self) -> f64 {
+        let z = self.next();
+        if z.is_multiple_of(5) {
+            return ((z >> 8) % 9) as f64 - 4.0;
+        }
+        let u = (z >> 11) as f64 / (1u64 << 53) as f64;
+        let sign = if z & 2 == 0 { 1.0 } else { -1.0 };
+        sign * 10f64.powf(6.0 * u - 3.0)
+    }
+}
+
 /// `n` values (as f64, converted to the input's dtype afterwards) following `pattern`.
 pub(crate) fn values(pattern: Pattern, n: usize, rng: &mut ChaCha8Rng, dtype: DType) -> Vec<f64> {
+    if n > MAX_NUMEL && matches!(pattern, Pattern::Random | Pattern::Positive) {
+        let mut fast = SplitMix(rng.random());
+        let abs = pattern == Pattern::Positive;
+        return (0..n).map(|_| fast.ordinary()).map(|v| if abs { v.abs() } else { v }).collect();
+    }
     let l = limits(dtype);
     let mut v: Vec<f64> = match pattern {
         Pattern::Random => (0..n).map(|_| ordinary(rng)).collect(),
@@ -588,6 +783,7 @@ pub(crate) fn values(pattern: Pattern, n: usize, rng: &mut ChaCha8Rng, dtype: DT
             })
             .collect(),
         Pattern::Nan => (0..n).map(|_| if rng.random_bool(0.3) { f64::NAN } else { ordinary(rng) }).collect(),
+        Pattern::Positive => (0..n).map(|_| ordinary(rng).abs()).collect(),
     };
     match pattern {
         Pattern::Sorted => v.sort_by(f64::total_cmp),
@@ -643,4 +839,74 @@ pub fn corpus_digest(cases: &[Case]) -> [u8; 32] {
         }
     }
     *h.finalize().as_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Registry;
+
+    fn gen_corpus(reg: &Registry, name: &str) -> Corpus {
+        Gen::new(&reg.lookup(name).expect("built-in").op()).corpus()
+    }
+
+    #[test]
+    fn every_builtin_gets_large_cases_far_beyond_one_workgroup_within_the_caps() {
+        let reg = Registry::with_builtins();
+        for op in reg.ops() {
+            let gen = Gen::new(&op);
+            let corpus = gen.corpus();
+            let large: Vec<&Case> = corpus.cases.iter().filter(|c| c.family == "large").collect();
+            assert!((1..=2 * LARGE_SHAPES).contains(&large.len()), "{}: {} large cases", op.id, large.len());
+            assert!(large.iter().any(|c| c.pattern == Pattern::Positive) && large.iter().any(|c| c.pattern == Pattern::Random), "{}", op.id);
+            for c in &large {
+                let numels: Vec<usize> = c.inputs.iter().map(Tensor::numel).collect();
+                assert!(numels.iter().any(|n| *n > 16 * 256), "{}: {c} is not large", op.id);
+                assert!(numels.iter().all(|n| *n <= LARGE_NUMEL), "{}: {c}", op.id);
+                assert!(gen.admissible_within(&c.shape.syms, LARGE) && !gen.admissible(&c.shape.syms), "{}: {c}", op.id);
+                for t in &c.inputs {
+                    let v = t.data().to_f64_vec().expect("floats");
+                    assert!(v.iter().all(|x| x.is_finite()), "{}: non-finite values in {c}", op.id);
+                    assert!(c.pattern != Pattern::Positive || v.iter().all(|x| *x >= 0.0), "{}: {c}", op.id);
+                    if let [n] = t.shape() {
+                        assert!(*n <= 16 || n % 2 == 1, "{}: rank-1 length {n} is even in {c}", op.id);
+                    }
+                }
+            }
+            // The small families keep their caps, and come first.
+            let first_large = corpus.cases.iter().position(|c| c.family == "large").expect("large");
+            assert!(corpus.cases[..first_large].iter().all(|c| c.inputs.iter().all(|t| t.numel() <= MAX_NUMEL)), "{}", op.id);
+            assert!(corpus.cases[first_large..].iter().all(|c| c.family == "large"), "{}", op.id);
+        }
+        let sum = gen_corpus(&reg, "builtin/sum");
+        assert!(sum.cases.iter().filter(|c| c.family == "large").all(|c| c.sym("n") == Some(131_071)));
+        // matmul: a large output (many workgroups, every dim > 1) and a long reduction.
+        let mm = gen_corpus(&reg, "builtin/matmul");
+        let dims = |c: &Case| [c.sym("m").unwrap(), c.sym("k").unwrap(), c.sym("n").unwrap()];
+        let large: Vec<[i128; 3]> = mm.cases.iter().filter(|c| c.family == "large").map(dims).collect();
+        assert!(large.iter().any(|[m, k, n]| m * n > 64 * 1000 && *k > 1), "{large:?}");
+        assert!(large.iter().any(|[_, k, _]| *k > 65_535), "{large:?}");
+        let conv = gen_corpus(&reg, "builtin/conv1d");
+        assert!(conv.cases.iter().any(|c| c.family == "large" && c.sym("n").unwrap() - c.sym("m").unwrap() >= 64 * 1000 && c.sym("m").unwrap() > 1));
+    }
+
+    #[test]
+    fn large_shapes_shrink_within_the_large_caps() {
+        let reg = Registry::with_builtins();
+        let op = reg.lookup("builtin/matmul").expect("built-in").op();
+        let gen = Gen::new(&op);
+        let corpus = gen.corpus();
+        let big = corpus.cases.iter().find(|c| c.family == "large").expect("a large case");
+        let cands = gen.shrink_candidates(&big.shape);
+        assert!(!cands.is_empty());
+        for s in &cands {
+            assert!(gen.admissible_within(&s.syms, LARGE), "{:?}", s.syms);
+            assert!(s.syms.iter().zip(&big.shape.syms).all(|(a, b)| a <= b) && s.syms != big.shape.syms, "{:?}", s.syms);
+        }
+        // Halving is among them, so a large failure shrinks to one still beyond the small caps.
+        assert!(cands.iter().any(|s| !gen.admissible(&s.syms)));
+        // A small shape shrinks within the small caps.
+        let small = corpus.cases.iter().rev().find(|c| c.family == "random").expect("a random case");
+        assert!(gen.shrink_candidates(&small.shape).iter().all(|s| gen.admissible(&s.syms)));
+    }
 }

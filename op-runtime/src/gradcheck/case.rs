@@ -105,19 +105,6 @@ pub(crate) struct Binding {
     pub shapes: Vec<Vec<usize>>,
 }
 
-fn int_scalar(d: DType, v: i64) -> Option<Scalar> {
-    Some(match d {
-        DType::u8 => Scalar::U8(u8::try_from(v).ok()?),
-        DType::i8 => Scalar::I8(i8::try_from(v).ok()?),
-        DType::u16 => Scalar::U16(u16::try_from(v).ok()?),
-        DType::i16 => Scalar::I16(i16::try_from(v).ok()?),
-        DType::u32 => Scalar::U32(u32::try_from(v).ok()?),
-        DType::i32 => Scalar::I32(i32::try_from(v).ok()?),
-        DType::u64 => Scalar::U64(u64::try_from(v).ok()?),
-        DType::i64 => Scalar::I64(v),
-        _ => return None,
-    })
-}
 
 fn eval_dim(e: &Expr, env: &BTreeMap<String, i128>) -> Option<usize> {
     e.eval_map(env).and_then(|v| usize::try_from(v).ok())
@@ -173,7 +160,7 @@ fn sample(op: &RegisteredOp, rng: &mut Rng) -> Option<Binding> {
                 Scalar::Bool(rng.unit() < 0.5)
             } else {
                 let lo = if matches!(p.dtype, DType::i8 | DType::i16 | DType::i32 | DType::i64) { -8 } else { 0 };
-                match int_scalar(p.dtype, rng.range(lo, phi)) {
+                match Scalar::from_int(p.dtype, rng.range(lo, phi) as i128) {
                     Some(s) => s,
                     None => {
                         ok = false;
