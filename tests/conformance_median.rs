@@ -15,65 +15,44 @@ use op_runtime::conformance::{self, ConformanceFailure, Fault};
 use op_runtime::receipt::{Receipt, ReceiptError};
 use op_runtime::{op, BackendKind, CallOptions, OpHandle, Real, Scalar, Tensor};
 
-/// Deliberately broken windowed median: the guard `i >= p.n - p.w` (the last window is never written). Same reference as the good one.
-#[op(
-    name = "test/broken/median_guard_minus", version = 1,
-    signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
-    category = selection, tolerance = exact, backward = none,
-    kernel(wgsl = "kernels/broken/median_guard_minus.wgsl", bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1),
-    license = "MIT",
-)]
-pub fn median_guard_minus<T: Real>(x: &[T], w: u32) -> Vec<T> {
-    median::windowed_median(x, w)
+/// The broken variants share the good op's contract and reference; only the kernel differs.
+/// (`#[op]` inside `macro_rules!` expands hygienically.)
+macro_rules! broken_median {
+    ($(#[$doc:meta])* $fn_name:ident, $op_name:literal, $kernel:literal) => {
+        $(#[$doc])*
+        #[op(
+            name = $op_name, version = 1,
+            signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
+            category = selection, tolerance = exact, backward = none,
+            kernel(wgsl = $kernel, bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1),
+            license = "MIT",
+        )]
+        pub fn $fn_name<T: Real>(x: &[T], w: u32) -> Vec<T> {
+            median::windowed_median(x, w)
+        }
+    };
 }
 
-/// Deliberately broken windowed median: windows read `x[i + j + 1]`. Same reference as the good one.
-#[op(
-    name = "test/broken/median_off_by_one_read", version = 1,
-    signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
-    category = selection, tolerance = exact, backward = none,
-    kernel(wgsl = "kernels/broken/median_off_by_one_read.wgsl", bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1),
-    license = "MIT",
-)]
-pub fn median_off_by_one_read<T: Real>(x: &[T], w: u32) -> Vec<T> {
-    median::windowed_median(x, w)
-}
-
-/// Deliberately broken windowed median: the guard `i > p.n - p.w + 1u` lets one invocation write past the end. Same reference as the good one.
-#[op(
-    name = "test/broken/median_write_past_end", version = 1,
-    signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
-    category = selection, tolerance = exact, backward = none,
-    kernel(wgsl = "kernels/broken/median_write_past_end.wgsl", bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1),
-    license = "MIT",
-)]
-pub fn median_write_past_end<T: Real>(x: &[T], w: u32) -> Vec<T> {
-    median::windowed_median(x, w)
-}
-
-/// Deliberately broken windowed median: selects `win[(w + 1) / 2]`. Same reference as the good one.
-#[op(
-    name = "test/broken/median_wrong_middle", version = 1,
-    signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
-    category = selection, tolerance = exact, backward = none,
-    kernel(wgsl = "kernels/broken/median_wrong_middle.wgsl", bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1),
-    license = "MIT",
-)]
-pub fn median_wrong_middle<T: Real>(x: &[T], w: u32) -> Vec<T> {
-    median::windowed_median(x, w)
-}
-
-/// Deliberately broken windowed median: sorts by plain float `>` (-0 and +0 tie). Same reference as the good one.
-#[op(
-    name = "test/broken/median_plain_compare", version = 1,
-    signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
-    category = selection, tolerance = exact, backward = none,
-    kernel(wgsl = "kernels/broken/median_plain_compare.wgsl", bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1),
-    license = "MIT",
-)]
-pub fn median_plain_compare<T: Real>(x: &[T], w: u32) -> Vec<T> {
-    median::windowed_median(x, w)
-}
+broken_median!(
+    /// Deliberately broken windowed median: the guard `i >= p.n - p.w` (the last window is never written). Same reference as the good one.
+    median_guard_minus, "test/broken/median_guard_minus", "kernels/broken/median_guard_minus.wgsl"
+);
+broken_median!(
+    /// Deliberately broken windowed median: windows read `x[i + j + 1]`. Same reference as the good one.
+    median_off_by_one_read, "test/broken/median_off_by_one_read", "kernels/broken/median_off_by_one_read.wgsl"
+);
+broken_median!(
+    /// Deliberately broken windowed median: the guard `i > p.n - p.w + 1u` lets one invocation write past the end. Same reference as the good one.
+    median_write_past_end, "test/broken/median_write_past_end", "kernels/broken/median_write_past_end.wgsl"
+);
+broken_median!(
+    /// Deliberately broken windowed median: selects `win[(w + 1) / 2]`. Same reference as the good one.
+    median_wrong_middle, "test/broken/median_wrong_middle", "kernels/broken/median_wrong_middle.wgsl"
+);
+broken_median!(
+    /// Deliberately broken windowed median: sorts by plain float `>` (-0 and +0 tie). Same reference as the good one.
+    median_plain_compare, "test/broken/median_plain_compare", "kernels/broken/median_plain_compare.wgsl"
+);
 
 /// Whether wgpu can run here; prints why not (or fails under `OP_REQUIRE_GPU_ADAPTER=1`).
 fn wgpu_available() -> bool {
