@@ -12,6 +12,8 @@ use op_runtime::{op, Real};
     subgradient = "cotangent routed to the selected element",
     kernel(wgsl = "kernels/windowed_median.wgsl",
            bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1),
+    kernel(cuda = "kernels/windowed_median.cu",
+           bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1, block = 128),
     license = "MIT",
 )]
 pub fn windowed_median<T: Real>(x: &[T], w: u32) -> Vec<T> {
