@@ -81,6 +81,32 @@ struct OutputPlan {
     dims: Vec<(IExpr, String)>,
 }
 
+/// What validation needs of an input: its dtype and shape.
+pub trait Operand {
+    /// The element type.
+    fn dtype(&self) -> DType;
+    /// The shape.
+    fn shape(&self) -> &[usize];
+}
+
+impl Operand for &Tensor {
+    fn dtype(&self) -> DType {
+        Tensor::dtype(self)
+    }
+    fn shape(&self) -> &[usize] {
+        Tensor::shape(self)
+    }
+}
+
+impl Operand for (DType, &[usize]) {
+    fn dtype(&self) -> DType {
+        self.0
+    }
+    fn shape(&self) -> &[usize] {
+        self.1
+    }
+}
+
 /// An op's compiled validation rules.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -163,8 +189,10 @@ impl Plan {
         self.inputs.len()
     }
 
-    /// Validates a call. `float_as` lets gradcheck pass f64 tensors for float inputs.
-    pub fn validate(&self, inputs: &[&Tensor], params: &[Scalar], float_as: Option<DType>) -> Result<Bound, DispatchError> {
+    /// Validates a call from its tensors, or from dtypes and shapes alone (the planner, which
+    /// must not allocate): one set of rules for both. `float_as` lets gradcheck pass f64 for
+    /// float inputs.
+    pub fn validate<S: Operand>(&self, inputs: &[S], params: &[Scalar], float_as: Option<DType>) -> Result<Bound, DispatchError> {
         let op = &self.op;
         if inputs.len() != self.inputs.len() {
             return Err(DispatchError::InputCount {

@@ -5,8 +5,7 @@
 use crate::error::DispatchError;
 use crate::registry::RegisteredOp;
 use crate::tensor::{checked_numel, Scalar};
-use op_spec::contract::{DType, ShapeClass};
-use std::collections::BTreeMap;
+use op_spec::contract::DType;
 use std::fmt;
 
 /// Output dtypes and shapes of one op application, inferred without data.
@@ -25,126 +24,11 @@ pub(crate) fn run_dtype(declared: DType, float_as: Option<DType>) -> DType {
     }
 }
 
-/// Validates a call from dtypes and shapes alone (the same rules as `Plan::validate`, which
-/// needs built tensors) and computes the output shapes. Only `static` shape classes plan.
+/// Validates a call from dtypes and shapes alone (`Plan::validate`, without tensors) and
+/// computes the output dtypes and shapes. Only `static` shape classes plan.
 pub fn infer(op: &RegisteredOp, inputs: &[(DType, &[usize])], params: &[Scalar], float_as: Option<DType>) -> Result<Inferred, DispatchError> {
-    let id = &op.id;
-    let sig = &op.contract.signature;
-    let tins: Vec<_> = sig.inputs().collect();
-    let tparams: Vec<_> = sig.params().collect();
-    if inputs.len() != tins.len() {
-        return Err(DispatchError::InputCount {
-            op: id.clone(),
-            expected: tins.len(),
-            found: inputs.len(),
-            names: tins.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", "),
-        });
-    }
-    if params.len() != tparams.len() {
-        return Err(DispatchError::ParamCount {
-            op: id.clone(),
-            expected: tparams.len(),
-            found: params.len(),
-            names: tparams.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", "),
-        });
-    }
-    let mut env: BTreeMap<String, i128> = BTreeMap::new();
-    let mut bound_by: BTreeMap<String, String> = BTreeMap::new();
-    for (p, s) in tparams.iter().zip(params) {
-        let want = run_dtype(p.dtype, float_as);
-        if s.dtype() != want && !(p.dtype.is_float() && s.dtype().is_float()) {
-            return Err(DispatchError::ParamDType { op: id.clone(), param: p.name.clone(), expected: want, found: s.dtype() });
-        }
-        if let Some(v) = s.as_i128() {
-            env.insert(p.name.clone(), v);
-        }
-    }
-    for (t, (dtype, shape)) in tins.iter().zip(inputs) {
-        let want = run_dtype(t.dtype, float_as);
-        if *dtype != want {
-            return Err(DispatchError::InputDType { op: id.clone(), input: t.name.clone(), expected: want, found: *dtype });
-        }
-        if shape.len() != t.dims.len() {
-            let dims = format!("[{}]", t.dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "));
-            return Err(DispatchError::InputRank { op: id.clone(), input: t.name.clone(), expected: t.dims.len(), dims, found: shape.to_vec() });
-        }
-        for (axis, d) in t.dims.iter().enumerate() {
-            if let op_spec::contract::Expr::Sym(s) = d {
-                let got = shape[axis] as i128;
-                match env.get(s) {
-                    None => {
-                        env.insert(s.clone(), got);
-                        bound_by.insert(s.clone(), format!("input `{}` axis {axis}", t.name));
-                    }
-                    Some(v) if *v != got => {
-                        return Err(DispatchError::DimMismatch {
-                            op: id.clone(),
-                            input: t.name.clone(),
-                            axis,
-                            dim: s.clone(),
-                            expected: *v,
-                            bound_by: bound_by.get(s).cloned().unwrap_or_else(|| format!("parameter `{s}`")),
-                            found: shape[axis],
-                        });
-                    }
-                    Some(_) => {}
-                }
-            }
-        }
-    }
-    for (t, (_, shape)) in tins.iter().zip(inputs) {
-        for (axis, d) in t.dims.iter().enumerate() {
-            if matches!(d, op_spec::contract::Expr::Sym(_)) {
-                continue;
-            }
-            let want = d.eval_map(&env);
-            if want != Some(shape[axis] as i128) {
-                return Err(DispatchError::DimMismatch {
-                    op: id.clone(),
-                    input: t.name.clone(),
-                    axis,
-                    dim: d.to_string(),
-                    expected: want.unwrap_or(-1),
-                    bound_by: "the signature".to_string(),
-                    found: shape[axis],
-                });
-            }
-        }
-    }
-    for c in &sig.constraints {
-        if c.holds(&|s| env.get(s).copied()) != Some(true) {
-            let mut used: Vec<&str> = Vec::new();
-            c.terms.iter().for_each(|t| t.symbols(&mut used));
-            used.sort_unstable();
-            used.dedup();
-            let values = used.iter().filter_map(|s| env.get(*s).map(|v| format!("{s} = {v}"))).collect::<Vec<_>>().join(", ");
-            return Err(DispatchError::Constraint { op: id.clone(), constraint: c.to_string(), values });
-        }
-    }
-    match &sig.shape_class {
-        ShapeClass::Static => {}
-        ShapeClass::Bounded(e) => return Err(DispatchError::DynamicShape { op: id.clone(), class: format!("bounded({e})") }),
-        ShapeClass::Dynamic => return Err(DispatchError::DynamicShape { op: id.clone(), class: "dynamic".into() }),
-    }
-    let mut outputs = Vec::with_capacity(sig.outputs.len());
-    for o in &sig.outputs {
-        let mut shape = Vec::with_capacity(o.dims.len());
-        for d in &o.dims {
-            let v = d.eval_map(&env);
-            match v.and_then(|v| usize::try_from(v).ok()) {
-                Some(v) => shape.push(v),
-                None => {
-                    return Err(DispatchError::OutputShape {
-                        op: id.clone(),
-                        output: o.name.clone(),
-                        expr: d.to_string(),
-                        value: v.map(|v| v.to_string()).unwrap_or_else(|| "undefined".into()),
-                    })
-                }
-            }
-        }
-        outputs.push((run_dtype(o.dtype, float_as), shape));
-    }
+    let bound = op.plan.validate(inputs, params, float_as)?;
+    let outputs = op.contract.signature.outputs.iter().zip(bound.out_shapes).map(|(o, shape)| (run_dtype(o.dtype, float_as), shape)).collect();
     Ok(Inferred { outputs })
 }
 
