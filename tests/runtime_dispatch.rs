@@ -175,8 +175,8 @@ fn builtin_and_user_provenance_entries_have_identical_form() {
     let jb: serde_json::Value = serde_json::to_value(&pb).unwrap();
     let keys = |j: &serde_json::Value| j.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
     assert_eq!(keys(&ju), keys(&jb));
-    assert_eq!(pu.op, "user/example/windowed_median@1");
-    assert_eq!(pb.op, "builtin/add@1");
+    assert_eq!(&*pu.op, "user/example/windowed_median@1");
+    assert_eq!(&*pb.op, "builtin/add@1");
     assert_eq!(pu.content_hash, median::windowed_median::DECL.hash);
     assert_eq!(pu.device, pb.device);
 }

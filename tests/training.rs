@@ -122,7 +122,7 @@ fn a_pipeline_of_builtin_and_user_ops_trains_with_sgd() {
     }
     assert!(losses[losses.len() - 1] < 0.5 * losses[0], "{losses:?}");
     // Forward through dispatch: one provenance entry per op, in order.
-    let ops: Vec<&str> = prov.entries.iter().map(|e| e.op.as_str()).collect();
+    let ops: Vec<&str> = prov.entries.iter().map(|e| &*e.op).collect();
     assert_eq!(ops, ["builtin/conv1d@1", "user/example/windowed_median@1", "builtin/mse_loss@1"]);
 }
 
@@ -164,7 +164,7 @@ fn composite_ops_train_through_their_graph() {
         assert!((gx - want).abs() < 1e-5, "{got:?}");
     }
     // Forward ran the op itself; backward rematerialised its graph (recorded in provenance too).
-    let ops: Vec<&str> = run.provenance.entries.iter().map(|e| e.op.as_str()).collect();
+    let ops: Vec<&str> = run.provenance.entries.iter().map(|e| &*e.op).collect();
     assert_eq!(ops, ["test/train/smooth_abs@1", "builtin/sum@1", "builtin/scale@1", "builtin/tanh@1", "builtin/mul@1"]);
     // The planner counts the composite's rematerialised intermediates.
     let plan = t.plan();
@@ -240,7 +240,7 @@ fn every_run_yields_a_provenance_record_where_user_and_builtin_ops_look_alike() 
     println!("{prov}");
     assert_eq!(prov.entries.len(), 3);
     for (e, r) in prov.entries.iter().zip(&receipts) {
-        assert_eq!(e.op, r.op);
+        assert_eq!(&*e.op, r.op.as_str());
         assert_eq!(op_runtime_hex(&e.content_hash), r.content_hash);
         assert_eq!(e.backend, BackendKind::Reference);
         assert_eq!(e.receipt.as_deref(), Some(r.digest.as_str()));

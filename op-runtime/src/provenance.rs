@@ -31,7 +31,7 @@ mod hex32 {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ProvenanceEntry {
     /// `name@version`.
-    pub op: String,
+    pub op: Arc<str>,
     /// The op's content hash.
     #[serde(with = "hex32")]
     pub content_hash: [u8; 32],
@@ -45,7 +45,7 @@ pub struct ProvenanceEntry {
 
 impl ProvenanceEntry {
     pub(crate) fn new(op: &RegisteredOp, backend: BackendKind, device: Arc<DeviceProfile>) -> Self {
-        ProvenanceEntry { op: op.id.clone(), content_hash: op.hash, backend, device, receipt: None }
+        ProvenanceEntry { op: op.id_shared.clone(), content_hash: op.hash, backend, device, receipt: None }
     }
 }
 

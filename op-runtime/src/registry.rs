@@ -33,6 +33,8 @@ pub struct RegisteredOp {
     pub hash: [u8; 32],
     /// `name@version`.
     pub id: String,
+    /// `name@version`, shared (provenance entries point at it instead of copying).
+    pub id_shared: Arc<str>,
     /// Compiled validation rules.
     pub plan: Plan,
     /// Built-in or user.
@@ -57,7 +59,8 @@ impl RegisteredOp {
         }
         let plan = Plan::new(&contract).map_err(|reason| KernelRegistrationError::BadContract { op: id.clone(), reason })?;
         let source = if contract.name.starts_with("builtin/") { OpSource::Builtin } else { OpSource::User };
-        Ok(RegisteredOp { decl, contract, hash: actual, id, plan, source })
+        let id_shared: Arc<str> = Arc::from(id.as_str());
+        Ok(RegisteredOp { decl, contract, hash: actual, id, id_shared, plan, source })
     }
 
     /// Lowercase hex of the content hash.

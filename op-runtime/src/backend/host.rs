@@ -26,12 +26,12 @@ pub(crate) fn run_forward(shim: ShimFn, req: &ExecRequest<'_>) -> Result<Vec<Ten
         grads: Vec::new(),
     };
     shim(&mut call).map_err(|e| e.0)?;
-    let mut outs = Vec::with_capacity(call.outputs.len());
-    for (i, o) in call.outputs.into_iter().enumerate() {
-        let t = o.ok_or_else(|| format!("op `{}`: output {i} was not produced", op.id))?;
-        outs.push(pad_with_canaries(t, req.guard)?);
-    }
-    Ok(outs)
+    // Collected in place (same layout), so no second allocation.
+    call.outputs
+        .into_iter()
+        .enumerate()
+        .map(|(i, o)| pad_with_canaries(o.ok_or_else(|| format!("op `{}`: output {i} was not produced", op.id))?, req.guard))
+        .collect()
 }
 
 struct ShimPrepared {

@@ -264,7 +264,7 @@ impl Tape {
 
     fn attach_receipt(&self, e: &mut ProvenanceEntry) {
         let hash = op_spec::canon::hex(&e.content_hash);
-        if let Some(r) = self.receipts.iter().find(|r| r.content_hash == hash && r.backend == e.backend && r.device == *e.device && r.op == e.op) {
+        if let Some(r) = self.receipts.iter().find(|r| r.content_hash == hash && r.backend == e.backend && r.device == *e.device && *r.op == *e.op) {
             e.receipt = Some(r.digest.clone());
         }
     }
