@@ -8,36 +8,104 @@ use thiserror::Error;
 /// Creating or reading a tensor.
 #[derive(Debug, Clone, Error, PartialEq)]
 pub enum TensorError {
+    /// The dtype name is unknown or refused.
     #[error("dtype `{dtype}` is not supported: {why}")]
-    UnsupportedDType { dtype: String, why: String },
+    UnsupportedDType {
+        /// The dtype name as given.
+        dtype: String,
+        /// Why it is refused.
+        why: String,
+    },
+    /// The byte count does not fit the dtype (or the shape).
     #[error("{bytes} bytes is not a whole number of `{dtype}` elements{}", .elements.map(|n| format!(" for {n} elements")).unwrap_or_default())]
-    ByteLength { dtype: DType, bytes: usize, elements: Option<usize> },
+    ByteLength {
+        /// The element type.
+        dtype: DType,
+        /// The number of bytes given.
+        bytes: usize,
+        /// The element count the shape asks for, when known.
+        elements: Option<usize>,
+    },
+    /// A `bool` element is neither 0 nor 1.
     #[error("byte {byte} at index {index} is not a bool (0 or 1)")]
-    InvalidBool { index: usize, byte: u8 },
+    InvalidBool {
+        /// The element's index.
+        index: usize,
+        /// The byte found.
+        byte: u8,
+    },
+    /// The element count does not match the shape.
     #[error("shape {shape:?} holds a different number of elements than the {elements} given")]
-    ShapeMismatch { shape: Vec<usize>, elements: usize },
+    ShapeMismatch {
+        /// The requested shape.
+        shape: Vec<usize>,
+        /// The number of elements given.
+        elements: usize,
+    },
+    /// The shape's element (or byte) count overflows `usize`.
     #[error("shape {shape:?} overflows usize")]
-    ShapeOverflow { shape: Vec<usize> },
+    ShapeOverflow {
+        /// The requested shape.
+        shape: Vec<usize>,
+    },
+    /// The tensor was read as another dtype.
     #[error("expected a `{expected}` tensor, found `{found}`")]
-    DTypeMismatch { expected: DType, found: DType },
+    DTypeMismatch {
+        /// The dtype asked for.
+        expected: DType,
+        /// The tensor's dtype.
+        found: DType,
+    },
 }
 
 /// Registering an op.
 #[derive(Debug, Clone, Error, PartialEq)]
 pub enum KernelRegistrationError {
+    /// `name@version` is registered with a different content hash.
     #[error(
         "op `{op}` is already registered with different content (registered {old}, new {new}); \
          bump the version (`version = N+1`) or register it under a new name"
     )]
-    ContentChanged { op: String, old: String, new: String },
+    ContentChanged {
+        /// The op's `name@version`.
+        op: String,
+        /// Content hash of the registered op (hex).
+        old: String,
+        /// Content hash of the new declaration (hex).
+        new: String,
+    },
+    /// The compile-time hash differs from the one recomputed at load.
     #[error("op `{op}`: its compile-time identity {declared} does not match its content {actual} (a stale or tampered build); rebuild the crate")]
-    IdentityMismatch { op: String, declared: String, actual: String },
+    IdentityMismatch {
+        /// The op's `name@version`.
+        op: String,
+        /// The hash computed at compile time (hex).
+        declared: String,
+        /// The hash recomputed from the embedded content (hex).
+        actual: String,
+    },
+    /// The embedded contract does not parse, or cannot be planned.
     #[error("op `{op}`: its embedded contract cannot be read: {reason}")]
-    BadContract { op: String, reason: String },
+    BadContract {
+        /// The op's `name@version`, or its Rust name when the contract JSON does not parse.
+        op: String,
+        /// Why it cannot be read.
+        reason: String,
+    },
+    /// `replace` of an op that is not registered.
     #[error("op `{op}` is not registered, so there is nothing to replace; use `register`")]
-    NotRegistered { op: String },
+    NotRegistered {
+        /// The op's `name@version`.
+        op: String,
+    },
+    /// After `replace`, the slot was not found holding the new content.
     #[error("op `{op}`: replace verification failed: {reason}")]
-    ReplaceUnverified { op: String, reason: String },
+    ReplaceUnverified {
+        /// The op's `name@version`.
+        op: String,
+        /// What the verification found.
+        reason: String,
+    },
 }
 
 /// A kernel that failed to build on a backend. Nothing falls back silently: the error keeps the
@@ -45,9 +113,13 @@ pub enum KernelRegistrationError {
 #[derive(Debug, Clone, Error, PartialEq)]
 #[error("op `{op}`: the {backend} kernel failed to build: {cause}; remaining backends for this op: {}", list(.remaining))]
 pub struct KernelCompilationError {
+    /// The op's `name@version`.
     pub op: String,
+    /// The backend whose kernel failed.
     pub backend: BackendKind,
+    /// The backend's error.
     pub cause: String,
+    /// Other backends that support the op and are available.
     pub remaining: Vec<BackendKind>,
 }
 
@@ -55,7 +127,9 @@ pub struct KernelCompilationError {
 #[derive(Debug, Clone, Error, PartialEq)]
 #[error("op `{op}`: no backend can run it; tried: {}", .tried.iter().map(|(b, why)| format!("{b} ({why})")).collect::<Vec<_>>().join("; "))]
 pub struct KernelFallbackExhaustedError {
+    /// The op's `name@version`.
     pub op: String,
+    /// Each backend tried, with why it was not usable.
     pub tried: Vec<(BackendKind, String)>,
 }
 
@@ -70,36 +144,158 @@ fn list(v: &[BackendKind]) -> String {
 /// Calling an op.
 #[derive(Debug, Clone, Error, PartialEq)]
 pub enum DispatchError {
+    /// No op is registered under that name or `name@version`.
     #[error("no op named `{name}` is registered")]
-    UnknownOp { name: String },
+    UnknownOp {
+        /// The name looked up, as given.
+        name: String,
+    },
+    /// Wrong number of tensor inputs.
     #[error("op `{op}` takes {expected} tensor input(s) ({names}), got {found}")]
-    InputCount { op: String, expected: usize, found: usize, names: String },
+    InputCount {
+        /// The op's `name@version`.
+        op: String,
+        /// Tensor inputs the signature declares.
+        expected: usize,
+        /// Tensor inputs passed.
+        found: usize,
+        /// The declared input names, comma-separated.
+        names: String,
+    },
+    /// Wrong number of parameters.
     #[error("op `{op}` takes {expected} parameter(s) ({names}), got {found}")]
-    ParamCount { op: String, expected: usize, found: usize, names: String },
+    ParamCount {
+        /// The op's `name@version`.
+        op: String,
+        /// Parameters the signature declares.
+        expected: usize,
+        /// Parameters passed.
+        found: usize,
+        /// The declared parameter names, comma-separated.
+        names: String,
+    },
+    /// An input has the wrong dtype.
     #[error("op `{op}`: input `{input}` must be `{expected}`, got `{found}`")]
-    InputDType { op: String, input: String, expected: DType, found: DType },
+    InputDType {
+        /// The op's `name@version`.
+        op: String,
+        /// The input's name.
+        input: String,
+        /// The dtype required.
+        expected: DType,
+        /// The dtype passed.
+        found: DType,
+    },
+    /// An input has the wrong rank.
     #[error("op `{op}`: input `{input}` must have rank {expected} ({dims}), got shape {found:?}")]
-    InputRank { op: String, input: String, expected: usize, dims: String, found: Vec<usize> },
+    InputRank {
+        /// The op's `name@version`.
+        op: String,
+        /// The input's name.
+        input: String,
+        /// The declared rank.
+        expected: usize,
+        /// The declared dims, e.g. `[n, m]`.
+        dims: String,
+        /// The shape passed.
+        found: Vec<usize>,
+    },
+    /// An input axis disagrees with the value its dim already has.
     #[error("op `{op}`: input `{input}` axis {axis} is `{dim}` = {expected} (bound by {bound_by}), got {found}")]
-    DimMismatch { op: String, input: String, axis: usize, dim: String, expected: i128, bound_by: String, found: usize },
+    DimMismatch {
+        /// The op's `name@version`.
+        op: String,
+        /// The input's name.
+        input: String,
+        /// The axis that disagrees.
+        axis: usize,
+        /// The declared dim: a symbol or an expression's text.
+        dim: String,
+        /// Its value for this call (`-1` if it cannot be evaluated).
+        expected: i128,
+        /// What fixed that value (`input `x` axis 0`, or `the signature` for an expression).
+        bound_by: String,
+        /// The size passed.
+        found: usize,
+    },
+    /// A parameter has the wrong dtype.
     #[error("op `{op}`: parameter `{param}` must be `{expected}`, got `{found}`")]
-    ParamDType { op: String, param: String, expected: DType, found: DType },
+    ParamDType {
+        /// The op's `name@version`.
+        op: String,
+        /// The parameter's name.
+        param: String,
+        /// The dtype required.
+        expected: DType,
+        /// The dtype passed.
+        found: DType,
+    },
+    /// A `where` constraint does not hold (or cannot be evaluated).
     #[error("op `{op}`: constraint `{constraint}` is violated ({values})")]
-    Constraint { op: String, constraint: String, values: String },
+    Constraint {
+        /// The op's `name@version`.
+        op: String,
+        /// The violated constraint, as text.
+        constraint: String,
+        /// The values of the symbols it mentions, e.g. `w = 40, n = 8`.
+        values: String,
+    },
+    /// An output dim is negative, overflows or cannot be evaluated.
     #[error("op `{op}`: output `{output}` dim `{expr}` is {value} for these inputs")]
-    OutputShape { op: String, output: String, expr: String, value: String },
+    OutputShape {
+        /// The op's `name@version`.
+        op: String,
+        /// The output's name.
+        output: String,
+        /// The dim expression, as text.
+        expr: String,
+        /// Its value (negative or too large), or `undefined`.
+        value: String,
+    },
+    /// The op's output shape is `bounded` or `dynamic`.
     #[error("op `{op}` has a data-dependent output shape ({class}); it cannot be planned or dispatched statically")]
-    DynamicShape { op: String, class: String },
+    DynamicShape {
+        /// The op's `name@version`.
+        op: String,
+        /// The shape class, `bounded(..)` or `dynamic`.
+        class: String,
+    },
+    /// The backend cannot run this op (e.g. it has no kernel for it).
     #[error("op `{op}` cannot run on {backend}: {reason}")]
-    Unsupported { op: String, backend: BackendKind, reason: String },
+    Unsupported {
+        /// The op's `name@version`.
+        op: String,
+        /// The backend asked for.
+        backend: BackendKind,
+        /// Why it cannot run the op.
+        reason: String,
+    },
+    /// The backend is not compiled in or not usable here.
     #[error("op `{op}`: backend {backend} is unavailable: {reason}")]
-    Unavailable { op: String, backend: BackendKind, reason: String },
+    Unavailable {
+        /// The op's `name@version`.
+        op: String,
+        /// The backend asked for.
+        backend: BackendKind,
+        /// Why it is unavailable.
+        reason: String,
+    },
+    /// A kernel failed to build.
     #[error(transparent)]
     Compilation(#[from] KernelCompilationError),
+    /// No backend could run the op.
     #[error(transparent)]
     Exhausted(#[from] KernelFallbackExhaustedError),
+    /// The backend failed while running the op.
     #[error("op `{op}` failed on {backend}: {message}")]
-    Execution { op: String, backend: BackendKind, message: String },
+    Execution {
+        /// The op's `name@version`.
+        op: String,
+        /// The backend it ran on.
+        backend: BackendKind,
+        /// The backend's error message.
+        message: String,
+    },
 }
 
 /// An error raised by a generated shim (reference, CPU kernel or backward rule wrapper).

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! Op runtime: tensors, registry, one dispatch path, backends, conformance, gradcheck, tape,
 //! receipts. Re-exports [`op`] so users depend on this crate alone.
 //!

@@ -9,11 +9,17 @@ use op_spec::contract::{Arg, BinOp, Constraint, Contract, DType, Expr, ShapeClas
 /// An expression over symbol slots.
 #[derive(Clone, Debug)]
 pub enum IExpr {
+    /// The value in this symbol slot (an index into `Plan::syms`).
     Slot(usize),
+    /// An integer literal.
     Lit(i128),
+    /// Negation `-e`.
     Neg(Box<IExpr>),
+    /// A binary operation `a op b`.
     Bin(BinOp, Box<IExpr>, Box<IExpr>),
+    /// `min(a, b)`.
     Min(Box<IExpr>, Box<IExpr>),
+    /// `max(a, b)`.
     Max(Box<IExpr>, Box<IExpr>),
 }
 

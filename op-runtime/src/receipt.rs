@@ -46,24 +46,61 @@ pub struct Receipt {
 /// Why a receipt is not valid here.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ReceiptError {
+    /// The text is not a receipt's JSON.
     #[error("the receipt is not valid JSON for a receipt: {0}")]
     Parse(String),
+    /// The digest does not match the fields: the receipt was altered.
     #[error("receipt for `{op}`: its digest {found} does not match its contents ({computed}); the receipt was altered")]
-    Digest { op: String, found: String, computed: String },
+    Digest {
+        /// The op named in the receipt.
+        op: String,
+        /// The digest stored in the receipt.
+        found: String,
+        /// The digest recomputed from its fields.
+        computed: String,
+    },
+    /// The receipt is for another `name@version`.
     #[error("receipt is for op `{receipt}`, not `{op}`")]
-    OtherOp { op: String, receipt: String },
+    OtherOp {
+        /// The op being verified.
+        op: String,
+        /// The op named in the receipt.
+        receipt: String,
+    },
+    /// The receipt is for other content of this op.
     #[error(
         "receipt for `{op}` was minted for content {receipt}, but the op's content is now {current}; \
          conform locally (`op_runtime::conformance::conform`) to mint a receipt for this content"
     )]
-    ContentHash { op: String, receipt: String, current: String },
+    ContentHash {
+        /// The op's `name@version`.
+        op: String,
+        /// The content hash in the receipt.
+        receipt: String,
+        /// The op's content hash now.
+        current: String,
+    },
+    /// The receipt was minted on another device.
     #[error(
         "receipt for `{op}` was minted on {receipt}, not on this device ({local}); \
          conform locally (`op_runtime::conformance::conform`) to mint a receipt for this device"
     )]
-    Device { op: String, receipt: String, local: String },
+    Device {
+        /// The op's `name@version`.
+        op: String,
+        /// The device the receipt was minted on.
+        receipt: String,
+        /// This device.
+        local: String,
+    },
+    /// The receipt's format is not the one this engine reads.
     #[error("receipt for `{op}` has format {found}; this engine reads format {RECEIPT_FORMAT}; conform locally")]
-    Format { op: String, found: u32 },
+    Format {
+        /// The op named in the receipt.
+        op: String,
+        /// The receipt's format version.
+        found: u32,
+    },
 }
 
 #[derive(Serialize)]

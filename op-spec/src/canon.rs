@@ -94,8 +94,11 @@ pub fn doc_comment(attrs: &[syn::Attribute]) -> String {
 
 /// One kernel's bytes as hashed: (path, source bytes, sorted headers as (path, bytes)).
 pub struct KernelBytes<'a> {
+    /// The kernel path as declared.
     pub path: &'a str,
+    /// The kernel source bytes.
     pub bytes: &'a [u8],
+    /// Included headers as (path, bytes); sorted before hashing.
     pub headers: Vec<(&'a str, &'a [u8])>,
 }
 

@@ -27,14 +27,19 @@ pub struct LoadedKernel {
 /// The outcome of a successful check: everything the expansion needs.
 #[derive(Clone, Debug)]
 pub struct Checked {
+    /// The span-free contract, with each kernel's entry point resolved.
     pub contract: Contract,
+    /// What the expansion needs to know about the reference function.
     pub reference: RefShape,
+    /// The loaded kernels, in declaration order.
     pub kernels: Vec<LoadedKernel>,
 }
 
 /// Inputs to the checker besides the attribute.
 pub struct CheckInput<'a> {
+    /// The parsed attribute.
     pub attr: &'a OpAttr,
+    /// The reference function the attribute is on.
     pub func: &'a syn::ItemFn,
     /// The doc comment of the function, the op's description.
     pub description: &'a str,

@@ -112,22 +112,29 @@ impl Arg {
 /// A tensor: name, element type and dims (row-major, contiguous).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TensorSig {
+    /// The tensor's name (unnamed outputs get `out`, or `out0`, `out1`, ...).
     pub name: String,
+    /// Element type.
     pub dtype: DType,
+    /// Dim expressions, outermost first.
     pub dims: Vec<Expr>,
 }
 
 /// A scalar parameter.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ParamSig {
+    /// The parameter's name.
     pub name: String,
+    /// Scalar type.
     pub dtype: DType,
 }
 
 /// A comparison chain `e0 op0 e1 op1 e2 ...`, e.g. `1 <= w <= 31`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Constraint {
+    /// The compared expressions, `e0, e1, ...`.
     pub terms: Vec<Expr>,
+    /// The operators between consecutive terms (one fewer than `terms`).
     pub ops: Vec<CmpOp>,
 }
 
@@ -159,11 +166,17 @@ impl fmt::Display for Constraint {
 /// Comparison operators of constraints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CmpOp {
+    /// `<`.
     Lt,
+    /// `<=`.
     Le,
+    /// `==`.
     Eq,
+    /// `!=`.
     Ne,
+    /// `>`.
     Gt,
+    /// `>=`.
     Ge,
 }
 
@@ -197,21 +210,32 @@ impl fmt::Display for CmpOp {
 /// Integer expressions over dim symbols and integer parameters.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Expr {
+    /// A dim symbol or integer parameter.
     Sym(String),
+    /// An integer literal.
     Lit(i64),
+    /// Negation `-e`.
     Neg(Box<Expr>),
+    /// A binary operation `a op b`.
     Bin(BinOp, Box<Expr>, Box<Expr>),
+    /// `min(a, b)`.
     Min(Box<Expr>, Box<Expr>),
+    /// `max(a, b)`.
     Max(Box<Expr>, Box<Expr>),
 }
 
 /// Binary arithmetic operators.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum BinOp {
+    /// `+`.
     Add,
+    /// `-`.
     Sub,
+    /// `*`.
     Mul,
+    /// `/`, truncating toward zero.
     Div,
+    /// `%`, with the sign of the dividend.
     Rem,
 }
 
@@ -414,12 +438,19 @@ pub enum ShapeClass {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Category {
+    /// Compares, selects and permutes values without arithmetic; must be `exact`.
     Selection,
+    /// Integer arithmetic; must be `exact`.
     Integer,
+    /// Float arithmetic per element; bounded in ulps.
     Elementwise,
+    /// Transcendental functions per element (`exp`, `log`, `tanh`, ...); bounded in ulps.
     Transcendental,
+    /// Accumulates along an axis; error grows with length (`accum`).
     Reduction,
+    /// Sums of products (matmul, convolution); error grows with length (`accum`).
     Contraction,
+    /// Deliberately approximate; the only category allowed `loose`.
     Approximate,
 }
 
@@ -457,7 +488,12 @@ pub enum Tolerance {
     /// Error bound `k * len * eps * sum|terms|`, growing with reduction length.
     Accum(u32),
     /// `|a - b| <= atol + rtol * |b|`.
-    Loose { rtol: f64, atol: f64 },
+    Loose {
+        /// Relative tolerance, scaled by `|b|`.
+        rtol: f64,
+        /// Absolute tolerance.
+        atol: f64,
+    },
 }
 
 impl fmt::Display for Tolerance {
@@ -477,9 +513,17 @@ pub enum Backward {
     /// Declared non-differentiable.
     None,
     /// A composition of registered differentiable ops; `graph` names the builder function.
-    Composite { graph: Option<String> },
+    Composite {
+        /// Path of the graph builder function, if one was named.
+        graph: Option<String>,
+    },
     /// Declared rules: a VJP and/or one JVP rule per differentiable input.
-    Declared { vjp: Option<String>, jvp: Vec<String> },
+    Declared {
+        /// Path of the VJP rule, if declared.
+        vjp: Option<String>,
+        /// Paths of the JVP rules, one per differentiable input; empty if none declared.
+        jvp: Vec<String>,
+    },
 }
 
 impl Backward {
@@ -501,8 +545,11 @@ pub enum NanPolicy {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Visibility {
+    /// Not shared (the default); needs no licence.
     Private,
+    /// Shared within the workspace; needs a licence.
     Workspace,
+    /// Shared publicly; needs a licence and a doc comment.
     Public,
 }
 
@@ -510,13 +557,16 @@ pub enum Visibility {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum KernelLang {
+    /// A WGSL compute shader, run through wgpu.
     Wgsl,
+    /// A CUDA C++ kernel, compiled with NVRTC.
     Cuda,
 }
 
 /// A GPU kernel and how its buffers bind to the signature.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Kernel {
+    /// Source language.
     pub lang: KernelLang,
     /// Path relative to the declaring crate's manifest directory.
     pub path: String,
@@ -534,15 +584,25 @@ pub struct Kernel {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Binding {
     /// A tensor input or output buffer.
-    Buffer { name: String, access: Access },
+    Buffer {
+        /// The tensor's name in the signature.
+        name: String,
+        /// How the kernel may access the buffer.
+        access: Access,
+    },
     /// A uniform block (WGSL) or scalar parameters (CUDA) with these fields, each a dim or param.
-    Uniform { fields: Vec<String> },
+    Uniform {
+        /// Dim symbols and param names, in binding order.
+        fields: Vec<String>,
+    },
 }
 
 /// Buffer access modes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Access {
+    /// Read-only (`read`).
     Read,
+    /// Read and written (`read_write`).
     ReadWrite,
 }

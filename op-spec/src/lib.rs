@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! The three grammars of `#[op]` (shape signature, buffer-binding descriptor, backward
 //! representation): a typed model, the parser, the checker and the canonical encoding used for
 //! identity. A normal library on `proc-macro2`/`syn`, so every rule is unit-testable; the

@@ -9,7 +9,9 @@ use quote::quote_spanned;
 /// A source range from its first to its last token, usable as an error location.
 #[derive(Clone, Copy, Debug)]
 pub struct SpanRange {
+    /// The first token's span.
     pub first: Span,
+    /// The last token's span.
     pub last: Span,
 }
 
@@ -35,11 +37,14 @@ impl SpanRange {
 /// A value with its source range.
 #[derive(Clone, Debug)]
 pub struct Spanned<T> {
+    /// The value.
     pub value: T,
+    /// Where it was written.
     pub span: SpanRange,
 }
 
 impl<T> Spanned<T> {
+    /// Pairs a value with its range.
     pub fn new(value: T, span: SpanRange) -> Self {
         Spanned { value, span }
     }
@@ -48,18 +53,26 @@ impl<T> Spanned<T> {
 /// An integer expression with spans.
 #[derive(Clone, Debug)]
 pub struct SExpr {
+    /// The expression's form.
     pub kind: SExprKind,
+    /// The whole expression.
     pub span: SpanRange,
 }
 
 /// Expression forms.
 #[derive(Clone, Debug)]
 pub enum SExprKind {
+    /// A dim symbol or integer parameter.
     Sym(syn::Ident),
+    /// An integer literal.
     Lit(i64),
+    /// Negation `-e`.
     Neg(Box<SExpr>),
+    /// A binary operation `a op b`.
     Bin(BinOp, Box<SExpr>, Box<SExpr>),
+    /// `min(a, b)`.
     Min(Box<SExpr>, Box<SExpr>),
+    /// `max(a, b)`.
     Max(Box<SExpr>, Box<SExpr>),
 }
 
@@ -96,18 +109,31 @@ impl SExpr {
 pub struct OpAttr {
     /// The whole attribute's span (for "missing key" errors).
     pub span: Option<Span>,
+    /// `name = "..."`.
     pub name: Option<Spanned<String>>,
+    /// `version = n`.
     pub version: Option<Spanned<u32>>,
+    /// `signature(...) -> ...`.
     pub signature: Option<SSignature>,
+    /// `category = ...`.
     pub category: Option<Spanned<Category>>,
+    /// `tolerance = ...`.
     pub tolerance: Option<Spanned<Tolerance>>,
+    /// `backward = ...`.
     pub backward: Option<SBackward>,
+    /// `subgradient = "..."`: the rule at kinks.
     pub subgradient: Option<Spanned<String>>,
+    /// `nan = propagate`.
     pub nan: Option<Spanned<NanPolicy>>,
+    /// `cpu = path`: the fast CPU kernel.
     pub cpu: Option<syn::Path>,
+    /// `output = static | bounded(expr) | dynamic`.
     pub output: Option<SShapeClass>,
+    /// Every `kernel(...)` entry that parsed, in order.
     pub kernels: Vec<SKernel>,
+    /// `license = "..."`: an SPDX expression.
     pub license: Option<Spanned<String>>,
+    /// `visibility = ...`.
     pub visibility: Option<Spanned<Visibility>>,
     /// Every key written in the attribute, even those whose value did not parse (a malformed
     /// value is reported where it is; the key is not also "missing").
@@ -119,19 +145,25 @@ pub struct OpAttr {
 pub struct SSignature {
     /// The `signature` keyword.
     pub span: SpanRange,
+    /// Tensor inputs and scalar parameters, in declaration order.
     pub args: Vec<SArg>,
+    /// Every `where` constraint, in declaration order.
     pub constraints: Vec<SConstraint>,
+    /// The outputs after `->`.
     pub outputs: Vec<STensor>,
 }
 
 /// One argument.
 #[derive(Clone, Debug)]
 pub enum SArg {
+    /// A tensor input.
     Tensor(STensor),
+    /// A scalar parameter.
     Param(SParam),
 }
 
 impl SArg {
+    /// The argument's name.
     pub fn ident(&self) -> &syn::Ident {
         match self {
             SArg::Tensor(t) => &t.name,
@@ -143,29 +175,38 @@ impl SArg {
 /// A tensor input or output.
 #[derive(Clone, Debug)]
 pub struct STensor {
+    /// The name; for an unnamed output, `out` or `outN` at the dtype's span.
     pub name: syn::Ident,
     /// Whether the name was written (outputs may be unnamed).
     pub named: bool,
+    /// Element type.
     pub dtype: Spanned<DType>,
+    /// Dim expressions, outermost first.
     pub dims: Vec<SExpr>,
 }
 
 /// A scalar parameter.
 #[derive(Clone, Debug)]
 pub struct SParam {
+    /// The parameter's name.
     pub name: syn::Ident,
+    /// Scalar type.
     pub dtype: Spanned<DType>,
 }
 
 /// A comparison chain.
 #[derive(Clone, Debug)]
 pub struct SConstraint {
+    /// The compared expressions.
     pub terms: Vec<SExpr>,
+    /// The operators between consecutive terms.
     pub ops: Vec<CmpOp>,
+    /// The whole chain.
     pub span: SpanRange,
 }
 
 impl SConstraint {
+    /// The span-free constraint.
     pub fn to_constraint(&self) -> contract::Constraint {
         contract::Constraint { terms: self.terms.iter().map(SExpr::to_expr).collect(), ops: self.ops.clone() }
     }
@@ -174,20 +215,39 @@ impl SConstraint {
 /// The output-shape class with spans.
 #[derive(Clone, Debug)]
 pub enum SShapeClass {
+    /// `static`, at its keyword.
     Static(SpanRange),
+    /// `bounded(expr)`: the keyword and the bound.
     Bounded(SpanRange, SExpr),
+    /// `dynamic`, at its keyword.
     Dynamic(SpanRange),
 }
 
 /// The backward representation with spans.
 #[derive(Clone, Debug)]
 pub enum SBackward {
+    /// `none`, at its keyword.
     None(SpanRange),
-    Composite { span: SpanRange, graph: Option<syn::Path> },
-    Declared { span: SpanRange, vjp: Option<syn::Path>, jvp: Option<(SpanRange, Vec<syn::Path>)> },
+    /// `composite` or `composite(graph_fn)`.
+    Composite {
+        /// The `composite` keyword.
+        span: SpanRange,
+        /// The graph builder function, if named.
+        graph: Option<syn::Path>,
+    },
+    /// `vjp(path)`, `jvp(path, ...)` or both joined by `+`.
+    Declared {
+        /// The first `vjp`/`jvp` keyword.
+        span: SpanRange,
+        /// The VJP rule, if declared.
+        vjp: Option<syn::Path>,
+        /// The `jvp` keyword and its rules, if declared.
+        jvp: Option<(SpanRange, Vec<syn::Path>)>,
+    },
 }
 
 impl SBackward {
+    /// The span of the backward form's (first) keyword.
     pub fn span(&self) -> SpanRange {
         match self {
             SBackward::None(s) => *s,
@@ -199,23 +259,41 @@ impl SBackward {
 /// A kernel declaration with spans.
 #[derive(Clone, Debug)]
 pub struct SKernel {
+    /// From `kernel` to the closing parenthesis.
     pub span: SpanRange,
+    /// Source language, from the `wgsl`/`cuda` key.
     pub lang: KernelLang,
     /// The path literal.
     pub path: syn::LitStr,
+    /// `entry = "..."`, if written.
     pub entry: Option<syn::LitStr>,
+    /// The descriptor's slots, in binding order.
     pub bindings: Vec<SBinding>,
-    /// The `bindings`/`params` keyword.
+    /// The `bindings` keyword, if written.
     pub bindings_span: Option<SpanRange>,
+    /// `threads = expr`: the number of invocations.
     pub threads: Option<SExpr>,
+    /// `block = n`: CUDA threads per block.
     pub block: Option<Spanned<u32>>,
 }
 
 /// One descriptor slot with spans.
 #[derive(Clone, Debug)]
 pub enum SBinding {
-    Buffer { name: syn::Ident, access: Spanned<Access> },
-    Uniform { span: SpanRange, fields: Vec<syn::Ident> },
+    /// `name: read` or `name: read_write`.
+    Buffer {
+        /// The tensor's name.
+        name: syn::Ident,
+        /// The access mode, spanning its keyword.
+        access: Spanned<Access>,
+    },
+    /// `uniform(fields...)`.
+    Uniform {
+        /// From `uniform` to the closing parenthesis.
+        span: SpanRange,
+        /// Dim symbols and param names, in binding order.
+        fields: Vec<syn::Ident>,
+    },
 }
 
 fn path_text(p: &syn::Path) -> String {
@@ -276,6 +354,7 @@ impl OpAttr {
 }
 
 impl STensor {
+    /// The span-free tensor signature.
     pub fn to_sig(&self) -> contract::TensorSig {
         contract::TensorSig {
             name: self.name.to_string(),
@@ -286,6 +365,7 @@ impl STensor {
 }
 
 impl SKernel {
+    /// The span-free kernel; a missing entry is empty and missing `threads` is `0`.
     pub fn to_kernel(&self) -> contract::Kernel {
         contract::Kernel {
             lang: self.lang,

@@ -11,18 +11,31 @@ use syn::{Ident, LitInt, LitStr, Token};
 
 /// Top-level keys of `#[op(...)]`.
 pub mod keys {
+    /// `name`.
     pub const NAME: &str = "name";
+    /// `version`.
     pub const VERSION: &str = "version";
+    /// `signature`.
     pub const SIGNATURE: &str = "signature";
+    /// `category`.
     pub const CATEGORY: &str = "category";
+    /// `tolerance`.
     pub const TOLERANCE: &str = "tolerance";
+    /// `backward`.
     pub const BACKWARD: &str = "backward";
+    /// `subgradient`.
     pub const SUBGRADIENT: &str = "subgradient";
+    /// `nan`.
     pub const NAN: &str = "nan";
+    /// `cpu`.
     pub const CPU: &str = "cpu";
+    /// `output`.
     pub const OUTPUT: &str = "output";
+    /// `kernel`.
     pub const KERNEL: &str = "kernel";
+    /// `license`.
     pub const LICENSE: &str = "license";
+    /// `visibility`.
     pub const VISIBILITY: &str = "visibility";
     /// Every key, in documentation order.
     pub const ALL: [&str; 13] = [

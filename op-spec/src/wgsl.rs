@@ -13,7 +13,9 @@ use syn::Ident;
 /// What the expansion needs from a checked WGSL kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernelInfo {
+    /// The compute entry point's name.
     pub entry: String,
+    /// `@workgroup_size(x, y, z)`.
     pub workgroup_size: [u32; 3],
 }
 

@@ -27,11 +27,13 @@ use op_spec::contract::{DType, Tolerance};
 pub struct Mismatch {
     /// Flat index in the output.
     pub index: usize,
-    /// Expected value (as f64) and its bits in the output dtype.
+    /// Expected value (as f64).
     pub expected: f64,
+    /// The expected value's bits in the output dtype.
     pub expected_bits: u64,
-    /// Actual value and bits.
+    /// Actual value (as f64).
     pub actual: f64,
+    /// The actual value's bits in the output dtype.
     pub actual_bits: u64,
     /// The bound that was exceeded, described (`ulp(1): 37 ulps apart`, ...).
     pub detail: String,
@@ -58,7 +60,12 @@ pub struct OutOfBounds {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Fault {
     /// The output has the wrong number of elements.
-    Length { expected: usize, actual: usize },
+    Length {
+        /// Elements expected, guard bands included.
+        expected: usize,
+        /// Elements returned.
+        actual: usize,
+    },
     /// A value outside the tolerance.
     Mismatch(Mismatch),
     /// A guard band was written.
@@ -66,7 +73,12 @@ pub enum Fault {
     /// The backend returned an error for this case.
     Execution(String),
     /// The backend returned a different number of outputs.
-    OutputCount { expected: usize, actual: usize },
+    OutputCount {
+        /// Outputs the reference produced.
+        expected: usize,
+        /// Outputs the backend returned.
+        actual: usize,
+    },
 }
 
 /// Per-output information needed by `accum`.

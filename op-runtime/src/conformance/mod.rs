@@ -45,19 +45,43 @@ pub const BROKEN_NAMESPACE: &str = "test/broken/";
 pub enum ConformanceFailure {
     /// The backend cannot run here (no adapter, no CUDA driver): skipped, not a verdict.
     #[error("op `{op}`: backend {backend} is unavailable here, not conformed: {reason}")]
-    Unavailable { op: String, backend: BackendKind, reason: String },
+    Unavailable {
+        /// The op's `name@version`.
+        op: String,
+        /// The backend.
+        backend: BackendKind,
+        /// Why it is unavailable.
+        reason: String,
+    },
     /// The op has nothing to run on this backend (e.g. no WGSL kernel).
     #[error("op `{op}`: nothing to conform on {backend}: {reason}")]
-    Unsupported { op: String, backend: BackendKind, reason: String },
+    Unsupported {
+        /// The op's `name@version`.
+        op: String,
+        /// The backend.
+        backend: BackendKind,
+        /// Why there is nothing to run.
+        reason: String,
+    },
     /// The kernel does not conform: the report names the case, index and bits.
     #[error("{0}")]
     Rejected(Box<Report>),
     /// The reference itself failed on a generated (admissible) case: a contract defect.
     #[error("op `{op}`: the reference failed on admissible {case}: {message}")]
-    Reference { op: String, case: String, message: String },
+    Reference {
+        /// The op's `name@version`.
+        op: String,
+        /// The case, as displayed.
+        case: String,
+        /// The reference's error message.
+        message: String,
+    },
     /// The generator found no admissible case for the signature.
     #[error("op `{op}`: the signature admits no case within the generator's size limits")]
-    NoCases { op: String },
+    NoCases {
+        /// The op's `name@version`.
+        op: String,
+    },
 }
 
 impl ConformanceFailure {

@@ -25,8 +25,9 @@ pub struct Report {
     pub case: Case,
     /// The case that failed first, if shrinking found a smaller one.
     pub shrunk_from: Option<String>,
-    /// The output that failed (name) and its dtype.
+    /// The name of the output that failed.
     pub output: String,
+    /// The failing output's dtype.
     pub dtype: DType,
     /// What went wrong.
     pub fault: Fault,

@@ -44,16 +44,27 @@ pub enum CudaError {
     /// The backend cannot be used on this machine: a library is missing, there is no device,
     /// the driver is too old, or initialisation failed.
     #[error("CUDA backend unavailable: {reason}")]
-    Unavailable { reason: String },
+    Unavailable {
+        /// What is missing or failed.
+        reason: String,
+    },
     /// NVRTC rejected the kernel source (or its options); `log` is NVRTC's program log.
     #[error("NVRTC failed to compile CUDA kernel `{entry}`:\n{log}")]
-    Compile { entry: String, log: String },
+    Compile {
+        /// The kernel entry point.
+        entry: String,
+        /// NVRTC's program log (or the failure's description).
+        log: String,
+    },
     /// The compiled module has no kernel of that name.
     #[error(
         "CUDA kernel entry `{entry}` not found in the compiled module \
          (is it declared `extern \"C\" __global__`?)"
     )]
-    MissingEntry { entry: String },
+    MissingEntry {
+        /// The entry point looked up.
+        entry: String,
+    },
     /// The caller passed something the engine cannot launch or compile (bad launch geometry,
     /// arguments not matching the kernel's parameters, interior NUL bytes, ...).
     #[error("invalid CUDA request: {0}")]
@@ -63,7 +74,12 @@ pub enum CudaError {
     Driver(String),
     /// The on-disk PTX cache could not be located or written.
     #[error("PTX cache error at {}: {cause}", path.display())]
-    Cache { path: PathBuf, cause: String },
+    Cache {
+        /// The cache file (empty when no cache directory could be found).
+        path: PathBuf,
+        /// What failed.
+        cause: String,
+    },
 }
 
 /// One kernel argument, in the kernel's parameter order.
@@ -77,7 +93,12 @@ pub enum CudaArg<'a> {
     /// A device buffer initialised from `init` (guard bands included) and read back in full
     /// after the launch; the kernel receives a pointer `offset` bytes into it, so writes before
     /// or past the output land on the canaries around it.
-    Guarded { init: &'a [u8], offset: usize },
+    Guarded {
+        /// Initial contents of the whole buffer, guard bands included.
+        init: &'a [u8],
+        /// Byte offset of the output within the buffer.
+        offset: usize,
+    },
     /// A 32-bit unsigned scalar (`unsigned int`).
     U32(u32),
     /// A 32-bit signed scalar (`int`).

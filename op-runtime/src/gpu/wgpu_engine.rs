@@ -34,10 +34,20 @@ pub enum Slot<'a> {
     /// [`WgpuEngine::storage_offset_alignment`]) skips the front guard, `size` includes the back
     /// guard, so a write past the end lands on canaries instead of being dropped by wgpu's
     /// bounds checks. The whole buffer is read back.
-    Guarded { init: &'a [u8], offset: u64, size: u64 },
+    Guarded {
+        /// Initial contents of the whole buffer, guard bands included.
+        init: &'a [u8],
+        /// Byte offset of the bound window (skips the front guard).
+        offset: u64,
+        /// Byte size of the bound window (includes the back guard).
+        size: u64,
+    },
     /// A read-write storage buffer of `len` bytes whose initial contents do not matter (wgpu
     /// zero-fills it; nothing is uploaded); read back after the launch. For plain outputs.
-    Output { len: usize },
+    Output {
+        /// Size in bytes.
+        len: usize,
+    },
 }
 
 impl<'a> Slot<'a> {
@@ -73,8 +83,11 @@ impl<'a> Slot<'a> {
 /// The binding kind of a [`Slot`], without its contents.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SlotKind {
+    /// A read-only storage buffer.
     Read,
+    /// A read-write storage buffer.
     ReadWrite,
+    /// A uniform buffer.
     Uniform,
 }
 
@@ -84,33 +97,63 @@ pub enum SlotKind {
 pub enum WgpuError {
     /// No adapter on any backend wgpu was built with.
     #[error("no wgpu adapter available: {hint}")]
-    NoAdapter { hint: String },
+    NoAdapter {
+        /// What was found and how to get an adapter.
+        hint: String,
+    },
     /// The adapter refused to create a device.
     #[error("wgpu request_device failed: {0}")]
     RequestDevice(String),
     /// A GPU validation error, caught with an error scope. `what` names the stage
     /// (`shader module`, `compute pipeline`, `bind group`, `dispatch`, ...).
     #[error("wgpu validation error in {what}: {message}")]
-    Validation { what: String, message: String },
+    Validation {
+        /// The stage.
+        what: String,
+        /// wgpu's message.
+        message: String,
+    },
     /// The GPU ran out of memory during `what`.
     #[error("wgpu out of memory in {what}: {message}")]
-    OutOfMemory { what: String, message: String },
+    OutOfMemory {
+        /// The stage.
+        what: String,
+        /// wgpu's message.
+        message: String,
+    },
     /// An internal wgpu/driver error during `what`.
     #[error("wgpu internal error in {what}: {message}")]
-    Internal { what: String, message: String },
+    Internal {
+        /// The stage.
+        what: String,
+        /// wgpu's message.
+        message: String,
+    },
     /// Mapping the readback buffer failed, or waiting for the device failed.
     #[error("wgpu buffer map / readback failed: {0}")]
     Map(String),
     /// A request exceeds a device limit; nothing was truncated.
     #[error("{what}: {requested} exceeds the device limit {limit}")]
-    TooLarge { what: String, requested: u64, limit: u64 },
+    TooLarge {
+        /// The quantity that exceeds the limit.
+        what: String,
+        /// The amount requested.
+        requested: u64,
+        /// The device limit.
+        limit: u64,
+    },
     /// A launch geometry the engine does not support (e.g. `wg[1] != 1`, `wg[0] == 0`).
     #[error("invalid launch: {0}")]
     InvalidLaunch(String),
     /// The pipeline cached under this key was built for different slots or source: the key
     /// must cover the source and its binding layout.
     #[error("pipeline cache key mismatch for entry `{entry}`: {detail}")]
-    KeyMismatch { entry: String, detail: String },
+    KeyMismatch {
+        /// The kernel entry point.
+        entry: String,
+        /// What differs from the cached pipeline.
+        detail: String,
+    },
     /// The device was lost (driver reset, crash); the engine cannot be used any more.
     #[error("wgpu device lost: {0}")]
     DeviceLost(String),

@@ -102,13 +102,29 @@ pub struct ControlOutcome {
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub enum BackwardForm {
     /// A declared VJP.
-    Vjp { path: String },
+    Vjp {
+        /// The VJP rule's path.
+        path: String,
+    },
     /// Declared JVP rules (one per differentiable input).
-    Jvp { rules: Vec<String> },
+    Jvp {
+        /// The JVP rules' paths.
+        rules: Vec<String>,
+    },
     /// Both; checked against each other too.
-    VjpJvp { vjp: String, rules: Vec<String> },
+    VjpJvp {
+        /// The VJP rule's path.
+        vjp: String,
+        /// The JVP rules' paths.
+        rules: Vec<String>,
+    },
     /// Derived from the composite graph on the tape.
-    Composite { graph: String, ops: Vec<String> },
+    Composite {
+        /// The graph builder's path (empty if unnamed).
+        graph: String,
+        /// The ops the graph recorded on the tape, in order.
+        ops: Vec<String>,
+    },
 }
 
 impl BackwardForm {
@@ -209,37 +225,103 @@ fn ticks(v: &[String]) -> String {
 pub enum GradcheckError {
     /// The op is declared `backward = none`: there is nothing to check and no gradient to ask.
     #[error("op `{op}` is declared `backward = none`: gradients cannot flow through it")]
-    NotDifferentiable { op: String },
+    NotDifferentiable {
+        /// The op's `name@version`.
+        op: String,
+    },
     /// The declaration could not be loaded.
     #[error(transparent)]
     Load(#[from] KernelRegistrationError),
     /// The reference has no f64 instantiation.
     #[error("op `{op}`: gradcheck runs the reference in f64, but it is not generic; write it as `fn {rust}<T: Real>(..)`")]
-    NoF64Reference { op: String, rust: String },
+    NoF64Reference {
+        /// The op's `name@version`.
+        op: String,
+        /// The reference function's Rust name.
+        rust: String,
+    },
     /// The op has no float tensor input to differentiate.
     #[error("op `{op}` declares a backward but has no float tensor input to differentiate")]
-    NoDifferentiableInput { op: String },
+    NoDifferentiableInput {
+        /// The op's `name@version`.
+        op: String,
+    },
     /// No admissible binding of dims and parameters was found.
     #[error("op `{op}`: no admissible input shapes found for its signature after {tries} tries")]
-    NoAdmissibleInput { op: String, tries: usize },
+    NoAdmissibleInput {
+        /// The op's `name@version`.
+        op: String,
+        /// Bindings tried.
+        tries: usize,
+    },
     /// The forward is not finite on any generated input.
     #[error("op `{op}`: the reference is not finite on the generated inputs (signed and positive values tried)")]
-    NoFiniteInput { op: String },
+    NoFiniteInput {
+        /// The op's `name@version`.
+        op: String,
+    },
     /// The backward disagrees with finite differences.
     #[error("op `{op}`: the declared {form} disagrees with central differences along {at}: analytic {analytic:e}, numeric {numeric:e}, |difference| {diff:.3e} over the allowed {allowed:.3e} ({failing} of {checked} checked probes fail)")]
-    Mismatch { op: String, form: String, at: String, analytic: f64, numeric: f64, diff: f64, allowed: f64, failing: usize, checked: usize },
+    Mismatch {
+        /// The op's `name@version`.
+        op: String,
+        /// The backward checked (`VJP`, `JVP` or `composite graph's VJP`).
+        form: String,
+        /// The worst probe's direction: an input element, or `a random direction`.
+        at: String,
+        /// The backward's directional derivative there.
+        analytic: f64,
+        /// The central-difference estimate there.
+        numeric: f64,
+        /// `|analytic - numeric|`.
+        diff: f64,
+        /// The bound it exceeds.
+        allowed: f64,
+        /// Probes over the bound.
+        failing: usize,
+        /// Probes checked (kinks skipped).
+        checked: usize,
+    },
     /// VJP and JVP disagree: <u, J v> != <J^T u, v>.
     #[error("op `{op}`: the declared VJP and JVP disagree along {at}: <u, J v> = {jvp:e}, <J^T u, v> = {vjp:e}, allowed {allowed:.3e}")]
-    Inconsistent { op: String, at: String, jvp: f64, vjp: f64, allowed: f64 },
+    Inconsistent {
+        /// The op's `name@version`.
+        op: String,
+        /// The probe's direction: an input element, or `a random direction`.
+        at: String,
+        /// `<u, J v>` from the JVP.
+        jvp: f64,
+        /// `<J^T u, v>` from the VJP.
+        vjp: f64,
+        /// The bound the difference exceeds.
+        allowed: f64,
+    },
     /// Too many probes sat on kinks.
     #[error("op `{op}`: inconclusive: {skipped} of {probes} probes sat within h of a kink or order crossing (more than half); nothing was certified")]
-    Inconclusive { op: String, skipped: usize, probes: usize },
+    Inconclusive {
+        /// The op's `name@version`.
+        op: String,
+        /// Probes skipped (kinks and non-finite forwards).
+        skipped: usize,
+        /// Probes sampled.
+        probes: usize,
+    },
     /// The negative control was not rejected: the check could not fail.
     #[error("op `{op}`: the check could not fail: a corrupted backward ({corruption}) passed the same probes, so passing certifies nothing")]
-    NegativeControlAccepted { op: String, corruption: String },
+    NegativeControlAccepted {
+        /// The op's `name@version`.
+        op: String,
+        /// The corruption that passed.
+        corruption: String,
+    },
     /// A shim failed.
     #[error("op `{op}`: {message}")]
-    Shim { op: String, message: String },
+    Shim {
+        /// The op's `name@version`.
+        op: String,
+        /// The shim's error message.
+        message: String,
+    },
     /// Recording or running the composite graph failed.
     #[error(transparent)]
     Tape(#[from] TapeError),

@@ -50,43 +50,105 @@ impl std::fmt::Display for Var {
 pub enum TapeError {
     /// The op is declared `backward = none`.
     #[error("op `{op}` is declared `backward = none`: gradients cannot flow through it; remove it from the differentiated path or declare a backward")]
-    NotDifferentiable { op: String },
+    NotDifferentiable {
+        /// The op's `name@version`.
+        op: String,
+    },
     /// The op declares JVP rules only; the tape differentiates in reverse mode.
     #[error("op `{op}` declares JVP rules but no VJP; the tape runs reverse mode: add `vjp(path)` to its `backward`")]
-    NoVjp { op: String },
+    NoVjp {
+        /// The op's `name@version`.
+        op: String,
+    },
     /// The op is declared `composite` without naming its graph builder.
     #[error("op `{op}` is declared `backward = composite` without a graph builder; name it: `backward = composite(my_graph)`")]
-    NoCompositeGraph { op: String },
+    NoCompositeGraph {
+        /// The op's `name@version`.
+        op: String,
+    },
     /// A composite op's graph does not produce the op's outputs.
     #[error("op `{op}`: its composite graph {reason}")]
-    CompositeMismatch { op: String, reason: String },
+    CompositeMismatch {
+        /// The composite op's `name@version`.
+        op: String,
+        /// How the graph differs, completing "its composite graph ...".
+        reason: String,
+    },
     /// Composite graphs nested too deeply (a graph that records its own op).
     #[error("op `{op}`: composite graphs nest deeper than {depth} levels (does the graph record the op itself?)")]
-    CompositeTooDeep { op: String, depth: usize },
+    CompositeTooDeep {
+        /// The composite op's `name@version`.
+        op: String,
+        /// The nesting limit.
+        depth: usize,
+    },
     /// A validation or dispatch error (it names the op).
     #[error(transparent)]
     Dispatch(#[from] DispatchError),
     /// A shim (reference or backward rule) failed.
     #[error("op `{op}`: {message}")]
-    Shim { op: String, message: String },
+    Shim {
+        /// The op's `name@version`; else its Rust name, a value's name or `-`.
+        op: String,
+        /// The shim's error message.
+        message: String,
+    },
     /// A variable that is not on this tape.
     #[error("{var} is not a value of this tape (op `{op}`)")]
-    UnknownVar { op: String, var: Var },
+    UnknownVar {
+        /// The op it was passed to (`-` outside an op).
+        op: String,
+        /// The variable.
+        var: Var,
+    },
     /// A trainable parameter must be a float tensor.
     #[error("parameter `{name}` must be a float tensor, got `{dtype}`")]
-    NotFloatParam { name: String, dtype: DType },
+    NotFloatParam {
+        /// The parameter's name.
+        name: String,
+        /// The tensor's dtype.
+        dtype: DType,
+    },
     /// An input was not fed, or fed twice.
     #[error("input `{name}` ({var}) {problem}")]
-    Feed { name: String, var: Var, problem: String },
+    Feed {
+        /// The input's name.
+        name: String,
+        /// The input's variable.
+        var: Var,
+        /// What is wrong, e.g. `was not fed`.
+        problem: String,
+    },
     /// The memory plan exceeds the budget: nothing was allocated or run.
     #[error("the tape needs {} for intermediates, over its budget of {}; nothing was allocated. largest: {}", human_bytes(*.total), human_bytes(*.budget), .largest.iter().map(|e| format!("{} = {} `{}` {}{:?} {}", e.value, e.op, e.output, e.dtype, e.shape, human_bytes(e.bytes))).collect::<Vec<_>>().join("; "))]
-    OverBudget { budget: usize, total: usize, largest: Vec<PlanEntry> },
+    OverBudget {
+        /// The budget in bytes.
+        budget: usize,
+        /// Bytes the plan needs.
+        total: usize,
+        /// The largest planned buffers.
+        largest: Vec<PlanEntry>,
+    },
     /// The loss must be one float element.
     #[error("the loss {var} (output of `{op}`) must be a single float element, got {dtype}{shape:?}")]
-    NotScalarLoss { op: String, var: Var, dtype: DType, shape: Vec<usize> },
+    NotScalarLoss {
+        /// The op producing the loss (the value's name if it is an input or parameter).
+        op: String,
+        /// The loss variable.
+        var: Var,
+        /// Its dtype.
+        dtype: DType,
+        /// Its shape.
+        shape: Vec<usize>,
+    },
     /// A gradient or parameter update on a dtype the tape cannot accumulate.
     #[error("op `{op}`: cannot accumulate gradients of dtype `{dtype}`")]
-    GradDType { op: String, dtype: DType },
+    GradDType {
+        /// The op whose gradient it is (`-` for a seed).
+        op: String,
+        /// The gradient's dtype.
+        dtype: DType,
+    },
 }
 
 #[derive(Clone, Debug)]
