@@ -17,7 +17,10 @@ pub enum TensorError {
         why: String,
     },
     /// The byte count does not fit the dtype (or the shape).
-    #[error("{bytes} bytes is not a whole number of `{dtype}` elements{}", .elements.map(|n| format!(" for {n} elements")).unwrap_or_default())]
+    #[error("{}", match .elements {
+        Some(n) => format!("{bytes} bytes do not hold {n} `{dtype}` element(s), which take {} bytes", n.saturating_mul(dtype.size())),
+        None => format!("{bytes} bytes is not a whole number of `{dtype}` elements ({} bytes each)", dtype.size()),
+    })]
     ByteLength {
         /// The element type.
         dtype: DType,

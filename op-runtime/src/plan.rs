@@ -4,7 +4,7 @@
 
 use crate::error::DispatchError;
 use crate::tensor::{Scalar, Tensor};
-use op_spec::contract::{Arg, BinOp, Constraint, Contract, DType, Expr, ShapeClass};
+use op_spec::contract::{BinOp, Constraint, Contract, DType, Expr, ShapeClass};
 
 /// An expression over symbol slots.
 #[derive(Clone, Debug)]
@@ -186,7 +186,6 @@ impl Plan {
                 outputs.push(OutputPlan { name: o.name.clone(), dims });
             }
         }
-        let _ = Arg::Param;
         Ok(Plan { op, syms, inputs, params, constraints, outputs, dynamic, out_names: sig.outputs.iter().map(|o| o.name.clone()).collect() })
     }
 

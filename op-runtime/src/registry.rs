@@ -228,15 +228,16 @@ impl Registry {
             let slots = self.inner.slots.read().unwrap_or_else(|p| p.into_inner());
             slots.get(&op.id).cloned().ok_or_else(|| KernelRegistrationError::NotRegistered { op: op.id.clone() })?
         };
-        {
+        // Swap and verify under both locks: no call can re-prepare in between, and any kernel
+        // prepared afterwards is built from (and checked against) the new content hash.
+        let verified = {
             let mut prepared = slot.prepared.lock().unwrap_or_else(|p| p.into_inner());
             let mut entry = slot.entry.write().unwrap_or_else(|p| p.into_inner());
             *entry = op.clone();
             prepared.clear();
-        }
-        let now = read(&slot.entry);
-        let cleared = slot.prepared.lock().map(|p| p.is_empty()).unwrap_or(false);
-        if now.hash != op.hash || !cleared {
+            entry.hash == op.hash && prepared.is_empty()
+        };
+        if !verified {
             return Err(KernelRegistrationError::ReplaceUnverified { op: op.id.clone(), reason: "the slot does not hold the new content".into() });
         }
         Ok(OpHandle { registry: self.clone(), slot })

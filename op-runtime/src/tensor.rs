@@ -275,7 +275,8 @@ impl Tensor {
         }
         let d = DType::from_name(dtype).ok_or_else(|| TensorError::UnsupportedDType { dtype: dtype.to_string(), why: "unknown dtype name".to_string() })?;
         let n = checked_numel(&shape).ok_or_else(|| TensorError::ShapeOverflow { shape: shape.clone() })?;
-        if n.checked_mul(d.size()) != Some(bytes.len()) {
+        let want = n.checked_mul(d.size()).ok_or_else(|| TensorError::ShapeOverflow { shape: shape.clone() })?;
+        if want != bytes.len() {
             return Err(TensorError::ByteLength { dtype: d, bytes: bytes.len(), elements: Some(n) });
         }
         Tensor::new(shape, Data::from_le_bytes(d, bytes)?)
@@ -501,7 +502,9 @@ mod tests {
         assert!(e.to_string().contains("fp8"), "{e}");
         let e = Tensor::from_bytes("u4", [4], &[0, 0]).unwrap_err();
         assert!(e.to_string().contains("packed"), "{e}");
-        assert!(matches!(Tensor::from_bytes("f32", [3], &[0; 8]), Err(TensorError::ByteLength { .. })));
+        let e = Tensor::from_bytes("f32", [3], &[0; 8]).unwrap_err();
+        assert_eq!(e.to_string(), "8 bytes do not hold 3 `f32` element(s), which take 12 bytes");
+        assert!(matches!(Tensor::from_bytes("f64", [usize::MAX / 4], &[]), Err(TensorError::ShapeOverflow { .. })));
         assert!(matches!(Tensor::from_bytes("bool", [1], &[2]), Err(TensorError::InvalidBool { .. })));
         assert!(matches!(Tensor::from_bytes("f32", [usize::MAX, 2], &[]), Err(TensorError::ShapeOverflow { .. })));
         let h = Tensor::from_bytes("f16", [1], &f16::from_f32(1.5).to_bits().to_le_bytes()).unwrap();

@@ -952,8 +952,8 @@ fn check_license(cx: &Ctxt, attr: &OpAttr) {
     }
 }
 
-// Rule: public ops meet the built-ins' metadata bar: a doc comment and a declared backward
-// that is not a bare `composite`.
+// Rule: public ops meet the built-ins' metadata bar: a doc comment (the description), besides
+// the licence `check_license` requires of every non-private op.
 fn check_public_metadata(cx: &Ctxt, attr: &OpAttr, description: &str) {
     let Some(v) = &attr.visibility else { return };
     if v.value != Visibility::Public {

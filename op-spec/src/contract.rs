@@ -568,7 +568,8 @@ pub enum KernelLang {
 pub struct Kernel {
     /// Source language.
     pub lang: KernelLang,
-    /// Path relative to the declaring crate's manifest directory.
+    /// Path relative to the declaring crate's manifest directory (or, if absent there, to the
+    /// declaring source file's directory).
     pub path: String,
     /// Entry point (WGSL: the compute entry; CUDA: the `extern "C" __global__` name).
     pub entry: String,

@@ -461,7 +461,8 @@ fn parse_signature(cx: &Ctxt, input: ParseStream) -> syn::Result<SSignature> {
     let n = outputs.len();
     for (i, o) in outputs.iter_mut().enumerate() {
         if !o.named {
-            o.name = Ident::new(if n == 1 { "out" } else { ["out0", "out1", "out2", "out3", "out4", "out5", "out6", "out7"].get(i).copied().unwrap_or("out_n") }, o.dtype.span.first);
+            let name = if n == 1 { "out".to_string() } else { format!("out{i}") };
+            o.name = Ident::new(&name, o.dtype.span.first);
         }
     }
     Ok(SSignature { span: sr(kw.span()), args, constraints, outputs })
@@ -719,15 +720,12 @@ fn parse_kernel(cx: &Ctxt, input: ParseStream) -> syn::Result<Option<SKernel>> {
         return Ok(None);
     }
     let Some((lang, path)) = lang_path else {
-        if ok {
-            return Err(syn::Error::new(kw.span(), "a kernel needs its source: `wgsl = \"kernels/x.wgsl\"` or `cuda = \"kernels/x.cu\"`"));
-        }
-        return Ok(None);
+        return Err(syn::Error::new(kw.span(), "a kernel needs its source: `wgsl = \"kernels/x.wgsl\"` or `cuda = \"kernels/x.cu\"`"));
     };
-    if ok && bindings_span.is_none() {
+    if bindings_span.is_none() {
         cx.error(syn::Error::new(kw.span(), "a kernel needs its binding descriptor: `bindings(x: read, out: read_write, uniform(n))`"));
     }
-    if ok && threads.is_none() {
+    if threads.is_none() {
         cx.error(syn::Error::new(kw.span(), "a kernel needs its launch geometry: `threads = expr` (one invocation per output element, usually)"));
     }
     if lang == KernelLang::Wgsl {
