@@ -35,6 +35,16 @@ pub const GUARD: usize = 16;
 const SHRINK_BUDGET: usize = 64;
 /// Env variable that turns a missing wgpu adapter into a test failure (set by CI).
 pub const REQUIRE_GPU_ENV: &str = "OP_REQUIRE_GPU_ADAPTER";
+/// Env variable that turns an unavailable CUDA backend into a failure for ops with a CUDA
+/// kernel (set on a machine with an NVIDIA GPU, so a skip cannot hide a broken install).
+pub const REQUIRE_CUDA_ENV: &str = "OP_REQUIRE_CUDA";
+
+/// Which GPU backends must be available (a skip becomes a failure).
+#[derive(Clone, Copy, Debug, Default)]
+struct Required {
+    wgpu: bool,
+    cuda: bool,
+}
 /// Namespace of deliberately broken ops: their generated test passes only if conformance
 /// rejects every GPU kernel they declare (a negative control: a check that cannot fail
 /// certifies nothing).
@@ -336,16 +346,19 @@ pub fn generated_test(decl: &'static OpDecl) {
         Err(e) => panic!("conformance of `{}`: the op does not register: {e}", decl.rust_name),
     };
     let id = handle.id();
-    let require_gpu = std::env::var(REQUIRE_GPU_ENV).as_deref() == Ok("1");
+    let required = Required {
+        wgpu: std::env::var(REQUIRE_GPU_ENV).as_deref() == Ok("1"),
+        cuda: std::env::var(REQUIRE_CUDA_ENV).as_deref() == Ok("1"),
+    };
     let broken = handle.op().contract.name.starts_with(BROKEN_NAMESPACE);
-    if let Err(failures) = verdict(&id, broken, require_gpu, conform_all(&handle)) {
+    if let Err(failures) = verdict(&id, broken, required, conform_all(&handle)) {
         panic!("{failures}");
     }
 }
 
 /// The generated test's decision over every backend's result: `Err` with the failures joined.
 /// Prints conformed backends, skips (with the reason) and expected rejections.
-fn verdict(id: &str, broken: bool, require_gpu: bool, results: Vec<(BackendKind, Result<Receipt, ConformanceFailure>)>) -> Result<(), String> {
+fn verdict(id: &str, broken: bool, required: Required, results: Vec<(BackendKind, Result<Receipt, ConformanceFailure>)>) -> Result<(), String> {
     let mut failures: Vec<String> = Vec::new();
     for (kind, result) in results {
         match result {
@@ -353,8 +366,11 @@ fn verdict(id: &str, broken: bool, require_gpu: bool, results: Vec<(BackendKind,
                 failures.push(format!("op `{id}` is declared broken (`{BROKEN_NAMESPACE}`) but its {kind} kernel conformed ({} cases)", r.cases))
             }
             Ok(r) => println!("conformance: `{id}` on {kind}: {} cases conform ({})", r.cases, r.device),
-            Err(e @ ConformanceFailure::Unavailable { .. }) if kind == BackendKind::Wgpu && require_gpu => {
+            Err(e @ ConformanceFailure::Unavailable { .. }) if kind == BackendKind::Wgpu && required.wgpu => {
                 failures.push(format!("{REQUIRE_GPU_ENV}=1 but {e}"))
+            }
+            Err(e @ ConformanceFailure::Unavailable { .. }) if kind == BackendKind::Cuda && required.cuda => {
+                failures.push(format!("{REQUIRE_CUDA_ENV}=1 but {e}"))
             }
             Err(e) if e.is_skip() => println!("conformance: skipping {kind} for `{id}`: {e}"),
             Err(e) if broken && is_gpu(kind) => println!("conformance: `{id}` on {kind} rejected, as declared:\n{e}"),
@@ -379,15 +395,20 @@ mod tests {
         let unavailable = || ConformanceFailure::Unavailable { op: "x".into(), backend: BackendKind::Wgpu, reason: "no adapter".into() };
         let rejected = || ConformanceFailure::NoCases { op: "x".into() };
         // Skips pass, except a missing wgpu adapter when it is required.
-        assert!(verdict("x", false, false, vec![(BackendKind::Wgpu, Err(unavailable())), (BackendKind::Reference, Ok(receipt.clone()))]).is_ok());
-        let e = verdict("x", false, true, vec![(BackendKind::Wgpu, Err(unavailable()))]).unwrap_err();
+        assert!(verdict("x", false, Required::default(), vec![(BackendKind::Wgpu, Err(unavailable())), (BackendKind::Reference, Ok(receipt.clone()))]).is_ok());
+        let e = verdict("x", false, Required { wgpu: true, cuda: false }, vec![(BackendKind::Wgpu, Err(unavailable()))]).unwrap_err();
         assert!(e.contains(REQUIRE_GPU_ENV), "{e}");
         // A failure fails the test; for a declared-broken op a GPU rejection passes and a GPU
         // pass fails.
-        assert!(verdict("x", false, false, vec![(BackendKind::Wgpu, Err(rejected()))]).is_err());
-        assert!(verdict("x", true, false, vec![(BackendKind::Wgpu, Err(rejected()))]).is_ok());
-        assert!(verdict("x", true, false, vec![(BackendKind::Wgpu, Ok(receipt.clone()))]).is_err());
-        assert!(verdict("x", true, false, vec![(BackendKind::Reference, Err(rejected()))]).is_err(), "the reference path is never excused");
+        assert!(verdict("x", false, Required::default(), vec![(BackendKind::Wgpu, Err(rejected()))]).is_err());
+        assert!(verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Err(rejected()))]).is_ok());
+        assert!(verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Ok(receipt.clone()))]).is_err());
+        assert!(verdict("x", true, Required::default(), vec![(BackendKind::Reference, Err(rejected()))]).is_err(), "the reference path is never excused");
+        // With CUDA required, an unavailable CUDA backend fails; without, it is a printed skip.
+        let cuda_unavailable = || ConformanceFailure::Unavailable { op: "x".into(), backend: BackendKind::Cuda, reason: "no libcuda".into() };
+        assert!(verdict("x", false, Required::default(), vec![(BackendKind::Cuda, Err(cuda_unavailable()))]).is_ok());
+        let e = verdict("x", false, Required { wgpu: false, cuda: true }, vec![(BackendKind::Cuda, Err(cuda_unavailable()))]).unwrap_err();
+        assert!(e.contains(REQUIRE_CUDA_ENV), "{e}");
     }
     use crate::receipt::ReceiptError;
     use crate::registry::Registry;

@@ -1,0 +1,148 @@
+//! Signature names and symbols: distinct names, every symbol bound, integer-only constraint
+//! operands. Reads only the signature and descriptors; must not evaluate constraints or read files.
+
+use crate::contract::DType;
+use crate::ctxt::Ctxt;
+use crate::model::*;
+use std::collections::BTreeMap;
+
+// Rule: argument and output names are distinct and differ from dim symbols.
+pub(super) fn check_names_unique(cx: &Ctxt, sig: &SSignature) {
+    let mut seen: Vec<String> = Vec::new();
+    let idents = sig.args.iter().map(SArg::ident).chain(sig.outputs.iter().filter(|o| o.named).map(|o| &o.name));
+    for id in idents {
+        let s = id.to_string();
+        if seen.contains(&s) {
+            cx.error(syn::Error::new(id.span(), format!("`{s}` is declared twice in the signature; give each input, parameter and output its own name")));
+        } else {
+            seen.push(s);
+        }
+    }
+    let dims = bound_dim_symbols(sig);
+    for a in &sig.args {
+        if let SArg::Param(p) = a {
+            if dims.contains(&p.name.to_string()) {
+                cx.error(syn::Error::new(p.name.span(), format!("parameter `{}` has the name of a dim symbol; rename one of them", p.name)));
+            }
+        }
+    }
+}
+
+/// Symbols bound by input dims: a bare symbol in some input's dim list.
+pub fn bound_dim_symbols(sig: &SSignature) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for a in &sig.args {
+        if let SArg::Tensor(t) = a {
+            for d in &t.dims {
+                if let SExprKind::Sym(i) = &d.kind {
+                    let s = i.to_string();
+                    if !out.contains(&s) {
+                        out.push(s);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+pub(super) fn int_params(sig: &SSignature) -> Vec<String> {
+    sig.args
+        .iter()
+        .filter_map(|a| match a {
+            SArg::Param(p) if p.dtype.value.is_int() => Some(p.name.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+// Rule: every symbol used in dims, constraints, launch geometry and uniforms is bound by an
+// input dim or an integer parameter (outputs of `bounded`/`dynamic` ops may be data-dependent).
+pub(super) fn check_symbols_bound(cx: &Ctxt, attr: &OpAttr, sig: &SSignature, dims: &[String]) {
+    let mut bound: Vec<String> = dims.to_vec();
+    bound.extend(int_params(sig));
+    let all_params: Vec<String> = sig.args.iter().filter(|a| matches!(a, SArg::Param(_))).map(|a| a.ident().to_string()).collect();
+    let report = |id: &syn::Ident, where_: &str, extra: &str| {
+        let s = id.to_string();
+        if all_params.contains(&s) {
+            return; // a non-integer parameter: reported by check_constraint_operands
+        }
+        cx.error(syn::Error::new(
+            id.span(),
+            format!("symbol `{s}` in {where_} is never bound: bind it as a bare dim of an input (e.g. `x: f32[{s}]`) or declare a parameter `{s}: u32`{extra}"),
+        ));
+    };
+    let free_outputs_ok = matches!(attr.output, Some(SShapeClass::Bounded(..)) | Some(SShapeClass::Dynamic(_)));
+    for a in &sig.args {
+        if let SArg::Tensor(t) = a {
+            for d in t.dims.iter().filter(|d| !matches!(d.kind, SExprKind::Sym(_))) {
+                let mut syms = Vec::new();
+                d.symbols(&mut syms);
+                syms.into_iter().filter(|s| !bound.contains(&s.to_string())).for_each(|s| report(s, &format!("the dims of input `{}`", t.name), ""));
+            }
+        }
+    }
+    for o in &sig.outputs {
+        for d in &o.dims {
+            let mut syms = Vec::new();
+            d.symbols(&mut syms);
+            for s in syms {
+                if !bound.contains(&s.to_string()) && !free_outputs_ok {
+                    report(s, &format!("the dims of output `{}`", o.name), "; a data-dependent size needs `output = bounded(expr)` or `output = dynamic`");
+                }
+            }
+        }
+    }
+    for c in &sig.constraints {
+        for t in &c.terms {
+            let mut syms = Vec::new();
+            t.symbols(&mut syms);
+            syms.into_iter().filter(|s| !bound.contains(&s.to_string())).for_each(|s| report(s, "a constraint", ""));
+        }
+    }
+    if let Some(SShapeClass::Bounded(_, e)) = &attr.output {
+        let mut syms = Vec::new();
+        e.symbols(&mut syms);
+        syms.into_iter().filter(|s| !bound.contains(&s.to_string())).for_each(|s| report(s, "the `bounded` limit", ""));
+    }
+    for k in &attr.kernels {
+        if let Some(t) = &k.threads {
+            let mut syms = Vec::new();
+            t.symbols(&mut syms);
+            syms.into_iter().filter(|s| !bound.contains(&s.to_string())).for_each(|s| report(s, "the kernel's `threads`", ""));
+        }
+        for b in &k.bindings {
+            if let SBinding::Uniform { fields, .. } = b {
+                for f in fields {
+                    let s = f.to_string();
+                    if !bound.contains(&s) && !all_params.contains(&s) {
+                        report(f, "the uniform block", "");
+                    }
+                }
+            }
+        }
+    }
+}
+
+// Rule: constraints compare integers; float and bool parameters cannot appear in them.
+pub(super) fn check_constraint_operands(cx: &Ctxt, sig: &SSignature) {
+    let non_int: BTreeMap<String, DType> = sig
+        .args
+        .iter()
+        .filter_map(|a| match a {
+            SArg::Param(p) if !p.dtype.value.is_int() => Some((p.name.to_string(), p.dtype.value)),
+            _ => None,
+        })
+        .collect();
+    let mut exprs: Vec<&SExpr> = sig.constraints.iter().flat_map(|c| c.terms.iter()).collect();
+    exprs.extend(sig.outputs.iter().flat_map(|o| o.dims.iter()));
+    for e in exprs {
+        let mut syms = Vec::new();
+        e.symbols(&mut syms);
+        for s in syms {
+            if let Some(d) = non_int.get(&s.to_string()) {
+                cx.error(syn::Error::new(s.span(), format!("parameter `{s}` is `{d}`; dims and constraints are integer expressions, so only integer parameters can appear in them")));
+            }
+        }
+    }
+}
