@@ -10,6 +10,9 @@ use crate::tensor::{Scalar, Tensor};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+/// A chosen backend with the op's prepared kernel on it.
+type Chosen<'a> = (&'a Arc<dyn Backend>, Arc<dyn Prepared>);
+
 /// Per-call options.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CallOptions {
@@ -74,7 +77,7 @@ impl Registry {
     }
 
     /// Chooses the backend and its prepared kernel.
-    fn choose<'a>(&'a self, slot: &Slot, op: &Arc<RegisteredOp>, opts: CallOptions) -> Result<(&'a Arc<dyn Backend>, Arc<dyn Prepared>), DispatchError> {
+    fn choose<'a>(&'a self, slot: &Slot, op: &Arc<RegisteredOp>, opts: CallOptions) -> Result<Chosen<'a>, DispatchError> {
         let strict = opts.backend.or_else(|| self.setting_for(slot));
         if let Some(kind) = strict {
             let b = self.backend(kind).ok_or_else(|| DispatchError::Unavailable { op: op.id.clone(), backend: kind, reason: "not compiled into this build".into() })?;

@@ -214,8 +214,8 @@ pub enum DispatchError {
         axis: usize,
         /// The declared dim: a symbol or an expression's text.
         dim: String,
-        /// Its value for this call (`-1` if it cannot be evaluated).
-        expected: i128,
+        /// Its value for this call (`-1` if it cannot be evaluated; dims fit `i64`).
+        expected: i64,
         /// What fixed that value (`input `x` axis 0`, or `the signature` for an expression).
         bound_by: String,
         /// The size passed.

@@ -257,7 +257,7 @@ impl Plan {
                                 input: ip.name.clone(),
                                 axis,
                                 dim: self.syms[*slot].clone(),
-                                expected: values[*slot],
+                                expected: i64::try_from(values[*slot]).unwrap_or(i64::MAX),
                                 bound_by: format!("input `{}` axis {ba}", self.inputs[bi].name),
                                 found: got,
                             });
@@ -278,7 +278,7 @@ impl Plan {
                             input: ip.name.clone(),
                             axis,
                             dim: text.clone(),
-                            expected: want.unwrap_or(-1),
+                            expected: want.and_then(|v| i64::try_from(v).ok()).unwrap_or(-1),
                             bound_by: "the signature".to_string(),
                             found: got,
                         });

@@ -155,6 +155,7 @@ fn read<T: Clone>(l: &RwLock<T>) -> T {
 
 impl Registry {
     /// An empty registry with every backend compiled in (reference, cpu, wgpu, cuda).
+    #[allow(clippy::vec_init_then_push)] // the pushes are feature-gated
     pub fn new() -> Registry {
         let mut backends: Vec<Arc<dyn Backend>> = Vec::new();
         #[cfg(feature = "cuda")]

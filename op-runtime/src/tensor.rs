@@ -171,7 +171,7 @@ impl Data {
     /// Little-endian bytes of the whole storage.
     pub fn to_le_bytes(&self) -> Vec<u8> {
         fn go<E: Element>(v: &[E]) -> Vec<u8> {
-            let mut out = Vec::with_capacity(v.len() * std::mem::size_of::<E>());
+            let mut out = Vec::with_capacity(std::mem::size_of_val(v));
             v.iter().for_each(|x| x.to_le(&mut out));
             out
         }
@@ -195,7 +195,7 @@ impl Data {
     /// Decodes little-endian bytes of a dtype; the length must be a whole number of elements.
     pub fn from_le_bytes(dtype: DType, bytes: &[u8]) -> Result<Data, TensorError> {
         let size = dtype.size();
-        if bytes.len() % size != 0 {
+        if !bytes.len().is_multiple_of(size) {
             return Err(TensorError::ByteLength { dtype, bytes: bytes.len(), elements: None });
         }
         let chunks = bytes.chunks_exact(size);

@@ -666,7 +666,7 @@ struct Limits {
 
 fn limits(dtype: DType) -> Limits {
     match dtype {
-        DType::f64 => Limits { max: f64::MAX, min_normal: f64::MIN_POSITIVE, sub_min: 4.9406564584124654e-324, sub_max: f64::MIN_POSITIVE - 4.9406564584124654e-324 },
+        DType::f64 => Limits { max: f64::MAX, min_normal: f64::MIN_POSITIVE, sub_min: f64::from_bits(1), sub_max: f64::from_bits(f64::MIN_POSITIVE.to_bits() - 1) },
         DType::f16 => Limits { max: 65504.0, min_normal: 6.103515625e-5, sub_min: 5.960464477539063e-8, sub_max: 6.097555160522461e-5 },
         DType::bf16 => Limits { max: 3.3895313892515355e38, min_normal: f32::MIN_POSITIVE as f64, sub_min: 9.183549615799121e-41, sub_max: 1.1663108012064884e-38 },
         _ => Limits { max: f32::MAX as f64, min_normal: f32::MIN_POSITIVE as f64, sub_min: 1.401298464324817e-45, sub_max: 1.1754942106924411e-38 },
