@@ -13,6 +13,7 @@ extern crate self as op_runtime;
 pub use op_macros::op;
 
 pub mod backend;
+pub mod batch;
 pub mod builtins;
 pub mod conformance;
 mod decl;
@@ -30,6 +31,7 @@ pub mod tape;
 pub mod tensor;
 
 pub use backend::BackendKind;
+pub use batch::{BatchError, BatchOutcome};
 pub use decl::{Call, OpDecl};
 pub use device::DeviceProfile;
 pub use dispatch::{CallOptions, Outcome};

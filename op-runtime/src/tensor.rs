@@ -226,6 +226,40 @@ impl Data {
         })
     }
 
+    /// A copy of elements `start..end`; `None` if the range is out of bounds.
+    pub fn slice_range(&self, start: usize, end: usize) -> Option<Data> {
+        macro_rules! go {
+            ($($v:ident),*) => {
+                match self {
+                    $(Data::$v(v) => Data::$v(v.get(start..end)?.to_vec()),)*
+                }
+            };
+        }
+        Some(go!(Bool, U8, I8, U16, I16, U32, I32, U64, I64, F16, BF16, F32, F64))
+    }
+
+    /// Concatenates storages of one dtype; `None` if the dtypes differ or `parts` is empty.
+    pub fn concat(parts: &[&Data]) -> Option<Data> {
+        let first = parts.first()?;
+        macro_rules! go {
+            ($($v:ident),*) => {
+                match first {
+                    $(Data::$v(_) => {
+                        let mut out = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
+                        for p in parts {
+                            match p {
+                                Data::$v(v) => out.extend_from_slice(v),
+                                _ => return None,
+                            }
+                        }
+                        Data::$v(out)
+                    })*
+                }
+            };
+        }
+        Some(go!(Bool, U8, I8, U16, I16, U32, I32, U64, I64, F16, BF16, F32, F64))
+    }
+
     /// Converts float storage to f64 (for gradcheck); `None` for non-float storage.
     pub fn to_f64_vec(&self) -> Option<Vec<f64>> {
         match self {
