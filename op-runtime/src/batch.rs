@@ -49,7 +49,7 @@ pub enum BatchError {
         /// The failing slice.
         index: usize,
         /// The dispatch error of that slice.
-        source: DispatchError,
+        source: Box<DispatchError>,
     },
     /// Slices produced outputs of different shapes or dtypes, which cannot be stacked.
     #[error("op `{op}`: output {output} of slice {index} has shape {found:?}, slice 0 had {expected:?}; outputs cannot be stacked")]
@@ -113,7 +113,7 @@ impl OpHandle {
         if batch == 0 {
             // No slice runs; the output shapes still follow from one slice's signature.
             let operands: Vec<(op_spec::contract::DType, &[usize])> = inputs.iter().map(|t| (t.dtype(), &t.shape()[1..])).collect();
-            let bound = op.plan.validate(&operands, params, None).map_err(|source| BatchError::Slice { op: id.clone(), index: 0, source })?;
+            let bound = op.plan.validate(&operands, params, None).map_err(|source| BatchError::Slice { op: id.clone(), index: 0, source: Box::new(source) })?;
             let mut outputs = Vec::new();
             for (o, s) in op.contract.signature.outputs.iter().zip(&bound.out_shapes) {
                 let mut shape = vec![0];
@@ -127,7 +127,7 @@ impl OpHandle {
         for b in 0..batch {
             let slices: Vec<Tensor> = inputs.iter().map(|t| slice0(t, b)).collect::<Option<_>>().ok_or_else(|| BatchError::NoBatchAxis { op: id.clone(), input: name(0) })?;
             let refs: Vec<&Tensor> = slices.iter().collect();
-            let outcome = self.call_with(&refs, params, opts).map_err(|source| BatchError::Slice { op: id.clone(), index: b, source })?;
+            let outcome = self.call_with(&refs, params, opts).map_err(|source| BatchError::Slice { op: id.clone(), index: b, source: Box::new(source) })?;
             per_output.resize_with(outcome.outputs.len(), Vec::new);
             for (k, t) in outcome.outputs.into_iter().enumerate() {
                 if let Some(first) = per_output[k].first() {
