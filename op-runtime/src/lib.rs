@@ -27,6 +27,7 @@ pub mod provenance;
 mod real;
 pub mod receipt;
 pub mod registry;
+pub mod sharing;
 pub mod tape;
 pub mod tensor;
 
