@@ -94,7 +94,10 @@ mod expand;
 /// - **Checks**: constant-false and contradictory constraints are errors; output dims that can
 ///   be negative for an admissible input are errors with a counterexample (`n - w + 1` needs
 ///   `w <= n`). With `output = bounded(e)` or `dynamic`, output dims may use unbound
-///   (data-dependent) symbols.
+///   (data-dependent) symbols: each a whole output dim, one per output; the reference's
+///   returned length decides it at run time (within `e` for `bounded`, equal across outputs).
+///   Such ops are `backward = none`, declare no GPU kernel, run on host backends, and the tape
+///   refuses them (it plans static shapes).
 /// - **Category x tolerance**: `exact` only for `selection` and `integer` (and `selection` must
 ///   be `exact`); `reduction`/`contraction` need `accum(k)`; `loose` only for `approximate`.
 /// - **The reference** takes, in signature order, `&[E]` per tensor input and `E` per param,

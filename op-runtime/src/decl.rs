@@ -67,6 +67,11 @@ pub struct Call<'a> {
     pub(crate) dim_values: &'a [i128],
     pub(crate) out_names: &'a [String],
     pub(crate) out_shapes: &'a [Vec<usize>],
+    /// Data-dependent output axes and their bound (see `plan::FreeAxis`).
+    pub(crate) free: &'a [crate::plan::FreeAxis],
+    pub(crate) free_limit: Option<usize>,
+    /// Sizes the function chose for data-dependent symbols so far: (slot, size).
+    pub(crate) free_values: Vec<(usize, usize)>,
     pub(crate) outputs: Vec<Option<Tensor>>,
     pub(crate) cotangents: &'a [&'a Tensor],
     pub(crate) tangent: Option<&'a Tensor>,
@@ -105,8 +110,14 @@ impl<'a> Call<'a> {
         t.as_slice::<E>().ok_or_else(|| ShimError(format!("op `{}`: tangent has dtype `{}`, expected `{}`", self.op, t.dtype(), E::DTYPE)))
     }
 
-    /// Stores output `i`; its length must match the declared shape.
+    /// Stores output `i`; its length must match the declared shape (for a data-dependent axis:
+    /// a whole number of rows, within the `bounded` limit, agreeing across outputs).
     pub fn set_output<E: Element>(&mut self, i: usize, v: Vec<E>) -> Result<(), ShimError> {
+        if let Some(f) = self.free.iter().find(|f| f.output == i).copied() {
+            let shape = self.data_dependent_shape(i, f, v.len())?;
+            self.outputs[i] = Some(Tensor::from_vec(shape, v).map_err(|e| ShimError(e.to_string()))?);
+            return Ok(());
+        }
         let shape = self.out_shapes.get(i).ok_or_else(|| ShimError(format!("op `{}`: no output {i}", self.op)))?;
         let want = checked_numel(shape).unwrap_or(usize::MAX);
         if v.len() != want {
@@ -115,6 +126,34 @@ impl<'a> Call<'a> {
         }
         self.outputs[i] = Some(Tensor::from_vec(shape.clone(), v).map_err(|e| ShimError(e.to_string()))?);
         Ok(())
+    }
+
+    /// The shape of output `i` whose axis `f.axis` the function sized by returning `len` elements.
+    fn data_dependent_shape(&mut self, i: usize, f: crate::plan::FreeAxis, len: usize) -> Result<Vec<usize>, ShimError> {
+        let name = self.out_names.get(i).map(String::as_str).unwrap_or("?");
+        let sym = self.dim_names.get(f.slot).map(String::as_str).unwrap_or("?");
+        let mut shape = self.out_shapes.get(i).cloned().ok_or_else(|| ShimError(format!("op `{}`: no output {i}", self.op)))?;
+        let row: usize = shape.iter().enumerate().filter(|(a, _)| *a != f.axis).map(|(_, d)| *d).product();
+        let k = match (row, len) {
+            (0, 0) => 0,
+            (0, _) => return Err(ShimError(format!("op `{}`: output `{name}` has no room for {len} element(s): its other dims hold 0", self.op))),
+            (r, n) if n % r == 0 => n / r,
+            (r, n) => return Err(ShimError(format!("op `{}`: the function returned {n} element(s) for output `{name}`, not a whole number of rows of {r}", self.op))),
+        };
+        if let Some(limit) = self.free_limit {
+            if k > limit {
+                return Err(ShimError(format!("op `{}`: output `{name}` has `{sym}` = {k}, beyond its declared bound {limit}", self.op)));
+            }
+        }
+        match self.free_values.iter().find(|(s, _)| *s == f.slot) {
+            Some((_, prev)) if *prev != k => {
+                return Err(ShimError(format!("op `{}`: outputs disagree on data-dependent `{sym}`: {prev} and {k} (output `{name}`)", self.op)));
+            }
+            Some(_) => {}
+            None => self.free_values.push((f.slot, k)),
+        }
+        shape[f.axis] = k;
+        Ok(shape)
     }
 
     /// Stores the gradient of differentiable input `i` (VJP shims).

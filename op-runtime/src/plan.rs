@@ -87,6 +87,18 @@ struct OutputPlan {
     dims: Vec<(IExpr, String)>,
 }
 
+/// An output axis whose size is data-dependent (`output = bounded(..)` or `dynamic`): the
+/// reference decides it, within the bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FreeAxis {
+    /// The output index.
+    pub output: usize,
+    /// The axis within that output.
+    pub axis: usize,
+    /// The symbol's slot in `Plan::syms`.
+    pub slot: usize,
+}
+
 /// What validation needs of an input: its dtype and shape.
 pub trait Operand {
     /// The element type.
@@ -124,6 +136,10 @@ pub struct Plan {
     constraints: Vec<(Vec<IExpr>, Constraint, String)>,
     outputs: Vec<OutputPlan>,
     dynamic: Option<String>,
+    /// The `bounded(..)` limit on data-dependent dims.
+    limit: Option<(IExpr, String)>,
+    /// Data-dependent output axes.
+    free: Vec<FreeAxis>,
     /// Output names in order.
     pub out_names: Vec<String>,
 }
@@ -133,11 +149,20 @@ pub struct Plan {
 pub struct Bound {
     /// Values of `Plan::syms`.
     pub values: Vec<i128>,
-    /// Shape of each output.
+    /// Shape of each output; a data-dependent axis holds its upper bound (0 when `dynamic`).
     pub out_shapes: Vec<Vec<usize>>,
+    /// Data-dependent output axes (empty for `static` ops).
+    pub free: Vec<FreeAxis>,
+    /// Their upper bound (`bounded`), `None` when unbounded or static.
+    pub free_limit: Option<usize>,
 }
 
 impl Bound {
+    /// Whether some output size is decided by the data.
+    pub fn is_data_dependent(&self) -> bool {
+        !self.free.is_empty()
+    }
+
     /// The value of a symbol.
     pub fn get(&self, plan: &Plan, sym: &str) -> Option<i128> {
         plan.syms.iter().position(|s| s == sym).map(|k| self.values[k])
@@ -155,6 +180,21 @@ impl Plan {
             }
         }
         let op = c.id();
+        // Symbols only outputs use are data-dependent: they get slots after the bound ones.
+        let n_fixed = syms.len();
+        if sig.shape_class != ShapeClass::Static {
+            for o in &sig.outputs {
+                for d in &o.dims {
+                    let mut used = Vec::new();
+                    d.symbols(&mut used);
+                    for u in used {
+                        if !syms.iter().any(|s| s == u) {
+                            syms.push(u.to_string());
+                        }
+                    }
+                }
+            }
+        }
         let compile = |e: &Expr| IExpr::compile(e, &syms).ok_or_else(|| format!("expression `{e}` uses an unbound symbol"));
         let mut inputs = Vec::new();
         for t in sig.inputs() {
@@ -180,13 +220,29 @@ impl Plan {
             ShapeClass::Dynamic => Some("dynamic".to_string()),
         };
         let mut outputs = Vec::new();
-        if dynamic.is_none() {
-            for o in &sig.outputs {
-                let dims = o.dims.iter().map(|d| Ok((compile(d)?, d.to_string()))).collect::<Result<Vec<_>, String>>()?;
-                outputs.push(OutputPlan { name: o.name.clone(), dims });
+        let mut free = Vec::new();
+        for (oi, o) in sig.outputs.iter().enumerate() {
+            let dims = o.dims.iter().map(|d| Ok((compile(d)?, d.to_string()))).collect::<Result<Vec<_>, String>>()?;
+            for (axis, d) in o.dims.iter().enumerate() {
+                let mut used = Vec::new();
+                d.symbols(&mut used);
+                for u in used {
+                    let slot = syms.iter().position(|s| s == u).ok_or("unbound")?;
+                    if slot >= n_fixed {
+                        if !matches!(d, Expr::Sym(_)) {
+                            return Err(format!("data-dependent symbol `{u}` must be a whole output dim"));
+                        }
+                        free.push(FreeAxis { output: oi, axis, slot });
+                    }
+                }
             }
+            outputs.push(OutputPlan { name: o.name.clone(), dims });
         }
-        Ok(Plan { op, syms, inputs, params, constraints, outputs, dynamic, out_names: sig.outputs.iter().map(|o| o.name.clone()).collect() })
+        let limit = match &sig.shape_class {
+            ShapeClass::Bounded(e) => Some((compile(e)?, e.to_string())),
+            _ => None,
+        };
+        Ok(Plan { op, syms, inputs, params, constraints, outputs, dynamic, limit, free, out_names: sig.outputs.iter().map(|o| o.name.clone()).collect() })
     }
 
     /// Number of tensor inputs.
@@ -312,8 +368,23 @@ impl Plan {
                 return Err(DispatchError::Constraint { op: op.clone(), constraint: text.clone(), values: vals.join(", ") });
             }
         }
-        if let Some(class) = &self.dynamic {
-            return Err(DispatchError::DynamicShape { op: op.clone(), class: class.clone() });
+        // Data-dependent dims take their bound (`bounded`) or 0 (`dynamic`) in `out_shapes`.
+        let free_limit = match &self.limit {
+            Some((e, text)) => match e.eval(&values).and_then(|v| usize::try_from(v).ok()) {
+                Some(v) => Some(v),
+                None => {
+                    return Err(DispatchError::OutputShape {
+                        op: op.clone(),
+                        output: self.out_names.first().cloned().unwrap_or_default(),
+                        expr: format!("bounded({text})"),
+                        value: e.eval(&values).map(|v| v.to_string()).unwrap_or_else(|| "undefined".into()),
+                    })
+                }
+            },
+            None => None,
+        };
+        for f in &self.free {
+            values[f.slot] = free_limit.unwrap_or(0) as i128;
         }
         let mut out_shapes = Vec::with_capacity(self.outputs.len());
         for o in &self.outputs {
@@ -333,7 +404,12 @@ impl Plan {
             }
             out_shapes.push(shape);
         }
-        Ok(Bound { values, out_shapes })
+        Ok(Bound { values, out_shapes, free: self.free.clone(), free_limit })
+    }
+
+    /// `bounded(..)` or `dynamic` for data-dependent output shapes, `None` for `static`.
+    pub fn shape_class(&self) -> Option<&str> {
+        self.dynamic.as_deref()
     }
 
     /// Evaluates a kernel expression (e.g. `threads`) for a bound call.

@@ -168,6 +168,12 @@ impl Receipt {
     /// Valid for `op` as registered now on the device `local`: the digest matches the fields,
     /// the op and content hash are the op's current ones, the device profile is `local`'s.
     pub fn verify(&self, op: &RegisteredOp, local: &DeviceProfile) -> Result<(), ReceiptError> {
+        self.verify_parts(&op.id, &op.hash_hex(), local)
+    }
+
+    /// [`Receipt::verify`] against an op known only by `name@version` and content hash (hex),
+    /// e.g. one loaded from a store: the same checks in the same order.
+    pub fn verify_parts(&self, id: &str, content_hash: &str, local: &DeviceProfile) -> Result<(), ReceiptError> {
         let computed = self.compute_digest();
         if computed != self.digest {
             return Err(ReceiptError::Digest { op: self.op.clone(), found: self.digest.clone(), computed });
@@ -175,14 +181,14 @@ impl Receipt {
         if self.format != RECEIPT_FORMAT {
             return Err(ReceiptError::Format { op: self.op.clone(), found: self.format });
         }
-        if self.op != op.id {
-            return Err(ReceiptError::OtherOp { op: op.id.clone(), receipt: self.op.clone() });
+        if self.op != id {
+            return Err(ReceiptError::OtherOp { op: id.to_string(), receipt: self.op.clone() });
         }
-        if self.content_hash != op.hash_hex() {
-            return Err(ReceiptError::ContentHash { op: op.id.clone(), receipt: self.content_hash.clone(), current: op.hash_hex() });
+        if self.content_hash != content_hash {
+            return Err(ReceiptError::ContentHash { op: id.to_string(), receipt: self.content_hash.clone(), current: content_hash.to_string() });
         }
         if &self.device != local {
-            return Err(ReceiptError::Device { op: op.id.clone(), receipt: self.device.to_string(), local: local.to_string() });
+            return Err(ReceiptError::Device { op: id.to_string(), receipt: self.device.to_string(), local: local.to_string() });
         }
         Ok(())
     }

@@ -34,6 +34,9 @@ impl Backend for CudaBackend {
         self.profile.get_or_init(|| engine().map(|e| Arc::new(e.profile().clone()))).clone()
     }
     fn supports(&self, op: &RegisteredOp) -> Result<(), String> {
+        if let Some(class) = op.plan.shape_class() {
+            return Err(format!("`output = {class}` ops run on host backends only"));
+        }
         cuda_kernel(op).map(|_| ()).ok_or_else(|| "the op declares no CUDA kernel".to_string())
     }
     fn prepare(&self, op: &Arc<RegisteredOp>) -> Result<Arc<dyn Prepared>, String> {

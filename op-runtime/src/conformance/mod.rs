@@ -359,6 +359,23 @@ pub fn generated_test(decl: &'static OpDecl) {
 /// The generated test's decision over every backend's result: `Err` with the failures joined.
 /// Prints conformed backends, skips (with the reason) and expected rejections.
 fn verdict(id: &str, broken: bool, required: Required, results: Vec<(BackendKind, Result<Receipt, ConformanceFailure>)>) -> Result<(), String> {
+    // A broken fixture without GPU kernels is a broken reference: conformance must reject it
+    // (a reference that breaks its own contract), and nothing else is excused.
+    let gpu_declared = results.iter().any(|(k, r)| is_gpu(*k) && !matches!(r, Err(ConformanceFailure::Unsupported { .. })));
+    if broken && !gpu_declared {
+        let mut rejected = false;
+        for (kind, result) in &results {
+            match result {
+                Err(e) if e.is_skip() => println!("conformance: skipping {kind} for `{id}`: {e}"),
+                Err(e) => {
+                    println!("conformance: `{id}` on {kind} rejected, as declared:\n{e}");
+                    rejected = true;
+                }
+                Ok(_) => {}
+            }
+        }
+        return if rejected { Ok(()) } else { Err(format!("op `{id}` is declared broken (`{BROKEN_NAMESPACE}`) but conformance rejected nothing")) };
+    }
     let mut failures: Vec<String> = Vec::new();
     for (kind, result) in results {
         match result {
@@ -403,7 +420,14 @@ mod tests {
         assert!(verdict("x", false, Required::default(), vec![(BackendKind::Wgpu, Err(rejected()))]).is_err());
         assert!(verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Err(rejected()))]).is_ok());
         assert!(verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Ok(receipt.clone()))]).is_err());
-        assert!(verdict("x", true, Required::default(), vec![(BackendKind::Reference, Err(rejected()))]).is_err(), "the reference path is never excused");
+        let gpu_unsupported = || ConformanceFailure::Unsupported { op: "x".into(), backend: BackendKind::Wgpu, reason: "no WGSL kernel".into() };
+        assert!(
+            verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Err(rejected())), (BackendKind::Reference, Err(rejected()))]).is_err(),
+            "with GPU kernels, the reference path is never excused"
+        );
+        // Without GPU kernels, a broken fixture's reference must be rejected, and is.
+        assert!(verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Err(gpu_unsupported())), (BackendKind::Reference, Err(rejected()))]).is_ok());
+        assert!(verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Err(gpu_unsupported())), (BackendKind::Reference, Ok(receipt.clone()))]).is_err());
         // With CUDA required, an unavailable CUDA backend fails; without, it is a printed skip.
         let cuda_unavailable = || ConformanceFailure::Unavailable { op: "x".into(), backend: BackendKind::Cuda, reason: "no libcuda".into() };
         assert!(verdict("x", false, Required::default(), vec![(BackendKind::Cuda, Err(cuda_unavailable()))]).is_ok());

@@ -28,6 +28,10 @@ pub(crate) fn run_dtype(declared: DType, float_as: Option<DType>) -> DType {
 /// computes the output dtypes and shapes. Only `static` shape classes plan.
 pub fn infer(op: &RegisteredOp, inputs: &[(DType, &[usize])], params: &[Scalar], float_as: Option<DType>) -> Result<Inferred, DispatchError> {
     let bound = op.plan.validate(inputs, params, float_as)?;
+    if bound.is_data_dependent() {
+        // The tape plans and differentiates static shapes only.
+        return Err(DispatchError::DynamicShape { op: op.id.clone(), class: op.plan.shape_class().unwrap_or("dynamic").to_string() });
+    }
     let outputs = op.contract.signature.outputs.iter().zip(bound.out_shapes).map(|(o, shape)| (run_dtype(o.dtype, float_as), shape)).collect();
     Ok(Inferred { outputs })
 }

@@ -6,6 +6,7 @@
 mod backward;
 mod constraints;
 mod kernels;
+mod outputs;
 mod sharing;
 mod symbols;
 
@@ -17,6 +18,7 @@ use crate::wgsl::KernelInfo;
 use backward::{check_backward_fits_signature, check_differentiable_reference_is_generic, check_jvp_arity, check_subgradient};
 use constraints::{check_constant_constraints, check_contradictory_constraints, check_output_dims_nonnegative};
 use kernels::{check_binding_coverage, load_and_check_kernel};
+use outputs::{check_data_dependent_dims, check_data_dependent_support};
 use proc_macro2::Span;
 use sharing::{check_license, check_public_metadata};
 use std::path::PathBuf;
@@ -77,6 +79,7 @@ pub fn check(cx: &Ctxt, input: &CheckInput<'_>) -> Option<Checked> {
         check_constant_constraints(cx, sig);
         check_contradictory_constraints(cx, sig, &dims);
         check_output_dims_nonnegative(cx, attr, sig, &dims);
+        check_data_dependent_dims(cx, attr, sig, &symbols::bound_with_params(sig, &dims));
         check_backward_fits_signature(cx, attr, sig);
         check_jvp_arity(cx, attr, sig);
         reference = check_reference_fn(cx, input.func, sig, &dims);
@@ -90,6 +93,7 @@ pub fn check(cx: &Ctxt, input: &CheckInput<'_>) -> Option<Checked> {
             }
         }
     }
+    check_data_dependent_support(cx, attr);
     check_subgradient(cx, attr);
     check_license(cx, attr);
     check_public_metadata(cx, attr, input.description);

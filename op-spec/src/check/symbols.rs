@@ -6,6 +6,13 @@ use crate::ctxt::Ctxt;
 use crate::model::*;
 use std::collections::BTreeMap;
 
+/// Input dim symbols plus integer parameters: every symbol a static dim may use.
+pub(super) fn bound_with_params(sig: &SSignature, dims: &[String]) -> Vec<String> {
+    let mut b = dims.to_vec();
+    b.extend(int_params(sig));
+    b
+}
+
 // Rule: argument and output names are distinct and differ from dim symbols.
 pub(super) fn check_names_unique(cx: &Ctxt, sig: &SSignature) {
     let mut seen: Vec<String> = Vec::new();

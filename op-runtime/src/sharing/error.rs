@@ -1,0 +1,143 @@
+//! Typed errors of publishing and loading op cards; every variant names the op (its
+//! `name@version`) and, where a file is at fault, the file. No I/O here.
+
+use std::path::PathBuf;
+
+/// Why an op could not be published to, or loaded from, a store.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SharingError {
+    /// The op is private: nothing leaves private.
+    #[error("op `{op}` is private and nothing leaves private; declare `visibility = workspace` or `visibility = public` with a `license` to share it")]
+    Private {
+        /// The op's `name@version`.
+        op: String,
+    },
+    /// The op declares no SPDX licence expression.
+    #[error("op `{op}` has no licence and nothing leaves private without one; add `license = \"MIT\"` (any SPDX expression)")]
+    NoLicense {
+        /// The op's `name@version`.
+        op: String,
+    },
+    /// A public op without a description (doc comment).
+    #[error("op `{op}` is public but has no description; add a `///` doc comment to the function")]
+    NoDescription {
+        /// The op's `name@version`.
+        op: String,
+    },
+    /// `name@version` is already published with other content.
+    #[error(
+        "op `{op}` is already published with different content (published {published}, new {new}); \
+         bump the version (`version = N+1`) or publish it under a new name"
+    )]
+    ContentChanged {
+        /// The op's `name@version`.
+        op: String,
+        /// Content hash in the store (hex).
+        published: String,
+        /// Content hash of the op being published (hex).
+        new: String,
+    },
+    /// The requested id is not a `name@version` the store can hold.
+    #[error("op `{op}`: not a publishable `name@version`: {reason}")]
+    BadId {
+        /// The id as given.
+        op: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// No index entry for the op in this store.
+    #[error("op `{op}` is not published in this store (no `{}`)", file.display())]
+    NotPublished {
+        /// The op's `name@version`.
+        op: String,
+        /// The index entry looked for.
+        file: PathBuf,
+    },
+    /// A file could not be read or written.
+    #[error("op `{op}`: cannot {action} `{}`: {reason}", file.display())]
+    Io {
+        /// The op's `name@version`.
+        op: String,
+        /// The file or directory.
+        file: PathBuf,
+        /// What was attempted (`read`, `write`, `create`, ...).
+        action: &'static str,
+        /// The operating system's reason.
+        reason: String,
+    },
+    /// A blob named in the op's index entry is missing.
+    #[error("op `{op}`: the {role} blob `{}` is missing from the store", file.display())]
+    MissingBlob {
+        /// The op's `name@version`.
+        op: String,
+        /// The blob's path.
+        file: PathBuf,
+        /// What the blob holds (`card`, `contract`, `kernel \`...\``, ...).
+        role: String,
+    },
+    /// A blob's bytes do not hash to its name: the file was altered.
+    #[error("op `{op}`: the {role} blob `{}` was tampered with: its bytes hash to {actual}, not to its name {expected}; refusing to load it", file.display())]
+    Tampered {
+        /// The op's `name@version`.
+        op: String,
+        /// The blob's path.
+        file: PathBuf,
+        /// What the blob holds.
+        role: String,
+        /// The hash the file is named after (hex).
+        expected: String,
+        /// The hash of its bytes (hex).
+        actual: String,
+    },
+    /// A file parses badly or disagrees with the rest of the entry.
+    #[error("op `{op}`: `{}` is corrupt: {reason}", file.display())]
+    Corrupt {
+        /// The op's `name@version`.
+        op: String,
+        /// The file at fault.
+        file: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The identity recomputed from the loaded contract, body and kernels is not the card's.
+    #[error("op `{op}`: the card names content {card}, but its contract, body and kernels hash to {recomputed}; refusing to load it")]
+    IdentityMismatch {
+        /// The op's `name@version`.
+        op: String,
+        /// The content hash the card and index name (hex).
+        card: String,
+        /// The identity recomputed from the loaded blobs (hex).
+        recomputed: String,
+    },
+}
+
+impl SharingError {
+    /// The `name@version` the error is about.
+    pub fn op(&self) -> &str {
+        match self {
+            SharingError::Private { op }
+            | SharingError::NoLicense { op }
+            | SharingError::NoDescription { op }
+            | SharingError::ContentChanged { op, .. }
+            | SharingError::BadId { op, .. }
+            | SharingError::NotPublished { op, .. }
+            | SharingError::Io { op, .. }
+            | SharingError::MissingBlob { op, .. }
+            | SharingError::Tampered { op, .. }
+            | SharingError::Corrupt { op, .. }
+            | SharingError::IdentityMismatch { op, .. } => op,
+        }
+    }
+
+    /// The file at fault, where one is.
+    pub fn file(&self) -> Option<&std::path::Path> {
+        match self {
+            SharingError::NotPublished { file, .. }
+            | SharingError::Io { file, .. }
+            | SharingError::MissingBlob { file, .. }
+            | SharingError::Tampered { file, .. }
+            | SharingError::Corrupt { file, .. } => Some(file),
+            _ => None,
+        }
+    }
+}

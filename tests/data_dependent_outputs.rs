@@ -1,0 +1,95 @@
+//! `output = bounded(..)` and `dynamic`: the reference sizes the data-dependent dims, the
+//! engine checks the bound and cross-output agreement, and static-only machinery refuses them.
+
+use op_runtime::{op, BackendKind, CallOptions, DispatchError, Real, Registry, Scalar, Tensor};
+
+/// The strictly positive elements of `x`, in order, and their indices.
+#[op(
+    name = "test/dd/positives", version = 1,
+    signature(x: f32[n]) -> (values: f32[k], indices: u32[k]),
+    output = bounded(n),
+    category = selection, tolerance = exact, backward = none,
+)]
+pub fn positives<T: Real>(x: &[T]) -> (Vec<T>, Vec<u32>) {
+    let idx: Vec<u32> = (0..x.len() as u32).filter(|i| x[*i as usize] > T::zero()).collect();
+    (idx.iter().map(|i| x[*i as usize]).collect(), idx)
+}
+
+/// A broken data-dependent op: returns more elements than its bound allows (its generated
+/// conformance test requires the rejection: `test/broken/`).
+#[op(
+    name = "test/broken/dd_overflowing", version = 1,
+    signature(x: f32[n], m: u32) -> f32[k],
+    output = bounded(m),
+    category = selection, tolerance = exact, backward = none,
+)]
+pub fn overflowing<T: Real>(x: &[T], _m: u32) -> Vec<T> {
+    x.to_vec()
+}
+
+/// A broken data-dependent op: its outputs disagree on `k`.
+#[op(
+    name = "test/broken/dd_disagreeing", version = 1,
+    signature(x: f32[n]) -> (a: f32[k], b: f32[k]),
+    output = dynamic,
+    category = selection, tolerance = exact, backward = none,
+)]
+pub fn disagreeing<T: Real>(x: &[T]) -> (Vec<T>, Vec<T>) {
+    (x.to_vec(), x[..x.len() / 2].to_vec())
+}
+
+/// Rows of `x` (pairs) whose sum is positive: a data-dependent leading dim with a static one.
+#[op(
+    name = "test/dd/positive_pairs", version = 1,
+    signature(x: f32[r, 2]) -> f32[k, 2],
+    output = dynamic,
+    category = selection, tolerance = exact, backward = none,
+)]
+pub fn positive_pairs<T: Real>(x: &[T]) -> Vec<T> {
+    x.chunks(2).filter(|p| p[0] + p[1] > T::zero()).flat_map(|p| p.to_vec()).collect()
+}
+
+fn reference() -> CallOptions {
+    CallOptions::on(BackendKind::Reference)
+}
+
+#[test]
+fn the_reference_sizes_data_dependent_outputs() {
+    let r = Registry::new();
+    let h = r.register(&positives::DECL).unwrap();
+    let x = Tensor::vector(vec![1.0f32, -2.0, 3.0, 0.0, 5.0]);
+    let out = h.call_with(&[&x], &[], reference()).unwrap();
+    assert_eq!(out.outputs[0].shape(), &[3]);
+    assert_eq!(out.outputs[0].as_slice::<f32>().unwrap(), &[1.0, 3.0, 5.0]);
+    assert_eq!(out.outputs[1].as_slice::<u32>().unwrap(), &[0, 2, 4]);
+    // Default selection runs it on a host backend (no GPU backend supports it).
+    assert_eq!(h.call(&[&x], &[]).unwrap().provenance.backend, BackendKind::Reference);
+    let e = h.call_with(&[&x], &[], CallOptions::on(BackendKind::Wgpu)).unwrap_err();
+    assert!(e.to_string().contains("`output = bounded(n)` ops run on host backends only"), "{e}");
+
+    let pairs = r.register(&positive_pairs::DECL).unwrap();
+    let x = Tensor::from_vec([3, 2], vec![1.0f32, 1.0, -3.0, 1.0, 0.5, 0.0]).unwrap();
+    let out = pairs.call_with(&[&x], &[], reference()).unwrap();
+    assert_eq!(out.outputs[0].shape(), &[2, 2]);
+}
+
+#[test]
+fn a_bound_overrun_or_disagreement_is_an_error_naming_the_op() {
+    let r = Registry::new();
+    let h = r.register(&overflowing::DECL).unwrap();
+    let x = Tensor::vector(vec![1.0f32; 5]);
+    let e = h.call_with(&[&x], &[Scalar::U32(3)], reference()).unwrap_err();
+    assert_eq!(e.to_string(), "op `test/broken/dd_overflowing@1` failed on reference: op `test/broken/dd_overflowing@1`: output `out` has `k` = 5, beyond its declared bound 3");
+    assert!(h.call_with(&[&x], &[Scalar::U32(5)], reference()).is_ok());
+    let h = r.register(&disagreeing::DECL).unwrap();
+    let e = h.call_with(&[&x], &[], reference()).unwrap_err();
+    assert!(e.to_string().contains("outputs disagree on data-dependent `k`: 5 and 2 (output `b`)"), "{e}");
+}
+
+#[test]
+fn the_tape_refuses_data_dependent_shapes_with_a_typed_error() {
+    let r = Registry::new();
+    let h = r.register(&positives::DECL).unwrap();
+    let e = op_runtime::tape::planner::infer(&h.op(), &[(op_runtime::DType::f32, &[4])], &[], None).unwrap_err();
+    assert!(matches!(&e, DispatchError::DynamicShape { op, class } if op == "test/dd/positives@1" && class == "bounded(n)"), "{e}");
+}
