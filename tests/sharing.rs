@@ -110,6 +110,10 @@ fn unlicensed_and_undescribed_ops_are_refused() {
     let mut op = RegisteredOp::load(&double_a::DECL).unwrap();
     op.contract.license = None;
     assert_eq!(t.store.publish(&op, &[]).unwrap_err(), SharingError::NoLicense { op: "test/sharing/double@1".into() });
+    op.contract.license = Some("MIT AND Nonsense-9".into());
+    let e = t.store.publish(&op, &[]).unwrap_err();
+    assert!(matches!(&e, SharingError::BadLicense { op, .. } if op == "test/sharing/double@1"), "{e}");
+    assert!(e.to_string().contains("not a valid SPDX expression"), "{e}");
     // A public op without a doc comment: the macro refuses it, so make the workspace one public.
     let mut op = RegisteredOp::load(&undocumented::DECL).unwrap();
     op.contract.visibility = serde_json::from_str("\"public\"").unwrap();

@@ -18,6 +18,16 @@ pub enum SharingError {
         /// The op's `name@version`.
         op: String,
     },
+    /// The licence is not a valid SPDX expression.
+    #[error("op `{op}` has licence `{license}`, which is not a valid SPDX expression ({reason}); e.g. \"MIT\" or \"MIT OR Apache-2.0\"")]
+    BadLicense {
+        /// The op's `name@version`.
+        op: String,
+        /// The licence as declared.
+        license: String,
+        /// Why the SPDX parser refused it.
+        reason: String,
+    },
     /// A public op without a description (doc comment).
     #[error("op `{op}` is public but has no description; add a `///` doc comment to the function")]
     NoDescription {
@@ -117,6 +127,7 @@ impl SharingError {
         match self {
             SharingError::Private { op }
             | SharingError::NoLicense { op }
+            | SharingError::BadLicense { op, .. }
             | SharingError::NoDescription { op }
             | SharingError::ContentChanged { op, .. }
             | SharingError::BadId { op, .. }

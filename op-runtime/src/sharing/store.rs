@@ -146,8 +146,14 @@ impl Store {
         if c.visibility == Visibility::Private {
             return Err(SharingError::Private { op: id.to_string() });
         }
-        if c.license.as_deref().is_none_or(|l| l.trim().is_empty()) {
-            return Err(SharingError::NoLicense { op: id.to_string() });
+        match c.license.as_deref().map(str::trim) {
+            None | Some("") => return Err(SharingError::NoLicense { op: id.to_string() }),
+            // The macro validated it; a contract loaded from elsewhere is validated again here.
+            Some(l) => {
+                if let Err(e) = spdx::Expression::parse(l) {
+                    return Err(SharingError::BadLicense { op: id.to_string(), license: l.to_string(), reason: e.reason.to_string() });
+                }
+            }
         }
         if c.visibility == Visibility::Public && op.decl.description.trim().is_empty() {
             return Err(SharingError::NoDescription { op: id.to_string() });
