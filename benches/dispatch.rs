@@ -1,6 +1,7 @@
 //! Dispatch overhead: the registry path (lookup, validation, backend choice, execution,
 //! provenance) versus calling the same function directly, measured in one run.
-//! Run: `cargo bench --bench dispatch`. Prints medians and ratios.
+//! Run: `cargo bench --bench dispatch`. Prints medians and ratios. `DISPATCH_TINY_ONLY=1` stops
+//! after the tiny-op measurement (for profiling that path alone).
 
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
@@ -48,6 +49,10 @@ fn main() {
     let (v, d) = (via[via.len() / 2], direct[direct.len() / 2]);
     println!("tiny add (16 elements): registry {:>8.1} ns   direct {:>8.1} ns   overhead {:>6.1} ns/call   ratio {:.2}x",
         v.as_nanos() as f64, d.as_nanos() as f64, v.as_nanos() as f64 - d.as_nanos() as f64, v.as_secs_f64() / d.as_secs_f64());
+
+    if std::env::var_os("DISPATCH_TINY_ONLY").is_some() {
+        return; // for profiling the tiny path alone
+    }
 
     // 1M-sample windowed median, w = 7, on the reference backend.
     let h = r.register(&median::windowed_median::DECL).expect("register");
