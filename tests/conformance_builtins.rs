@@ -132,7 +132,8 @@ fn transcendental_kernels_stay_within_their_ulps_on_a_sweep() {
             .expect("registered")
             .call_with(&[&Tensor::vector(x.clone())], &[], CallOptions::on(BackendKind::Wgpu))
             .expect("runs")
-            .output();
+            .output()
+            .expect("one output");
         let got = out.as_slice::<f32>().expect("f32");
         let (mut worst, mut at) = (0u32, 0.0f32);
         for (v, g) in x.iter().zip(got) {

@@ -185,7 +185,12 @@ fn builtin_and_user_provenance_entries_have_identical_form() {
 fn random_shapes_dtypes_and_parameters_never_panic() {
     let r = Registry::with_builtins();
     r.register(&median::windowed_median::DECL).unwrap();
-    r.set_default_backend(Some(BackendKind::Reference));
+    // Every backend available here takes part (wgpu on lavapipe in CI; cuda where present).
+    let backends: Vec<BackendKind> = r.backends().iter().filter(|b| b.availability().is_ok()).map(|b| b.kind()).collect();
+    assert!(backends.contains(&BackendKind::Reference));
+    if std::env::var("OP_REQUIRE_GPU_ADAPTER").as_deref() == Ok("1") {
+        assert!(backends.contains(&BackendKind::Wgpu), "OP_REQUIRE_GPU_ADAPTER=1 but wgpu is unavailable");
+    }
     let ops = r.ops();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
     let dtypes = op_runtime::DType::ALL;
@@ -223,15 +228,56 @@ fn random_shapes_dtypes_and_parameters_never_panic() {
             .collect()
         };
         let h = r.lookup(&op.id).unwrap();
-        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.call(&refs, &params)));
+        let backend = backends[rng.random_range(0..backends.len())];
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.call_with(&refs, &params, CallOptions::on(backend))));
         match res {
             Ok(Ok(_)) => ok += 1,
             Ok(Err(e)) => {
                 assert!(e.to_string().contains(&op.id), "error does not name the op: {e}");
                 err += 1
             }
-            Err(_) => panic!("dispatch panicked on {} with {:?} / {:?}", op.id, inputs.iter().map(|t| (t.dtype(), t.shape().to_vec())).collect::<Vec<_>>(), params),
+            Err(_) => panic!("dispatch panicked on {} ({backend}) with {:?} / {:?}", op.id, inputs.iter().map(|t| (t.dtype(), t.shape().to_vec())).collect::<Vec<_>>(), params),
         }
     }
     assert!(ok > 300 && err > 300, "ok {ok}, err {err}");
+}
+
+/// A backend that hands back a kernel built for other content (a stale build).
+struct Stale;
+
+struct StalePrepared;
+
+impl Prepared for StalePrepared {
+    fn content_hash(&self) -> [u8; 32] {
+        [0; 32]
+    }
+    fn execute(&self, _req: &ExecRequest<'_>) -> Result<Vec<Tensor>, String> {
+        Ok(vec![Tensor::vector(vec![42.0f32])])
+    }
+}
+
+impl Backend for Stale {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Cpu
+    }
+    fn availability(&self) -> Result<(), String> {
+        Ok(())
+    }
+    fn profile(&self) -> Result<Arc<DeviceProfile>, String> {
+        Ok(Arc::new(DeviceProfile::host("stale")))
+    }
+    fn supports(&self, _op: &RegisteredOp) -> Result<(), String> {
+        Ok(())
+    }
+    fn prepare(&self, _op: &Arc<RegisteredOp>) -> Result<Arc<dyn Prepared>, String> {
+        Ok(Arc::new(StalePrepared))
+    }
+}
+
+#[test]
+fn a_kernel_built_for_other_content_is_never_executed() {
+    let r = Registry::with_backends(vec![Arc::new(Stale), Arc::new(ReferenceBackend::default())]);
+    let h = r.register(&double::DECL).unwrap();
+    let e = h.call(&[&v(&[1.0])], &[]).unwrap_err();
+    assert!(matches!(&e, DispatchError::Compilation(c) if c.cause.contains("different content")), "{e}");
 }

@@ -128,7 +128,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for step in 0..STEPS {
         let t0 = Instant::now();
         let mut run = tape.run(&[(x, &xs), (y, &ys)])?;
-        let l = run.scalar(loss).unwrap_or(f64::NAN);
+        let l = run.scalar(loss).ok_or("the loss was not computed")?;
         let grads = tape.backward(&mut run, loss)?;
         tape.sgd_step(&grads, LR)?;
         let k: Vec<String> = tape.param_value(kernel).and_then(|t| t.as_slice::<f32>()).unwrap_or_default().iter().map(|v| format!("{v:.3}")).collect();
@@ -136,10 +136,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         last = Some(run);
     }
     let final_run = tape.run(&[(x, &xs), (y, &ys)])?;
-    println!("  after {STEPS} steps: loss {:.6}", final_run.scalar(loss).unwrap_or(f64::NAN));
+    println!("  after {STEPS} steps: loss {:.6}", final_run.scalar(loss).ok_or("the loss was not computed")?);
 
     // 4. How much of the spikes' energy is gone.
-    let out = final_run.value(despiked).and_then(|t| t.as_slice::<f32>()).unwrap_or_default();
+    let out = final_run.value(despiked).and_then(|t| t.as_slice::<f32>()).ok_or("the despiked signal was not computed")?;
     let spikes = energy(&noisy[offset..offset + m], &target);
     let residual = energy(out, &target);
     println!("\nspike energy   : {spikes:.1} in the input, {residual:.3} left after the trained pipeline");

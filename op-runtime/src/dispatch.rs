@@ -37,9 +37,9 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// The single output (first output of a multi-output op).
-    pub fn output(self) -> Tensor {
-        self.outputs.into_iter().next().unwrap_or_else(|| Tensor::vector::<f32>(Vec::new()))
+    /// The first output (every op declares at least one); `None` only if there is none.
+    pub fn output(self) -> Option<Tensor> {
+        self.outputs.into_iter().next()
     }
 }
 

@@ -101,14 +101,6 @@ pub enum KernelRegistrationError {
         /// The op's `name@version`.
         op: String,
     },
-    /// After `replace`, the slot was not found holding the new content.
-    #[error("op `{op}`: replace verification failed: {reason}")]
-    ReplaceUnverified {
-        /// The op's `name@version`.
-        op: String,
-        /// What the verification found.
-        reason: String,
-    },
 }
 
 /// A kernel that failed to build on a backend. Nothing falls back silently: the error keeps the

@@ -5,7 +5,7 @@
 //! ```ignore
 //! use op_runtime::{op, Real, Tensor};
 //! let h = op_runtime::register(&my_op::DECL)?;
-//! let out = h.call(&[&Tensor::vector(vec![1.0f32, 2.0])], &[])?.output();
+//! let out = h.call(&[&Tensor::vector(vec![1.0f32, 2.0])], &[])?.output();  // Option<Tensor>
 //! ```
 
 extern crate self as op_runtime;

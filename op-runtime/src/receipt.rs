@@ -1,6 +1,8 @@
 //! Conformance receipts: minted only by `conformance` on success, serialised as JSON, bound to
 //! the op's content hash and to one device profile by a blake3 digest over every field.
 //! A receipt makes an op shareable; it never gates local use (nothing in dispatch reads it).
+//! The digest is unkeyed: it proves the record is intact and matches (content, device), not who
+//! produced it. Whoever needs more than integrity conforms locally (it is cheap) or signs.
 
 use crate::backend::BackendKind;
 use crate::device::DeviceProfile;

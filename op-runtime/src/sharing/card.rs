@@ -11,7 +11,9 @@ use std::fmt;
 /// Version of the card format.
 pub const CARD_FORMAT: u32 = 1;
 
-/// Whether an op's kernels are trusted on a device.
+/// Whether an op's kernels are trusted on a device. `Verified` means an intact receipt for this
+/// content and this device profile exists; receipts are unsigned (see `receipt`), so it attests
+/// integrity and binding, not authorship.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Trust {

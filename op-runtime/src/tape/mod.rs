@@ -577,11 +577,14 @@ impl Tape {
                 Mode::ReferenceF64 => {
                     let op = n.op.clone();
                     let outs = exec::forward_f64(&op, &ins, &n.params).map_err(shim_err(&op))?;
+                    // The device of record is the registry's reference backend; without one this
+                    // is an error, never a made-up profile.
                     let device = self
                         .registry
                         .backend(BackendKind::Reference)
-                        .and_then(|b| b.profile().ok())
-                        .unwrap_or_else(|| Arc::new(crate::device::DeviceProfile::host("reference")));
+                        .ok_or_else(|| "this registry has no reference backend".to_string())
+                        .and_then(|b| b.profile())
+                        .map_err(|reason| DispatchError::Unavailable { op: op.id.clone(), backend: BackendKind::Reference, reason })?;
                     let mut e = ProvenanceEntry::new(&op, BackendKind::Reference, device);
                     self.attach_receipt(&mut e);
                     provenance.push(e);
