@@ -2,7 +2,7 @@
 //! and test-local copies of four built-ins with a corrupted VJP are each rejected.
 
 use op_runtime::builtins;
-use op_runtime::gradcheck::{gradcheck, gradcheck_with, GradcheckError, GradcheckOptions};
+use op_runtime::gradcheck::{gradcheck, gradcheck_with, Corruption, GradcheckError, GradcheckOptions};
 use op_runtime::{op, Real};
 
 /// `mul` whose VJP swaps the two gradients.
@@ -131,4 +131,60 @@ fn the_report_is_a_value_and_serialises() {
     let json: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap_or_default();
     assert_eq!(json["op"], "builtin/conv1d@1");
     assert_eq!(json["probes"], 32);
+}
+
+/// `sum` whose VJP is scaled by 1.01.
+#[op(name = "test/bad/sum_scaled", version = 1, signature(x: f32[n]) -> f32[],
+     category = reduction, tolerance = accum(2), backward = vjp(sum_scaled_vjp))]
+pub fn sum_scaled<T: Real>(x: &[T]) -> Vec<T> {
+    builtins::sum(x)
+}
+/// Wrong: 1% too large.
+pub fn sum_scaled_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
+    builtins::sum_vjp(x, g).into_iter().map(|v| v * T::from_f64(1.01)).collect()
+}
+
+/// `mse_loss` whose VJP is scaled by 1.01.
+#[op(name = "test/bad/mse_scaled", version = 1, signature(a: f32[n], b: f32[n] where n >= 1) -> f32[],
+     category = reduction, tolerance = accum(4), backward = vjp(mse_scaled_vjp))]
+pub fn mse_scaled<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
+    builtins::mse_loss(a, b)
+}
+/// Wrong: 1% too large.
+pub fn mse_scaled_vjp<T: Real>(a: &[T], b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
+    let (ga, gb) = builtins::mse_loss_vjp(a, b, g);
+    let s = |v: Vec<T>| v.into_iter().map(|v| v * T::from_f64(1.01)).collect();
+    (s(ga), s(gb))
+}
+
+/// The bound for an accumulation does not grow with its length: at n = 50 000 (where the old
+/// `k * len * eps32` bound of `accum(2)` admitted 1.2%), the correct built-in reductions pass
+/// and VJPs scaled by 1.01 are rejected by the comparison with central differences itself.
+#[test]
+fn a_reduction_vjp_scaled_by_1_01_is_rejected_at_50k_elements() {
+    let big = GradcheckOptions { pin: vec![("n".into(), 50_000)], ..GradcheckOptions::default() };
+    for d in [&builtins::sum::DECL, &builtins::mean::DECL, &builtins::mse_loss::DECL] {
+        let r = gradcheck_with(d, &big).unwrap_or_else(|e| panic!("{}: {e}", d.rust_name));
+        println!("{r}");
+        assert!(r.rel_bound < 1e-10, "{r:?}");
+        assert!(r.negative_control_rejected(), "{r:?}");
+        assert!(r.to_string().contains("negative control : corrupted vjp REJECTED"), "{r}");
+        assert!(r.negative_control.iter().any(|c| c.corruption == Corruption::Scaled(1.01) && c.rejected), "{r:?}");
+    }
+    for (d, op) in [(&sum_scaled::DECL, "test/bad/sum_scaled@1"), (&mse_scaled::DECL, "test/bad/mse_scaled@1")] {
+        for o in [&big, &GradcheckOptions::default()] {
+            match gradcheck_with(d, o) {
+                Err(e @ GradcheckError::Mismatch { .. }) => {
+                    let m = e.to_string();
+                    assert!(m.contains(&format!("op `{op}`")) && m.contains("disagrees with central differences"), "{m}");
+                    if let GradcheckError::Mismatch { diff, allowed, analytic, failing, checked, .. } = e {
+                        // Rejected with a wide margin, on most probes.
+                        assert!(diff > 100.0 * allowed && diff > 0.005 * analytic.abs(), "{m}");
+                        assert!(2 * failing > checked, "{m}");
+                    }
+                }
+                other => panic!("`{op}` must be rejected, got {other:?}"),
+            }
+        }
+    }
 }

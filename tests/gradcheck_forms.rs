@@ -80,6 +80,33 @@ pub fn product_jvp_b<T: Real>(a: &[T], _b: &[T], t: &[T]) -> Vec<T> {
     t.iter().zip(a).map(|(t, a)| *t * *a).collect()
 }
 
+/// `a * b` with a correct VJP and a JVP rule for `b` that is twice too large: the VJP agrees
+/// with central differences, so only the VJP/JVP consistency check can catch it.
+#[op(name = "test/bad/product_jvp_doubled", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
+     category = elementwise, tolerance = ulp(1), backward = vjp(product_vjp) + jvp(product_jvp_a, product_jvp_b_doubled))]
+pub fn product_jvp_doubled<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
+    product(a, b)
+}
+/// Wrong on purpose: `2 a t`.
+pub fn product_jvp_b_doubled<T: Real>(a: &[T], b: &[T], t: &[T]) -> Vec<T> {
+    product_jvp_b(a, b, t).into_iter().map(|v| v * T::from_f64(2.0)).collect()
+}
+
+/// `a * b` with both JVP rules correct and a VJP that is twice too large. The VJP is compared
+/// with central differences before the two are compared with each other, so this is rejected
+/// by the declared-rule check (`Mismatch`), not the consistency check.
+#[op(name = "test/bad/product_vjp_doubled", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
+     category = elementwise, tolerance = ulp(1), backward = vjp(product_vjp_doubled) + jvp(product_jvp_a, product_jvp_b))]
+pub fn product_bad_vjp<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
+    product(a, b)
+}
+/// Wrong on purpose: both gradients doubled.
+pub fn product_vjp_doubled<T: Real>(a: &[T], b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
+    let (ga, gb) = product_vjp(a, b, g);
+    let d = |v: Vec<T>| v.into_iter().map(|v| v * T::from_f64(2.0)).collect();
+    (d(ga), d(gb))
+}
+
 /// An op whose output ignores its input: every gradient is zero, so no corruption can show.
 #[op(name = "test/bad/flat", version = 1, signature(x: f32[n]) -> f32[n],
      category = elementwise, tolerance = ulp(1), backward = vjp(flat_vjp))]
@@ -176,6 +203,32 @@ fn vjp_and_jvp_are_checked_against_each_other() {
     println!("{r}");
     assert!(r.consistency.is_some_and(|c| c < 1e-9), "{r:?}");
     assert!(r.to_string().contains("<u, J v> = <J^T u, v> on every probe"), "{r}");
+}
+
+#[test]
+fn a_jvp_that_disagrees_with_a_correct_vjp_is_inconsistent() {
+    match gradcheck(&product_jvp_doubled::DECL) {
+        Err(e @ GradcheckError::Inconsistent { .. }) => {
+            let m = e.to_string();
+            assert!(m.contains("op `test/bad/product_jvp_doubled@1`: the declared VJP and JVP disagree"), "{m}");
+            if let GradcheckError::Inconsistent { jvp, vjp, allowed, .. } = e {
+                assert!((jvp - vjp).abs() > 10.0 * allowed, "{m}");
+            }
+            assert!(GradcheckError::Inconsistent { op: String::new(), at: String::new(), jvp: 0.0, vjp: 0.0, allowed: 0.0 }.is_rejection());
+        }
+        other => panic!("a wrong JVP next to a correct VJP must be Inconsistent, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_wrong_vjp_next_to_a_correct_jvp_fails_the_declared_rule_check() {
+    match gradcheck(&product_bad_vjp::DECL) {
+        Err(e @ GradcheckError::Mismatch { .. }) => {
+            let m = e.to_string();
+            assert!(m.contains("op `test/bad/product_vjp_doubled@1`: the declared VJP disagrees with central differences"), "{m}");
+        }
+        other => panic!("a wrong VJP must be rejected against central differences, got {other:?}"),
+    }
 }
 
 #[test]

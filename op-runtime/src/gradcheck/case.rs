@@ -114,11 +114,12 @@ fn eval_dim(e: &Expr, env: &BTreeMap<String, i128>) -> Option<usize> {
 /// samples, the first whose integer parameters all lie strictly between the smallest and the
 /// largest admissible value seen (degenerate boundary values, e.g. a window of 1 where a median
 /// is the identity, are conformance's concern, not gradcheck's).
-pub(crate) fn binding(op: &RegisteredOp, rng: &mut Rng) -> Option<Binding> {
+/// Names in `pin` (dim symbols or integer parameters) take the given value instead of a draw.
+pub(crate) fn binding(op: &RegisteredOp, pin: &[(String, i128)], rng: &mut Rng) -> Option<Binding> {
     let ints: Vec<String> = op.contract.signature.params().filter(|p| p.dtype.is_int()).map(|p| p.name.clone()).collect();
     let mut found: Vec<Binding> = Vec::new();
     for _ in 0..16 {
-        match sample(op, rng) {
+        match sample(op, pin, rng) {
             Some(b) => found.push(b),
             None => break,
         }
@@ -140,14 +141,16 @@ pub(crate) fn binding(op: &RegisteredOp, rng: &mut Rng) -> Option<Binding> {
 
 /// Samples bindings until one is admissible (checked by the planner's shape-only validation,
 /// so nothing large is ever built). Dims start small (2..=24) and widen if nothing fits.
-fn sample(op: &RegisteredOp, rng: &mut Rng) -> Option<Binding> {
+fn sample(op: &RegisteredOp, pin: &[(String, i128)], rng: &mut Rng) -> Option<Binding> {
+    let pinned = |name: &str| pin.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
     let sig = &op.contract.signature;
     let dims = sig.dim_symbols();
     for attempt in 0..4000 {
         let (dlo, dhi, phi) = if attempt < 2000 { (2, 24, 32) } else { (1, 64, 256) };
         let mut env: BTreeMap<String, i128> = BTreeMap::new();
         for d in &dims {
-            env.insert(d.clone(), rng.range(dlo, dhi) as i128);
+            let drawn = rng.range(dlo, dhi) as i128;
+            env.insert(d.clone(), pinned(d).unwrap_or(drawn));
         }
         let mut params = Vec::new();
         let mut ok = true;
@@ -160,7 +163,8 @@ fn sample(op: &RegisteredOp, rng: &mut Rng) -> Option<Binding> {
                 Scalar::Bool(rng.unit() < 0.5)
             } else {
                 let lo = if matches!(p.dtype, DType::i8 | DType::i16 | DType::i32 | DType::i64) { -8 } else { 0 };
-                match Scalar::from_int(p.dtype, rng.range(lo, phi) as i128) {
+                let drawn = rng.range(lo, phi) as i128;
+                match Scalar::from_int(p.dtype, pinned(&p.name).unwrap_or(drawn)) {
                     Some(s) => s,
                     None => {
                         ok = false;
