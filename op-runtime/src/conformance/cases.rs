@@ -23,10 +23,10 @@
 //!    `w = 31` gets `n = 67_649`). A maximises the outputs' order of magnitude, growing the
 //!    dims in turn, then the inputs (`matmul` gets `513 x 15 x 255`: 2044 workgroups of 64);
 //!    B maximises the inputs (a long reduction: `matmul` gets `k = 131_071`). A runs with
-//!    pattern `random`, B with `positive` (no cancellation, so that the `accum` bound
-//!    `k * len * eps * S`, loose at this `len`, is still tight against the result: a lost
-//!    share of the terms cannot hide in it, as it can among mixed signs); one shape that is
-//!    both A and B runs with both. Large cases use only these finite patterns (the edge-value
+//!    pattern `random`, B with `positive` (no cancellation, so that the `accum` bound, of the
+//!    order `k * sqrt(len) * eps * S` (see `compare`), is tight against the result itself: a
+//!    lost share of the terms cannot hide in it, as it can among mixed signs); one shape that
+//!    is both A and B runs with both. Large cases use only these finite patterns (the edge-value
 //!    patterns are covered by the small families, where a failure is also easier to read).
 //!    Their inputs come from a SplitMix64 stream seeded from the case's seed. A failing large
 //!    case shrinks within the large limits (halving a dim is among the tries).

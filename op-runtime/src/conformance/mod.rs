@@ -46,8 +46,9 @@ struct Required {
     cuda: bool,
 }
 /// Namespace of deliberately broken ops: their generated test passes only if conformance
-/// rejects every GPU kernel they declare (a negative control: a check that cannot fail
-/// certifies nothing).
+/// rejects every kernel they declare (GPU or `cpu = path`) that runs here, while their
+/// reference still conforms; a broken op without any kernel is a broken reference, which must
+/// be rejected (a negative control: a check that cannot fail certifies nothing).
 pub const BROKEN_NAMESPACE: &str = "test/broken/";
 
 /// Why an op did not conform (or could not be conformed) on a backend.
@@ -84,6 +85,18 @@ pub enum ConformanceFailure {
         /// The case, as displayed.
         case: String,
         /// The reference's error message.
+        message: String,
+    },
+    /// The reference path could not produce what an `accum` comparison is anchored on (the
+    /// reference in f64 and `sum |terms|` for every output element): a contract defect (e.g. a
+    /// reference that is not float-generic) or a failing f64 reference. Never a pass.
+    #[error("op `{op}`: no accum scale on {case}: {message}")]
+    Scale {
+        /// The op's `name@version`.
+        op: String,
+        /// The case, as displayed.
+        case: String,
+        /// What was missing.
         message: String,
     },
     /// The generator found no admissible case for the signature.
@@ -130,22 +143,34 @@ fn contracted(op: &RegisteredOp) -> Vec<usize> {
         .collect()
 }
 
-/// Reduction length of a case for `accum`: the product of the contracted dims, capped by the
-/// largest input (when every symbol also shapes an output, e.g. `conv1d`'s `n - m + 1`, the
-/// largest input's length).
+/// Reduction length of a case for `accum` (only its square root enters the bound, so an
+/// estimate off by a small factor changes the bound little):
+/// - the product of the contracted dims (input dim symbols no output dim mentions: `matmul`'s
+///   `k`, `sum`'s `n`), capped by the largest input;
+/// - when every symbol also shapes an output (`conv1d`'s `n - m + 1`, a scan), the smallest
+///   input whose shape mentions a symbol: an output element of such an op combines at most a
+///   window of each input, and the window is no longer than the shortest of them (`conv1d`: `m`
+///   terms; a scan over one input: `n`). Inputs of fixed shape (`f32[3]` coefficients, rank-0
+///   scalars) are left out: they are parameters of the terms, not the terms. Before, this fell
+///   back to the largest input (`n` for `conv1d`), which overstated the length by `n / m`.
 fn reduction_len(op: &RegisteredOp, case: &Case) -> usize {
     let largest = case.inputs.iter().map(Tensor::numel).max().unwrap_or(1).max(1);
     let k = contracted(op);
     if k.is_empty() {
-        return largest;
+        let shaped = op.contract.signature.inputs().zip(&case.inputs).filter(|(sig, _)| {
+            let mut syms: Vec<&str> = Vec::new();
+            sig.dims.iter().for_each(|d| d.symbols(&mut syms));
+            !syms.is_empty()
+        });
+        return shaped.map(|(_, t)| t.numel()).min().unwrap_or(largest).max(1);
     }
     let prod = k.iter().map(|&i| case.shape.syms[i].max(1) as usize).fold(1usize, usize::saturating_mul);
     prod.min(largest).max(1)
 }
 
-fn to_f64_tensor(t: &Tensor, abs: bool) -> Option<Tensor> {
-    let v: Vec<f64> = t.data().to_f64_vec()?.into_iter().map(|x| if abs { x.abs() } else { x }).collect();
-    Tensor::new(t.shape().to_vec(), crate::tensor::Data::F64(v)).ok()
+fn to_f64_tensor(t: &Tensor, abs: bool) -> Result<Tensor, String> {
+    let v: Vec<f64> = t.data().to_f64_vec().ok_or("a float input has no f64 view")?.into_iter().map(|x| if abs { x.abs() } else { x }).collect();
+    Tensor::new(t.shape().to_vec(), crate::tensor::Data::F64(v)).map_err(|e| e.to_string())
 }
 
 /// Runs a forward shim on host tensors (validating with `float_as`). A panicking reference or
@@ -163,42 +188,45 @@ fn run_shim(op: &RegisteredOp, shim: crate::decl::ShimFn, inputs: &[Tensor], par
     }
 }
 
-/// `S` of every output element: the reference in f64 on the absolute values of the inputs
-/// (sum of |terms|), or the magnitude of the f64 result where that is larger (e.g. `mse_loss`,
-/// whose terms are squares of differences).
-fn accum_scales(op: &RegisteredOp, case: &Case, expected: &[Tensor]) -> Vec<AccumScale> {
+/// The op's reference in f64 on `inputs` (floats widened, optionally to their absolute
+/// values), each output as f64 values.
+fn reference_f64(op: &RegisteredOp, inputs: &[Tensor], params: &[Scalar], abs: bool) -> Result<Vec<Vec<f64>>, String> {
+    let shim = op.decl.reference_f64.ok_or("`accum` needs the reference in f64, and the reference is not float-generic (`<T: Real>`)")?;
+    let widened = inputs.iter().map(|t| if t.dtype().is_float() { to_f64_tensor(t, abs) } else { Ok(t.clone()) }).collect::<Result<Vec<Tensor>, String>>()?;
+    let params: Vec<Scalar> = params.iter().map(|p| if let Scalar::F32(v) = p { Scalar::F64(*v as f64) } else { *p }).collect();
+    let out = run_shim(op, shim, &widened, &params, Some(DType::f64)).map_err(|e| format!("the f64 reference failed{}: {e}", if abs { " on the absolute values" } else { "" }))?;
+    out.iter().map(|t| t.data().to_f64_vec().ok_or_else(|| "the f64 reference returned a non-numeric output".to_string())).collect()
+}
+
+/// The `accum` scale of every output: `r64` (the reference in f64) and `S` (the reference in
+/// f64 on the absolute values of the inputs: the sum of |terms|, or the magnitude of `r64`
+/// where that is larger, e.g. `mse_loss`, whose terms are squares of differences), each one
+/// value per element of the reference's output; `flushed` are the inputs with subnormals
+/// flushed, if the case has any (their f64 result anchors the flushed-input allowance). A
+/// failure is an error (a typed [`ConformanceFailure::Scale`]), never a default. Integer
+/// outputs need no scale (they compare bit for bit).
+fn accum_scales(op: &RegisteredOp, case: &Case, expected: &[Tensor], flushed: Option<&[Tensor]>) -> Result<Vec<AccumScale>, String> {
     let len = reduction_len(op, case);
-    let fallback = || {
-        expected
-            .iter()
-            .map(|e| AccumScale { len, magnitude: e.data().to_f64_vec().unwrap_or_default().iter().map(|v| v.abs()).collect(), exact: Vec::new() })
-            .collect()
-    };
-    let float_inputs: Option<(Vec<Tensor>, Vec<Tensor>)> = (|| {
-        let mut abs = Vec::new();
-        let mut plain = Vec::new();
-        for t in &case.inputs {
-            if t.dtype().is_float() {
-                abs.push(to_f64_tensor(t, true)?);
-                plain.push(to_f64_tensor(t, false)?);
-            } else {
-                abs.push(t.clone());
-                plain.push(t.clone());
+    if !expected.iter().any(|e| e.dtype().is_float()) {
+        return Ok(expected.iter().map(|_| AccumScale { len, ..AccumScale::default() }).collect());
+    }
+    let abs = reference_f64(op, &case.inputs, &case.params, true)?;
+    let plain = reference_f64(op, &case.inputs, &case.params, false)?;
+    // The flushed-input allowance is optional: without its anchor, it is not granted.
+    let flushed = flushed.and_then(|f| reference_f64(op, f, &case.params, false).ok());
+    if abs.len() != expected.len() || plain.len() != expected.len() {
+        return Err(format!("the f64 reference returned {} and {} output(s), the reference {}", abs.len(), plain.len(), expected.len()));
+    }
+    expected
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let (a, p) = (&abs[i], &plain[i]);
+            if a.len() != e.numel() || p.len() != e.numel() {
+                return Err(format!("output {i}: the f64 reference returned {} and {} element(s), the reference {}", a.len(), p.len(), e.numel()));
             }
-        }
-        Some((abs, plain))
-    })();
-    let (Some(shim), Some((abs, plain))) = (op.decl.reference_f64, float_inputs) else { return fallback() };
-    let params: Vec<Scalar> = case.params.iter().map(|p| if let Scalar::F32(v) = p { Scalar::F64(*v as f64) } else { *p }).collect();
-    let (Ok(ra), Ok(rp)) = (run_shim(op, shim, &abs, &params, Some(DType::f64)), run_shim(op, shim, &plain, &params, Some(DType::f64))) else {
-        return fallback();
-    };
-    ra.iter()
-        .zip(&rp)
-        .map(|(a, p)| {
-            let a = a.data().to_f64_vec().unwrap_or_default();
-            let p = p.data().to_f64_vec().unwrap_or_default();
-            AccumScale { len, magnitude: a.iter().zip(&p).map(|(x, y)| x.abs().max(y.abs())).collect(), exact: p }
+            let flushed_exact = flushed.as_ref().and_then(|f| f.get(i)).filter(|f| f.len() == e.numel()).cloned().unwrap_or_default();
+            Ok(AccumScale { len, magnitude: a.iter().zip(p).map(|(x, y)| x.abs().max(y.abs())).collect(), exact: p.clone(), flushed_exact })
         })
         .collect()
 }
@@ -211,6 +239,7 @@ struct Checker<'a> {
 
 enum CaseError {
     Reference(String),
+    Scale(String),
     Fault { output: usize, fault: Fault },
 }
 
@@ -219,18 +248,24 @@ impl Checker<'_> {
         let op = &*self.op;
         let expected = run_shim(op, op.decl.reference, &case.inputs, &case.params, None).map_err(CaseError::Reference)?;
         // Reference on inputs with subnormals flushed (accepted for non-exact classes only).
-        let alt = if matches!(op.contract.tolerance, Tolerance::Exact) {
-            None
+        let (alt, flushed) = if matches!(op.contract.tolerance, Tolerance::Exact) {
+            (None, None)
         } else {
             let flushed: Vec<Option<Tensor>> = case.inputs.iter().map(compare::flush_subnormals).collect();
             if flushed.iter().any(Option::is_some) {
                 let inputs: Vec<Tensor> = flushed.into_iter().zip(&case.inputs).map(|(f, t)| f.unwrap_or_else(|| t.clone())).collect();
-                run_shim(op, op.decl.reference, &inputs, &case.params, None).ok()
+                match run_shim(op, op.decl.reference, &inputs, &case.params, None) {
+                    Ok(alt) => (Some(alt), Some(inputs)),
+                    Err(_) => (None, None),
+                }
             } else {
-                None
+                (None, None)
             }
         };
-        let scales = if matches!(op.contract.tolerance, Tolerance::Accum(_)) { Some(accum_scales(op, case, &expected)) } else { None };
+        let scales = match op.contract.tolerance {
+            Tolerance::Accum(_) => Some(accum_scales(op, case, &expected, flushed.as_deref()).map_err(CaseError::Scale)?),
+            _ => None,
+        };
         let refs: Vec<&Tensor> = case.inputs.iter().collect();
         let actual = match self.handle.call_guarded(&refs, &case.params, self.kind, GUARD) {
             Ok(o) => o.outputs,
@@ -242,7 +277,10 @@ impl Checker<'_> {
         for (i, (e, a)) in expected.iter().zip(&actual).enumerate() {
             let alt_i = alt.as_ref().and_then(|v| v.get(i));
             let scale = scales.as_ref().and_then(|s| s.get(i));
-            compare::check_output(op.contract.tolerance, e, alt_i, a, GUARD, scale).map_err(|fault| CaseError::Fault { output: i, fault })?;
+            compare::check_output(op.contract.tolerance, e, alt_i, a, GUARD, scale).map_err(|fault| match fault {
+                Fault::Scale(m) => CaseError::Scale(format!("output {i}: {m}")),
+                fault => CaseError::Fault { output: i, fault },
+            })?;
         }
         Ok(())
     }
@@ -273,10 +311,8 @@ impl Checker<'_> {
     }
 }
 
-/// Conforms the op's kernel on one backend against its reference: every generated case, every
-/// output guarded. `Ok` carries the receipt; a backend that cannot run here is
-/// `Unavailable`/`Unsupported` (a skip, not a verdict).
-pub fn conform(handle: &OpHandle, kind: BackendKind) -> Result<Receipt, ConformanceFailure> {
+/// The backend's device profile, once it is known to run the op here.
+fn ready(handle: &OpHandle, kind: BackendKind) -> Result<DeviceProfile, ConformanceFailure> {
     let op = handle.op();
     let id = op.id.clone();
     let backend = handle
@@ -285,41 +321,67 @@ pub fn conform(handle: &OpHandle, kind: BackendKind) -> Result<Receipt, Conforma
         .ok_or_else(|| ConformanceFailure::Unavailable { op: id.clone(), backend: kind, reason: "not compiled into this build".into() })?;
     backend.supports(&op).map_err(|reason| ConformanceFailure::Unsupported { op: id.clone(), backend: kind, reason })?;
     backend.availability().map_err(|reason| ConformanceFailure::Unavailable { op: id.clone(), backend: kind, reason })?;
-    let device: DeviceProfile = backend
-        .profile()
-        .map(|p| (*p).clone())
-        .map_err(|reason| ConformanceFailure::Unavailable { op: id.clone(), backend: kind, reason })?;
+    backend.profile().map(|p| (*p).clone()).map_err(|reason| ConformanceFailure::Unavailable { op: id.clone(), backend: kind, reason })
+}
+
+/// Runs one case; a kernel fault becomes a `Rejected` report (shrunk when `gen` is given).
+fn check_one(checker: &Checker<'_>, gen: Option<&cases::Gen<'_>>, case: &Case, device: &DeviceProfile, passed: usize) -> Result<(), ConformanceFailure> {
+    let op = &checker.op;
+    let id = op.id.clone();
+    match checker.run(case) {
+        Ok(()) => Ok(()),
+        Err(CaseError::Reference(message)) => Err(ConformanceFailure::Reference { op: id, case: case.to_string(), message }),
+        Err(CaseError::Scale(message)) => Err(ConformanceFailure::Scale { op: id, case: case.to_string(), message }),
+        Err(CaseError::Fault { output, fault }) => {
+            let original = case.to_string();
+            let (case, output, fault, shrunk) = match gen {
+                Some(gen) => checker.shrink(gen, case.clone(), output, fault),
+                None => (case.clone(), output, fault, false),
+            };
+            let out_sig = op.contract.signature.outputs.get(output);
+            Err(ConformanceFailure::Rejected(Box::new(Report {
+                op: id,
+                content_hash: op.hash_hex(),
+                backend: checker.kind,
+                device: device.clone(),
+                tolerance: op.contract.tolerance,
+                case,
+                shrunk_from: shrunk.then_some(original),
+                output: out_sig.map(|o| o.name.clone()).unwrap_or_else(|| "?".into()),
+                dtype: out_sig.map(|o| o.dtype).unwrap_or(DType::f32),
+                fault,
+                passed_before: passed,
+            })))
+        }
+    }
+}
+
+/// Conforms the op's kernel on one backend against its reference: every generated case, every
+/// output guarded. `Ok` carries the receipt; a backend that cannot run here is
+/// `Unavailable`/`Unsupported` (a skip, not a verdict).
+pub fn conform(handle: &OpHandle, kind: BackendKind) -> Result<Receipt, ConformanceFailure> {
+    let op = handle.op();
+    let device = ready(handle, kind)?;
     let gen = cases::Gen::new(&op);
     let corpus = gen.corpus();
     if corpus.cases.is_empty() {
-        return Err(ConformanceFailure::NoCases { op: id });
+        return Err(ConformanceFailure::NoCases { op: op.id.clone() });
     }
     let checker = Checker { handle, op: op.clone(), kind };
     for (passed, case) in corpus.cases.iter().enumerate() {
-        match checker.run(case) {
-            Ok(()) => {}
-            Err(CaseError::Reference(message)) => return Err(ConformanceFailure::Reference { op: id, case: case.to_string(), message }),
-            Err(CaseError::Fault { output, fault }) => {
-                let original = case.to_string();
-                let (case, output, fault, shrunk) = checker.shrink(&gen, case.clone(), output, fault);
-                let out_sig = op.contract.signature.outputs.get(output);
-                return Err(ConformanceFailure::Rejected(Box::new(Report {
-                    op: id,
-                    content_hash: op.hash_hex(),
-                    backend: kind,
-                    device,
-                    tolerance: op.contract.tolerance,
-                    case,
-                    shrunk_from: shrunk.then_some(original),
-                    output: out_sig.map(|o| o.name.clone()).unwrap_or_else(|| "?".into()),
-                    dtype: out_sig.map(|o| o.dtype).unwrap_or(DType::f32),
-                    fault,
-                    passed_before: passed,
-                })));
-            }
-        }
+        check_one(&checker, Some(&gen), case, &device, passed)?;
     }
     Ok(Receipt::mint(&op, kind, device, corpus.cases.len(), &corpus.digest))
+}
+
+/// Checks the op's kernel on one backend on a single given case, by the same procedure and
+/// tolerance rule as [`conform`] (guard bands, subnormal allowance, `accum` scale), without
+/// shrinking and without a receipt (a receipt covers the engine's own corpus only). For
+/// targeted checks of inputs the generator does not produce; the case must be admissible.
+pub fn check_case(handle: &OpHandle, kind: BackendKind, case: &Case) -> Result<(), ConformanceFailure> {
+    let device = ready(handle, kind)?;
+    let checker = Checker { handle, op: handle.op(), kind };
+    check_one(&checker, None, case, &device, 0)
 }
 
 /// Conforms the op on every backend compiled in, in priority order; backends that cannot run
@@ -329,15 +391,18 @@ pub fn conform_all(handle: &OpHandle) -> Vec<(BackendKind, Result<Receipt, Confo
     kinds.into_iter().map(|k| (k, conform(handle, k))).collect()
 }
 
-fn is_gpu(kind: BackendKind) -> bool {
-    matches!(kind, BackendKind::Wgpu | BackendKind::Cuda)
+/// Whether the backend runs one of the op's kernels (GPU or `cpu = path`), not its reference.
+fn is_kernel(kind: BackendKind) -> bool {
+    kind != BackendKind::Reference
 }
 
 /// The test `#[op]` generates for every declaration: conformance of each kernel on each
 /// available backend. Fails (panics, as a test does) with the reports when a kernel does not
 /// conform; skips unavailable GPU backends with a printed reason, except that with
 /// `OP_REQUIRE_GPU_ADAPTER=1` a missing wgpu adapter fails. Ops under `test/broken/` are
-/// negative controls: each of their GPU kernels that runs here must be rejected.
+/// negative controls: each of their kernels (GPU or `cpu = path`) that runs here must be
+/// rejected, and their reference must conform; one without any kernel must have its
+/// reference rejected.
 pub fn generated_test(decl: &'static OpDecl) {
     // A private registry: the declaration's own conformance must not depend on what else the
     // process registered (a test may register other content under the same name on purpose).
@@ -359,10 +424,12 @@ pub fn generated_test(decl: &'static OpDecl) {
 /// The generated test's decision over every backend's result: `Err` with the failures joined.
 /// Prints conformed backends, skips (with the reason) and expected rejections.
 fn verdict(id: &str, broken: bool, required: Required, results: Vec<(BackendKind, Result<Receipt, ConformanceFailure>)>) -> Result<(), String> {
-    // A broken fixture without GPU kernels is a broken reference: conformance must reject it
-    // (a reference that breaks its own contract), and nothing else is excused.
-    let gpu_declared = results.iter().any(|(k, r)| is_gpu(*k) && !matches!(r, Err(ConformanceFailure::Unsupported { .. })));
-    if broken && !gpu_declared {
+    // A broken fixture without any kernel (GPU or `cpu = path`) is a broken reference:
+    // conformance must reject it (a reference that breaks its own contract), and nothing else
+    // is excused. With a kernel, every kernel that runs here must be rejected (any non-skip
+    // error on a kernel backend is the expected rejection) and the reference must conform.
+    let kernel_declared = results.iter().any(|(k, r)| is_kernel(*k) && !matches!(r, Err(ConformanceFailure::Unsupported { .. })));
+    if broken && !kernel_declared {
         let mut rejected = false;
         for (kind, result) in &results {
             match result {
@@ -379,7 +446,7 @@ fn verdict(id: &str, broken: bool, required: Required, results: Vec<(BackendKind
     let mut failures: Vec<String> = Vec::new();
     for (kind, result) in results {
         match result {
-            Ok(r) if broken && is_gpu(kind) => {
+            Ok(r) if broken && is_kernel(kind) => {
                 failures.push(format!("op `{id}` is declared broken (`{BROKEN_NAMESPACE}`) but its {kind} kernel conformed ({} cases)", r.cases))
             }
             Ok(r) => println!("conformance: `{id}` on {kind}: {} cases conform ({})", r.cases, r.device),
@@ -390,7 +457,7 @@ fn verdict(id: &str, broken: bool, required: Required, results: Vec<(BackendKind
                 failures.push(format!("{REQUIRE_CUDA_ENV}=1 but {e}"))
             }
             Err(e) if e.is_skip() => println!("conformance: skipping {kind} for `{id}`: {e}"),
-            Err(e) if broken && is_gpu(kind) => println!("conformance: `{id}` on {kind} rejected, as declared:\n{e}"),
+            Err(e) if broken && is_kernel(kind) => println!("conformance: `{id}` on {kind} rejected, as declared:\n{e}"),
             Err(e) => failures.push(e.to_string()),
         }
     }
@@ -428,6 +495,19 @@ mod tests {
         // Without GPU kernels, a broken fixture's reference must be rejected, and is.
         assert!(verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Err(gpu_unsupported())), (BackendKind::Reference, Err(rejected()))]).is_ok());
         assert!(verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Err(gpu_unsupported())), (BackendKind::Reference, Ok(receipt.clone()))]).is_err());
+        // A broken op with only a `cpu = path` kernel: the CPU rejection is the expected one,
+        // and the reference must still conform.
+        let cpu_rejected = || (BackendKind::Cpu, Err(ConformanceFailure::NoCases { op: "x".into() }));
+        let cpu_conformed = (BackendKind::Cpu, Ok(receipt.clone()));
+        assert!(verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Err(gpu_unsupported())), cpu_rejected(), (BackendKind::Reference, Ok(receipt.clone()))]).is_ok());
+        let e = verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Err(gpu_unsupported())), cpu_conformed.clone(), (BackendKind::Reference, Ok(receipt.clone()))]).unwrap_err();
+        assert!(e.contains("cpu kernel conformed") || e.contains("kernel conformed"), "{e}");
+        assert!(
+            verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Err(gpu_unsupported())), cpu_rejected(), (BackendKind::Reference, Err(rejected()))]).is_err(),
+            "with a CPU kernel, the reference path is never excused"
+        );
+        // A broken GPU kernel with a correct CPU kernel is not a negative control.
+        assert!(verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Err(rejected())), cpu_conformed, (BackendKind::Reference, Ok(receipt.clone()))]).is_err());
         // With CUDA required, an unavailable CUDA backend fails; without, it is a printed skip.
         let cuda_unavailable = || ConformanceFailure::Unavailable { op: "x".into(), backend: BackendKind::Cuda, reason: "no libcuda".into() };
         assert!(verdict("x", false, Required::default(), vec![(BackendKind::Cuda, Err(cuda_unavailable()))]).is_ok());
@@ -502,5 +582,24 @@ mod tests {
         let sum = reg.lookup("builtin/sum").unwrap().op();
         let case = corpus(&sum).cases.into_iter().find(|c| c.sym("n").unwrap_or(0) > 3).expect("a case");
         assert_eq!(reduction_len(&sum, &case) as i128, case.sym("n").unwrap());
+        // conv1d: every symbol shapes the output (`n - m + 1`); each output sums `m` terms.
+        let conv = reg.lookup("builtin/conv1d").unwrap().op();
+        for case in corpus(&conv).cases.iter().filter(|c| c.sym("n") > c.sym("m")) {
+            assert_eq!(reduction_len(&conv, case) as i128, case.sym("m").unwrap().max(1), "{case}");
+        }
+    }
+
+    #[test]
+    fn a_reference_without_an_f64_scale_is_a_typed_failure() {
+        let sum = handle("builtin/sum").op();
+        let case = corpus(&sum).cases.into_iter().find(|c| c.sym("n").unwrap_or(0) > 3).expect("a case");
+        let expected = run_shim(&sum, sum.decl.reference, &case.inputs, &case.params, None).expect("runs");
+        let scales = accum_scales(&sum, &case, &expected, None).expect("scales");
+        assert_eq!((scales.len(), scales[0].exact.len(), scales[0].magnitude.len()), (1, 1, 1));
+        // The same op with its f64 reference taken away: a typed error, not an accept-all.
+        let decl: &'static OpDecl = Box::leak(Box::new(OpDecl { reference_f64: None, ..*sum.decl }));
+        let op = RegisteredOp::load(decl).expect("loads");
+        let e = accum_scales(&op, &case, &expected, None).unwrap_err();
+        assert!(e.contains("float-generic"), "{e}");
     }
 }

@@ -53,6 +53,7 @@ impl fmt::Display for Report {
             Fault::Length { expected, actual } => write!(f, "{actual} element(s) came back, {expected} expected (guard bands included)")?,
             Fault::OutputCount { expected, actual } => write!(f, "{actual} output(s) came back, {expected} expected")?,
             Fault::Execution(msg) => write!(f, "the backend failed: {msg}")?,
+            Fault::Scale(msg) => write!(f, "no accum scale from the reference path: {msg}")?,
             Fault::OutOfBounds(o) => write!(
                 f,
                 "out-of-bounds write {} the output: element {} {} (bits {}), {} guard element(s) overwritten",
