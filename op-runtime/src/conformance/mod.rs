@@ -384,11 +384,12 @@ pub fn check_case(handle: &OpHandle, kind: BackendKind, case: &Case) -> Result<(
     check_one(&checker, None, case, &device, 0)
 }
 
-/// Conforms the op on every backend compiled in, in priority order; backends that cannot run
-/// it here come back as `Unavailable`/`Unsupported` with the reason.
+/// Conforms the op on every backend kind, in priority order; backends that cannot run
+/// it here (or are not compiled in) come back as `Unavailable`/`Unsupported` with the reason.
 pub fn conform_all(handle: &OpHandle) -> Vec<(BackendKind, Result<Receipt, ConformanceFailure>)> {
-    let kinds: Vec<BackendKind> = handle.registry().backends().iter().map(|b| b.kind()).collect();
-    kinds.into_iter().map(|k| (k, conform(handle, k))).collect()
+    // Every kind, compiled in or not: a backend missing from this build is reported as
+    // unavailable (so a required GPU backend cannot disappear silently with a feature flag).
+    BackendKind::PRIORITY.into_iter().map(|k| (k, conform(handle, k))).collect()
 }
 
 /// Whether the backend runs one of the op's kernels (GPU or `cpu = path`), not its reference.
