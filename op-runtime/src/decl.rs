@@ -80,6 +80,35 @@ pub struct Call<'a> {
 }
 
 impl<'a> Call<'a> {
+    /// The context of one shim call on a validated call: forward when `grad_shapes` is empty,
+    /// else a backward rule with those gradient shapes.
+    pub(crate) fn new(
+        op: &'a crate::registry::RegisteredOp,
+        inputs: &'a [&'a Tensor],
+        params: &'a [Scalar],
+        bound: &'a crate::plan::Bound,
+        backward: (&'a [&'a Tensor], Option<&'a Tensor>, &'a [Vec<usize>]),
+    ) -> Call<'a> {
+        let (cotangents, tangent, grad_shapes) = backward;
+        Call {
+            op: &op.id,
+            inputs,
+            params,
+            dim_names: &op.plan.syms,
+            dim_values: &bound.values,
+            out_names: &op.plan.out_names,
+            out_shapes: &bound.out_shapes,
+            free: &bound.free,
+            free_limit: bound.free_limit,
+            free_values: Vec::new(),
+            outputs: vec![None; bound.out_shapes.len()],
+            cotangents,
+            tangent,
+            grad_shapes,
+            grads: vec![None; grad_shapes.len()],
+        }
+    }
+
     /// Tensor input `i` as a slice.
     pub fn input<E: Element>(&self, i: usize) -> Result<&'a [E], ShimError> {
         let t = self.inputs.get(i).ok_or_else(|| ShimError(format!("op `{}`: no tensor input {i}", self.op)))?;

@@ -1,7 +1,7 @@
 //! The CUDA backend: compiles an op's CUDA kernel with NVRTC (PTX cached on disk under the
 //! content hash) and launches it with buffers and scalars in the descriptor's parameter order.
 
-use super::{Backend, BackendKind, ExecRequest, Prepared};
+use super::{gpu_kernel, Backend, BackendKind, ExecRequest, Prepared};
 use crate::device::DeviceProfile;
 use crate::gpu::cuda_engine::{CudaArg, CudaEngine, CudaKernel};
 use crate::registry::RegisteredOp;
@@ -19,10 +19,6 @@ fn engine() -> Result<&'static CudaEngine, String> {
     CudaEngine::shared().map_err(|e| e.to_string())
 }
 
-fn cuda_kernel(op: &RegisteredOp) -> Option<usize> {
-    op.contract.kernels.iter().position(|k| k.lang == KernelLang::Cuda)
-}
-
 impl Backend for CudaBackend {
     fn kind(&self) -> BackendKind {
         BackendKind::Cuda
@@ -34,13 +30,10 @@ impl Backend for CudaBackend {
         self.profile.get_or_init(|| engine().map(|e| Arc::new(e.profile().clone()))).clone()
     }
     fn supports(&self, op: &RegisteredOp) -> Result<(), String> {
-        if let Some(class) = op.plan.shape_class() {
-            return Err(format!("`output = {class}` ops run on host backends only"));
-        }
-        cuda_kernel(op).map(|_| ()).ok_or_else(|| "the op declares no CUDA kernel".to_string())
+        gpu_kernel(op, KernelLang::Cuda).map(|_| ())
     }
     fn prepare(&self, op: &Arc<RegisteredOp>) -> Result<Arc<dyn Prepared>, String> {
-        let k = cuda_kernel(op).ok_or_else(|| "the op declares no CUDA kernel".to_string())?;
+        let k = gpu_kernel(op, KernelLang::Cuda)?;
         let src = &op.decl.kernels[k];
         let source = String::from_utf8(src.source.to_vec()).map_err(|e| e.to_string())?;
         // Headers are visible under the name the source includes them by (relative to its dir).

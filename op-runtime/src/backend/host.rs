@@ -11,23 +11,7 @@ use std::sync::{Arc, OnceLock};
 /// Runs a forward shim for a validated call.
 pub(crate) fn run_forward(shim: ShimFn, req: &ExecRequest<'_>) -> Result<Vec<Tensor>, String> {
     let op = req.op;
-    let mut call = Call {
-        op: &op.id,
-        inputs: req.inputs,
-        params: req.params,
-        dim_names: &op.plan.syms,
-        dim_values: &req.bound.values,
-        out_names: &op.plan.out_names,
-        out_shapes: &req.bound.out_shapes,
-        free: &req.bound.free,
-        free_limit: req.bound.free_limit,
-        free_values: Vec::new(),
-        outputs: vec![None; req.bound.out_shapes.len()],
-        cotangents: &[],
-        tangent: None,
-        grad_shapes: &[],
-        grads: Vec::new(),
-    };
+    let mut call = Call::new(op, req.inputs, req.params, req.bound, (&[], None, &[]));
     shim(&mut call).map_err(|e| e.0)?;
     // Collected in place (same layout), so no second allocation.
     call.outputs

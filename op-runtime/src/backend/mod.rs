@@ -95,6 +95,19 @@ pub trait Prepared: Send + Sync {
     fn execute(&self, req: &ExecRequest<'_>) -> Result<Vec<Tensor>, String>;
 }
 
+/// Index of the op's kernel in `lang`, if a GPU backend can run the op at all (GPU launches need
+/// static output sizes); the reason otherwise.
+pub(crate) fn gpu_kernel(op: &RegisteredOp, lang: op_spec::contract::KernelLang) -> Result<usize, String> {
+    if let Some(class) = op.plan.shape_class() {
+        return Err(format!("`output = {class}` ops run on host backends only"));
+    }
+    let name = match lang {
+        op_spec::contract::KernelLang::Wgsl => "WGSL",
+        op_spec::contract::KernelLang::Cuda => "CUDA",
+    };
+    op.contract.kernels.iter().position(|k| k.lang == lang).ok_or_else(|| format!("the op declares no {name} kernel"))
+}
+
 /// The canary byte written around outputs in guarded runs.
 pub const CANARY_BYTE: u8 = 0xA5;
 

@@ -6,7 +6,7 @@
 //! window after an aligned front guard, with the back guard inside the binding, so a write
 //! past the end lands on canaries instead of being clamped by wgpu's bounds checks.
 
-use super::{Backend, BackendKind, ExecRequest, Prepared};
+use super::{gpu_kernel, Backend, BackendKind, ExecRequest, Prepared};
 use crate::device::DeviceProfile;
 use crate::gpu::wgpu_engine::{Slot, SlotKind, WgpuEngine};
 use crate::registry::RegisteredOp;
@@ -24,11 +24,6 @@ fn engine() -> Result<&'static WgpuEngine, String> {
     WgpuEngine::shared().map_err(|e| e.to_string())
 }
 
-/// Index of the op's WGSL kernel.
-pub(crate) fn wgsl_kernel(op: &RegisteredOp) -> Option<usize> {
-    op.contract.kernels.iter().position(|k| k.lang == KernelLang::Wgsl)
-}
-
 impl Backend for WgpuBackend {
     fn kind(&self) -> BackendKind {
         BackendKind::Wgpu
@@ -40,13 +35,10 @@ impl Backend for WgpuBackend {
         self.profile.get_or_init(|| engine().map(|e| Arc::new(e.profile().clone()))).clone()
     }
     fn supports(&self, op: &RegisteredOp) -> Result<(), String> {
-        if let Some(class) = op.plan.shape_class() {
-            return Err(format!("`output = {class}` ops run on host backends only"));
-        }
-        wgsl_kernel(op).map(|_| ()).ok_or_else(|| "the op declares no WGSL kernel".to_string())
+        gpu_kernel(op, KernelLang::Wgsl).map(|_| ())
     }
     fn prepare(&self, op: &Arc<RegisteredOp>) -> Result<Arc<dyn Prepared>, String> {
-        let k = wgsl_kernel(op).ok_or_else(|| "the op declares no WGSL kernel".to_string())?;
+        let k = gpu_kernel(op, KernelLang::Wgsl)?;
         let src = op.decl.kernels.get(k).ok_or("the op's WGSL source is not embedded")?;
         let source = std::str::from_utf8(src.source).map_err(|e| format!("the WGSL source `{}` is not UTF-8: {e}", src.path))?;
         // Build the pipeline now (cached by content hash on this device), so compilation and

@@ -77,23 +77,7 @@ struct Shim<'a> {
 impl Shim<'_> {
     fn call(&self, shim: ShimFn, cotangents: &[&Tensor], tangent: Option<&Tensor>, grad_shapes: &[Vec<usize>]) -> Result<(Vec<Tensor>, Vec<Tensor>), String> {
         let op = self.op;
-        let mut call = Call {
-            op: &op.id,
-            inputs: self.inputs,
-            params: self.params,
-            dim_names: &op.plan.syms,
-            dim_values: &self.bound.values,
-            out_names: &op.plan.out_names,
-            out_shapes: &self.bound.out_shapes,
-            free: &self.bound.free,
-            free_limit: self.bound.free_limit,
-            free_values: Vec::new(),
-            outputs: vec![None; self.bound.out_shapes.len()],
-            cotangents,
-            tangent,
-            grad_shapes,
-            grads: vec![None; grad_shapes.len()],
-        };
+        let mut call = Call::new(op, self.inputs, self.params, self.bound, (cotangents, tangent, grad_shapes));
         shim(&mut call).map_err(|e| e.0)?;
         let take = |v: Vec<Option<Tensor>>, what: &str| -> Result<Vec<Tensor>, String> {
             v.into_iter().enumerate().map(|(i, t)| t.ok_or_else(|| format!("op `{}`: {what} {i} was not produced", op.id))).collect()
