@@ -38,12 +38,11 @@ impl Minimal {
     fn new() -> Option<Minimal> {
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions::default())).ok()?;
-        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            required_limits: adapter.limits(),
-            ..Default::default()
-        }))
-        .ok()?;
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: None, source: wgpu::ShaderSource::Wgsl(WGSL.into()) });
+        let (device, queue) =
+            pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor { required_limits: adapter.limits(), ..Default::default() }))
+                .ok()?;
+        let module =
+            device.create_shader_module(wgpu::ShaderModuleDescriptor { label: None, source: wgpu::ShaderSource::Wgsl(WGSL.into()) });
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: None,
             layout: None,
@@ -60,7 +59,11 @@ impl Minimal {
         let d = &self.device;
         let n = x.len() as u32;
         let outs = (n - w + 1) as u64;
-        let xb = d.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: None, contents: bytemuck::cast_slice(x), usage: wgpu::BufferUsages::STORAGE });
+        let xb = d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: None,
+            contents: bytemuck::cast_slice(x),
+            usage: wgpu::BufferUsages::STORAGE,
+        });
         let ob = d.create_buffer(&wgpu::BufferDescriptor {
             label: None,
             size: outs * 4,
@@ -70,7 +73,8 @@ impl Minimal {
         let mut params = [0u8; 16];
         params[..4].copy_from_slice(&n.to_le_bytes());
         params[4..8].copy_from_slice(&w.to_le_bytes());
-        let pb = d.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: None, contents: &params, usage: wgpu::BufferUsages::UNIFORM });
+        let pb =
+            d.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: None, contents: &params, usage: wgpu::BufferUsages::UNIFORM });
         let st = d.create_buffer(&wgpu::BufferDescriptor {
             label: None,
             size: outs * 4,
@@ -97,7 +101,8 @@ impl Minimal {
         self.queue.submit(Some(enc.finish()));
         st.map_async(wgpu::MapMode::Read, .., |r| r.expect("map"));
         d.poll(wgpu::PollType::wait_indefinitely()).expect("poll");
-        let v: Vec<f32> = st.get_mapped_range(..).expect("range").chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        let v: Vec<f32> =
+            st.get_mapped_range(..).expect("range").chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
         st.unmap();
         v
     }
@@ -148,7 +153,14 @@ fn main() {
     params.extend_from_slice(&w.to_le_bytes());
     let via_engine = || {
         engine
-            .run(op.hash, WGSL, "main", [64, 1, 1], &[Slot::Read(&xbytes), Slot::ReadWrite(&out_init), Slot::Uniform(&params)], (n - w as usize + 1) as u64)
+            .run(
+                op.hash,
+                WGSL,
+                "main",
+                [64, 1, 1],
+                &[Slot::Read(&xbytes), Slot::ReadWrite(&out_init), Slot::Uniform(&params)],
+                (n - w as usize + 1) as u64,
+            )
             .expect("engine run")
     };
     let minimal = Minimal::new().expect("minimal wgpu program");
@@ -184,5 +196,9 @@ fn main() {
     println!("median WGSL, n = 1M, w = 7, pipeline cached (median of 31, interleaved):");
     println!("  minimal hand-written wgpu : {:8.3} ms", m.as_secs_f64() * 1e3);
     println!("  WgpuEngine::run           : {:8.3} ms   ratio {:.3}", e.as_secs_f64() * 1e3, e.as_secs_f64() / m.as_secs_f64());
-    println!("  op dispatch (call_with)   : {:8.3} ms   ratio {:.3}   (target <= 1.10)", d.as_secs_f64() * 1e3, d.as_secs_f64() / m.as_secs_f64());
+    println!(
+        "  op dispatch (call_with)   : {:8.3} ms   ratio {:.3}   (target <= 1.10)",
+        d.as_secs_f64() * 1e3,
+        d.as_secs_f64() / m.as_secs_f64()
+    );
 }

@@ -47,8 +47,13 @@ fn main() {
     via.sort();
     direct.sort();
     let (v, d) = (via[via.len() / 2], direct[direct.len() / 2]);
-    println!("tiny add (16 elements): registry {:>8.1} ns   direct {:>8.1} ns   overhead {:>6.1} ns/call   ratio {:.2}x",
-        v.as_nanos() as f64, d.as_nanos() as f64, v.as_nanos() as f64 - d.as_nanos() as f64, v.as_secs_f64() / d.as_secs_f64());
+    println!(
+        "tiny add (16 elements): registry {:>8.1} ns   direct {:>8.1} ns   overhead {:>6.1} ns/call   ratio {:.2}x",
+        v.as_nanos() as f64,
+        d.as_nanos() as f64,
+        v.as_nanos() as f64 - d.as_nanos() as f64,
+        v.as_secs_f64() / d.as_secs_f64()
+    );
 
     if std::env::var_os("DISPATCH_TINY_ONLY").is_some() {
         return; // for profiling the tiny path alone
@@ -72,6 +77,10 @@ fn main() {
     via.sort();
     direct.sort();
     let (v, d) = (via[via.len() / 2], direct[direct.len() / 2]);
-    println!("median 1M (w = 7):      registry {:>8.2} ms   direct {:>8.2} ms   ratio {:.3}x",
-        v.as_secs_f64() * 1e3, d.as_secs_f64() * 1e3, v.as_secs_f64() / d.as_secs_f64());
+    println!(
+        "median 1M (w = 7):      registry {:>8.2} ms   direct {:>8.2} ms   ratio {:.3}x",
+        v.as_secs_f64() * 1e3,
+        d.as_secs_f64() * 1e3,
+        v.as_secs_f64() / d.as_secs_f64()
+    );
 }

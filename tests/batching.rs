@@ -70,7 +70,10 @@ fn batch_errors_are_typed_and_name_the_op() {
     let a = Tensor::from_vec([2, 3], vec![1.0f32; 6]).unwrap();
     let b = Tensor::from_vec([3, 3], vec![1.0f32; 9]).unwrap();
     let e = add.call_batched(&[&a, &b], &[], CallOptions::on(BackendKind::Reference)).unwrap_err();
-    assert_eq!(e.to_string(), "op `builtin/add@1`: input `b` has batch size 3, but `a` has 2; every input needs the same leading batch size");
+    assert_eq!(
+        e.to_string(),
+        "op `builtin/add@1`: input `b` has batch size 3, but `a` has 2; every input needs the same leading batch size"
+    );
     let scalar = Tensor::from_vec(Vec::<usize>::new(), vec![1.0f32]).unwrap();
     let e = add.call_batched(&[&scalar, &scalar], &[], CallOptions::default()).unwrap_err();
     assert!(matches!(e, BatchError::NoBatchAxis { .. }), "{e}");

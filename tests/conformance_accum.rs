@@ -158,7 +158,8 @@ fn rejected_on_cpu(decl: &'static op_runtime::OpDecl) -> Box<Report> {
                 other => panic!("expected a value mismatch, got {other:?}\n{report}"),
             }
             // The reference itself conforms: the rejection is the kernel's.
-            conformance::conform(&h, BackendKind::Reference).unwrap_or_else(|e| panic!("`{}`: the reference does not conform: {e}", h.id()));
+            conformance::conform(&h, BackendKind::Reference)
+                .unwrap_or_else(|e| panic!("`{}`: the reference does not conform: {e}", h.id()));
             report
         }
         Err(e) => panic!("`{}`: expected a rejection, got {e}", h.id()),
@@ -222,7 +223,11 @@ fn sums_of_a_large_constant_conform_although_the_sequential_one_is_biased() {
     let exact = n as f64 * 0.1f32 as f64;
     let sequential = sum_sequential_reversed(&vec![0.1f32; n])[0] as f64;
     let pairwise = sum_pairwise_fast(&vec![0.1f32; n])[0] as f64;
-    eprintln!("0.1 x {n}: exact {exact}, sequential {sequential} (error {:e}), pairwise {pairwise} (error {:e})", sequential - exact, pairwise - exact);
+    eprintln!(
+        "0.1 x {n}: exact {exact}, sequential {sequential} (error {:e}), pairwise {pairwise} (error {:e})",
+        sequential - exact,
+        pairwise - exact
+    );
     assert!((sequential - exact).abs() > 1.0, "the sequential sum is biased");
     assert!((sequential - exact).abs() > 100.0 * (pairwise - exact).abs());
     for decl in [&sum_sequential::DECL, &sum_pairwise::DECL] {

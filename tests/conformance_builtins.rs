@@ -57,16 +57,18 @@ fn every_builtin_wgsl_kernel_conforms() {
     let mut conformed = 0;
     for op in reg.ops().into_iter().filter(|o| o.contract.name.starts_with("builtin/")) {
         let h = reg.lookup(&op.id).expect("registered");
-        assert!(
-            op.contract.kernels.iter().any(|k| k.path.ends_with(".wgsl")),
-            "built-in `{}` declares no WGSL kernel",
-            op.id
-        );
+        assert!(op.contract.kernels.iter().any(|k| k.path.ends_with(".wgsl")), "built-in `{}` declares no WGSL kernel", op.id);
         let t = std::time::Instant::now();
         match conformance::conform(&h, BackendKind::Wgpu) {
             Ok(r) => {
                 r.verify(&op, &profile).expect("receipt verifies");
-                eprintln!("{:<24} {:<10} {:>4} cases  {:>7.1} ms", op.id, r.tolerance.to_string(), r.cases, t.elapsed().as_secs_f64() * 1e3);
+                eprintln!(
+                    "{:<24} {:<10} {:>4} cases  {:>7.1} ms",
+                    op.id,
+                    r.tolerance.to_string(),
+                    r.cases,
+                    t.elapsed().as_secs_f64() * 1e3
+                );
                 conformed += 1;
             }
             Err(ConformanceFailure::Rejected(report)) => failures.push(report.to_string()),
@@ -105,11 +107,8 @@ fn transcendental_kernels_stay_within_their_ulps_on_a_sweep() {
     // Normal inputs only: subnormal handling is covered by conformance (flush policy).
     // (op, lowest input, highest input, f64-free f32 reference)
     type Sweep = (&'static str, f32, f32, fn(f32) -> f32);
-    let sweeps: [Sweep; 3] = [
-        ("builtin/exp", -103.0, 88.7, f32::exp),
-        ("builtin/log", 1.0e-37, 3.0e38, f32::ln),
-        ("builtin/tanh", -12.0, 12.0, f32::tanh),
-    ];
+    let sweeps: [Sweep; 3] =
+        [("builtin/exp", -103.0, 88.7, f32::exp), ("builtin/log", 1.0e-37, 3.0e38, f32::ln), ("builtin/tanh", -12.0, 12.0, f32::tanh)];
     for (name, lo, hi, f) in sweeps {
         let n = 1 << 16;
         let x: Vec<f32> = (0..n)

@@ -97,7 +97,11 @@ fn check_accum(name: &str, inputs: &[&Tensor], len: usize, s: f64, exact: f64) {
     let h: OpHandle = reg.lookup(name).expect("built-in");
     let Tolerance::Accum(k) = h.op().contract.tolerance else { panic!("{name}: not an accum op") };
     let run = |kind| {
-        let out = h.call_with(inputs, &[], CallOptions::on(kind)).unwrap_or_else(|e| panic!("{name} on {kind}: {e}")).output().expect("one output");
+        let out = h
+            .call_with(inputs, &[], CallOptions::on(kind))
+            .unwrap_or_else(|e| panic!("{name} on {kind}: {e}"))
+            .output()
+            .expect("one output");
         out.as_slice::<f32>().expect("f32").to_vec()
     };
     let (gpu, reference) = (run(BackendKind::Wgpu), run(BackendKind::Reference));

@@ -184,7 +184,17 @@ fn good_kernel_conforms_and_its_receipt_verifies() {
 
     // JSON round trip.
     let json = receipt.to_json();
-    for key in ["\"op\"", "\"content_hash\"", "\"backend\"", "\"device\"", "\"tolerance\"", "\"cases\"", "\"corpus_digest\"", "\"engine_version\"", "\"digest\""] {
+    for key in [
+        "\"op\"",
+        "\"content_hash\"",
+        "\"backend\"",
+        "\"device\"",
+        "\"tolerance\"",
+        "\"cases\"",
+        "\"corpus_digest\"",
+        "\"engine_version\"",
+        "\"digest\"",
+    ] {
         assert!(json.contains(key), "receipt JSON lacks {key}:\n{json}");
     }
     let back = Receipt::from_json(&json).expect("parses");

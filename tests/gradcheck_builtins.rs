@@ -126,7 +126,10 @@ fn the_report_is_a_value_and_serialises() {
     assert_eq!(lines[2], "  vjp      : declared backward `conv1d_vjp`");
     assert_eq!(lines[3], "  probes   : 32 sampled, central differences, h = 1e-3");
     assert!(lines[4].starts_with("  skipped  : ") && lines[4].ends_with("within h of a kink (no derivative exists there)"), "{text}");
-    assert!(lines[5].starts_with("  bound    : max |analytic - numeric| = ") && lines[5].ends_with("under the declared tolerance (accum(2))"), "{text}");
+    assert!(
+        lines[5].starts_with("  bound    : max |analytic - numeric| = ") && lines[5].ends_with("under the declared tolerance (accum(2))"),
+        "{text}"
+    );
     assert_eq!(lines[6], "  negative control : corrupted vjp REJECTED");
     let json: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap_or_default();
     assert_eq!(json["op"], "builtin/conv1d@1");

@@ -10,7 +10,17 @@ use op_runtime::{op, Real, Registry, Scalar, Tensor};
 #[op(name = "test/forms/sign", version = 1, signature(x: f32[n]) -> f32[n],
      category = selection, tolerance = exact, backward = none)]
 pub fn sign<T: Real>(x: &[T]) -> Vec<T> {
-    x.iter().map(|v| if *v > T::zero() { T::one() } else if *v < T::zero() { -T::one() } else { T::zero() }).collect()
+    x.iter()
+        .map(|v| {
+            if *v > T::zero() {
+                T::one()
+            } else if *v < T::zero() {
+                -T::one()
+            } else {
+                T::zero()
+            }
+        })
+        .collect()
 }
 
 /// Smoothed absolute value `x tanh(4 x)`, whose backward the tape derives from built-ins.
@@ -123,11 +133,26 @@ pub fn flat_vjp<T: Real>(x: &[T], _g: &[T]) -> Vec<T> {
 #[op(name = "test/bad/sawtooth", version = 1, signature(x: f32[n]) -> f32[n],
      category = elementwise, tolerance = ulp(4), backward = vjp(sawtooth_vjp))]
 pub fn sawtooth<T: Real>(x: &[T]) -> Vec<T> {
-    x.iter().map(|v| { let f = v.to_f64(); T::from_f64((f - 0.0026 * (f / 0.0026).round()).abs()) }).collect()
+    x.iter()
+        .map(|v| {
+            let f = v.to_f64();
+            T::from_f64((f - 0.0026 * (f / 0.0026).round()).abs())
+        })
+        .collect()
 }
 /// The slope, +-1.
 pub fn sawtooth_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
-    x.iter().zip(g).map(|(v, g)| { let f = v.to_f64(); if f - 0.0026 * (f / 0.0026).round() >= 0.0 { *g } else { -*g } }).collect()
+    x.iter()
+        .zip(g)
+        .map(|(v, g)| {
+            let f = v.to_f64();
+            if f - 0.0026 * (f / 0.0026).round() >= 0.0 {
+                *g
+            } else {
+                -*g
+            }
+        })
+        .collect()
 }
 
 #[test]
@@ -251,7 +276,18 @@ pub fn abs<T: Real>(x: &[T]) -> Vec<T> {
 }
 /// `sign(x) g`.
 pub fn abs_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
-    x.iter().zip(g).map(|(x, g)| if *x > T::zero() { *g } else if *x < T::zero() { -*g } else { T::zero() }).collect()
+    x.iter()
+        .zip(g)
+        .map(|(x, g)| {
+            if *x > T::zero() {
+                *g
+            } else if *x < T::zero() {
+                -*g
+            } else {
+                T::zero()
+            }
+        })
+        .collect()
 }
 
 #[test]

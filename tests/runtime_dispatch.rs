@@ -216,16 +216,19 @@ fn random_shapes_dtypes_and_parameters_never_panic() {
         let refs: Vec<&Tensor> = inputs.iter().collect();
         let declared: Vec<op_runtime::DType> = op.contract.signature.params().map(|p| p.dtype).collect();
         let params: Vec<Scalar> = if plausible {
-            declared.iter().map(|d| if *d == op_runtime::DType::f32 { Scalar::F32(rng.random::<f32>()) } else { Scalar::U32(rng.random_range(0..40)) }).collect()
+            declared
+                .iter()
+                .map(|d| if *d == op_runtime::DType::f32 { Scalar::F32(rng.random::<f32>()) } else { Scalar::U32(rng.random_range(0..40)) })
+                .collect()
         } else {
             (0..rng.random_range(0..3usize))
-            .map(|_| match rng.random_range(0..4) {
-                0 => Scalar::U32(rng.random_range(0..40)),
-                1 => Scalar::F32(rng.random::<f32>()),
-                2 => Scalar::I64(rng.random_range(-5..5)),
-                _ => Scalar::Bool(rng.random_bool(0.5)),
-            })
-            .collect()
+                .map(|_| match rng.random_range(0..4) {
+                    0 => Scalar::U32(rng.random_range(0..40)),
+                    1 => Scalar::F32(rng.random::<f32>()),
+                    2 => Scalar::I64(rng.random_range(-5..5)),
+                    _ => Scalar::Bool(rng.random_bool(0.5)),
+                })
+                .collect()
         };
         let h = r.lookup(&op.id).unwrap();
         let backend = backends[rng.random_range(0..backends.len())];
@@ -236,7 +239,12 @@ fn random_shapes_dtypes_and_parameters_never_panic() {
                 assert!(e.to_string().contains(&op.id), "error does not name the op: {e}");
                 err += 1
             }
-            Err(_) => panic!("dispatch panicked on {} ({backend}) with {:?} / {:?}", op.id, inputs.iter().map(|t| (t.dtype(), t.shape().to_vec())).collect::<Vec<_>>(), params),
+            Err(_) => panic!(
+                "dispatch panicked on {} ({backend}) with {:?} / {:?}",
+                op.id,
+                inputs.iter().map(|t| (t.dtype(), t.shape().to_vec())).collect::<Vec<_>>(),
+                params
+            ),
         }
     }
     assert!(ok > 300 && err > 300, "ok {ok}, err {err}");

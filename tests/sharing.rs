@@ -8,7 +8,7 @@ mod median;
 use op_runtime::conformance::conform;
 use op_runtime::receipt::Receipt;
 use op_runtime::sharing::{blob_hash, OpCard, SharingError, Store, Trust};
-use op_runtime::{op, BackendKind, DeviceProfile, OpDecl, OpHandle, OpSource, Real, Registry, RegisteredOp};
+use op_runtime::{op, BackendKind, DeviceProfile, OpDecl, OpHandle, OpSource, Real, RegisteredOp, Registry};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -140,7 +140,17 @@ fn a_card_is_unverified_without_a_receipt_and_verified_with_one_for_this_device(
     assert_eq!(card.trust, Trust::Verified { device: host() });
     assert_eq!(card.receipts, vec![receipt.clone()]);
     let text = card.to_string();
-    for want in ["test/sharing/median@1", "user", "workspace", "MIT", "selection", "exact", "windowed_median.wgsl", "total_order.cuh", "verified on reference"] {
+    for want in [
+        "test/sharing/median@1",
+        "user",
+        "workspace",
+        "MIT",
+        "selection",
+        "exact",
+        "windowed_median.wgsl",
+        "total_order.cuh",
+        "verified on reference",
+    ] {
         assert!(text.contains(want), "card lacks `{want}`:\n{text}");
     }
     assert_eq!(OpCard::from_json(&card.to_json()).unwrap(), card);
@@ -152,7 +162,8 @@ fn a_receipt_for_another_device_does_not_verify() {
     let op = h.op();
     let receipt = reference_receipt(&h);
     // The host receipt, seen from another device.
-    let gpu = DeviceProfile { backend: "wgpu".into(), adapter: "Some GPU".into(), driver: "1.0".into(), vendor_id: 0x10de, device_id: 0x2335 };
+    let gpu =
+        DeviceProfile { backend: "wgpu".into(), adapter: "Some GPU".into(), driver: "1.0".into(), vendor_id: 0x10de, device_id: 0x2335 };
     let card = OpCard::of(&op, std::slice::from_ref(&receipt), &gpu);
     assert!(matches!(&card.trust, Trust::Unverified { reason } if reason.contains("not on this device")), "{:?}", card.trust);
     assert_eq!(card.receipts.len(), 1, "an intact receipt for another device stays on the card");
@@ -248,7 +259,10 @@ fn a_consistent_index_over_other_content_fails_the_identity_check() {
     index.body = body;
     std::fs::write(&path, serde_json::to_string(&index).unwrap()).unwrap();
     let e = t.store.load("test/sharing/double@1").unwrap_err();
-    assert!(matches!(&e, SharingError::IdentityMismatch { card, recomputed, .. } if *card == op.hash_hex() && *recomputed == other.hash_hex()), "{e:?}");
+    assert!(
+        matches!(&e, SharingError::IdentityMismatch { card, recomputed, .. } if *card == op.hash_hex() && *recomputed == other.hash_hex()),
+        "{e:?}"
+    );
 }
 
 #[test]

@@ -178,10 +178,15 @@ fn the_planner_sizes_every_buffer_before_running() {
     let d = despike(&reg, 1000);
     let plan = d.tape.plan();
     println!("{plan}");
-    let fwd: Vec<(String, usize)> = plan.entries.iter().filter(|e| e.kind == BufferKind::Forward).map(|e| (e.op.clone(), e.bytes)).collect();
+    let fwd: Vec<(String, usize)> =
+        plan.entries.iter().filter(|e| e.kind == BufferKind::Forward).map(|e| (e.op.clone(), e.bytes)).collect();
     assert_eq!(
         fwd,
-        [("builtin/conv1d@1".to_string(), 996 * 4), ("user/example/windowed_median@1".to_string(), 990 * 4), ("builtin/mse_loss@1".to_string(), 4)]
+        [
+            ("builtin/conv1d@1".to_string(), 996 * 4),
+            ("user/example/windowed_median@1".to_string(), 990 * 4),
+            ("builtin/mse_loss@1".to_string(), 4)
+        ]
     );
     let grads: usize = plan.entries.iter().filter(|e| e.kind == BufferKind::Gradient).map(|e| e.bytes).sum();
     assert_eq!(grads, 5 * 4 + 996 * 4 + 990 * 4 + 4);

@@ -63,7 +63,14 @@ fn conform(h: &OpHandle, show: bool) -> Vec<Receipt> {
         match result {
             Ok(r) => {
                 if show {
-                    println!("  {:<9} receipt {}  {} cases, tolerance {}, corpus {}", kind.name(), &r.digest[..16], r.cases, r.tolerance, &r.corpus_digest[..16]);
+                    println!(
+                        "  {:<9} receipt {}  {} cases, tolerance {}, corpus {}",
+                        kind.name(),
+                        &r.digest[..16],
+                        r.cases,
+                        r.tolerance,
+                        &r.corpus_digest[..16]
+                    );
                     println!("            device  {}", r.device);
                 } else {
                     println!("  {:<32} {:<9} receipt {}  {} cases", r.op, kind.name(), &r.digest[..16], r.cases);
@@ -131,7 +138,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let l = run.scalar(loss).ok_or("the loss was not computed")?;
         let grads = tape.backward(&mut run, loss)?;
         tape.sgd_step(&grads, LR)?;
-        let k: Vec<String> = tape.param_value(kernel).and_then(|t| t.as_slice::<f32>()).unwrap_or_default().iter().map(|v| format!("{v:.3}")).collect();
+        let k: Vec<String> =
+            tape.param_value(kernel).and_then(|t| t.as_slice::<f32>()).unwrap_or_default().iter().map(|v| format!("{v:.3}")).collect();
         println!("  step {step}: loss {l:.6}   prefilter [{}]   ({} ms)", k.join(", "), t0.elapsed().as_millis());
         last = Some(run);
     }

@@ -3,7 +3,7 @@
 //! every rule lives in `op_spec::check`; shims call `::op_runtime::__private` helpers.
 
 use op_spec::check::{check, CheckInput, Checked};
-use op_spec::contract::{Arg, DType, Backward};
+use op_spec::contract::{Arg, Backward, DType};
 use op_spec::ctxt::Ctxt;
 use op_spec::model::{OpAttr, SBackward};
 use proc_macro2::{Span, TokenStream};
@@ -14,7 +14,10 @@ pub fn expand(attr: TokenStream, item: TokenStream, source_dir: Option<std::path
     let func: syn::ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
         Err(e) => {
-            let msg = syn::Error::new(e.span(), "`#[op]` goes on a free function, the op's reference implementation, not on this item; put it on a `fn`");
+            let msg = syn::Error::new(
+                e.span(),
+                "`#[op]` goes on a free function, the op's reference implementation, not on this item; put it on a `fn`",
+            );
             let err = msg.to_compile_error();
             return quote!(#item #err);
         }
@@ -28,7 +31,10 @@ pub fn expand(attr: TokenStream, item: TokenStream, source_dir: Option<std::path
     match (cx.check(), checked) {
         (Ok(()), Some(c)) => generate(&func, &parsed, &c, &description),
         (Err(errors), _) => fallback(&func, errors),
-        (Ok(()), None) => fallback(&func, vec![syn::Error::new(Span::call_site(), "internal error in #[op]: the declaration did not check but no error was recorded")]),
+        (Ok(()), None) => fallback(
+            &func,
+            vec![syn::Error::new(Span::call_site(), "internal error in #[op]: the declaration did not check but no error was recorded")],
+        ),
     }
 }
 
@@ -217,9 +223,15 @@ fn generate(func: &syn::ItemFn, attr: &OpAttr, checked: &Checked, description: &
     let fname = &func.sig.ident;
     let vis = &func.vis;
     let cx = Ctx { checked, generic: checked.reference.float_generic.is_some() };
-    let has_float = c.signature.args.iter().any(|a| matches!(a, Arg::Tensor(t) if t.dtype.is_float())) || c.signature.outputs.iter().any(|o| o.dtype.is_float());
-    let declared_is_f64 = c.signature.inputs().chain(c.signature.outputs.iter()).filter(|t| t.dtype.is_float()).all(|t| t.dtype == DType::f64);
-    let insts: Vec<(Inst, &str)> = if has_float && (cx.generic || declared_is_f64) { vec![(Inst::Declared, "declared"), (Inst::F64, "f64")] } else { vec![(Inst::Declared, "declared")] };
+    let has_float = c.signature.args.iter().any(|a| matches!(a, Arg::Tensor(t) if t.dtype.is_float()))
+        || c.signature.outputs.iter().any(|o| o.dtype.is_float());
+    let declared_is_f64 =
+        c.signature.inputs().chain(c.signature.outputs.iter()).filter(|t| t.dtype.is_float()).all(|t| t.dtype == DType::f64);
+    let insts: Vec<(Inst, &str)> = if has_float && (cx.generic || declared_is_f64) {
+        vec![(Inst::Declared, "declared"), (Inst::F64, "f64")]
+    } else {
+        vec![(Inst::Declared, "declared")]
+    };
 
     let contract_json = op_spec::canon::contract_json(c);
     let body = op_spec::canon::body_tokens(func);
@@ -266,7 +278,16 @@ fn generate(func: &syn::ItemFn, attr: &OpAttr, checked: &Checked, description: &
         let span = fname.span();
         let turbofish = match &checked.reference.float_generic {
             Some(_) => {
-                let t = if *inst == Inst::F64 { quote!(f64) } else { c.signature.inputs().chain(c.signature.outputs.iter()).find(|t| t.dtype.is_float()).map(|t| elem_type(t.dtype)).unwrap_or(quote!(f32)) };
+                let t = if *inst == Inst::F64 {
+                    quote!(f64)
+                } else {
+                    c.signature
+                        .inputs()
+                        .chain(c.signature.outputs.iter())
+                        .find(|t| t.dtype.is_float())
+                        .map(|t| elem_type(t.dtype))
+                        .unwrap_or(quote!(f32))
+                };
                 quote!(::<#t>)
             }
             None => quote!(),
@@ -326,7 +347,15 @@ fn generate(func: &syn::ItemFn, attr: &OpAttr, checked: &Checked, description: &
             if let Some(p) = vjp.as_ref().map(rebase) {
                 let p = &p;
                 let shim = format_ident!("__vjp_{}", tag);
-                let cots: Vec<TokenStream> = c.signature.outputs.iter().map(|o| { let e = cx.ty(o.dtype, *inst); quote!(&[#e]) }).collect();
+                let cots: Vec<TokenStream> = c
+                    .signature
+                    .outputs
+                    .iter()
+                    .map(|o| {
+                        let e = cx.ty(o.dtype, *inst);
+                        quote!(&[#e])
+                    })
+                    .collect();
                 let fty = cx.ref_fn_type(*inst, &cots, Some(cx.grads_type(*inst)));
                 let mut args = cx.call_args(*inst);
                 for (k, o) in c.signature.outputs.iter().enumerate() {

@@ -28,7 +28,9 @@ pub enum BatchError {
         input: String,
     },
     /// Inputs disagree on the batch size.
-    #[error("op `{op}`: input `{input}` has batch size {found}, but `{first}` has {expected}; every input needs the same leading batch size")]
+    #[error(
+        "op `{op}`: input `{input}` has batch size {found}, but `{first}` has {expected}; every input needs the same leading batch size"
+    )]
     BatchMismatch {
         /// The op's `name@version`.
         op: String,
@@ -113,26 +115,50 @@ impl OpHandle {
         if batch == 0 {
             // No slice runs; the output shapes still follow from one slice's signature.
             let operands: Vec<(op_spec::contract::DType, &[usize])> = inputs.iter().map(|t| (t.dtype(), &t.shape()[1..])).collect();
-            let bound = op.plan.validate(&operands, params, None).map_err(|source| BatchError::Slice { op: id.clone(), index: 0, source: Box::new(source) })?;
+            let bound = op.plan.validate(&operands, params, None).map_err(|source| BatchError::Slice {
+                op: id.clone(),
+                index: 0,
+                source: Box::new(source),
+            })?;
             let mut outputs = Vec::new();
             for (o, s) in op.contract.signature.outputs.iter().zip(&bound.out_shapes) {
                 let mut shape = vec![0];
                 shape.extend_from_slice(s);
-                outputs.push(Tensor::zeros(o.dtype, shape).map_err(|_| BatchError::Ragged { op: id.clone(), output: 0, index: 0, expected: s.clone(), found: Vec::new() })?);
+                outputs.push(Tensor::zeros(o.dtype, shape).map_err(|_| BatchError::Ragged {
+                    op: id.clone(),
+                    output: 0,
+                    index: 0,
+                    expected: s.clone(),
+                    found: Vec::new(),
+                })?);
             }
             return Ok(BatchOutcome { outputs, provenance: Vec::new() });
         }
         let mut per_output: Vec<Vec<Tensor>> = Vec::new();
         let mut provenance = Vec::with_capacity(batch);
         for b in 0..batch {
-            let slices: Vec<Tensor> = inputs.iter().map(|t| slice0(t, b)).collect::<Option<_>>().ok_or_else(|| BatchError::NoBatchAxis { op: id.clone(), input: name(0) })?;
+            let slices: Vec<Tensor> = inputs
+                .iter()
+                .map(|t| slice0(t, b))
+                .collect::<Option<_>>()
+                .ok_or_else(|| BatchError::NoBatchAxis { op: id.clone(), input: name(0) })?;
             let refs: Vec<&Tensor> = slices.iter().collect();
-            let outcome = self.call_with(&refs, params, opts).map_err(|source| BatchError::Slice { op: id.clone(), index: b, source: Box::new(source) })?;
+            let outcome = self.call_with(&refs, params, opts).map_err(|source| BatchError::Slice {
+                op: id.clone(),
+                index: b,
+                source: Box::new(source),
+            })?;
             per_output.resize_with(outcome.outputs.len(), Vec::new);
             for (k, t) in outcome.outputs.into_iter().enumerate() {
                 if let Some(first) = per_output[k].first() {
                     if first.shape() != t.shape() || first.dtype() != t.dtype() {
-                        return Err(BatchError::Ragged { op: id, output: k, index: b, expected: first.shape().to_vec(), found: t.shape().to_vec() });
+                        return Err(BatchError::Ragged {
+                            op: id,
+                            output: k,
+                            index: b,
+                            expected: first.shape().to_vec(),
+                            found: t.shape().to_vec(),
+                        });
                     }
                 }
                 per_output[k].push(t);
@@ -144,8 +170,20 @@ impl OpHandle {
             let mut shape = vec![batch];
             shape.extend_from_slice(slices[0].shape());
             let parts: Vec<&Data> = slices.iter().map(|t| t.data()).collect();
-            let data = Data::concat(&parts).ok_or_else(|| BatchError::Ragged { op: id.clone(), output: k, index: 0, expected: shape.clone(), found: Vec::new() })?;
-            outputs.push(Tensor::new(shape.clone(), data).map_err(|_| BatchError::Ragged { op: id.clone(), output: k, index: 0, expected: shape, found: Vec::new() })?);
+            let data = Data::concat(&parts).ok_or_else(|| BatchError::Ragged {
+                op: id.clone(),
+                output: k,
+                index: 0,
+                expected: shape.clone(),
+                found: Vec::new(),
+            })?;
+            outputs.push(Tensor::new(shape.clone(), data).map_err(|_| BatchError::Ragged {
+                op: id.clone(),
+                output: k,
+                index: 0,
+                expected: shape,
+                found: Vec::new(),
+            })?);
         }
         Ok(BatchOutcome { outputs, provenance })
     }

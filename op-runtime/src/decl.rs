@@ -112,7 +112,8 @@ impl<'a> Call<'a> {
     /// Tensor input `i` as a slice.
     pub fn input<E: Element>(&self, i: usize) -> Result<&'a [E], ShimError> {
         let t = self.inputs.get(i).ok_or_else(|| ShimError(format!("op `{}`: no tensor input {i}", self.op)))?;
-        t.as_slice::<E>().ok_or_else(|| ShimError(format!("op `{}`: tensor input {i} is `{}`, the function takes `{}`", self.op, t.dtype(), E::DTYPE)))
+        t.as_slice::<E>()
+            .ok_or_else(|| ShimError(format!("op `{}`: tensor input {i} is `{}`, the function takes `{}`", self.op, t.dtype(), E::DTYPE)))
     }
 
     /// Parameter `i`.
@@ -123,14 +124,16 @@ impl<'a> Call<'a> {
 
     /// The value of dim symbol `name`.
     pub fn dim(&self, name: &str) -> Result<usize, ShimError> {
-        let k = self.dim_names.iter().position(|d| d == name).ok_or_else(|| ShimError(format!("op `{}`: unknown dim `{name}`", self.op)))?;
+        let k =
+            self.dim_names.iter().position(|d| d == name).ok_or_else(|| ShimError(format!("op `{}`: unknown dim `{name}`", self.op)))?;
         usize::try_from(self.dim_values[k]).map_err(|_| ShimError(format!("op `{}`: dim `{name}` is negative", self.op)))
     }
 
     /// Cotangent of output `k` (VJP shims).
     pub fn cotangent<E: Element>(&self, k: usize) -> Result<&'a [E], ShimError> {
         let t = self.cotangents.get(k).ok_or_else(|| ShimError(format!("op `{}`: no cotangent for output {k}", self.op)))?;
-        t.as_slice::<E>().ok_or_else(|| ShimError(format!("op `{}`: cotangent {k} has dtype `{}`, expected `{}`", self.op, t.dtype(), E::DTYPE)))
+        t.as_slice::<E>()
+            .ok_or_else(|| ShimError(format!("op `{}`: cotangent {k} has dtype `{}`, expected `{}`", self.op, t.dtype(), E::DTYPE)))
     }
 
     /// The tangent of the input a JVP rule differentiates.
@@ -151,7 +154,11 @@ impl<'a> Call<'a> {
         let want = checked_numel(shape).unwrap_or(usize::MAX);
         if v.len() != want {
             let name = self.out_names.get(i).map(String::as_str).unwrap_or("?");
-            return Err(ShimError(format!("op `{}`: the function returned {} element(s) for output `{name}`, whose declared shape {shape:?} holds {want}", self.op, v.len())));
+            return Err(ShimError(format!(
+                "op `{}`: the function returned {} element(s) for output `{name}`, whose declared shape {shape:?} holds {want}",
+                self.op,
+                v.len()
+            )));
         }
         self.outputs[i] = Some(Tensor::from_vec(shape.clone(), v).map_err(|e| ShimError(e.to_string()))?);
         Ok(())
@@ -165,9 +172,16 @@ impl<'a> Call<'a> {
         let row: usize = shape.iter().enumerate().filter(|(a, _)| *a != f.axis).map(|(_, d)| *d).product();
         let k = match (row, len) {
             (0, 0) => 0,
-            (0, _) => return Err(ShimError(format!("op `{}`: output `{name}` has no room for {len} element(s): its other dims hold 0", self.op))),
+            (0, _) => {
+                return Err(ShimError(format!("op `{}`: output `{name}` has no room for {len} element(s): its other dims hold 0", self.op)))
+            }
             (r, n) if n % r == 0 => n / r,
-            (r, n) => return Err(ShimError(format!("op `{}`: the function returned {n} element(s) for output `{name}`, not a whole number of rows of {r}", self.op))),
+            (r, n) => {
+                return Err(ShimError(format!(
+                    "op `{}`: the function returned {n} element(s) for output `{name}`, not a whole number of rows of {r}",
+                    self.op
+                )))
+            }
         };
         if let Some(limit) = self.free_limit {
             if k > limit {
@@ -176,7 +190,10 @@ impl<'a> Call<'a> {
         }
         match self.free_values.iter().find(|(s, _)| *s == f.slot) {
             Some((_, prev)) if *prev != k => {
-                return Err(ShimError(format!("op `{}`: outputs disagree on data-dependent `{sym}`: {prev} and {k} (output `{name}`)", self.op)));
+                return Err(ShimError(format!(
+                    "op `{}`: outputs disagree on data-dependent `{sym}`: {prev} and {k} (output `{name}`)",
+                    self.op
+                )));
             }
             Some(_) => {}
             None => self.free_values.push((f.slot, k)),
@@ -190,7 +207,11 @@ impl<'a> Call<'a> {
         let shape = self.grad_shapes.get(i).ok_or_else(|| ShimError(format!("op `{}`: no differentiable input {i}", self.op)))?;
         let want = checked_numel(shape).unwrap_or(usize::MAX);
         if v.len() != want {
-            return Err(ShimError(format!("op `{}`: the VJP returned {} element(s) for differentiable input {i}, whose shape {shape:?} holds {want}", self.op, v.len())));
+            return Err(ShimError(format!(
+                "op `{}`: the VJP returned {} element(s) for differentiable input {i}, whose shape {shape:?} holds {want}",
+                self.op,
+                v.len()
+            )));
         }
         self.grads[i] = Some(Tensor::from_vec(shape.clone(), v).map_err(|e| ShimError(e.to_string()))?);
         Ok(())

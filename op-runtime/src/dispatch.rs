@@ -55,7 +55,13 @@ impl OpHandle {
     }
 
     /// Runs on one backend with `guard` canary elements around each output (conformance).
-    pub fn call_guarded(&self, inputs: &[&Tensor], params: &[Scalar], backend: BackendKind, guard: usize) -> Result<Outcome, DispatchError> {
+    pub fn call_guarded(
+        &self,
+        inputs: &[&Tensor],
+        params: &[Scalar],
+        backend: BackendKind,
+        guard: usize,
+    ) -> Result<Outcome, DispatchError> {
         self.registry.dispatch(&self.slot, inputs, params, CallOptions::on(backend), guard)
     }
 }
@@ -66,13 +72,22 @@ impl Registry {
         self.lookup(name)?.call(inputs, params)
     }
 
-    pub(crate) fn dispatch(&self, slot: &Arc<Slot>, inputs: &[&Tensor], params: &[Scalar], opts: CallOptions, guard: usize) -> Result<Outcome, DispatchError> {
+    pub(crate) fn dispatch(
+        &self,
+        slot: &Arc<Slot>,
+        inputs: &[&Tensor],
+        params: &[Scalar],
+        opts: CallOptions,
+        guard: usize,
+    ) -> Result<Outcome, DispatchError> {
         let op: Arc<RegisteredOp> = slot.entry.read().map(|e| e.clone()).unwrap_or_else(|p| p.into_inner().clone());
         let bound = op.plan.validate(inputs, params, None)?;
         let (backend, prepared) = self.choose(slot, &op, opts)?;
         let req = ExecRequest { op: &op, bound: &bound, inputs, params, guard };
-        let outputs = prepared.execute(&req).map_err(|message| DispatchError::Execution { op: op.id.clone(), backend: backend.kind(), message })?;
-        let device = backend.profile().map_err(|reason| DispatchError::Unavailable { op: op.id.clone(), backend: backend.kind(), reason })?;
+        let outputs =
+            prepared.execute(&req).map_err(|message| DispatchError::Execution { op: op.id.clone(), backend: backend.kind(), message })?;
+        let device =
+            backend.profile().map_err(|reason| DispatchError::Unavailable { op: op.id.clone(), backend: backend.kind(), reason })?;
         Ok(Outcome { outputs, provenance: ProvenanceEntry::new(&op, backend.kind(), device) })
     }
 
@@ -80,7 +95,11 @@ impl Registry {
     fn choose<'a>(&'a self, slot: &Slot, op: &Arc<RegisteredOp>, opts: CallOptions) -> Result<Chosen<'a>, DispatchError> {
         let strict = opts.backend.or_else(|| self.setting_for(slot));
         if let Some(kind) = strict {
-            let b = self.backend(kind).ok_or_else(|| DispatchError::Unavailable { op: op.id.clone(), backend: kind, reason: "not compiled into this build".into() })?;
+            let b = self.backend(kind).ok_or_else(|| DispatchError::Unavailable {
+                op: op.id.clone(),
+                backend: kind,
+                reason: "not compiled into this build".into(),
+            })?;
             b.supports(op).map_err(|reason| DispatchError::Unsupported { op: op.id.clone(), backend: kind, reason })?;
             b.availability().map_err(|reason| DispatchError::Unavailable { op: op.id.clone(), backend: kind, reason })?;
             let p = self.prepared(slot, op, b)?;

@@ -46,8 +46,8 @@ pub use tensor::{Data, Element, Scalar, Tensor};
 /// Items generated code refers to. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::decl::{Call, CompositeFn, KernelSource, OpDecl, ShimFn};
     pub use crate::conformance::generated_test as conformance_test;
+    pub use crate::decl::{Call, CompositeFn, KernelSource, OpDecl, ShimFn};
     pub use crate::error::ShimError;
     pub use crate::gradcheck::generated_test as gradcheck_test;
     pub use half::{bf16, f16};

@@ -208,7 +208,10 @@ impl Plan {
             let dims_text = format!("[{}]", t.dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "));
             inputs.push(InputPlan { name: t.name.clone(), dtype: t.dtype, dims, dims_text });
         }
-        let params = sig.params().map(|p| ParamPlan { name: p.name.clone(), dtype: p.dtype, slot: syms.iter().position(|x| *x == p.name) }).collect();
+        let params = sig
+            .params()
+            .map(|p| ParamPlan { name: p.name.clone(), dtype: p.dtype, slot: syms.iter().position(|x| *x == p.name) })
+            .collect();
         let mut constraints = Vec::new();
         for k in &sig.constraints {
             let terms = k.terms.iter().map(compile).collect::<Result<Vec<_>, _>>()?;
@@ -242,7 +245,18 @@ impl Plan {
             ShapeClass::Bounded(e) => Some((compile(e)?, e.to_string())),
             _ => None,
         };
-        Ok(Plan { op, syms, inputs, params, constraints, outputs, dynamic, limit, free, out_names: sig.outputs.iter().map(|o| o.name.clone()).collect() })
+        Ok(Plan {
+            op,
+            syms,
+            inputs,
+            params,
+            constraints,
+            outputs,
+            dynamic,
+            limit,
+            free,
+            out_names: sig.outputs.iter().map(|o| o.name.clone()).collect(),
+        })
     }
 
     /// Number of tensor inputs.
@@ -297,7 +311,13 @@ impl Plan {
                 return Err(DispatchError::InputDType { op: op.clone(), input: ip.name.clone(), expected: want, found: t.dtype() });
             }
             if t.shape().len() != ip.dims.len() {
-                return Err(DispatchError::InputRank { op: op.clone(), input: ip.name.clone(), expected: ip.dims.len(), dims: ip.dims_text.clone(), found: t.shape().to_vec() });
+                return Err(DispatchError::InputRank {
+                    op: op.clone(),
+                    input: ip.name.clone(),
+                    expected: ip.dims.len(),
+                    dims: ip.dims_text.clone(),
+                    found: t.shape().to_vec(),
+                });
             }
             for (axis, rule) in ip.dims.iter().enumerate() {
                 if let DimRule::Sym { slot } = rule {
@@ -361,10 +381,8 @@ impl Plan {
                 c.terms.iter().for_each(|t| t.symbols(&mut used));
                 used.sort_unstable();
                 used.dedup();
-                let vals: Vec<String> = used
-                    .iter()
-                    .filter_map(|s| self.syms.iter().position(|x| x == s).map(|k| format!("{s} = {}", values[k])))
-                    .collect();
+                let vals: Vec<String> =
+                    used.iter().filter_map(|s| self.syms.iter().position(|x| x == s).map(|k| format!("{s} = {}", values[k]))).collect();
                 return Err(DispatchError::Constraint { op: op.clone(), constraint: text.clone(), values: vals.join(", ") });
             }
         }

@@ -187,7 +187,11 @@ impl Receipt {
             return Err(ReceiptError::OtherOp { op: id.to_string(), receipt: self.op.clone() });
         }
         if self.content_hash != content_hash {
-            return Err(ReceiptError::ContentHash { op: id.to_string(), receipt: self.content_hash.clone(), current: content_hash.to_string() });
+            return Err(ReceiptError::ContentHash {
+                op: id.to_string(),
+                receipt: self.content_hash.clone(),
+                current: content_hash.to_string(),
+            });
         }
         if &self.device != local {
             return Err(ReceiptError::Device { op: id.to_string(), receipt: self.device.to_string(), local: local.to_string() });

@@ -48,11 +48,8 @@ impl RegisteredOp {
         let contract: Contract = serde_json::from_str(decl.contract_json)
             .map_err(|e| KernelRegistrationError::BadContract { op: decl.rust_name.to_string(), reason: e.to_string() })?;
         let id = contract.id();
-        let kernels: Vec<KernelBytes<'_>> = decl
-            .kernels
-            .iter()
-            .map(|k| KernelBytes { path: k.path, bytes: k.source, headers: k.headers.to_vec() })
-            .collect();
+        let kernels: Vec<KernelBytes<'_>> =
+            decl.kernels.iter().map(|k| KernelBytes { path: k.path, bytes: k.source, headers: k.headers.to_vec() }).collect();
         let actual = identity(decl.contract_json, decl.body_tokens, &kernels);
         if actual != decl.hash {
             return Err(KernelRegistrationError::IdentityMismatch { op: id, declared: hex(&decl.hash), actual: hex(&actual) });
@@ -251,7 +248,10 @@ impl Registry {
             }
         };
         let slots = self.inner.slots.read().unwrap_or_else(|p| p.into_inner());
-        slots.get(&id).map(|slot| OpHandle { registry: self.clone(), slot: slot.clone() }).ok_or(DispatchError::UnknownOp { name: name.to_string() })
+        slots
+            .get(&id)
+            .map(|slot| OpHandle { registry: self.clone(), slot: slot.clone() })
+            .ok_or(DispatchError::UnknownOp { name: name.to_string() })
     }
 
     /// Every registered op, sorted by id.

@@ -307,7 +307,8 @@ impl Tensor {
         if let Some(why) = op_spec::contract::refused_dtype(dtype) {
             return Err(TensorError::UnsupportedDType { dtype: dtype.to_string(), why: why.to_string() });
         }
-        let d = DType::from_name(dtype).ok_or_else(|| TensorError::UnsupportedDType { dtype: dtype.to_string(), why: "unknown dtype name".to_string() })?;
+        let d = DType::from_name(dtype)
+            .ok_or_else(|| TensorError::UnsupportedDType { dtype: dtype.to_string(), why: "unknown dtype name".to_string() })?;
         let n = checked_numel(&shape).ok_or_else(|| TensorError::ShapeOverflow { shape: shape.clone() })?;
         let want = n.checked_mul(d.size()).ok_or_else(|| TensorError::ShapeOverflow { shape: shape.clone() })?;
         if want != bytes.len() {

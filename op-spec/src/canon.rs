@@ -89,7 +89,13 @@ pub fn doc_comment(attrs: &[syn::Attribute]) -> String {
         })
         .collect();
     let strip = lines.iter().filter(|l| !l.trim().is_empty()).map(|l| l.len() - l.trim_start().len()).min().unwrap_or(0);
-    lines.iter().map(|l| if l.len() >= strip { l[strip..].to_string() } else { String::new() }).collect::<Vec<_>>().join("\n").trim().to_string()
+    lines
+        .iter()
+        .map(|l| if l.len() >= strip { l[strip..].to_string() } else { String::new() })
+        .collect::<Vec<_>>()
+        .join("\n")
+        .trim()
+        .to_string()
 }
 
 /// One kernel's bytes as hashed: (path, source bytes, sorted headers as (path, bytes)).
@@ -140,9 +146,20 @@ mod tests {
 
     #[test]
     fn tokens_ignore_layout_but_not_content() {
-        let a: syn::ItemFn = syn::parse2(quote!(fn f(x: &[f32]) -> Vec<f32> { x.iter().map(|v| v * 2.0).collect() })).unwrap();
-        let b: syn::ItemFn = syn::parse_str("/// doc\nfn f(x:&[f32])->Vec<f32>{\n  // comment\n  x.iter()\n   .map(|v|v*2.0).collect()\n}").unwrap();
-        let c: syn::ItemFn = syn::parse2(quote!(fn f(x: &[f32]) -> Vec<f32> { x.iter().map(|v| v * 3.0).collect() })).unwrap();
+        let a: syn::ItemFn = syn::parse2(quote!(
+            fn f(x: &[f32]) -> Vec<f32> {
+                x.iter().map(|v| v * 2.0).collect()
+            }
+        ))
+        .unwrap();
+        let b: syn::ItemFn =
+            syn::parse_str("/// doc\nfn f(x:&[f32])->Vec<f32>{\n  // comment\n  x.iter()\n   .map(|v|v*2.0).collect()\n}").unwrap();
+        let c: syn::ItemFn = syn::parse2(quote!(
+            fn f(x: &[f32]) -> Vec<f32> {
+                x.iter().map(|v| v * 3.0).collect()
+            }
+        ))
+        .unwrap();
         assert_eq!(body_tokens(&a), body_tokens(&b));
         assert_ne!(body_tokens(&a), body_tokens(&c));
         assert!(body_tokens(&a).contains("-> Vec < f32 >"), "{}", body_tokens(&a));

@@ -356,11 +356,7 @@ impl OpAttr {
 impl STensor {
     /// The span-free tensor signature.
     pub fn to_sig(&self) -> contract::TensorSig {
-        contract::TensorSig {
-            name: self.name.to_string(),
-            dtype: self.dtype.value,
-            dims: self.dims.iter().map(SExpr::to_expr).collect(),
-        }
+        contract::TensorSig { name: self.name.to_string(), dtype: self.dtype.value, dims: self.dims.iter().map(SExpr::to_expr).collect() }
     }
 }
 
@@ -376,7 +372,9 @@ impl SKernel {
                 .iter()
                 .map(|b| match b {
                     SBinding::Buffer { name, access } => contract::Binding::Buffer { name: name.to_string(), access: access.value },
-                    SBinding::Uniform { fields, .. } => contract::Binding::Uniform { fields: fields.iter().map(|f| f.to_string()).collect() },
+                    SBinding::Uniform { fields, .. } => {
+                        contract::Binding::Uniform { fields: fields.iter().map(|f| f.to_string()).collect() }
+                    }
                 })
                 .collect(),
             threads: self.threads.as_ref().map(SExpr::to_expr).unwrap_or(contract::Expr::Lit(0)),

@@ -38,9 +38,8 @@ pub mod keys {
     /// `visibility`.
     pub const VISIBILITY: &str = "visibility";
     /// Every key, in documentation order.
-    pub const ALL: [&str; 13] = [
-        NAME, VERSION, SIGNATURE, CATEGORY, TOLERANCE, BACKWARD, SUBGRADIENT, NAN, CPU, OUTPUT, KERNEL, LICENSE, VISIBILITY,
-    ];
+    pub const ALL: [&str; 13] =
+        [NAME, VERSION, SIGNATURE, CATEGORY, TOLERANCE, BACKWARD, SUBGRADIENT, NAN, CPU, OUTPUT, KERNEL, LICENSE, VISIBILITY];
     /// Keys of `kernel(...)`.
     pub const KERNEL_KEYS: [&str; 6] = ["wgsl", "cuda", "entry", "bindings", "threads", "block"];
 }
@@ -78,7 +77,10 @@ pub fn parse_attr(cx: &Ctxt, tokens: TokenStream) -> OpAttr {
         let key = match &first {
             Some(TokenTree::Ident(i)) => i.clone(),
             Some(other) => {
-                cx.error(syn::Error::new(other.span(), format!("expected a key such as `name = \"...\"`; valid keys: {}", keys::ALL.join(", "))));
+                cx.error(syn::Error::new(
+                    other.span(),
+                    format!("expected a key such as `name = \"...\"`; valid keys: {}", keys::ALL.join(", ")),
+                ));
                 continue;
             }
             None => continue,
@@ -109,7 +111,10 @@ pub fn parse_attr(cx: &Ctxt, tokens: TokenStream) -> OpAttr {
             keys::SUBGRADIENT => parse_kv(chunk, |i| {
                 let s: LitStr = i.parse()?;
                 if s.value().trim().is_empty() {
-                    return Err(syn::Error::new(s.span(), "`subgradient` must describe the rule at kinks, e.g. \"cotangent routed to the selected element\""));
+                    return Err(syn::Error::new(
+                        s.span(),
+                        "`subgradient` must describe the rule at kinks, e.g. \"cotangent routed to the selected element\"",
+                    ));
                 }
                 Ok(Spanned::new(s.value(), sr(s.span())))
             })
@@ -140,7 +145,9 @@ pub fn parse_attr(cx: &Ctxt, tokens: TokenStream) -> OpAttr {
                     "private" => Visibility::Private,
                     "workspace" => Visibility::Workspace,
                     "public" => Visibility::Public,
-                    other => return Err(syn::Error::new(id.span(), format!("unknown visibility `{other}`; valid: private, workspace, public"))),
+                    other => {
+                        return Err(syn::Error::new(id.span(), format!("unknown visibility `{other}`; valid: private, workspace, public")))
+                    }
                 };
                 Ok(Spanned::new(v, sr(id.span())))
             })
@@ -220,7 +227,9 @@ fn parse_tolerance(input: ParseStream) -> syn::Result<Spanned<Tolerance>> {
     let id: Ident = input.parse()?;
     let s = id.to_string();
     let span = sr(id.span());
-    let need_paren = |what: &str| syn::Error::new(id.span(), format!("`{s}` takes {what}, e.g. `{s}({})`", if s == "loose" { "1e-3, 1e-6" } else { "4" }));
+    let need_paren = |what: &str| {
+        syn::Error::new(id.span(), format!("`{s}` takes {what}, e.g. `{s}({})`", if s == "loose" { "1e-3, 1e-6" } else { "4" }))
+    };
     let tol = match s.as_str() {
         "exact" => Tolerance::Exact,
         "ulp" | "accum" => {
@@ -255,7 +264,12 @@ fn parse_tolerance(input: ParseStream) -> syn::Result<Spanned<Tolerance>> {
             }
             Tolerance::Loose { rtol: r, atol: a }
         }
-        _ => return Err(syn::Error::new(id.span(), format!("unknown tolerance class `{s}`; valid: exact, ulp(k), accum(k), loose(rtol, atol)"))),
+        _ => {
+            return Err(syn::Error::new(
+                id.span(),
+                format!("unknown tolerance class `{s}`; valid: exact, ulp(k), accum(k), loose(rtol, atol)"),
+            ))
+        }
     };
     Ok(Spanned::new(tol, span))
 }
@@ -263,7 +277,10 @@ fn parse_tolerance(input: ParseStream) -> syn::Result<Spanned<Tolerance>> {
 fn parse_float_lit(input: ParseStream) -> syn::Result<f64> {
     if input.peek(Token![-]) {
         let m: Token![-] = input.parse()?;
-        return Err(syn::Error::new(m.span, "tolerances are non-negative: `loose(rtol, atol)` bounds the error's magnitude; remove the `-`"));
+        return Err(syn::Error::new(
+            m.span,
+            "tolerances are non-negative: `loose(rtol, atol)` bounds the error's magnitude; remove the `-`",
+        ));
     }
     if !input.peek(syn::Lit) {
         return Err(input.error("expected a non-negative number, e.g. `loose(1e-3, 1e-6)`"));
@@ -373,7 +390,10 @@ fn parse_dtype(input: ParseStream) -> syn::Result<Spanned<DType>> {
     let id: Ident = input.call(syn::ext::IdentExt::parse_any)?;
     let s = id.to_string();
     if let Some(why) = refused_dtype(&s) {
-        return Err(syn::Error::new(id.span(), format!("dtype `{s}` is not supported: {why}; use a byte-addressable dtype such as u8 or f16")));
+        return Err(syn::Error::new(
+            id.span(),
+            format!("dtype `{s}` is not supported: {why}; use a byte-addressable dtype such as u8 or f16"),
+        ));
     }
     match DType::from_name(&s) {
         Some(d) => Ok(Spanned::new(d, sr(id.span()))),
@@ -403,7 +423,10 @@ fn parse_signature(cx: &Ctxt, input: ParseStream) -> syn::Result<SSignature> {
     while !content.is_empty() {
         let name: Ident = content.parse()?;
         if !content.peek(Token![:]) {
-            return Err(syn::Error::new(name.span(), format!("expected `{name}: dtype[dims]` for a tensor or `{name}: dtype` for a parameter")));
+            return Err(syn::Error::new(
+                name.span(),
+                format!("expected `{name}: dtype[dims]` for a tensor or `{name}: dtype` for a parameter"),
+            ));
         }
         content.parse::<Token![:]>()?;
         let dtype = parse_dtype(&content)?;
@@ -478,7 +501,10 @@ fn parse_output(input: ParseStream) -> syn::Result<STensor> {
     };
     let dtype = parse_dtype(input)?;
     if !input.peek(syn::token::Bracket) {
-        return Err(syn::Error::new(dtype.span.first, format!("outputs are tensors: write `{}[dims]` (`{}[]` for a scalar)", dtype.value, dtype.value)));
+        return Err(syn::Error::new(
+            dtype.span.first,
+            format!("outputs are tensors: write `{}[dims]` (`{}[]` for a scalar)", dtype.value, dtype.value),
+        ));
     }
     let dims = parse_dims(input)?;
     Ok(STensor { name, named, dtype, dims })
@@ -610,7 +636,13 @@ fn parse_unary(input: ParseStream) -> syn::Result<SExpr> {
                 },
                 g.stream(),
             )
-            .map_err(|e| if g.stream().is_empty() { syn::Error::new(g.span(), format!("`{s}` takes two arguments")) } else { e })?;
+            .map_err(|e| {
+                if g.stream().is_empty() {
+                    syn::Error::new(g.span(), format!("`{s}` takes two arguments"))
+                } else {
+                    e
+                }
+            })?;
             let span = SpanRange { first: id.span(), last: g.span_close() };
             let kind = if s == "min" { SExprKind::Min(Box::new(a), Box::new(b)) } else { SExprKind::Max(Box::new(a), Box::new(b)) };
             return Ok(SExpr { kind, span });
@@ -726,11 +758,17 @@ fn parse_kernel(cx: &Ctxt, input: ParseStream) -> syn::Result<Option<SKernel>> {
         cx.error(syn::Error::new(kw.span(), "a kernel needs its binding descriptor: `bindings(x: read, out: read_write, uniform(n))`"));
     }
     if threads.is_none() {
-        cx.error(syn::Error::new(kw.span(), "a kernel needs its launch geometry: `threads = expr` (one invocation per output element, usually)"));
+        cx.error(syn::Error::new(
+            kw.span(),
+            "a kernel needs its launch geometry: `threads = expr` (one invocation per output element, usually)",
+        ));
     }
     if lang == KernelLang::Wgsl {
         if let Some(b) = &block {
-            cx.error(syn::Error::new(b.span.first, "`block` is for CUDA kernels; a WGSL kernel's workgroup size comes from its `@workgroup_size`"));
+            cx.error(syn::Error::new(
+                b.span.first,
+                "`block` is for CUDA kernels; a WGSL kernel's workgroup size comes from its `@workgroup_size`",
+            ));
         }
     }
     Ok(Some(SKernel { span, lang, path, entry, bindings, bindings_span, threads, block }))
@@ -742,7 +780,10 @@ fn parse_binding(input: ParseStream) -> syn::Result<SBinding> {
         let c;
         let p = syn::parenthesized!(c in input);
         let fields = c.parse_terminated(Ident::parse, Token![,])?;
-        return Ok(SBinding::Uniform { span: SpanRange { first: name.span(), last: p.span.close() }, fields: fields.into_iter().collect() });
+        return Ok(SBinding::Uniform {
+            span: SpanRange { first: name.span(), last: p.span.close() },
+            fields: fields.into_iter().collect(),
+        });
     }
     if !input.peek(Token![:]) {
         return Err(syn::Error::new(name.span(), format!("expected `{name}: read` or `{name}: read_write`, or `uniform(fields...)`")));
@@ -815,7 +856,15 @@ mod tests {
     fn expression_precedence_and_printing() {
         let e = Parser::parse2(parse_expr, quote!(a - (b - c) * 2 + min(a, b) % 3)).unwrap().to_expr();
         assert_eq!(e.to_string(), "a - (b - c) * 2 + min(a, b) % 3");
-        let v = e.eval(&|s| Some(match s { "a" => 10, "b" => 4, _ => 1 })).unwrap();
+        let v = e
+            .eval(&|s| {
+                Some(match s {
+                    "a" => 10,
+                    "b" => 4,
+                    _ => 1,
+                })
+            })
+            .unwrap();
         assert_eq!(v, 10 - 3 * 2 + 4 % 3);
     }
 

@@ -70,11 +70,17 @@ pub fn check_reference_fn(cx: &Ctxt, func: &syn::ItemFn, sig: &SSignature, dim_s
     if types.len() > 1 {
         cx.error(syn::Error::new(
             types[1].ident.span(),
-            format!("reference `{fname}` may have one type parameter, the float element type (e.g. `<T: Real>`); remove `{}`", types[1].ident),
+            format!(
+                "reference `{fname}` may have one type parameter, the float element type (e.g. `<T: Real>`); remove `{}`",
+                types[1].ident
+            ),
         ));
     }
     if let Some(c) = func.sig.generics.params.iter().find(|g| matches!(g, GenericParam::Const(_))) {
-        cx.error(syn::Error::new(c.span(), format!("reference `{fname}` cannot take const generics; declare a parameter in the signature instead")));
+        cx.error(syn::Error::new(
+            c.span(),
+            format!("reference `{fname}` cannot take const generics; declare a parameter in the signature instead"),
+        ));
     }
     shape.float_generic = types.first().map(|t| t.ident.clone());
     let generic = shape.float_generic.as_ref();
@@ -84,7 +90,10 @@ pub fn check_reference_fn(cx: &Ctxt, func: &syn::ItemFn, sig: &SSignature, dim_s
             SArg::Param(p) => p.dtype.value.is_float(),
         }) || sig.outputs.iter().any(|o| o.dtype.value.is_float());
         if !any_float {
-            cx.error(syn::Error::new(g.span(), format!("reference `{fname}` is generic over `{g}` but the signature has no float tensor; remove the type parameter")));
+            cx.error(syn::Error::new(
+                g.span(),
+                format!("reference `{fname}` is generic over `{g}` but the signature has no float tensor; remove the type parameter"),
+            ));
         }
     }
     if let Some(a) = &func.sig.asyncness {
@@ -123,7 +132,12 @@ pub fn check_reference_fn(cx: &Ctxt, func: &syn::ItemFn, sig: &SSignature, dim_s
                 if !ok {
                     cx.error(syn::Error::new_spanned(
                         &pt.ty,
-                        format!("parameter {} of reference `{fname}` is tensor input `{}: {}[..]` and must be `{want}`", i + 1, t.name, t.dtype.value),
+                        format!(
+                            "parameter {} of reference `{fname}` is tensor input `{}: {}[..]` and must be `{want}`",
+                            i + 1,
+                            t.name,
+                            t.dtype.value
+                        ),
                     ));
                 }
             }
@@ -132,7 +146,12 @@ pub fn check_reference_fn(cx: &Ctxt, func: &syn::ItemFn, sig: &SSignature, dim_s
                 if !elem_matches(&pt.ty, p.dtype.value, generic) || matches!(&*pt.ty, Type::Reference(_)) {
                     cx.error(syn::Error::new_spanned(
                         &pt.ty,
-                        format!("parameter {} of reference `{fname}` is scalar parameter `{}: {}` and must be `{want}`", i + 1, p.name, p.dtype.value),
+                        format!(
+                            "parameter {} of reference `{fname}` is scalar parameter `{}: {}` and must be `{want}`",
+                            i + 1,
+                            p.name,
+                            p.dtype.value
+                        ),
                     ));
                 }
             }
@@ -196,7 +215,10 @@ pub fn check_reference_fn(cx: &Ctxt, func: &syn::ItemFn, sig: &SSignature, dim_s
                 false
             };
             if !ok {
-                cx.error(syn::Error::new_spanned(ty, format!("reference `{fname}` must return `{want_all}` (one `Vec` per declared output), in output order")));
+                cx.error(syn::Error::new_spanned(
+                    ty,
+                    format!("reference `{fname}` must return `{want_all}` (one `Vec` per declared output), in output order"),
+                ));
             }
         }
     }

@@ -103,7 +103,11 @@ fn check_entry(cx: &Ctxt, kernel: &SKernel, module: &Module) -> Option<usize> {
         if let Some(&i) = computes.iter().find(|&&i| module.entry_points[i].name == want) {
             return Some(i);
         }
-        let other = module.entry_points.iter().find(|ep| ep.name == want).map(|ep| format!(" (`{want}` is a {} entry point)", stage_name(ep.stage)));
+        let other = module
+            .entry_points
+            .iter()
+            .find(|ep| ep.name == want)
+            .map(|ep| format!(" (`{want}` is a {} entry point)", stage_name(ep.stage)));
         let found = if computes.is_empty() { "none".to_string() } else { listed };
         let msg = format!(
             "the WGSL kernel `{path}` has no compute entry point `{want}`{}; compute entry points found: {found}; name one of them, or mark the function `@compute @workgroup_size(...)`",
@@ -115,13 +119,16 @@ fn check_entry(cx: &Ctxt, kernel: &SKernel, module: &Module) -> Option<usize> {
     match computes.as_slice() {
         [i] => Some(*i),
         [] => {
-            let msg = format!("the WGSL kernel `{path}` has no compute entry point; declare one with `@compute @workgroup_size(64) fn main(...)`");
+            let msg = format!(
+                "the WGSL kernel `{path}` has no compute entry point; declare one with `@compute @workgroup_size(64) fn main(...)`"
+            );
             cx.error(syn::Error::new(kernel.path.span(), msg));
             None
         }
         [first, ..] => {
             let first = &module.entry_points[*first].name;
-            let msg = format!("the WGSL kernel `{path}` has several compute entry points ({listed}); choose one with `entry = \"{first}\"`");
+            let msg =
+                format!("the WGSL kernel `{path}` has several compute entry points ({listed}); choose one with `entry = \"{first}\"`");
             cx.error(syn::Error::new(kernel.path.span(), msg));
             None
         }
@@ -295,16 +302,22 @@ fn check_uniform(
         })
         .collect();
     let Some((var, rb)) = global else {
-        let members =
-            fields.iter().zip(&wanted).map(|(f, s)| format!("{f}: {}", s.map_or("u32".into(), |s| s.to_wgsl_for_diagnostics()))).collect::<Vec<_>>().join(", ");
+        let members = fields
+            .iter()
+            .zip(&wanted)
+            .map(|(f, s)| format!("{f}: {}", s.map_or("u32".into(), |s| s.to_wgsl_for_diagnostics())))
+            .collect::<Vec<_>>()
+            .join(", ");
         let msg = format!("`uniform(...)` is descriptor slot {slot} but WGSL has no `@group(0) @binding({slot})`; declare `@group(0) @binding({slot}) var<uniform> params: Params;` with `struct Params {{ {members} }}`");
         cx.error(span.error(msg));
         return;
     };
     if var.space != AddressSpace::Uniform {
         let space = space_name(var.space).unwrap_or_else(|| "handle (texture or sampler)".into());
-        let msg =
-            format!("`uniform(...)` is descriptor slot {slot} but WGSL {} is in the `{space}` address space; declare it `var<uniform>`", describe(var, rb));
+        let msg = format!(
+            "`uniform(...)` is descriptor slot {slot} but WGSL {} is in the `{space}` address space; declare it `var<uniform>`",
+            describe(var, rb)
+        );
         cx.error(span.error(msg));
         return;
     }
@@ -348,7 +361,8 @@ fn check_uniform(
     for (j, ((field, want), member)) in fields.iter().zip(&wanted).zip(members).enumerate() {
         let member_name = member.name.as_deref().unwrap_or("_");
         if field != member_name {
-            let msg = format!("uniform field {j} is `{field}` here but `{member_name}` in WGSL struct `{struct_name}`: the order must match");
+            let msg =
+                format!("uniform field {j} is `{field}` here but `{member_name}` in WGSL struct `{struct_name}`: the order must match");
             cx.error(syn::Error::new(field.span(), msg));
             continue;
         }
@@ -469,7 +483,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     fn validation_error_is_reported() {
         let src = MEDIAN.replace("out[i] = win[p.w / 2u];", "out[i] = win[p.w / 2u];\n    x[i] = 0.0;");
         let err = one_error(median_kernel(), &src);
-        assert!(err.starts_with("the WGSL kernel `kernels/median.wgsl` does not validate: 23:5: Entry point main at Compute is invalid"), "{err}");
+        assert!(
+            err.starts_with("the WGSL kernel `kernels/median.wgsl` does not validate: 23:5: Entry point main at Compute is invalid"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -516,12 +533,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         assert_eq!(errs.len(), 1, "{errs:#?}");
         assert!(errs[0].starts_with("`uniform(...)` is descriptor slot 3 but WGSL has no `@group(0) @binding(3)`; declare `@group(0) @binding(3) var<uniform> params: Params;` with `struct Params { n: u32, w: u32 }`"), "{}", errs[0]);
 
-        let src = MEDIAN.replace("@group(0) @binding(1) var<storage, read_write> out", "@group(0) @binding(5) var<storage, read_write> out");
+        let src =
+            MEDIAN.replace("@group(0) @binding(1) var<storage, read_write> out", "@group(0) @binding(5) var<storage, read_write> out");
         let (_, errs) = check(median_kernel(), &src);
         assert_eq!(errs.len(), 2, "{errs:#?}");
         assert_eq!(errs[0], "`out` is descriptor slot 1 but WGSL has no `@group(0) @binding(1)`; declare `@group(0) @binding(1) var<storage, read_write> out: array<f32>;` (slots bind in list order)");
         assert!(
-            errs[1].starts_with("WGSL `@group(0) @binding(5) var<storage, read_write> out` is used by entry `main` but the descriptor does not bind it"),
+            errs[1].starts_with(
+                "WGSL `@group(0) @binding(5) var<storage, read_write> out` is used by entry `main` but the descriptor does not bind it"
+            ),
             "{}",
             errs[1]
         );
@@ -569,7 +589,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 
     #[test]
     fn uniform_member_types() {
-        let src = MEDIAN.replace("struct Params { n: u32, w: u32 }", "struct Params { n: i32, w: f32 }").replace("p.w", "u32(p.w)").replace("p.n", "u32(p.n)");
+        let src = MEDIAN
+            .replace("struct Params { n: u32, w: u32 }", "struct Params { n: i32, w: f32 }")
+            .replace("p.w", "u32(p.w)")
+            .replace("p.n", "u32(p.n)");
         let (_, errs) = check(median_kernel(), &src);
         assert_eq!(
             errs,
@@ -592,7 +615,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 
         let two = format!("{MEDIAN}\n@compute @workgroup_size(8, 8) fn other() {{}}\n");
         let err = one_error(median_kernel(), &two);
-        assert_eq!(err, "the WGSL kernel `kernels/median.wgsl` has several compute entry points (`main`, `other`); choose one with `entry = \"main\"`");
+        assert_eq!(
+            err,
+            "the WGSL kernel `kernels/median.wgsl` has several compute entry points (`main`, `other`); choose one with `entry = \"main\"`"
+        );
         let k = quote!(kernel(wgsl = "k.wgsl", entry = "other", bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1));
         let (info, errs) = check(k, &two);
         assert!(errs.is_empty(), "{errs:#?}");
@@ -638,7 +664,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         assert_eq!(errs.len(), 4, "{errs:#?}");
         assert!(errs[0].starts_with("`x` is bound `read` but WGSL"), "{}", errs[0]);
         assert!(
-            errs[1].starts_with("`x` holds `f32` in the signature but WGSL `@group(0) @binding(0) var<storage, read_write> x` has type `array<i32>`"),
+            errs[1].starts_with(
+                "`x` holds `f32` in the signature but WGSL `@group(0) @binding(0) var<storage, read_write> x` has type `array<i32>`"
+            ),
             "{}",
             errs[1]
         );

@@ -127,7 +127,11 @@ fn hash_of(attr: &str, item: &str, dir: &Path) -> [u8; 32] {
         .kernels
         .iter()
         .zip(&checked.contract.kernels)
-        .map(|(lk, k)| KernelBytes { path: &k.path, bytes: &lk.bytes, headers: lk.headers.iter().map(|(p, _, b)| (p.as_str(), b.as_slice())).collect() })
+        .map(|(lk, k)| KernelBytes {
+            path: &k.path,
+            bytes: &lk.bytes,
+            headers: lk.headers.iter().map(|(p, _, b)| (p.as_str(), b.as_slice())).collect(),
+        })
         .collect();
     identity(&json, &body, &kernels)
 }
@@ -213,7 +217,10 @@ fn every_contract_change_changes_identity() {
         ("constraint bound", with_entry(&MEDIAN_ENTRIES, "signature", &sig.replace("1 <= w <= 31", "1 <= w <= 29"))),
         ("constraint added", with_entry(&MEDIAN_ENTRIES, "signature", &sig.replace("w <= n)", "w <= n, n <= 1000000)"))),
         ("constraint form", with_entry(&MEDIAN_ENTRIES, "signature", &sig.replace("w % 2 == 1", "w % 2 != 0"))),
-        ("output name", with_entry(&MEDIAN_ENTRIES, "signature", &sig.replace("-> f32[", "-> y: f32[")).replace("out: read_write", "y: read_write")),
+        (
+            "output name",
+            with_entry(&MEDIAN_ENTRIES, "signature", &sig.replace("-> f32[", "-> y: f32[")).replace("out: read_write", "y: read_write"),
+        ),
         ("backward", with_entry(&MEDIAN_ENTRIES, "backward", "backward = vjp(other_vjp)")),
         ("backward form", with_entry(&MEDIAN_ENTRIES, "backward", "backward = vjp(windowed_median_vjp) + jvp(windowed_median_jvp)")),
         ("subgradient", with_entry(&MEDIAN_ENTRIES, "subgradient", r#"subgradient = "cotangent routed to the median""#)),
@@ -233,9 +240,20 @@ fn every_contract_change_changes_identity() {
     // Category and tolerance change together (the table allows no other single change here).
     let elementwise_fn = "pub fn f<T: Real>(x: &[T]) -> Vec<T> { x.to_vec() }";
     let plain = |cat: &str, tol: &str| {
-        hash_of(&format!(r#"name = "a/b", version = 1, signature(x: f32[n]) -> f32[n], category = {cat}, tolerance = {tol}, backward = none"#), elementwise_fn, &dir)
+        hash_of(
+            &format!(r#"name = "a/b", version = 1, signature(x: f32[n]) -> f32[n], category = {cat}, tolerance = {tol}, backward = none"#),
+            elementwise_fn,
+            &dir,
+        )
     };
-    let hs = [plain("elementwise", "ulp(1)"), plain("elementwise", "ulp(2)"), plain("transcendental", "ulp(1)"), plain("approximate", "ulp(1)"), plain("approximate", "loose(1e-3, 0)"), plain("selection", "exact")];
+    let hs = [
+        plain("elementwise", "ulp(1)"),
+        plain("elementwise", "ulp(2)"),
+        plain("transcendental", "ulp(1)"),
+        plain("approximate", "ulp(1)"),
+        plain("approximate", "loose(1e-3, 0)"),
+        plain("selection", "exact"),
+    ];
     for i in 0..hs.len() {
         for j in i + 1..hs.len() {
             assert_ne!(hs[i], hs[j], "category/tolerance variants {i} and {j} collide");

@@ -199,7 +199,9 @@ fn random_mutations_never_panic() {
         run(&attr, &item, &bases);
     }
     // Degenerate inputs.
-    for (attr, item) in [("", ""), ("", "fn f() {}"), (",,,", "struct S;"), ("name", "fn f()"), ("kernel()", "fn f() {}"), ("signature() ->", "fn f() {}")] {
+    for (attr, item) in
+        [("", ""), ("", "fn f() {}"), (",,,", "struct S;"), ("name", "fn f()"), ("kernel()", "fn f() {}"), ("signature() ->", "fn f() {}")]
+    {
         run(&attr.parse().expect("lexes"), &item.parse().expect("lexes"), &bases);
     }
 }

@@ -96,7 +96,9 @@ impl Prepared for CudaPrepared {
                                 Scalar::U32(v) => A::U32(v),
                                 Scalar::I32(v) => A::I32(v),
                                 Scalar::F32(v) => A::F32(v),
-                                other => return Err(format!("parameter `{f}` of type `{}` cannot be passed to a CUDA kernel", other.dtype())),
+                                other => {
+                                    return Err(format!("parameter `{f}` of type `{}` cannot be passed to a CUDA kernel", other.dtype()))
+                                }
                             });
                         } else {
                             let k = op.plan.syms.iter().position(|s| s == f).ok_or_else(|| format!("field `{f}` is not a symbol"))?;

@@ -1,14 +1,14 @@
 //! The `Backend` abstraction every executor implements (reference, cpu, wgpu, cuda) and the
 //! helpers they share. Dispatch chooses a backend; backends only prepare and execute.
 
+#[cfg(feature = "cuda")]
+pub mod cuda;
 mod host;
 #[cfg(feature = "wgpu")]
 pub mod wgpu;
-#[cfg(feature = "cuda")]
-pub mod cuda;
 
-pub use host::{CpuBackend, ReferenceBackend};
 pub(crate) use host::run_forward;
+pub use host::{CpuBackend, ReferenceBackend};
 
 use crate::device::DeviceProfile;
 use crate::plan::Bound;

@@ -109,7 +109,13 @@ pub fn tanh<T: Real>(x: &[T]) -> Vec<T> {
 }
 /// VJP of `tanh`: `g (1 - tanh^2)`.
 pub fn tanh_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
-    x.iter().zip(g).map(|(x, g)| { let t = x.tanh(); *g * (T::one() - t * t) }).collect()
+    x.iter()
+        .zip(g)
+        .map(|(x, g)| {
+            let t = x.tanh();
+            *g * (T::one() - t * t)
+        })
+        .collect()
 }
 
 /// Rectified linear unit `max(x, 0)`.

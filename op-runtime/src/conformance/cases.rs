@@ -495,11 +495,8 @@ impl<'a> Gen<'a> {
 
         let mut cases = Vec::new();
         for (i, (family, shape)) in shapes.iter().enumerate() {
-            let pats: Vec<Pattern> = if i < boundary {
-                patterns.clone()
-            } else {
-                vec![patterns[(i - boundary) % patterns.len()], Pattern::Random]
-            };
+            let pats: Vec<Pattern> =
+                if i < boundary { patterns.clone() } else { vec![patterns[(i - boundary) % patterns.len()], Pattern::Random] };
             for p in pats {
                 let seed: u64 = master.random();
                 if let Some(c) = self.build(family, shape, p, seed) {
@@ -509,7 +506,8 @@ impl<'a> Gen<'a> {
         }
         // 3. Large shapes (drawn after everything above, so the small families do not depend
         // on them), each with its finite patterns.
-        let non_empty: Vec<&Shape> = shapes[..boundary].iter().map(|(_, s)| s).filter(|s| s.syms[..self.n_dims].iter().all(|d| *d >= 1)).collect();
+        let non_empty: Vec<&Shape> =
+            shapes[..boundary].iter().map(|(_, s)| s).filter(|s| s.syms[..self.n_dims].iter().all(|d| *d >= 1)).collect();
         for (shape, pats) in self.large_shapes(&non_empty, &mut master) {
             for p in pats {
                 let seed: u64 = master.random();
@@ -543,10 +541,7 @@ impl<'a> Gen<'a> {
         let score_a = |s: &Sizes| (log2(s.outputs.iter().sum()), s.inputs.iter().sum::<usize>());
         let score_b = |s: &Sizes| (s.inputs.iter().sum::<usize>(), s.outputs.iter().sum::<usize>());
         let mut out: Vec<(Shape, Vec<Pattern>)> = Vec::new();
-        let grown = [
-            (a_base.and_then(|b| self.grow(b, &score_a)), Pattern::Random),
-            (self.grow(b_base, &score_b), Pattern::Positive),
-        ];
+        let grown = [(a_base.and_then(|b| self.grow(b, &score_a)), Pattern::Random), (self.grow(b_base, &score_b), Pattern::Positive)];
         for (shape, pattern) in grown {
             let Some(shape) = shape else { continue };
             if let Some((_, pats)) = out.iter_mut().find(|(s, _)| s.syms == shape.syms) {
@@ -653,7 +648,6 @@ fn fits(v: i128, dt: DType) -> bool {
     Scalar::from_int(dt, v).is_some()
 }
 
-
 /// Float limits of a dtype: largest finite, smallest positive normal, smallest and largest
 /// subnormal (f32's for non-float dtypes, whose conversion saturates anyway).
 #[derive(Clone, Copy)]
@@ -666,10 +660,25 @@ struct Limits {
 
 fn limits(dtype: DType) -> Limits {
     match dtype {
-        DType::f64 => Limits { max: f64::MAX, min_normal: f64::MIN_POSITIVE, sub_min: f64::from_bits(1), sub_max: f64::from_bits(f64::MIN_POSITIVE.to_bits() - 1) },
+        DType::f64 => Limits {
+            max: f64::MAX,
+            min_normal: f64::MIN_POSITIVE,
+            sub_min: f64::from_bits(1),
+            sub_max: f64::from_bits(f64::MIN_POSITIVE.to_bits() - 1),
+        },
         DType::f16 => Limits { max: 65504.0, min_normal: 6.103515625e-5, sub_min: 5.960464477539063e-8, sub_max: 6.097555160522461e-5 },
-        DType::bf16 => Limits { max: 3.3895313892515355e38, min_normal: f32::MIN_POSITIVE as f64, sub_min: 9.183549615799121e-41, sub_max: 1.1663108012064884e-38 },
-        _ => Limits { max: f32::MAX as f64, min_normal: f32::MIN_POSITIVE as f64, sub_min: 1.401298464324817e-45, sub_max: 1.1754942106924411e-38 },
+        DType::bf16 => Limits {
+            max: 3.3895313892515355e38,
+            min_normal: f32::MIN_POSITIVE as f64,
+            sub_min: 9.183549615799121e-41,
+            sub_max: 1.1663108012064884e-38,
+        },
+        _ => Limits {
+            max: f32::MAX as f64,
+            min_normal: f32::MIN_POSITIVE as f64,
+            sub_min: 1.401298464324817e-45,
+            sub_max: 1.1754942106924411e-38,
+        },
     }
 }
 
@@ -746,7 +755,9 @@ pub(crate) fn values(pattern: Pattern, n: usize, rng: &mut ChaCha8Rng, dtype: DT
             let c = if rng.random_bool(0.5) { ordinary(rng) } else { edge(rng, l) };
             vec![c; n]
         }
-        Pattern::Sorted | Pattern::ReverseSorted => (0..n).map(|_| if rng.random_bool(0.15) { edge(rng, l) } else { ordinary(rng) }).collect(),
+        Pattern::Sorted | Pattern::ReverseSorted => {
+            (0..n).map(|_| if rng.random_bool(0.15) { edge(rng, l) } else { ordinary(rng) }).collect()
+        }
         Pattern::Ties => {
             let pool = [0.0, -0.0, 1.0, -1.0, ordinary(rng), ordinary(rng)];
             (0..n).map(|_| pool[rng.random_range(0..pool.len())]).collect()
@@ -858,7 +869,11 @@ mod tests {
             let corpus = gen.corpus();
             let large: Vec<&Case> = corpus.cases.iter().filter(|c| c.family == "large").collect();
             assert!((1..=2 * LARGE_SHAPES).contains(&large.len()), "{}: {} large cases", op.id, large.len());
-            assert!(large.iter().any(|c| c.pattern == Pattern::Positive) && large.iter().any(|c| c.pattern == Pattern::Random), "{}", op.id);
+            assert!(
+                large.iter().any(|c| c.pattern == Pattern::Positive) && large.iter().any(|c| c.pattern == Pattern::Random),
+                "{}",
+                op.id
+            );
             for c in &large {
                 let numels: Vec<usize> = c.inputs.iter().map(Tensor::numel).collect();
                 assert!(numels.iter().any(|n| *n > 16 * 256), "{}: {c} is not large", op.id);
@@ -887,7 +902,10 @@ mod tests {
         assert!(large.iter().any(|[m, k, n]| m * n > 64 * 1000 && *k > 1), "{large:?}");
         assert!(large.iter().any(|[_, k, _]| *k > 65_535), "{large:?}");
         let conv = gen_corpus(&reg, "builtin/conv1d");
-        assert!(conv.cases.iter().any(|c| c.family == "large" && c.sym("n").unwrap() - c.sym("m").unwrap() >= 64 * 1000 && c.sym("m").unwrap() > 1));
+        assert!(conv
+            .cases
+            .iter()
+            .any(|c| c.family == "large" && c.sym("n").unwrap() - c.sym("m").unwrap() >= 64 * 1000 && c.sym("m").unwrap() > 1));
     }
 
     #[test]

@@ -359,7 +359,9 @@ pub fn check_output(
                 let ok = match accum {
                     // Anchored on the flushed reference's own f64 evaluation; without one, no
                     // allowance.
-                    Some((k, s)) => s.flushed_exact.get(i).is_some_and(|fx| accum_within(k, dtype, s.len, s.magnitude[i], fe, feb, *fx, a, ab).is_ok()),
+                    Some((k, s)) => {
+                        s.flushed_exact.get(i).is_some_and(|fx| accum_within(k, dtype, s.len, s.magnitude[i], fe, feb, *fx, a, ab).is_ok())
+                    }
                     None => within(tol, dtype, fe, feb, a, ab).is_ok(),
                 };
                 if ok || (is_subnormal(fe, dtype) && a == 0.0) {
@@ -369,7 +371,16 @@ pub fn check_output(
         }
         count += 1;
         if first.is_none() {
-            first = Some(Mismatch { index: i, expected: e, expected_bits: eb, actual: a, actual_bits: ab, detail, count: 0, unwritten: ab == canary });
+            first = Some(Mismatch {
+                index: i,
+                expected: e,
+                expected_bits: eb,
+                actual: a,
+                actual_bits: ab,
+                detail,
+                count: 0,
+                unwritten: ab == canary,
+            });
         }
     }
     match first {

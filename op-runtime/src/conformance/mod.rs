@@ -136,11 +136,7 @@ fn contracted(op: &RegisteredOp) -> Vec<usize> {
             d.symbols(&mut in_out);
         }
     }
-    sig.dim_symbols()
-        .iter()
-        .filter(|s| !in_out.contains(&s.as_str()))
-        .filter_map(|s| op.plan.syms.iter().position(|x| x == s))
-        .collect()
+    sig.dim_symbols().iter().filter(|s| !in_out.contains(&s.as_str())).filter_map(|s| op.plan.syms.iter().position(|x| x == s)).collect()
 }
 
 /// Reduction length of a case for `accum` (only its square root enters the bound, so an
@@ -169,13 +165,20 @@ fn reduction_len(op: &RegisteredOp, case: &Case) -> usize {
 }
 
 fn to_f64_tensor(t: &Tensor, abs: bool) -> Result<Tensor, String> {
-    let v: Vec<f64> = t.data().to_f64_vec().ok_or("a float input has no f64 view")?.into_iter().map(|x| if abs { x.abs() } else { x }).collect();
+    let v: Vec<f64> =
+        t.data().to_f64_vec().ok_or("a float input has no f64 view")?.into_iter().map(|x| if abs { x.abs() } else { x }).collect();
     Tensor::new(t.shape().to_vec(), crate::tensor::Data::F64(v)).map_err(|e| e.to_string())
 }
 
 /// Runs a forward shim on host tensors (validating with `float_as`). A panicking reference or
 /// shim is turned into an error, never propagated.
-fn run_shim(op: &RegisteredOp, shim: crate::decl::ShimFn, inputs: &[Tensor], params: &[Scalar], float_as: Option<DType>) -> Result<Vec<Tensor>, String> {
+fn run_shim(
+    op: &RegisteredOp,
+    shim: crate::decl::ShimFn,
+    inputs: &[Tensor],
+    params: &[Scalar],
+    float_as: Option<DType>,
+) -> Result<Vec<Tensor>, String> {
     let refs: Vec<&Tensor> = inputs.iter().collect();
     let bound = op.plan.validate(&refs, params, float_as).map_err(|e| e.to_string())?;
     let req = ExecRequest { op, bound: &bound, inputs: &refs, params, guard: 0 };
@@ -192,9 +195,13 @@ fn run_shim(op: &RegisteredOp, shim: crate::decl::ShimFn, inputs: &[Tensor], par
 /// values), each output as f64 values.
 fn reference_f64(op: &RegisteredOp, inputs: &[Tensor], params: &[Scalar], abs: bool) -> Result<Vec<Vec<f64>>, String> {
     let shim = op.decl.reference_f64.ok_or("`accum` needs the reference in f64, and the reference is not float-generic (`<T: Real>`)")?;
-    let widened = inputs.iter().map(|t| if t.dtype().is_float() { to_f64_tensor(t, abs) } else { Ok(t.clone()) }).collect::<Result<Vec<Tensor>, String>>()?;
+    let widened = inputs
+        .iter()
+        .map(|t| if t.dtype().is_float() { to_f64_tensor(t, abs) } else { Ok(t.clone()) })
+        .collect::<Result<Vec<Tensor>, String>>()?;
     let params: Vec<Scalar> = params.iter().map(|p| if let Scalar::F32(v) = p { Scalar::F64(*v as f64) } else { *p }).collect();
-    let out = run_shim(op, shim, &widened, &params, Some(DType::f64)).map_err(|e| format!("the f64 reference failed{}: {e}", if abs { " on the absolute values" } else { "" }))?;
+    let out = run_shim(op, shim, &widened, &params, Some(DType::f64))
+        .map_err(|e| format!("the f64 reference failed{}: {e}", if abs { " on the absolute values" } else { "" }))?;
     out.iter().map(|t| t.data().to_f64_vec().ok_or_else(|| "the f64 reference returned a non-numeric output".to_string())).collect()
 }
 
@@ -223,7 +230,12 @@ fn accum_scales(op: &RegisteredOp, case: &Case, expected: &[Tensor], flushed: Op
         .map(|(i, e)| {
             let (a, p) = (&abs[i], &plain[i]);
             if a.len() != e.numel() || p.len() != e.numel() {
-                return Err(format!("output {i}: the f64 reference returned {} and {} element(s), the reference {}", a.len(), p.len(), e.numel()));
+                return Err(format!(
+                    "output {i}: the f64 reference returned {} and {} element(s), the reference {}",
+                    a.len(),
+                    p.len(),
+                    e.numel()
+                ));
             }
             let flushed_exact = flushed.as_ref().and_then(|f| f.get(i)).filter(|f| f.len() == e.numel()).cloned().unwrap_or_default();
             Ok(AccumScale { len, magnitude: a.iter().zip(p).map(|(x, y)| x.abs().max(y.abs())).collect(), exact: p.clone(), flushed_exact })
@@ -315,17 +327,24 @@ impl Checker<'_> {
 fn ready(handle: &OpHandle, kind: BackendKind) -> Result<DeviceProfile, ConformanceFailure> {
     let op = handle.op();
     let id = op.id.clone();
-    let backend = handle
-        .registry()
-        .backend(kind)
-        .ok_or_else(|| ConformanceFailure::Unavailable { op: id.clone(), backend: kind, reason: "not compiled into this build".into() })?;
+    let backend = handle.registry().backend(kind).ok_or_else(|| ConformanceFailure::Unavailable {
+        op: id.clone(),
+        backend: kind,
+        reason: "not compiled into this build".into(),
+    })?;
     backend.supports(&op).map_err(|reason| ConformanceFailure::Unsupported { op: id.clone(), backend: kind, reason })?;
     backend.availability().map_err(|reason| ConformanceFailure::Unavailable { op: id.clone(), backend: kind, reason })?;
     backend.profile().map(|p| (*p).clone()).map_err(|reason| ConformanceFailure::Unavailable { op: id.clone(), backend: kind, reason })
 }
 
 /// Runs one case; a kernel fault becomes a `Rejected` report (shrunk when `gen` is given).
-fn check_one(checker: &Checker<'_>, gen: Option<&cases::Gen<'_>>, case: &Case, device: &DeviceProfile, passed: usize) -> Result<(), ConformanceFailure> {
+fn check_one(
+    checker: &Checker<'_>,
+    gen: Option<&cases::Gen<'_>>,
+    case: &Case,
+    device: &DeviceProfile,
+    passed: usize,
+) -> Result<(), ConformanceFailure> {
     let op = &checker.op;
     let id = op.id.clone();
     match checker.run(case) {
@@ -424,7 +443,12 @@ pub fn generated_test(decl: &'static OpDecl) {
 
 /// The generated test's decision over every backend's result: `Err` with the failures joined.
 /// Prints conformed backends, skips (with the reason) and expected rejections.
-fn verdict(id: &str, broken: bool, required: Required, results: Vec<(BackendKind, Result<Receipt, ConformanceFailure>)>) -> Result<(), String> {
+fn verdict(
+    id: &str,
+    broken: bool,
+    required: Required,
+    results: Vec<(BackendKind, Result<Receipt, ConformanceFailure>)>,
+) -> Result<(), String> {
     // A broken fixture without any kernel (GPU or `cpu = path`) is a broken reference:
     // conformance must reject it (a reference that breaks its own contract), and nothing else
     // is excused. With a kernel, every kernel that runs here must be rejected (any non-skip
@@ -442,14 +466,17 @@ fn verdict(id: &str, broken: bool, required: Required, results: Vec<(BackendKind
                 Ok(_) => {}
             }
         }
-        return if rejected { Ok(()) } else { Err(format!("op `{id}` is declared broken (`{BROKEN_NAMESPACE}`) but conformance rejected nothing")) };
+        return if rejected {
+            Ok(())
+        } else {
+            Err(format!("op `{id}` is declared broken (`{BROKEN_NAMESPACE}`) but conformance rejected nothing"))
+        };
     }
     let mut failures: Vec<String> = Vec::new();
     for (kind, result) in results {
         match result {
-            Ok(r) if broken && is_kernel(kind) => {
-                failures.push(format!("op `{id}` is declared broken (`{BROKEN_NAMESPACE}`) but its {kind} kernel conformed ({} cases)", r.cases))
-            }
+            Ok(r) if broken && is_kernel(kind) => failures
+                .push(format!("op `{id}` is declared broken (`{BROKEN_NAMESPACE}`) but its {kind} kernel conformed ({} cases)", r.cases)),
             Ok(r) => println!("conformance: `{id}` on {kind}: {} cases conform ({})", r.cases, r.device),
             Err(e @ ConformanceFailure::Unavailable { .. }) if kind == BackendKind::Wgpu && required.wgpu => {
                 failures.push(format!("{REQUIRE_GPU_ENV}=1 but {e}"))
@@ -480,7 +507,13 @@ mod tests {
         let unavailable = || ConformanceFailure::Unavailable { op: "x".into(), backend: BackendKind::Wgpu, reason: "no adapter".into() };
         let rejected = || ConformanceFailure::NoCases { op: "x".into() };
         // Skips pass, except a missing wgpu adapter when it is required.
-        assert!(verdict("x", false, Required::default(), vec![(BackendKind::Wgpu, Err(unavailable())), (BackendKind::Reference, Ok(receipt.clone()))]).is_ok());
+        assert!(verdict(
+            "x",
+            false,
+            Required::default(),
+            vec![(BackendKind::Wgpu, Err(unavailable())), (BackendKind::Reference, Ok(receipt.clone()))]
+        )
+        .is_ok());
         let e = verdict("x", false, Required { wgpu: true, cuda: false }, vec![(BackendKind::Wgpu, Err(unavailable()))]).unwrap_err();
         assert!(e.contains(REQUIRE_GPU_ENV), "{e}");
         // A failure fails the test; for a declared-broken op a GPU rejection passes and a GPU
@@ -488,29 +521,68 @@ mod tests {
         assert!(verdict("x", false, Required::default(), vec![(BackendKind::Wgpu, Err(rejected()))]).is_err());
         assert!(verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Err(rejected()))]).is_ok());
         assert!(verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Ok(receipt.clone()))]).is_err());
-        let gpu_unsupported = || ConformanceFailure::Unsupported { op: "x".into(), backend: BackendKind::Wgpu, reason: "no WGSL kernel".into() };
+        let gpu_unsupported =
+            || ConformanceFailure::Unsupported { op: "x".into(), backend: BackendKind::Wgpu, reason: "no WGSL kernel".into() };
         assert!(
-            verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Err(rejected())), (BackendKind::Reference, Err(rejected()))]).is_err(),
+            verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Err(rejected())), (BackendKind::Reference, Err(rejected()))])
+                .is_err(),
             "with GPU kernels, the reference path is never excused"
         );
         // Without GPU kernels, a broken fixture's reference must be rejected, and is.
-        assert!(verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Err(gpu_unsupported())), (BackendKind::Reference, Err(rejected()))]).is_ok());
-        assert!(verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Err(gpu_unsupported())), (BackendKind::Reference, Ok(receipt.clone()))]).is_err());
+        assert!(verdict(
+            "x",
+            true,
+            Required::default(),
+            vec![(BackendKind::Wgpu, Err(gpu_unsupported())), (BackendKind::Reference, Err(rejected()))]
+        )
+        .is_ok());
+        assert!(verdict(
+            "x",
+            true,
+            Required::default(),
+            vec![(BackendKind::Wgpu, Err(gpu_unsupported())), (BackendKind::Reference, Ok(receipt.clone()))]
+        )
+        .is_err());
         // A broken op with only a `cpu = path` kernel: the CPU rejection is the expected one,
         // and the reference must still conform.
         let cpu_rejected = || (BackendKind::Cpu, Err(ConformanceFailure::NoCases { op: "x".into() }));
         let cpu_conformed = (BackendKind::Cpu, Ok(receipt.clone()));
-        assert!(verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Err(gpu_unsupported())), cpu_rejected(), (BackendKind::Reference, Ok(receipt.clone()))]).is_ok());
-        let e = verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Err(gpu_unsupported())), cpu_conformed.clone(), (BackendKind::Reference, Ok(receipt.clone()))]).unwrap_err();
+        assert!(verdict(
+            "x",
+            true,
+            Required::default(),
+            vec![(BackendKind::Wgpu, Err(gpu_unsupported())), cpu_rejected(), (BackendKind::Reference, Ok(receipt.clone()))]
+        )
+        .is_ok());
+        let e = verdict(
+            "x",
+            true,
+            Required::default(),
+            vec![(BackendKind::Wgpu, Err(gpu_unsupported())), cpu_conformed.clone(), (BackendKind::Reference, Ok(receipt.clone()))],
+        )
+        .unwrap_err();
         assert!(e.contains("cpu kernel conformed") || e.contains("kernel conformed"), "{e}");
         assert!(
-            verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Err(gpu_unsupported())), cpu_rejected(), (BackendKind::Reference, Err(rejected()))]).is_err(),
+            verdict(
+                "x",
+                true,
+                Required::default(),
+                vec![(BackendKind::Wgpu, Err(gpu_unsupported())), cpu_rejected(), (BackendKind::Reference, Err(rejected()))]
+            )
+            .is_err(),
             "with a CPU kernel, the reference path is never excused"
         );
         // A broken GPU kernel with a correct CPU kernel is not a negative control.
-        assert!(verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Err(rejected())), cpu_conformed, (BackendKind::Reference, Ok(receipt.clone()))]).is_err());
+        assert!(verdict(
+            "x",
+            true,
+            Required::default(),
+            vec![(BackendKind::Wgpu, Err(rejected())), cpu_conformed, (BackendKind::Reference, Ok(receipt.clone()))]
+        )
+        .is_err());
         // With CUDA required, an unavailable CUDA backend fails; without, it is a printed skip.
-        let cuda_unavailable = || ConformanceFailure::Unavailable { op: "x".into(), backend: BackendKind::Cuda, reason: "no libcuda".into() };
+        let cuda_unavailable =
+            || ConformanceFailure::Unavailable { op: "x".into(), backend: BackendKind::Cuda, reason: "no libcuda".into() };
         assert!(verdict("x", false, Required::default(), vec![(BackendKind::Cuda, Err(cuda_unavailable()))]).is_ok());
         let e = verdict("x", false, Required { wgpu: false, cuda: true }, vec![(BackendKind::Cuda, Err(cuda_unavailable()))]).unwrap_err();
         assert!(e.contains(REQUIRE_CUDA_ENV), "{e}");

@@ -41,7 +41,13 @@ fn bits(b: u64, dtype: DType) -> String {
 
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "conformance failure: op `{}` ({}) on {}", self.op, &self.content_hash[..16.min(self.content_hash.len())], self.backend)?;
+        writeln!(
+            f,
+            "conformance failure: op `{}` ({}) on {}",
+            self.op,
+            &self.content_hash[..16.min(self.content_hash.len())],
+            self.backend
+        )?;
         writeln!(f, "  device    : {}", self.device)?;
         writeln!(f, "  tolerance : {}", self.tolerance)?;
         writeln!(f, "  case      : {}", self.case)?;

@@ -211,9 +211,7 @@ impl CudaEngine {
         let unavailable = |what: &str, e: DriverError| CudaError::Unavailable { reason: format!("{what}: {e:?}") };
         let count = CudaContext::device_count().map_err(|e| unavailable("cuInit/cuDeviceGetCount failed", e))?;
         if ordinal >= count.max(0) as usize {
-            return Err(CudaError::Unavailable {
-                reason: format!("no CUDA device with ordinal {ordinal} ({count} device(s) visible)"),
-            });
+            return Err(CudaError::Unavailable { reason: format!("no CUDA device with ordinal {ordinal} ({count} device(s) visible)") });
         }
         let ctx = CudaContext::new(ordinal)
             .map_err(|e| unavailable(&format!("cannot create the primary context of CUDA device {ordinal}"), e))?;
@@ -229,15 +227,12 @@ impl CudaEngine {
         };
         let name = ctx.name().map_err(|e| unavailable("cuDeviceGetName failed", e))?;
         let (cc_major, cc_minor) = ctx.compute_capability().map_err(|e| unavailable("cannot query compute capability", e))?;
-        let max_threads_per_block =
-            attr(cusys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads per block")?;
+        let max_threads_per_block = attr(cusys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads per block")?;
         let max_grid_x = attr(cusys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, "max grid dimension x")?;
 
         let mut driver_version: c_int = 0;
         // SAFETY: plain out-parameter call; the driver library is loaded (probe checked it).
-        unsafe { cusys::cuDriverGetVersion(&mut driver_version) }
-            .result()
-            .map_err(|e| unavailable("cuDriverGetVersion failed", e))?;
+        unsafe { cusys::cuDriverGetVersion(&mut driver_version) }.result().map_err(|e| unavailable("cuDriverGetVersion failed", e))?;
         let (nvrtc_major, nvrtc_minor) = nvrtc_version()?;
         let device_cc = cc_major * 10 + cc_minor;
         let target = choose_ptx_arch(device_cc, &nvrtc_supported_archs()).ok_or_else(|| CudaError::Unavailable {
@@ -338,8 +333,7 @@ impl CudaEngine {
         })?;
         let path = dir.join(format!("{key}.ptx"));
         let publish = |ptx: &str| {
-            publish_atomically(&path, ptx.as_bytes())
-                .map_err(|e| CudaError::Cache { path: path.clone(), cause: e.to_string() })
+            publish_atomically(&path, ptx.as_bytes()).map_err(|e| CudaError::Cache { path: path.clone(), cause: e.to_string() })
         };
 
         if let Some(ptx) = read_cached_ptx(&path) {
@@ -377,9 +371,7 @@ impl CudaEngine {
         options: &[String],
     ) -> Result<(String, String), CudaError> {
         self.compiles.fetch_add(1, Ordering::SeqCst);
-        let cstr = |s: &str, what: &str| {
-            CString::new(s).map_err(|_| CudaError::InvalidArgument(format!("{what} contains a NUL byte")))
-        };
+        let cstr = |s: &str, what: &str| CString::new(s).map_err(|_| CudaError::InvalidArgument(format!("{what} contains a NUL byte")));
         let src = cstr(source, "kernel source")?;
         let prog_name = cstr(&format!("{entry}.cu"), "entry name")?;
         let header_bodies = headers.iter().map(|(_, b)| cstr(b, "a header")).collect::<Result<Vec<_>, _>>()?;
@@ -396,8 +388,7 @@ impl CudaEngine {
         let option_ptrs: Vec<*const c_char> = option_cstrs.iter().map(|c| c.as_ptr()).collect();
 
         let mut raw: nvsys::nvrtcProgram = std::ptr::null_mut();
-        let n_headers = c_int::try_from(headers.len())
-            .map_err(|_| CudaError::InvalidArgument("too many headers".to_string()))?;
+        let n_headers = c_int::try_from(headers.len()).map_err(|_| CudaError::InvalidArgument("too many headers".to_string()))?;
         // SAFETY: every pointer refers to a NUL-terminated CString that outlives the program
         // (they are dropped at the end of this function, after `Program`'s drop destroys it).
         let created = unsafe {
@@ -419,9 +410,7 @@ impl CudaEngine {
         let program = Program(raw);
 
         // SAFETY: `program` is a live program; the option pointers are valid for the call.
-        let compiled = unsafe {
-            nvsys::nvrtcCompileProgram(program.0, option_ptrs.len() as c_int, option_ptrs.as_ptr())
-        };
+        let compiled = unsafe { nvsys::nvrtcCompileProgram(program.0, option_ptrs.len() as c_int, option_ptrs.as_ptr()) };
         let log = program.log();
         if compiled != nvsys::nvrtcResult::NVRTC_SUCCESS {
             let log = if log.trim().is_empty() { "(NVRTC produced no log)".to_string() } else { log };
@@ -430,10 +419,8 @@ impl CudaEngine {
                 log: format!("{log}\n[{}; options: {all_options:?}]", nvrtc_error_string(compiled)),
             });
         }
-        let ptx = program.ptx().map_err(|e| CudaError::Compile {
-            entry: entry.to_string(),
-            log: format!("{log}\ncannot fetch the PTX: {e}"),
-        })?;
+        let ptx =
+            program.ptx().map_err(|e| CudaError::Compile { entry: entry.to_string(), log: format!("{log}\ncannot fetch the PTX: {e}") })?;
         drop(program);
         Ok((ptx, log))
     }
@@ -467,18 +454,9 @@ impl CudaEngine {
     /// blocks of `block` threads (1-D), waits for it, and returns the final bytes of each
     /// [`CudaArg::ReadWrite`] argument, in order. `threads == 0` launches nothing and returns the
     /// initial contents.
-    pub fn launch(
-        &self,
-        kernel: &CudaKernel,
-        args: &[CudaArg<'_>],
-        threads: u64,
-        block: u32,
-    ) -> Result<Vec<Vec<u8>>, CudaError> {
+    pub fn launch(&self, kernel: &CudaKernel, args: &[CudaArg<'_>], threads: u64, block: u32) -> Result<Vec<Vec<u8>>, CudaError> {
         if kernel.engine_id != self.id {
-            return Err(CudaError::InvalidArgument(format!(
-                "kernel `{}` was compiled by a different CudaEngine",
-                kernel.entry
-            )));
+            return Err(CudaError::InvalidArgument(format!("kernel `{}` was compiled by a different CudaEngine", kernel.entry)));
         }
         let grid = launch_grid(threads, block, self.max_threads_per_block, self.max_grid_x)?;
         if let Some(params) = &kernel.params {
@@ -490,13 +468,7 @@ impl CudaEngine {
         )
     }
 
-    fn launch_unguarded(
-        &self,
-        kernel: &CudaKernel,
-        args: &[CudaArg<'_>],
-        grid: u32,
-        block: u32,
-    ) -> Result<Vec<Vec<u8>>, CudaError> {
+    fn launch_unguarded(&self, kernel: &CudaKernel, args: &[CudaArg<'_>], grid: u32, block: u32) -> Result<Vec<Vec<u8>>, CudaError> {
         let drv = |what: &str, e: DriverError| CudaError::Driver(format!("{what} (kernel `{}`): {e:?}", kernel.entry));
         enum Slot {
             Buf { dev: CudaSlice<u8>, len: usize, read_back: bool, offset: usize },
@@ -511,18 +483,17 @@ impl CudaEngine {
                     let offset = match *arg {
                         CudaArg::Guarded { offset, .. } if offset < bytes.len() => offset,
                         CudaArg::Guarded { offset, .. } => {
-                            return Err(CudaError::InvalidArgument(format!("guard offset {offset} is outside a {}-byte buffer", bytes.len())))
+                            return Err(CudaError::InvalidArgument(format!(
+                                "guard offset {offset} is outside a {}-byte buffer",
+                                bytes.len()
+                            )))
                         }
                         _ => 0,
                     };
                     // Empty buffers still get a (1-byte) allocation so the kernel sees a valid
                     // pointer; zero-sized device allocations are rejected by the driver.
-                    let dev = if bytes.is_empty() {
-                        self.stream.alloc_zeros::<u8>(1)
-                    } else {
-                        self.stream.clone_htod(bytes)
-                    }
-                    .map_err(|e| drv(&format!("cannot upload a {}-byte buffer", bytes.len()), e))?;
+                    let dev = if bytes.is_empty() { self.stream.alloc_zeros::<u8>(1) } else { self.stream.clone_htod(bytes) }
+                        .map_err(|e| drv(&format!("cannot upload a {}-byte buffer", bytes.len()), e))?;
                     Slot::Buf { dev, len: bytes.len(), read_back: !matches!(arg, CudaArg::Read(_)), offset }
                 }
                 CudaArg::U32(v) => Slot::U32(v),
@@ -569,9 +540,7 @@ impl CudaEngine {
             if let Slot::Buf { dev, len, read_back: true, .. } = slot {
                 let mut host = vec![0u8; *len];
                 if *len > 0 {
-                    self.stream
-                        .memcpy_dtoh(&dev.slice(0..*len), host.as_mut_slice())
-                        .map_err(|e| drv("cannot read a buffer back", e))?;
+                    self.stream.memcpy_dtoh(&dev.slice(0..*len), host.as_mut_slice()).map_err(|e| drv("cannot read a buffer back", e))?;
                 }
                 out.push(host);
             }
@@ -693,12 +662,7 @@ fn is_arch_option(o: &str) -> bool {
     o.starts_with("-arch") || o.starts_with("--gpu-architecture")
 }
 
-fn validate_compile_inputs(
-    source: &str,
-    headers: &[(String, String)],
-    entry: &str,
-    options: &[String],
-) -> Result<(), CudaError> {
+fn validate_compile_inputs(source: &str, headers: &[(String, String)], entry: &str, options: &[String]) -> Result<(), CudaError> {
     let is_ident = !entry.is_empty()
         && !entry.starts_with(|c: char| c.is_ascii_digit())
         && entry.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
@@ -824,9 +788,7 @@ fn parse_pci_hex(s: &str) -> Option<u32> {
 /// Number of blocks for `threads` threads in blocks of `block`.
 fn launch_grid(threads: u64, block: u32, max_block: u32, max_grid_x: u32) -> Result<u32, CudaError> {
     if block == 0 || block > max_block {
-        return Err(CudaError::InvalidArgument(format!(
-            "block size {block} out of range: must be 1..={max_block} threads"
-        )));
+        return Err(CudaError::InvalidArgument(format!("block size {block} out of range: must be 1..={max_block} threads")));
     }
     let grid = threads.div_ceil(u64::from(block));
     if grid > u64::from(max_grid_x) {
@@ -934,7 +896,9 @@ fn check_args_against_params(entry: &str, params: &[PtxParam], args: &[CudaArg<'
         let float_mismatch = match a {
             CudaArg::F32(_) => p.ty.starts_with(".u") || p.ty.starts_with(".s"),
             // A buffer is a device pointer: an integer-typed 64-bit parameter.
-            CudaArg::Read(_) | CudaArg::ReadWrite(_) | CudaArg::Guarded { .. } | CudaArg::U32(_) | CudaArg::I32(_) => p.ty.starts_with(".f"),
+            CudaArg::Read(_) | CudaArg::ReadWrite(_) | CudaArg::Guarded { .. } | CudaArg::U32(_) | CudaArg::I32(_) => {
+                p.ty.starts_with(".f")
+            }
         };
         if p.bytes != want || float_mismatch {
             return Err(CudaError::InvalidArgument(format!(
@@ -996,11 +960,7 @@ pub fn default_ptx_cache_dir() -> Option<PathBuf> {
 
 /// Pure form of [`default_ptx_cache_dir`]. Empty values count as unset; a relative
 /// `XDG_CACHE_HOME` is ignored, as the XDG spec requires.
-pub fn resolve_ptx_cache_dir(
-    op_cache_dir: Option<OsString>,
-    xdg_cache_home: Option<OsString>,
-    home: Option<OsString>,
-) -> Option<PathBuf> {
+pub fn resolve_ptx_cache_dir(op_cache_dir: Option<OsString>, xdg_cache_home: Option<OsString>, home: Option<OsString>) -> Option<PathBuf> {
     let set = |v: Option<OsString>| v.filter(|v| !v.is_empty()).map(PathBuf::from);
     if let Some(dir) = set(op_cache_dir) {
         return Some(dir);
@@ -1027,18 +987,14 @@ fn read_cached_ptx(path: &Path) -> Option<String> {
 /// file or the complete new one; the temporary file is removed on failure. Pure filesystem code.
 pub fn publish_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("{} has no file name", path.display())))?;
+    let file_name =
+        path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("{} has no file name", path.display())))?;
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
     fs::create_dir_all(&dir)?;
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
     for _ in 0..64 {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let tmp = dir.join(format!(".{}.{}.{n}.{nanos:08x}.tmp", file_name.to_string_lossy(), std::process::id()));
@@ -1083,8 +1039,7 @@ mod tests {
     }
 
     fn dir_entries(dir: &Path) -> Vec<String> {
-        let mut v: Vec<String> =
-            fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        let mut v: Vec<String> = fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
         v.sort();
         v
     }
@@ -1123,14 +1078,7 @@ mod tests {
         assert!(matches!(CudaEngine::shared(), Err(CudaError::Unavailable { .. })));
     }
 
-    fn key_with(
-        hash: u8,
-        source: &str,
-        headers: &[(&str, &str)],
-        entry: &str,
-        options: &[&str],
-        arch: &str,
-    ) -> String {
+    fn key_with(hash: u8, source: &str, headers: &[(&str, &str)], entry: &str, options: &[&str], arch: &str) -> String {
         let headers: Vec<(String, String)> = headers.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
         let options: Vec<String> = options.iter().map(|s| s.to_string()).collect();
         ptx_cache_key(&[hash; 32], source, &headers, entry, &options, arch)
@@ -1167,10 +1115,7 @@ mod tests {
         assert_ne!(key_with(1, "s", &[("a", "bc")], "k", &[], "x"), key_with(1, "s", &[("ab", "c")], "k", &[], "x"));
         assert_ne!(key_with(1, "s", &[], "k", &["-a -b"], "x"), key_with(1, "s", &[], "k", &["-a", "-b"], "x"));
         assert_ne!(key_with(1, "s", &[], "k", &["ab"], "x"), key_with(1, "s", &[], "ka", &["b"], "x"));
-        assert_ne!(
-            key_with(1, "s", &[("a", "b"), ("c", "d")], "k", &[], "x"),
-            key_with(1, "s", &[("c", "d"), ("a", "b")], "k", &[], "x"),
-        );
+        assert_ne!(key_with(1, "s", &[("a", "b"), ("c", "d")], "k", &[], "x"), key_with(1, "s", &[("c", "d"), ("a", "b")], "k", &[], "x"),);
     }
 
     #[test]
@@ -1315,14 +1260,8 @@ mod tests {
         assert_eq!(ptx_entry_params(SAMPLE_PTX, "ad"), None);
 
         let buf = [0u8; 4];
-        let good = [
-            CudaArg::Read(&buf),
-            CudaArg::Read(&buf),
-            CudaArg::ReadWrite(&buf),
-            CudaArg::F32(1.0),
-            CudaArg::I32(-1),
-            CudaArg::U32(4),
-        ];
+        let good =
+            [CudaArg::Read(&buf), CudaArg::Read(&buf), CudaArg::ReadWrite(&buf), CudaArg::F32(1.0), CudaArg::I32(-1), CudaArg::U32(4)];
         check_args_against_params("add", &add, &good).unwrap();
         let err = check_args_against_params("add", &add, &good[..5]).unwrap_err();
         assert!(matches!(&err, CudaError::InvalidArgument(m) if m.contains("takes 6 parameter")), "{err}");
@@ -1483,11 +1422,7 @@ extern "C" __global__ void axpb(const float* a, const float* b, float* out, floa
         let k2 = engine.compile([9; 32], ADD_SRC, &headers, "axpb", &[]).expect("memo hit");
         assert_eq!(engine.compiles(), 1, "second compile must hit the in-memory cache");
         assert!(Arc::ptr_eq(&k1, &k2));
-        assert_eq!(
-            dir_entries(&cache),
-            vec![format!("{}.ptx", k1.cache_key())],
-            "exactly the published PTX, no temporary files"
-        );
+        assert_eq!(dir_entries(&cache), vec![format!("{}.ptx", k1.cache_key())], "exactly the published PTX, no temporary files");
 
         // A second engine (fresh memo) finds the PTX on disk and runs it.
         let other = CudaEngine::new(0).expect("second engine").with_cache_dir(&cache);

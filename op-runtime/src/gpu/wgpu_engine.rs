@@ -240,9 +240,7 @@ impl WgpuEngine {
             let want_lc = want.to_lowercase();
             adapters.retain(|a| a.get_info().name.to_lowercase().contains(&want_lc));
             if adapters.is_empty() {
-                return Err(WgpuError::NoAdapter {
-                    hint: format!("WGPU_ADAPTER_NAME={want:?} matches none of the adapters {names:?}"),
-                });
+                return Err(WgpuError::NoAdapter { hint: format!("WGPU_ADAPTER_NAME={want:?} matches none of the adapters {names:?}") });
             }
         }
         let adapter = match adapters.into_iter().next() {
@@ -417,10 +415,7 @@ impl WgpuEngine {
                 });
             }
             if p.source != source {
-                return Err(WgpuError::KeyMismatch {
-                    entry: entry.to_string(),
-                    detail: "cached with a different WGSL source".to_string(),
-                });
+                return Err(WgpuError::KeyMismatch { entry: entry.to_string(), detail: "cached with a different WGSL source".to_string() });
             }
             Ok(Arc::clone(p))
         };
@@ -452,10 +447,8 @@ impl WgpuEngine {
             return Err(WgpuError::TooLarge { what: "uniform buffer slots".into(), requested: count, limit: max });
         }
         let module = self.scoped("shader module", || {
-            self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(entry),
-                source: wgpu::ShaderSource::Wgsl(source.into()),
-            })
+            self.device
+                .create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(entry), source: wgpu::ShaderSource::Wgsl(source.into()) })
         })?;
         let (layout, pipeline) = self.scoped("compute pipeline", || {
             let entries: Vec<wgpu::BindGroupLayoutEntry> = kinds
@@ -476,10 +469,7 @@ impl WgpuEngine {
                     count: None,
                 })
                 .collect();
-            let layout = self.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-                label: Some(entry),
-                entries: &entries,
-            });
+            let layout = self.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(entry), entries: &entries });
             let pipeline_layout = self.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
                 label: Some(entry),
                 bind_group_layouts: &[Some(&layout)],
@@ -519,17 +509,11 @@ impl WgpuEngine {
     ) -> Result<Vec<Vec<u8>>, WgpuError> {
         self.check_lost()?;
         if wg[0] == 0 || wg[1] != 1 || wg[2] != 1 {
-            return Err(WgpuError::InvalidLaunch(format!(
-                "workgroup size {wg:?}: only 1-D workgroups [x, 1, 1] with x > 0 are supported"
-            )));
+            return Err(WgpuError::InvalidLaunch(format!("workgroup size {wg:?}: only 1-D workgroups [x, 1, 1] with x > 0 are supported")));
         }
         let max_x = self.limits.max_compute_workgroup_size_x.min(self.limits.max_compute_invocations_per_workgroup);
         if wg[0] > max_x {
-            return Err(WgpuError::TooLarge {
-                what: "workgroup size x".into(),
-                requested: u64::from(wg[0]),
-                limit: u64::from(max_x),
-            });
+            return Err(WgpuError::TooLarge { what: "workgroup size x".into(), requested: u64::from(wg[0]), limit: u64::from(max_x) });
         }
         let groups = threads.div_ceil(u64::from(wg[0]));
         let max_groups = u64::from(self.limits.max_compute_workgroups_per_dimension);
@@ -588,67 +572,67 @@ impl WgpuEngine {
         }
 
         // Buffers and bind group.
-        let (buffers, staging, bind_group) = self.scoped("bind group", || {
-            let mut buffers = Vec::with_capacity(slots.len());
-            let mut staging = Vec::new();
-            let mut map_failed = None;
-            for (i, (s, &size)) in slots.iter().zip(&sizes).enumerate() {
-                let usage = match s {
-                    Slot::Read(_) => wgpu::BufferUsages::STORAGE,
-                    Slot::ReadWrite(_) | Slot::Guarded { .. } | Slot::Output { .. } => wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-                    Slot::Uniform(_) => wgpu::BufferUsages::UNIFORM,
-                };
-                let bytes = s.bytes();
-                let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
-                    label: None,
-                    size,
-                    usage,
-                    mapped_at_creation: !bytes.is_empty(),
-                });
-                if !bytes.is_empty() {
-                    match buffer.get_mapped_range_mut(..) {
-                        Ok(mut view) => view.slice(..bytes.len()).copy_from_slice(bytes),
-                        Err(e) => map_failed = Some(format!("slot {i}: {e}")),
-                    }
-                    buffer.unmap();
-                }
-                if s.read_back() {
-                    let st = self.device.create_buffer(&wgpu::BufferDescriptor {
+        let (buffers, staging, bind_group) = self
+            .scoped("bind group", || {
+                let mut buffers = Vec::with_capacity(slots.len());
+                let mut staging = Vec::new();
+                let mut map_failed = None;
+                for (i, (s, &size)) in slots.iter().zip(&sizes).enumerate() {
+                    let usage = match s {
+                        Slot::Read(_) => wgpu::BufferUsages::STORAGE,
+                        Slot::ReadWrite(_) | Slot::Guarded { .. } | Slot::Output { .. } => {
+                            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC
+                        }
+                        Slot::Uniform(_) => wgpu::BufferUsages::UNIFORM,
+                    };
+                    let bytes = s.bytes();
+                    let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
                         label: None,
                         size,
-                        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                        mapped_at_creation: false,
+                        usage,
+                        mapped_at_creation: !bytes.is_empty(),
                     });
-                    staging.push((i, st));
+                    if !bytes.is_empty() {
+                        match buffer.get_mapped_range_mut(..) {
+                            Ok(mut view) => view.slice(..bytes.len()).copy_from_slice(bytes),
+                            Err(e) => map_failed = Some(format!("slot {i}: {e}")),
+                        }
+                        buffer.unmap();
+                    }
+                    if s.read_back() {
+                        let st = self.device.create_buffer(&wgpu::BufferDescriptor {
+                            label: None,
+                            size,
+                            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                            mapped_at_creation: false,
+                        });
+                        staging.push((i, st));
+                    }
+                    buffers.push(buffer);
                 }
-                buffers.push(buffer);
-            }
-            let entries: Vec<wgpu::BindGroupEntry> = buffers
-                .iter()
-                .enumerate()
-                .map(|(i, b)| wgpu::BindGroupEntry {
-                    binding: i as u32,
-                    resource: match slots[i] {
-                        Slot::Guarded { offset, size, .. } => wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                            buffer: b,
-                            offset,
-                            size: std::num::NonZeroU64::new(size),
-                        }),
-                        _ => b.as_entire_binding(),
-                    },
-                })
-                .collect();
-            let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: None,
-                layout: &cached.layout,
-                entries: &entries,
-            });
-            (buffers, staging, bind_group, map_failed)
-        })
-        .and_then(|(b, s, g, failed)| match failed {
-            Some(e) => Err(WgpuError::Map(format!("upload mapping failed: {e}"))),
-            None => Ok((b, s, g)),
-        })?;
+                let entries: Vec<wgpu::BindGroupEntry> = buffers
+                    .iter()
+                    .enumerate()
+                    .map(|(i, b)| wgpu::BindGroupEntry {
+                        binding: i as u32,
+                        resource: match slots[i] {
+                            Slot::Guarded { offset, size, .. } => wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                                buffer: b,
+                                offset,
+                                size: std::num::NonZeroU64::new(size),
+                            }),
+                            _ => b.as_entire_binding(),
+                        },
+                    })
+                    .collect();
+                let bind_group =
+                    self.device.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: &cached.layout, entries: &entries });
+                (buffers, staging, bind_group, map_failed)
+            })
+            .and_then(|(b, s, g, failed)| match failed {
+                Some(e) => Err(WgpuError::Map(format!("upload mapping failed: {e}"))),
+                None => Ok((b, s, g)),
+            })?;
 
         // Encode, dispatch, copy back, submit, map.
         let (tx, rx) = mpsc::channel();
@@ -674,9 +658,8 @@ impl WgpuEngine {
         })?;
         drop(tx);
 
-        let poll = catch_unwind(AssertUnwindSafe(|| {
-            self.device.poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None })
-        }));
+        let poll =
+            catch_unwind(AssertUnwindSafe(|| self.device.poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None })));
         match poll {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => return Err(WgpuError::Map(format!("device poll: {e}"))),
@@ -715,9 +698,7 @@ impl WgpuEngine {
             }
             let len = slots[*i].len();
             let bytes = {
-                let view = st
-                    .get_mapped_range(..)
-                    .map_err(|e| WgpuError::Map(format!("read-write slot {i}: {e}")))?;
+                let view = st.get_mapped_range(..).map_err(|e| WgpuError::Map(format!("read-write slot {i}: {e}")))?;
                 view[..len].to_vec()
             };
             st.unmap();
@@ -884,9 +865,7 @@ fn shifted(@builtin(global_invocation_id) gid: vec3<u32>) {
 "#;
         let canary = 0xDEAD_BEEFu32;
         let init = vec![canary; 11];
-        let res = e
-            .run(key("guard-band"), src, "shifted", [64, 1, 1], &[Slot::ReadWrite(bytemuck::cast_slice(&init))], 10)
-            .expect("runs");
+        let res = e.run(key("guard-band"), src, "shifted", [64, 1, 1], &[Slot::ReadWrite(bytemuck::cast_slice(&init))], 10).expect("runs");
         let got: Vec<u32> = bytes_to(&res[0]);
         assert_eq!(got.len(), 11);
         assert_eq!(got[0], canary, "element 0 is never written");
@@ -918,7 +897,14 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         let total = front + (n + guard) * 4;
         let init = vec![0xA5u8; total as usize];
         let res = e
-            .run(key("guarded-window"), src, "main", [64, 1, 1], &[Slot::Guarded { init: &init, offset: front, size: (n + guard) * 4 }, Slot::Uniform(&(n as u32).to_le_bytes())], n)
+            .run(
+                key("guarded-window"),
+                src,
+                "main",
+                [64, 1, 1],
+                &[Slot::Guarded { init: &init, offset: front, size: (n + guard) * 4 }, Slot::Uniform(&(n as u32).to_le_bytes())],
+                n,
+            )
             .expect("runs");
         assert_eq!(res[0].len(), total as usize, "the whole buffer comes back");
         let words: Vec<u32> = bytes_to(&res[0]);
@@ -930,11 +916,25 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         assert_eq!(words[base + n as usize + 1], canary);
         // A misaligned or out-of-range window is a typed error, not a panic.
         let err = e
-            .run(key("guarded-window"), src, "main", [64, 1, 1], &[Slot::Guarded { init: &init, offset: 4, size: 8 }, Slot::Uniform(&[0; 4])], 1)
+            .run(
+                key("guarded-window"),
+                src,
+                "main",
+                [64, 1, 1],
+                &[Slot::Guarded { init: &init, offset: 4, size: 8 }, Slot::Uniform(&[0; 4])],
+                1,
+            )
             .expect_err("misaligned");
         assert!(matches!(err, WgpuError::InvalidLaunch(_)), "{err:?}");
         let err = e
-            .run(key("guarded-window"), src, "main", [64, 1, 1], &[Slot::Guarded { init: &init, offset: front, size: total }, Slot::Uniform(&[0; 4])], 1)
+            .run(
+                key("guarded-window"),
+                src,
+                "main",
+                [64, 1, 1],
+                &[Slot::Guarded { init: &init, offset: front, size: total }, Slot::Uniform(&[0; 4])],
+                1,
+            )
             .expect_err("past the buffer");
         assert!(matches!(err, WgpuError::InvalidLaunch(_)), "{err:?}");
     }
@@ -965,7 +965,14 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 "#;
         let res = e
-            .run(key("odd-sizes"), src, "main", [1, 1, 1], &[Slot::Read(&[1, 0, 0]), Slot::ReadWrite(&[9, 9, 9, 9, 9, 9]), Slot::ReadWrite(&[])], 1)
+            .run(
+                key("odd-sizes"),
+                src,
+                "main",
+                [1, 1, 1],
+                &[Slot::Read(&[1, 0, 0]), Slot::ReadWrite(&[9, 9, 9, 9, 9, 9]), Slot::ReadWrite(&[])],
+                1,
+            )
             .expect("runs");
         assert_eq!(res, vec![vec![2, 0, 0, 0, 9, 9], vec![]]);
     }
@@ -993,7 +1000,14 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         let max = u64::from(e.limits().max_compute_workgroups_per_dimension);
         let threads = (max + 1) * 64;
         let err = e
-            .run(key("too-many"), ADD, "add", [64, 1, 1], &[Slot::Read(&[]), Slot::Read(&[]), Slot::ReadWrite(&[]), Slot::Uniform(&[0; 4])], threads)
+            .run(
+                key("too-many"),
+                ADD,
+                "add",
+                [64, 1, 1],
+                &[Slot::Read(&[]), Slot::Read(&[]), Slot::ReadWrite(&[]), Slot::Uniform(&[0; 4])],
+                threads,
+            )
             .expect_err("too many workgroups");
         match err {
             WgpuError::TooLarge { requested, limit, .. } => {
@@ -1096,8 +1110,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             let s = wgpu::BufferUsages::STORAGE;
             let ba = d.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: None, contents: &ab, usage: s });
             let bbuf = d.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: None, contents: &bb, usage: s });
-            let bo = d.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: None, contents: &ob, usage: s | wgpu::BufferUsages::COPY_SRC });
-            let bp = d.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: None, contents: &params, usage: wgpu::BufferUsages::UNIFORM });
+            let bo = d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: None,
+                contents: &ob,
+                usage: s | wgpu::BufferUsages::COPY_SRC,
+            });
+            let bp = d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: None,
+                contents: &params,
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
             let st = d.create_buffer(&wgpu::BufferDescriptor {
                 label: None,
                 size: ob.len() as u64,

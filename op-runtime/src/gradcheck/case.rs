@@ -105,7 +105,6 @@ pub(crate) struct Binding {
     pub shapes: Vec<Vec<usize>>,
 }
 
-
 fn eval_dim(e: &Expr, env: &BTreeMap<String, i128>) -> Option<usize> {
     e.eval_map(env).and_then(|v| usize::try_from(v).ok())
 }
@@ -193,7 +192,8 @@ fn sample(op: &RegisteredOp, pin: &[(String, i128)], rng: &mut Rng) -> Option<Bi
         if !ok {
             continue;
         }
-        let typed: Vec<(DType, &[usize])> = sig.inputs().zip(&shapes).map(|(t, s)| (planner::run_dtype(t.dtype, Some(DType::f64)), s.as_slice())).collect();
+        let typed: Vec<(DType, &[usize])> =
+            sig.inputs().zip(&shapes).map(|(t, s)| (planner::run_dtype(t.dtype, Some(DType::f64)), s.as_slice())).collect();
         if planner::infer(op, &typed, &params, Some(DType::f64)).is_ok() {
             return Some(Binding { env, params, shapes });
         }

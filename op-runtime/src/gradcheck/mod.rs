@@ -232,7 +232,8 @@ impl GradcheckReport {
     /// `REJECTED` (the shape; which corruptions were tried is in `negative_control`),
     /// `ACCEPTED (<corruptions that passed>)`, or `NOT RUN` when no corruption applied.
     fn negative_control_verdict(&self) -> String {
-        let passed: Vec<String> = self.negative_control.iter().filter(|c| c.applicable && !c.rejected).map(|c| c.corruption.to_string()).collect();
+        let passed: Vec<String> =
+            self.negative_control.iter().filter(|c| c.applicable && !c.rejected).map(|c| c.corruption.to_string()).collect();
         if !passed.is_empty() {
             format!("ACCEPTED ({}): the check could not fail", passed.join(", "))
         } else if self.negative_control_rejected() {
@@ -334,7 +335,9 @@ pub enum GradcheckError {
         probes: usize,
     },
     /// The negative control was not rejected: the check could not fail.
-    #[error("op `{op}`: the check could not fail: a corrupted backward ({corruption}) passed the same probes, so passing certifies nothing")]
+    #[error(
+        "op `{op}`: the check could not fail: a corrupted backward ({corruption}) passed the same probes, so passing certifies nothing"
+    )]
     NegativeControlAccepted {
         /// The op's `name@version`.
         op: String,
@@ -438,7 +441,14 @@ struct Dir {
 impl Dir {
     /// The direction routed one element over (`v'[i] = v[i - 1]`), so `<g, v'> = sum g[i+1] v[i]`.
     fn shifted(&self) -> Dir {
-        let v = self.v.iter().map(|x| { let n = x.len(); (0..n).map(|i| x[(i + n - 1) % n.max(1)]).collect() }).collect();
+        let v = self
+            .v
+            .iter()
+            .map(|x| {
+                let n = x.len();
+                (0..n).map(|i| x[(i + n - 1) % n.max(1)]).collect()
+            })
+            .collect();
         Dir { v, coord: None }
     }
     fn dot(&self, g: &[Vec<f64>]) -> f64 {
@@ -564,7 +574,12 @@ impl Checker {
             }
         };
         gs.iter()
-            .map(|g| g.data().to_f64_vec().ok_or_else(|| GradcheckError::Shim { op: self.op.id.clone(), message: format!("the backward returned a `{}` gradient", g.dtype()) }))
+            .map(|g| {
+                g.data().to_f64_vec().ok_or_else(|| GradcheckError::Shim {
+                    op: self.op.id.clone(),
+                    message: format!("the backward returned a `{}` gradient", g.dtype()),
+                })
+            })
             .collect()
     }
 
@@ -577,7 +592,8 @@ impl Checker {
                 continue;
             }
             let x = &self.inputs[self.diff[k]];
-            let tangent = Tensor::from_vec(x.shape().to_vec(), v.clone()).map_err(|e| GradcheckError::Shim { op: self.op.id.clone(), message: e.to_string() })?;
+            let tangent = Tensor::from_vec(x.shape().to_vec(), v.clone())
+                .map_err(|e| GradcheckError::Shim { op: self.op.id.clone(), message: e.to_string() })?;
             let outs = exec::jvp(&self.op, k, &refs, &self.params, &tangent, Mode::ReferenceF64).map_err(self.shim_err())?;
             for (o, u) in outs.iter().zip(u) {
                 if let (Some(u), Some(v)) = (u, o.as_slice::<f64>()) {
@@ -646,7 +662,8 @@ pub fn gradcheck_with(decl: &'static OpDecl, opts: &GradcheckOptions) -> Result<
 
     // The case: an admissible binding, then values on which the forward is finite.
     let mut rng = case::Rng::from_hash(&op.hash, 0x6772_6164 ^ opts.salt);
-    let binding = case::binding(&op, &opts.pin, &mut rng).ok_or_else(|| GradcheckError::NoAdmissibleInput { op: id.clone(), tries: 4000 })?;
+    let binding =
+        case::binding(&op, &opts.pin, &mut rng).ok_or_else(|| GradcheckError::NoAdmissibleInput { op: id.clone(), tries: 4000 })?;
     // Several independent draws of the values (same binding): a kink that happens to sit where
     // many probes look (a tie at a median, say) can then cost at most one draw's probes.
     let mut cases: Vec<Vec<Tensor>> = Vec::with_capacity(CASES);
@@ -857,13 +874,21 @@ fn first_sentence(d: &str) -> String {
     let line = d.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
     // A sentence ends at ". " before a capital letter (not inside `x[i .. j]`).
     let b = line.as_bytes();
-    let end = (1..b.len().saturating_sub(2)).find(|&i| b[i] == b'.' && b[i - 1] != b'.' && b[i + 1] == b' ' && b[i + 2].is_ascii_uppercase());
+    let end =
+        (1..b.len().saturating_sub(2)).find(|&i| b[i] == b'.' && b[i - 1] != b'.' && b[i + 1] == b' ' && b[i + 2].is_ascii_uppercase());
     end.map(|i| &line[..i]).unwrap_or(line).trim_end_matches('.').to_string()
 }
 
 /// Measures one probe: seven evaluations of <u, f(x + t v)>, t in {0, +-h, +-2h, +-3h}.
 #[allow(clippy::neg_cmp_op_on_partial_ord)] // a NaN must count as a kink, not pass
-fn measure(ck: &Checker, dir: &Dir, u: &[Option<Vec<f64>>], base: &[Tensor], has_vjp: bool, has_jvp: bool) -> Result<Measured, GradcheckError> {
+fn measure(
+    ck: &Checker,
+    dir: &Dir,
+    u: &[Option<Vec<f64>>],
+    base: &[Tensor],
+    has_vjp: bool,
+    has_jvp: bool,
+) -> Result<Measured, GradcheckError> {
     let x0 = dir.coord.and_then(|(k, j)| ck.inputs[ck.diff[k]].as_slice::<f64>().and_then(|s| s.get(j).copied()));
     let mut d = [0.0f64; 7];
     let mut s = [0.0f64; 7];
@@ -893,7 +918,8 @@ fn measure(ck: &Checker, dir: &Dir, u: &[Option<Vec<f64>>], base: &[Tensor], has
     if x0.is_none() {
         // Rounding of x + t v in every element (independent, at most eps |x_i| each), propagated
         // through a slope of order |D(h)|: a random walk, so the l2 norm of x.
-        let xnorm: f64 = ck.diff.iter().filter_map(|&p| ck.inputs[p].as_slice::<f64>()).flat_map(|x| x.iter()).map(|x| x * x).sum::<f64>().sqrt();
+        let xnorm: f64 =
+            ck.diff.iter().filter_map(|&p| ck.inputs[p].as_slice::<f64>()).flat_map(|x| x.iter()).map(|x| x * x).sum::<f64>().sqrt();
         round += 4.0 * f64::EPSILON * xnorm * d1.abs().max(1.0) / ck.h;
     }
     // Second differences (about h s'' for a smooth s): c0 across [-h, h], cl and cr just

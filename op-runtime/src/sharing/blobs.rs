@@ -85,7 +85,13 @@ impl Blobs {
         })?;
         let actual = blob_hash(&bytes);
         if actual != hash {
-            return Err(SharingError::Tampered { op: op.to_string(), file: path, role: role.to_string(), expected: hash.to_string(), actual });
+            return Err(SharingError::Tampered {
+                op: op.to_string(),
+                file: path,
+                role: role.to_string(),
+                expected: hash.to_string(),
+                actual,
+            });
         }
         Ok(bytes)
     }
@@ -93,6 +99,10 @@ impl Blobs {
     /// Reads the blob `hash` as UTF-8 text.
     pub(crate) fn get_text(&self, op: &str, hash: &str, role: &str) -> Result<String, SharingError> {
         let bytes = self.get(op, hash, role)?;
-        String::from_utf8(bytes).map_err(|e| SharingError::Corrupt { op: op.to_string(), file: self.path(hash), reason: format!("the {role} blob is not UTF-8: {e}") })
+        String::from_utf8(bytes).map_err(|e| SharingError::Corrupt {
+            op: op.to_string(),
+            file: self.path(hash),
+            reason: format!("the {role} blob is not UTF-8: {e}"),
+        })
     }
 }

@@ -139,8 +139,10 @@ impl OpCard {
             .enumerate()
             .map(|(i, k)| {
                 let declared = c.kernels.iter().find(|d| d.path == k.path).or_else(|| c.kernels.get(i));
-                let language = declared.map(|d| d.lang).unwrap_or(if k.path.ends_with(".cu") { KernelLang::Cuda } else { KernelLang::Wgsl });
-                let mut headers: Vec<HeaderEntry> = k.headers.iter().map(|(p, b)| HeaderEntry { path: p.to_string(), blake3: blob_hash(b) }).collect();
+                let language =
+                    declared.map(|d| d.lang).unwrap_or(if k.path.ends_with(".cu") { KernelLang::Cuda } else { KernelLang::Wgsl });
+                let mut headers: Vec<HeaderEntry> =
+                    k.headers.iter().map(|(p, b)| HeaderEntry { path: p.to_string(), blake3: blob_hash(b) }).collect();
                 headers.sort_by(|a, b| a.path.cmp(&b.path));
                 KernelEntry { path: k.path.to_string(), language, entry: k.entry.to_string(), blake3: blob_hash(k.source), headers }
             })
@@ -203,9 +205,11 @@ fn judge(receipts: &[Receipt], device: &DeviceProfile, verify: impl Fn(&Receipt)
     }
     let trust = match verified {
         Some(device) => Trust::Verified { device },
-        None if receipts.is_empty() => {
-            Trust::Unverified { reason: format!("no receipt for this content; conform it on this device ({device}) with `op_runtime::conformance::conform` to mint one") }
-        }
+        None if receipts.is_empty() => Trust::Unverified {
+            reason: format!(
+                "no receipt for this content; conform it on this device ({device}) with `op_runtime::conformance::conform` to mint one"
+            ),
+        },
         None => Trust::Unverified { reason: reasons.join("; ") },
     };
     (kept, trust)

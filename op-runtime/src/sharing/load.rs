@@ -71,7 +71,9 @@ impl Store {
     /// naming the file), a missing blob, corrupt JSON, a card that disagrees with its contract,
     /// and content whose recomputed identity is not the card's (`IdentityMismatch`).
     pub fn load(&self, id: &str) -> Result<LoadedCard, SharingError> {
-        let index = self.read_index(id)?.ok_or_else(|| SharingError::NotPublished { op: id.to_string(), file: self.index_path(id).unwrap_or_default() })?;
+        let index = self
+            .read_index(id)?
+            .ok_or_else(|| SharingError::NotPublished { op: id.to_string(), file: self.index_path(id).unwrap_or_default() })?;
         let blobs = self.blobs();
         let contract_json = blobs.get_text(id, &index.contract, "contract")?;
         let body_tokens = blobs.get_text(id, &index.body, "body tokens")?;
@@ -93,13 +95,18 @@ impl Store {
 
         let kbytes: Vec<KernelBytes<'_>> = kernels
             .iter()
-            .map(|k| KernelBytes { path: &k.path, bytes: &k.source, headers: k.headers.iter().map(|(p, b)| (p.as_str(), b.as_slice())).collect() })
+            .map(|k| KernelBytes {
+                path: &k.path,
+                bytes: &k.source,
+                headers: k.headers.iter().map(|(p, b)| (p.as_str(), b.as_slice())).collect(),
+            })
             .collect();
         let recomputed = hex(&identity(&contract_json, &body_tokens, &kbytes));
         if recomputed != index.content_hash {
             return Err(SharingError::IdentityMismatch { op: id.to_string(), card: index.content_hash.clone(), recomputed });
         }
-        let contract: Contract = serde_json::from_str(&contract_json).map_err(|e| corrupt(id, blobs.path(&index.contract), format!("not a contract: {e}")))?;
+        let contract: Contract =
+            serde_json::from_str(&contract_json).map_err(|e| corrupt(id, blobs.path(&index.contract), format!("not a contract: {e}")))?;
         let card = OpCard::from_json(&card_text).map_err(|e| corrupt(id, blobs.path(&index.card), format!("not a card: {e}")))?;
         check_card(id, &card, &contract, &index, &receipts).map_err(|reason| corrupt(id, blobs.path(&index.card), reason))?;
         Ok(LoadedCard { card, contract, contract_json, body_tokens, kernels, receipts, index })

@@ -124,13 +124,20 @@ impl Store {
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_error(id, &path, "read", e)),
         };
-        let index: IndexEntry = serde_json::from_str(&text)
-            .map_err(|e| SharingError::Corrupt { op: id.to_string(), file: path.clone(), reason: format!("not an index entry: {e}") })?;
+        let index: IndexEntry = serde_json::from_str(&text).map_err(|e| SharingError::Corrupt {
+            op: id.to_string(),
+            file: path.clone(),
+            reason: format!("not an index entry: {e}"),
+        })?;
         if index.op != id {
             return Err(SharingError::Corrupt { op: id.to_string(), file: path, reason: format!("the entry is for `{}`", index.op) });
         }
         if index.format != INDEX_FORMAT {
-            return Err(SharingError::Corrupt { op: id.to_string(), file: path, reason: format!("index format {}, this engine reads {INDEX_FORMAT}", index.format) });
+            return Err(SharingError::Corrupt {
+                op: id.to_string(),
+                file: path,
+                reason: format!("index format {}, this engine reads {INDEX_FORMAT}", index.format),
+            });
         }
         Ok(Some(index))
     }
@@ -200,7 +207,11 @@ impl Store {
             kernels,
             receipts: receipt_blobs,
         };
-        let json = serde_json::to_string_pretty(&index).map_err(|e| SharingError::Corrupt { op: id.to_string(), file: index_path.clone(), reason: e.to_string() })?;
+        let json = serde_json::to_string_pretty(&index).map_err(|e| SharingError::Corrupt {
+            op: id.to_string(),
+            file: index_path.clone(),
+            reason: e.to_string(),
+        })?;
         write_atomic(id, &index_path, json.as_bytes())?;
         Ok(PublishedId { op: id.to_string(), content_hash: index.content_hash, card: index.card })
     }

@@ -75,7 +75,13 @@ struct Shim<'a> {
 }
 
 impl Shim<'_> {
-    fn call(&self, shim: ShimFn, cotangents: &[&Tensor], tangent: Option<&Tensor>, grad_shapes: &[Vec<usize>]) -> Result<(Vec<Tensor>, Vec<Tensor>), String> {
+    fn call(
+        &self,
+        shim: ShimFn,
+        cotangents: &[&Tensor],
+        tangent: Option<&Tensor>,
+        grad_shapes: &[Vec<usize>],
+    ) -> Result<(Vec<Tensor>, Vec<Tensor>), String> {
         let op = self.op;
         let mut call = Call::new(op, self.inputs, self.params, self.bound, (cotangents, tangent, grad_shapes));
         shim(&mut call).map_err(|e| e.0)?;
@@ -97,11 +103,20 @@ pub(crate) fn forward_f64(op: &RegisteredOp, inputs: &[&Tensor], params: &[Scala
 }
 
 pub(crate) fn no_f64(op: &RegisteredOp) -> String {
-    format!("op `{}`: its reference is not generic over `T: Real`, so it has no f64 instantiation; write it as `fn {}<T: Real>(..)`", op.id, op.decl.rust_name)
+    format!(
+        "op `{}`: its reference is not generic over `T: Real`, so it has no f64 instantiation; write it as `fn {}<T: Real>(..)`",
+        op.id, op.decl.rust_name
+    )
 }
 
 /// Runs the declared VJP (at the mode's dtype): one gradient per differentiable input.
-pub(crate) fn vjp(op: &RegisteredOp, inputs: &[&Tensor], params: &[Scalar], cotangents: &[&Tensor], mode: Mode) -> Result<Vec<Tensor>, String> {
+pub(crate) fn vjp(
+    op: &RegisteredOp,
+    inputs: &[&Tensor],
+    params: &[Scalar],
+    cotangents: &[&Tensor],
+    mode: Mode,
+) -> Result<Vec<Tensor>, String> {
     let shim = match mode {
         Mode::Dispatch => op.decl.vjp,
         Mode::ReferenceF64 => op.decl.vjp_f64,
@@ -117,7 +132,14 @@ pub(crate) fn vjp(op: &RegisteredOp, inputs: &[&Tensor], params: &[Scalar], cota
 }
 
 /// Runs JVP rule `k` (for differentiable input `k`) with a tangent: one tangent per output.
-pub(crate) fn jvp(op: &RegisteredOp, k: usize, inputs: &[&Tensor], params: &[Scalar], tangent: &Tensor, mode: Mode) -> Result<Vec<Tensor>, String> {
+pub(crate) fn jvp(
+    op: &RegisteredOp,
+    k: usize,
+    inputs: &[&Tensor],
+    params: &[Scalar],
+    tangent: &Tensor,
+    mode: Mode,
+) -> Result<Vec<Tensor>, String> {
     let rules = match mode {
         Mode::Dispatch => op.decl.jvp,
         Mode::ReferenceF64 => op.decl.jvp_f64,

@@ -256,7 +256,9 @@ pub(crate) enum Rule {
 pub(crate) fn reverse_rule(op: &RegisteredOp) -> Result<Rule, TapeError> {
     match &op.contract.backward {
         Backward::None => Err(TapeError::NotDifferentiable { op: op.id.clone() }),
-        Backward::Composite { .. } => op.decl.composite.map(|_| Rule::Composite).ok_or_else(|| TapeError::NoCompositeGraph { op: op.id.clone() }),
+        Backward::Composite { .. } => {
+            op.decl.composite.map(|_| Rule::Composite).ok_or_else(|| TapeError::NoCompositeGraph { op: op.id.clone() })
+        }
         Backward::Declared { .. } => op.decl.vjp.map(|_| Rule::Vjp).ok_or_else(|| TapeError::NoVjp { op: op.id.clone() }),
     }
 }
@@ -278,7 +280,10 @@ fn shim_err(op: &RegisteredOp) -> impl Fn(String) -> TapeError + '_ {
 fn accumulate(op: &str, acc: &mut Tensor, g: &Tensor) -> Result<(), TapeError> {
     let bad = || TapeError::GradDType { op: op.to_string(), dtype: g.dtype() };
     if acc.shape() != g.shape() {
-        return Err(TapeError::Shim { op: op.to_string(), message: format!("gradient of shape {:?} for a value of shape {:?}", g.shape(), acc.shape()) });
+        return Err(TapeError::Shim {
+            op: op.to_string(),
+            message: format!("gradient of shape {:?} for a value of shape {:?}", g.shape(), acc.shape()),
+        });
     }
     match g.data() {
         Data::F32(gv) => acc.as_mut_slice::<f32>().ok_or_else(bad)?.iter_mut().zip(gv).for_each(|(a, b)| *a += *b),
@@ -301,7 +306,17 @@ impl Tape {
 
     /// An empty tape in a given execution mode.
     pub fn with_mode(registry: &Registry, mode: Mode) -> Tape {
-        Tape { registry: registry.clone(), mode, options: CallOptions::default(), budget: None, vars: Vec::new(), nodes: Vec::new(), depth: 0, graph_outputs: Vec::new(), receipts: Arc::new(Vec::new()) }
+        Tape {
+            registry: registry.clone(),
+            mode,
+            options: CallOptions::default(),
+            budget: None,
+            vars: Vec::new(),
+            nodes: Vec::new(),
+            depth: 0,
+            graph_outputs: Vec::new(),
+            receipts: Arc::new(Vec::new()),
+        }
     }
 
     /// The registry ops are looked up in.
@@ -326,7 +341,9 @@ impl Tape {
 
     fn attach_receipt(&self, e: &mut ProvenanceEntry) {
         let hash = op_spec::canon::hex(&e.content_hash);
-        if let Some(r) = self.receipts.iter().find(|r| r.content_hash == hash && r.backend == e.backend && r.device == *e.device && *r.op == *e.op) {
+        if let Some(r) =
+            self.receipts.iter().find(|r| r.content_hash == hash && r.backend == e.backend && r.device == *e.device && *r.op == *e.op)
+        {
             e.receipt = Some(r.digest.clone());
         }
     }
@@ -428,7 +445,14 @@ impl Tape {
     }
 
     /// Records a composite op's graph on a fresh tape whose inputs have this call's shapes.
-    fn record_composite(&self, op: &RegisteredOp, builder: crate::decl::CompositeFn, inputs: &[Var], params: &[Scalar], inferred: &Inferred) -> Result<Tape, TapeError> {
+    fn record_composite(
+        &self,
+        op: &RegisteredOp,
+        builder: crate::decl::CompositeFn,
+        inputs: &[Var],
+        params: &[Scalar],
+        inferred: &Inferred,
+    ) -> Result<Tape, TapeError> {
         let ins: Vec<(DType, Vec<usize>)> = inputs.iter().map(|v| (self.vars[v.0].dtype, self.vars[v.0].shape.clone())).collect();
         let mut sub = Tape::with_mode(&self.registry, self.mode);
         sub.options = self.options;
@@ -440,18 +464,29 @@ impl Tape {
 
     /// On an empty tape: records `op`'s composite graph over inputs of the given dtypes and
     /// shapes, checking that it yields the op's outputs.
-    pub(crate) fn record_graph(&mut self, op: &RegisteredOp, builder: crate::decl::CompositeFn, ins: &[(DType, Vec<usize>)], params: &[Scalar], inferred: &Inferred) -> Result<(), TapeError> {
+    pub(crate) fn record_graph(
+        &mut self,
+        op: &RegisteredOp,
+        builder: crate::decl::CompositeFn,
+        ins: &[(DType, Vec<usize>)],
+        params: &[Scalar],
+        inferred: &Inferred,
+    ) -> Result<(), TapeError> {
         if self.depth > MAX_DEPTH {
             return Err(TapeError::CompositeTooDeep { op: op.id.clone(), depth: MAX_DEPTH });
         }
         let names: Vec<&str> = op.contract.signature.inputs().map(|t| t.name.as_str()).collect();
-        let sub_inputs: Vec<Var> = ins.iter().zip(&names).map(|((dtype, shape), n)| self.push_var(n.to_string(), *dtype, shape.clone(), Kind::Input)).collect();
+        let sub_inputs: Vec<Var> =
+            ins.iter().zip(&names).map(|((dtype, shape), n)| self.push_var(n.to_string(), *dtype, shape.clone(), Kind::Input)).collect();
         let outs = builder(self, &sub_inputs, params).map_err(|e| match e {
             e @ (TapeError::CompositeTooDeep { .. } | TapeError::CompositeMismatch { .. }) => e,
             e => TapeError::CompositeMismatch { op: op.id.clone(), reason: format!("failed to record: {e}") },
         })?;
         if outs.len() != inferred.outputs.len() {
-            return Err(TapeError::CompositeMismatch { op: op.id.clone(), reason: format!("returns {} value(s), the op declares {} output(s)", outs.len(), inferred.outputs.len()) });
+            return Err(TapeError::CompositeMismatch {
+                op: op.id.clone(),
+                reason: format!("returns {} value(s), the op declares {} output(s)", outs.len(), inferred.outputs.len()),
+            });
         }
         for (k, (v, (dtype, shape))) in outs.iter().zip(&inferred.outputs).enumerate() {
             let i = self.vars.get(v.0).ok_or(TapeError::UnknownVar { op: op.id.clone(), var: *v })?;
@@ -503,7 +538,15 @@ impl Tape {
         let requires = self.requires(wrt);
         let entry = |v: Var, op: &RegisteredOp, output: &str, kind: BufferKind| {
             let i = &self.vars[v.0];
-            PlanEntry { value: format!("{prefix}{v}"), op: op.id.clone(), output: output.to_string(), kind, dtype: i.dtype, shape: i.shape.clone(), bytes: planner::buffer_bytes(i.dtype, &i.shape) }
+            PlanEntry {
+                value: format!("{prefix}{v}"),
+                op: op.id.clone(),
+                output: output.to_string(),
+                kind,
+                dtype: i.dtype,
+                shape: i.shape.clone(),
+                bytes: planner::buffer_bytes(i.dtype, &i.shape),
+            }
         };
         for n in &self.nodes {
             for (v, name) in n.outputs.iter().zip(&n.op.plan.out_names) {
@@ -520,7 +563,9 @@ impl Tape {
                 continue;
             }
             let (op, output) = match &v.kind {
-                Kind::Output { node, k } => (&self.nodes[*node].op, self.nodes[*node].op.plan.out_names.get(*k).cloned().unwrap_or_default()),
+                Kind::Output { node, k } => {
+                    (&self.nodes[*node].op, self.nodes[*node].op.plan.out_names.get(*k).cloned().unwrap_or_default())
+                }
                 Kind::Param(_) | Kind::Input => match self.nodes.iter().find(|n| n.inputs.contains(&Var(i))) {
                     Some(n) => (&n.op, format!("d/d {}", v.name)),
                     None => continue,
@@ -557,7 +602,9 @@ impl Tape {
         }
         for (k, i) in self.vars.iter().enumerate() {
             match &i.kind {
-                Kind::Input if values[k].is_none() => return Err(TapeError::Feed { name: i.name.clone(), var: Var(k), problem: "was not fed".into() }),
+                Kind::Input if values[k].is_none() => {
+                    return Err(TapeError::Feed { name: i.name.clone(), var: Var(k), problem: "was not fed".into() })
+                }
                 Kind::Param(t) => values[k] = Some(t.clone()),
                 _ => {}
             }
@@ -565,7 +612,12 @@ impl Tape {
         let mut provenance = ProvenanceRecord::default();
         let mut ops = Vec::with_capacity(self.nodes.len());
         for n in &self.nodes {
-            let ins: Vec<&Tensor> = n.inputs.iter().map(|v| values[v.0].as_ref()).collect::<Option<Vec<_>>>().ok_or_else(|| TapeError::Shim { op: n.op.id.clone(), message: "an input has no value".into() })?;
+            let ins: Vec<&Tensor> = n
+                .inputs
+                .iter()
+                .map(|v| values[v.0].as_ref())
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| TapeError::Shim { op: n.op.id.clone(), message: "an input has no value".into() })?;
             let (op, outs) = match self.mode {
                 Mode::Dispatch => {
                     let op = n.handle.op();
@@ -592,12 +644,18 @@ impl Tape {
                 }
             };
             if outs.len() != n.outputs.len() {
-                return Err(TapeError::Shim { op: op.id.clone(), message: format!("produced {} output(s), expected {}", outs.len(), n.outputs.len()) });
+                return Err(TapeError::Shim {
+                    op: op.id.clone(),
+                    message: format!("produced {} output(s), expected {}", outs.len(), n.outputs.len()),
+                });
             }
             for (v, t) in n.outputs.iter().zip(outs) {
                 let i = &self.vars[v.0];
                 if t.dtype() != i.dtype || t.shape() != i.shape.as_slice() {
-                    return Err(TapeError::Shim { op: op.id.clone(), message: format!("produced {}{:?} where the plan expects {}{:?}", t.dtype(), t.shape(), i.dtype, i.shape) });
+                    return Err(TapeError::Shim {
+                        op: op.id.clone(),
+                        message: format!("produced {}{:?} where the plan expects {}{:?}", t.dtype(), t.shape(), i.dtype, i.shape),
+                    });
                 }
                 values[v.0] = Some(t);
             }
@@ -648,12 +706,18 @@ impl Tape {
                 let i = &self.vars[v.0];
                 cots.push(match grads[v.0].take() {
                     Some(g) => g,
-                    None => Tensor::zeros(i.dtype, i.shape.clone()).map_err(|e| TapeError::Shim { op: op.id.clone(), message: e.to_string() })?,
+                    None => Tensor::zeros(i.dtype, i.shape.clone())
+                        .map_err(|e| TapeError::Shim { op: op.id.clone(), message: e.to_string() })?,
                 });
             }
             let cot_refs: Vec<&Tensor> = cots.iter().collect();
             let gs = {
-                let ins: Vec<&Tensor> = n.inputs.iter().map(|v| run.values[v.0].as_ref()).collect::<Option<Vec<_>>>().ok_or_else(|| TapeError::Shim { op: op.id.clone(), message: "an input has no value".into() })?;
+                let ins: Vec<&Tensor> = n
+                    .inputs
+                    .iter()
+                    .map(|v| run.values[v.0].as_ref())
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| TapeError::Shim { op: op.id.clone(), message: "an input has no value".into() })?;
                 match rule {
                     Rule::Vjp => exec::vjp(&op, &ins, &n.params, &cot_refs, self.mode).map_err(shim_err(&op))?,
                     Rule::Composite => {
@@ -665,7 +729,10 @@ impl Tape {
                 }
             };
             if gs.len() != diff.len() {
-                return Err(TapeError::Shim { op: op.id.clone(), message: format!("the backward returned {} gradient(s) for {} differentiable input(s)", gs.len(), diff.len()) });
+                return Err(TapeError::Shim {
+                    op: op.id.clone(),
+                    message: format!("the backward returned {} gradient(s) for {} differentiable input(s)", gs.len(), diff.len()),
+                });
             }
             for (&p, g) in diff.iter().zip(gs) {
                 let v = n.inputs[p];
@@ -688,11 +755,19 @@ impl Tape {
 
     /// A composite graph's VJP: rematerialises the graph from the op's inputs, then runs it
     /// backward from the op's cotangents. One gradient per differentiable input.
-    pub(crate) fn graph_vjp(&self, op: &RegisteredOp, inputs: &[&Tensor], cotangents: Vec<Tensor>) -> Result<(Vec<Tensor>, ProvenanceRecord), TapeError> {
+    pub(crate) fn graph_vjp(
+        &self,
+        op: &RegisteredOp,
+        inputs: &[&Tensor],
+        cotangents: Vec<Tensor>,
+    ) -> Result<(Vec<Tensor>, ProvenanceRecord), TapeError> {
         let feeds: Vec<(Var, &Tensor)> = inputs.iter().enumerate().map(|(k, t)| (Var(k), *t)).collect();
         let mut run = self.run_unplanned(&feeds)?;
         if cotangents.len() != self.graph_outputs.len() {
-            return Err(TapeError::CompositeMismatch { op: op.id.clone(), reason: "has a different number of outputs than cotangents".into() });
+            return Err(TapeError::CompositeMismatch {
+                op: op.id.clone(),
+                reason: "has a different number of outputs than cotangents".into(),
+            });
         }
         let seeds = self.graph_outputs.iter().copied().zip(cotangents).collect();
         let mut wrt = vec![false; self.vars.len()];
@@ -706,7 +781,9 @@ impl Tape {
             let i = &self.vars[p];
             out.push(match grads.get(Var(p)) {
                 Some(g) => g.clone(),
-                None => Tensor::zeros(i.dtype, i.shape.clone()).map_err(|e| TapeError::Shim { op: op.id.clone(), message: e.to_string() })?,
+                None => {
+                    Tensor::zeros(i.dtype, i.shape.clone()).map_err(|e| TapeError::Shim { op: op.id.clone(), message: e.to_string() })?
+                }
             });
         }
         Ok((out, run.provenance))

@@ -26,13 +26,19 @@ pub(crate) fn run_dtype(declared: DType, float_as: Option<DType>) -> DType {
 
 /// Validates a call from dtypes and shapes alone (`Plan::validate`, without tensors) and
 /// computes the output dtypes and shapes. Only `static` shape classes plan.
-pub fn infer(op: &RegisteredOp, inputs: &[(DType, &[usize])], params: &[Scalar], float_as: Option<DType>) -> Result<Inferred, DispatchError> {
+pub fn infer(
+    op: &RegisteredOp,
+    inputs: &[(DType, &[usize])],
+    params: &[Scalar],
+    float_as: Option<DType>,
+) -> Result<Inferred, DispatchError> {
     let bound = op.plan.validate(inputs, params, float_as)?;
     if bound.is_data_dependent() {
         // The tape plans and differentiates static shapes only.
         return Err(DispatchError::DynamicShape { op: op.id.clone(), class: op.plan.shape_class().unwrap_or("dynamic").to_string() });
     }
-    let outputs = op.contract.signature.outputs.iter().zip(bound.out_shapes).map(|(o, shape)| (run_dtype(o.dtype, float_as), shape)).collect();
+    let outputs =
+        op.contract.signature.outputs.iter().zip(bound.out_shapes).map(|(o, shape)| (run_dtype(o.dtype, float_as), shape)).collect();
     Ok(Inferred { outputs })
 }
 
@@ -80,7 +86,17 @@ pub struct PlanEntry {
 impl fmt::Display for PlanEntry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let shape = self.shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ");
-        write!(f, "{:<6} {:<9} {:<36} `{}` {}[{}]  {}", self.value, self.kind, self.op, self.output, self.dtype, shape, human_bytes(self.bytes))
+        write!(
+            f,
+            "{:<6} {:<9} {:<36} `{}` {}[{}]  {}",
+            self.value,
+            self.kind,
+            self.op,
+            self.output,
+            self.dtype,
+            shape,
+            human_bytes(self.bytes)
+        )
     }
 }
 
@@ -172,7 +188,10 @@ mod tests {
     fn refuses_like_plan_validate_naming_the_op() {
         let op = conv1d();
         let e = infer(&op, &[(DType::f32, &[3]), (DType::f32, &[5])], &[], None).unwrap_err();
-        assert!(matches!(&e, DispatchError::Constraint { op, constraint, .. } if op == "builtin/conv1d@1" && constraint == "m <= n"), "{e}");
+        assert!(
+            matches!(&e, DispatchError::Constraint { op, constraint, .. } if op == "builtin/conv1d@1" && constraint == "m <= n"),
+            "{e}"
+        );
         let e = infer(&op, &[(DType::f64, &[3]), (DType::f32, &[2])], &[], None).unwrap_err();
         assert!(matches!(&e, DispatchError::InputDType { input, .. } if input == "x"), "{e}");
         let e = infer(&op, &[(DType::f32, &[3])], &[], None).unwrap_err();
@@ -187,7 +206,15 @@ mod tests {
         assert_eq!(buffer_bytes(DType::f64, &[usize::MAX, 2]), usize::MAX);
         assert_eq!(human_bytes(512), "512 B");
         assert_eq!(human_bytes(3 << 20), "3.0 MiB");
-        let e = |v: &str, b: usize| PlanEntry { value: v.into(), op: "o@1".into(), output: "out".into(), kind: BufferKind::Forward, dtype: DType::u8, shape: vec![b], bytes: b };
+        let e = |v: &str, b: usize| PlanEntry {
+            value: v.into(),
+            op: "o@1".into(),
+            output: "out".into(),
+            kind: BufferKind::Forward,
+            dtype: DType::u8,
+            shape: vec![b],
+            bytes: b,
+        };
         let p = MemoryPlan::new(vec![e("%1", 10), e("%2", 30), e("%3", 20)], Some(50));
         assert_eq!(p.total_bytes, 60);
         assert!(!p.fits());

@@ -14,7 +14,10 @@ pub(super) fn check_backward_fits_signature(cx: &Ctxt, attr: &OpAttr, sig: &SSig
     }
     let has_float_input = sig.args.iter().any(|a| matches!(a, SArg::Tensor(t) if t.dtype.value.is_float()));
     if !has_float_input {
-        cx.error(bw.span().error("this backward needs a float tensor input to differentiate, and the signature has none; declare `backward = none`"));
+        cx.error(
+            bw.span()
+                .error("this backward needs a float tensor input to differentiate, and the signature has none; declare `backward = none`"),
+        );
     }
     if let SBackward::Declared { vjp: None, jvp: None, span } = bw {
         cx.error(span.error("declare at least one rule: `vjp(path)` or `jvp(path, ...)`"));
@@ -23,7 +26,13 @@ pub(super) fn check_backward_fits_signature(cx: &Ctxt, attr: &OpAttr, sig: &SSig
 
 // Rule: a differentiable op's reference is generic over its float type (unless that type is
 // already f64), so gradcheck can run the same body in f64.
-pub(super) fn check_differentiable_reference_is_generic(cx: &Ctxt, attr: &OpAttr, sig: &SSignature, reference: &RefShape, func: &syn::ItemFn) {
+pub(super) fn check_differentiable_reference_is_generic(
+    cx: &Ctxt,
+    attr: &OpAttr,
+    sig: &SSignature,
+    reference: &RefShape,
+    func: &syn::ItemFn,
+) {
     let Some(bw) = &attr.backward else { return };
     if matches!(bw, SBackward::None(_)) || reference.float_generic.is_some() {
         return;
@@ -50,10 +59,14 @@ pub(super) fn check_differentiable_reference_is_generic(cx: &Ctxt, attr: &OpAttr
 // Rule: `jvp` lists exactly one rule per differentiable (float tensor) input.
 pub(super) fn check_jvp_arity(cx: &Ctxt, attr: &OpAttr, sig: &SSignature) {
     let Some(SBackward::Declared { jvp: Some((span, rules)), .. }) = &attr.backward else { return };
-    let diff: Vec<String> = sig.args.iter().filter_map(|a| match a {
-        SArg::Tensor(t) if t.dtype.value.is_float() => Some(t.name.to_string()),
-        _ => None,
-    }).collect();
+    let diff: Vec<String> = sig
+        .args
+        .iter()
+        .filter_map(|a| match a {
+            SArg::Tensor(t) if t.dtype.value.is_float() => Some(t.name.to_string()),
+            _ => None,
+        })
+        .collect();
     if rules.len() != diff.len() && !diff.is_empty() {
         let name = attr.name.as_ref().map(|n| n.value.as_str()).unwrap_or("this op");
         cx.error(span.error(format!(
@@ -91,7 +104,11 @@ mod tests {
         let e = errs(
             quote!(name = "a/mul", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
                 category = elementwise, tolerance = ulp(1), backward = jvp(only_one)),
-            quote!(fn f<T: Real>(a: &[T], b: &[T]) -> Vec<T> { todo!() }),
+            quote!(
+                fn f<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
+                    todo!()
+                }
+            ),
         );
         assert_eq!(e, vec!["op `a/mul` has 2 differentiable input(s) (a, b) but `jvp` lists 1 rule(s); list exactly one rule per differentiable input, in order".to_string()]);
     }

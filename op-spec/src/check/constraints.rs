@@ -15,8 +15,13 @@ pub(super) fn check_constant_constraints(cx: &Ctxt, sig: &SSignature) {
         if syms.is_empty() {
             match c.to_constraint().holds(&|_| None) {
                 Some(true) => {}
-                Some(false) => cx.error(c.span.error(format!("constraint `{}` is always false, so no input is admissible; fix or remove it", c.to_constraint()))),
-                None => cx.error(c.span.error(format!("constraint `{}` cannot be evaluated (division by zero or overflow)", c.to_constraint()))),
+                Some(false) => cx.error(
+                    c.span
+                        .error(format!("constraint `{}` is always false, so no input is admissible; fix or remove it", c.to_constraint())),
+                ),
+                None => {
+                    cx.error(c.span.error(format!("constraint `{}` cannot be evaluated (division by zero or overflow)", c.to_constraint())))
+                }
             }
         }
     }
@@ -266,9 +271,10 @@ pub(super) fn check_contradictory_constraints(cx: &Ctxt, sig: &SSignature, dims:
         loop {
             if k == idx.len() {
                 let text: Vec<String> = local.iter().map(|c| format!("`{c}`")).collect();
-                cx.error(sig.constraints[sig.constraints.len() - 1]
-                    .span
-                    .error(format!("the constraints {} contradict each other: no value of the parameters satisfies all of them", text.join(", "))));
+                cx.error(sig.constraints[sig.constraints.len() - 1].span.error(format!(
+                    "the constraints {} contradict each other: no value of the parameters satisfies all of them",
+                    text.join(", ")
+                )));
                 return;
             }
             idx[k] += 1;
@@ -343,7 +349,11 @@ mod tests {
         let e = errs(
             quote!(name = "a/b", version = 1, signature(x: f32[n], w: u32 where 1 <= w <= 31) -> f32[n - w + 1],
                 category = selection, tolerance = exact, backward = none),
-            quote!(fn f<T: Real>(x: &[T], w: u32) -> Vec<T> { todo!() }),
+            quote!(
+                fn f<T: Real>(x: &[T], w: u32) -> Vec<T> {
+                    todo!()
+                }
+            ),
         );
         assert_eq!(e.len(), 1, "{e:?}");
         assert!(e[0].contains("output dim `n - w + 1` of `out` can be negative: with n = 0, w = 2 (admissible"), "{}", e[0]);
@@ -354,19 +364,31 @@ mod tests {
         let e = errs(
             quote!(name = "a/b", version = 1, signature(x: f32[n], w: u32 where w >= 5, w < 3) -> f32[n],
                 category = elementwise, tolerance = ulp(1), backward = none),
-            quote!(fn f(x: &[f32], w: u32) -> Vec<f32> { todo!() }),
+            quote!(
+                fn f(x: &[f32], w: u32) -> Vec<f32> {
+                    todo!()
+                }
+            ),
         );
         assert!(e.iter().any(|m| m.contains("the constraints on `w` contradict each other: together they require 5 <= w <= 2")), "{e:?}");
         let e = errs(
             quote!(name = "a/b", version = 1, signature(x: f32[n], w: u32 where 2 > 3) -> f32[n],
                 category = elementwise, tolerance = ulp(1), backward = none),
-            quote!(fn f(x: &[f32], w: u32) -> Vec<f32> { todo!() }),
+            quote!(
+                fn f(x: &[f32], w: u32) -> Vec<f32> {
+                    todo!()
+                }
+            ),
         );
         assert!(e.iter().any(|m| m.contains("constraint `2 > 3` is always false")), "{e:?}");
         let e = errs(
             quote!(name = "a/b", version = 1, signature(x: f32[n], w: u32 where w % 2 == 1, 2 <= w <= 2) -> f32[n],
                 category = elementwise, tolerance = ulp(1), backward = none),
-            quote!(fn f(x: &[f32], w: u32) -> Vec<f32> { todo!() }),
+            quote!(
+                fn f(x: &[f32], w: u32) -> Vec<f32> {
+                    todo!()
+                }
+            ),
         );
         assert!(e.iter().any(|m| m.contains("contradict each other: no value")), "{e:?}");
     }
@@ -375,7 +397,11 @@ mod tests {
         let e = errs(
             quote!(name = "a/b", version = 1, signature(x: f32[n], k: u32 where k <= n, 3 < 2) -> f32[n - k],
                 category = selection, tolerance = exact, backward = none),
-            quote!(fn f<T: Real>(x: &[T], k: u32) -> Vec<T> { todo!() }),
+            quote!(
+                fn f<T: Real>(x: &[T], k: u32) -> Vec<T> {
+                    todo!()
+                }
+            ),
         );
         assert_eq!(e, vec!["constraint `3 < 2` is always false, so no input is admissible; fix or remove it".to_string()]);
     }

@@ -14,15 +14,23 @@ use std::path::{Path, PathBuf};
 pub(super) fn check_binding_coverage(cx: &Ctxt, k: &SKernel, sig: &SSignature, dims: &[String]) -> bool {
     let before = cx.error_count();
     let _ = dims;
-    let inputs: Vec<String> = sig.args.iter().filter_map(|a| match a {
-        SArg::Tensor(t) => Some(t.name.to_string()),
-        _ => None,
-    }).collect();
+    let inputs: Vec<String> = sig
+        .args
+        .iter()
+        .filter_map(|a| match a {
+            SArg::Tensor(t) => Some(t.name.to_string()),
+            _ => None,
+        })
+        .collect();
     let outputs: Vec<String> = sig.outputs.iter().map(|o| o.name.to_string()).collect();
-    let params: Vec<String> = sig.args.iter().filter_map(|a| match a {
-        SArg::Param(p) => Some(p.name.to_string()),
-        _ => None,
-    }).collect();
+    let params: Vec<String> = sig
+        .args
+        .iter()
+        .filter_map(|a| match a {
+            SArg::Param(p) => Some(p.name.to_string()),
+            _ => None,
+        })
+        .collect();
     let mut bound: Vec<String> = Vec::new();
     let mut uniforms = 0;
     for b in &k.bindings {
@@ -43,12 +51,21 @@ pub(super) fn check_binding_coverage(cx: &Ctxt, k: &SKernel, sig: &SSignature, d
                         cx.error(access.span.error(format!("output `{s}` must be bound `read_write`: the kernel writes it")));
                     }
                 } else if params.contains(&s) {
-                    cx.error(syn::Error::new(name.span(), format!("`{s}` is a scalar parameter: pass it in `uniform({s})`, not as a buffer")));
+                    cx.error(syn::Error::new(
+                        name.span(),
+                        format!("`{s}` is a scalar parameter: pass it in `uniform({s})`, not as a buffer"),
+                    ));
                 } else {
                     let mut all = inputs.clone();
                     all.extend(outputs.iter().cloned());
                     let all: Vec<String> = all.iter().map(|t| format!("`{t}`")).collect();
-                    cx.error(syn::Error::new(name.span(), format!("`{s}` is not a tensor of the signature (tensors: {}); bind only those, or declare `{s}` in the signature", all.join(", "))));
+                    cx.error(syn::Error::new(
+                        name.span(),
+                        format!(
+                            "`{s}` is not a tensor of the signature (tensors: {}); bind only those, or declare `{s}` in the signature",
+                            all.join(", ")
+                        ),
+                    ));
                 }
             }
             SBinding::Uniform { span, fields } => {
@@ -93,7 +110,8 @@ fn read_relative(bases: &[PathBuf], rel: &str) -> Result<(PathBuf, Vec<u8>), Str
     }
     Err(match other {
         Some(e) => format!("cannot be read ({e}); check the file's permissions and that it is a file"),
-        None => "does not exist relative to the crate's Cargo.toml or to the declaring file's directory; fix the path or add the file".to_string(),
+        None => "does not exist relative to the crate's Cargo.toml or to the declaring file's directory; fix the path or add the file"
+            .to_string(),
     })
 }
 
@@ -111,7 +129,13 @@ pub fn cuda_includes(src: &str) -> Vec<String> {
 
 // Rule: kernel files exist; WGSL kernels match their descriptor (see `wgsl`); CUDA kernels
 // have their entry and one parameter per descriptor field, and their headers exist.
-pub(super) fn load_and_check_kernel(cx: &Ctxt, k: &SKernel, sig: &SSignature, base: &[PathBuf], check_contents: bool) -> Option<LoadedKernel> {
+pub(super) fn load_and_check_kernel(
+    cx: &Ctxt,
+    k: &SKernel,
+    sig: &SSignature,
+    base: &[PathBuf],
+    check_contents: bool,
+) -> Option<LoadedKernel> {
     let (abs_path, bytes) = match read_relative(base, &k.path.value()) {
         Ok(x) => x,
         Err(e) => {
@@ -155,7 +179,12 @@ pub(super) fn load_and_check_kernel(cx: &Ctxt, k: &SKernel, sig: &SSignature, ba
             }
             headers.sort_by(|a, b| a.0.cmp(&b.0));
             let entry = check_cuda_entry(cx, k, &text)?;
-            Some(LoadedKernel { abs_path, bytes, headers, info: KernelInfo { entry, workgroup_size: [k.block.as_ref().map(|b| b.value).unwrap_or(256), 1, 1] } })
+            Some(LoadedKernel {
+                abs_path,
+                bytes,
+                headers,
+                info: KernelInfo { entry, workgroup_size: [k.block.as_ref().map(|b| b.value).unwrap_or(256), 1, 1] },
+            })
         }
     }
 }
@@ -171,7 +200,11 @@ fn cuda_params(src: &str, name: &str) -> Option<Vec<String>> {
         if head.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == name) {
             let close = rest[open..].find(')')? + open;
             let inner = rest[open + 1..close].trim();
-            return Some(if inner.is_empty() || inner == "void" { Vec::new() } else { inner.split(',').map(|s| s.trim().to_string()).collect() });
+            return Some(if inner.is_empty() || inner == "void" {
+                Vec::new()
+            } else {
+                inner.split(',').map(|s| s.trim().to_string()).collect()
+            });
         }
         from = start + 10;
     }
@@ -200,22 +233,40 @@ fn check_cuda_entry(cx: &Ctxt, k: &SKernel, src: &str) -> Option<String> {
             if !globals.contains(&e.value()) {
                 let found: Vec<String> = globals.iter().map(|g| format!("`{g}`")).collect();
                 let found = if found.is_empty() { "none".to_string() } else { found.join(", ") };
-                cx.error(syn::Error::new(e.span(), format!("CUDA kernel `{}` has no `__global__` function `{}` (found: {found}); set `entry` to one of them", k.path.value(), e.value())));
+                cx.error(syn::Error::new(
+                    e.span(),
+                    format!(
+                        "CUDA kernel `{}` has no `__global__` function `{}` (found: {found}); set `entry` to one of them",
+                        k.path.value(),
+                        e.value()
+                    ),
+                ));
                 return None;
             }
             e.value()
         }
         None if globals.len() == 1 => globals[0].clone(),
         None => {
-            cx.error(syn::Error::new(k.path.span(), format!("CUDA kernel has {} `__global__` functions ({}); name one with `entry = \"...\"`", globals.len(), globals.join(", "))));
+            cx.error(syn::Error::new(
+                k.path.span(),
+                format!(
+                    "CUDA kernel has {} `__global__` functions ({}); name one with `entry = \"...\"`",
+                    globals.len(),
+                    globals.join(", ")
+                ),
+            ));
             return None;
         }
     };
     let params = cuda_params(src, &entry).unwrap_or_default();
-    let want: usize = k.bindings.iter().map(|b| match b {
-        SBinding::Buffer { .. } => 1,
-        SBinding::Uniform { fields, .. } => fields.len(),
-    }).sum();
+    let want: usize = k
+        .bindings
+        .iter()
+        .map(|b| match b {
+            SBinding::Buffer { .. } => 1,
+            SBinding::Uniform { fields, .. } => fields.len(),
+        })
+        .sum();
     let anchor = k.bindings_span.unwrap_or(k.span);
     if params.len() != want {
         cx.error(anchor.error(format!(
@@ -230,11 +281,20 @@ fn check_cuda_entry(cx: &Ctxt, k: &SKernel, src: &str) -> Option<String> {
             SBinding::Buffer { name, access } => {
                 let p = &params[i];
                 if !p.contains('*') {
-                    cx.error(syn::Error::new(name.span(), format!("`{name}` is a buffer but CUDA parameter {i} of `{entry}` is `{p}`, not a pointer")));
+                    cx.error(syn::Error::new(
+                        name.span(),
+                        format!("`{name}` is a buffer but CUDA parameter {i} of `{entry}` is `{p}`, not a pointer"),
+                    ));
                 } else if access.value == Access::Read && !p.contains("const") {
-                    cx.error(access.span.error(format!("`{name}` is bound `read` but CUDA parameter {i} of `{entry}` is `{p}`; declare it `const`")));
+                    cx.error(
+                        access
+                            .span
+                            .error(format!("`{name}` is bound `read` but CUDA parameter {i} of `{entry}` is `{p}`; declare it `const`")),
+                    );
                 } else if access.value == Access::ReadWrite && p.trim_start().starts_with("const") && !p.contains("* const") {
-                    cx.error(access.span.error(format!("`{name}` is bound `read_write` but CUDA parameter {i} of `{entry}` is `{p}` (const)")));
+                    cx.error(
+                        access.span.error(format!("`{name}` is bound `read_write` but CUDA parameter {i} of `{entry}` is `{p}` (const)")),
+                    );
                 }
                 i += 1;
             }
@@ -270,16 +330,26 @@ mod tests {
             quote!(name = "a/b", version = 1, signature(x: f32[n]) -> f32[n], category = elementwise, tolerance = ulp(0), backward = none,
                 kernel(wgsl = "k.wgsl", #b, threads = n))
         };
-        let item = quote!(fn f<T: Real>(x: &[T]) -> Vec<T> { todo!() });
+        let item = quote!(
+            fn f<T: Real>(x: &[T]) -> Vec<T> {
+                todo!()
+            }
+        );
         let bases = [dir];
         assert!(check_tokens(attr(quote!(bindings(x: read, out: read_write))), item.clone(), &bases).is_ok());
-        let msgs = |r: Result<(Checked, OpAttr), Vec<syn::Error>>| r.err().unwrap_or_default().into_iter().map(|e| e.to_string()).collect::<Vec<_>>();
+        let msgs = |r: Result<(Checked, OpAttr), Vec<syn::Error>>| {
+            r.err().unwrap_or_default().into_iter().map(|e| e.to_string()).collect::<Vec<_>>()
+        };
         let e = msgs(check_tokens(attr(quote!(bindings(out: read_write))), item.clone(), &bases));
         assert_eq!(e, vec!["tensor `x` is not bound by this kernel; add `x: read` to `bindings(...)`".to_string()]);
         let e = msgs(check_tokens(attr(quote!(bindings(x: read, out: write))), item.clone(), &bases));
         assert_eq!(e, vec!["unknown access `write`; valid: read, read_write".to_string()]);
-        let e = msgs(check_tokens(quote!(name = "a/b", version = 1, signature(x: f32[n]) -> f32[n], category = elementwise, tolerance = ulp(0),
-            backward = none, kernel(wgsl = "nope.wgsl", bindings(x: read, out: read_write), threads = n)), item, &bases));
+        let e = msgs(check_tokens(
+            quote!(name = "a/b", version = 1, signature(x: f32[n]) -> f32[n], category = elementwise, tolerance = ulp(0),
+            backward = none, kernel(wgsl = "nope.wgsl", bindings(x: read, out: read_write), threads = n)),
+            item,
+            &bases,
+        ));
         assert_eq!(e.len(), 1, "{e:?}");
         assert!(e[0].starts_with("kernel source `nope.wgsl` does not exist relative to the crate's Cargo.toml"), "{}", e[0]);
     }

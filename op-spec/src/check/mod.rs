@@ -125,7 +125,9 @@ fn check_required_keys(cx: &Ctxt, attr: &OpAttr) {
     let missing: Vec<(&str, &str)> = required.into_iter().filter(|(k, _)| !attr.keys_present.iter().any(|p| p == k)).collect();
     match missing.as_slice() {
         [] => {}
-        [(key, example)] => cx.error(syn::Error::new(call_site(attr), format!("missing key `{key}`: every op declares it; add e.g. `{example}`"))),
+        [(key, example)] => {
+            cx.error(syn::Error::new(call_site(attr), format!("missing key `{key}`: every op declares it; add e.g. `{example}`")))
+        }
         many => {
             let keys: Vec<String> = many.iter().map(|(k, _)| format!("`{k}`")).collect();
             let examples: Vec<String> = many.iter().map(|(_, e)| format!("`{e}`")).collect();
@@ -153,7 +155,9 @@ pub fn category_tolerance_rule(cat: Category, tol: &Tolerance) -> Result<(), &'s
         (Elementwise | Transcendental, Tolerance::Ulp(_)) => Ok(()),
         // Reductions and contractions accumulate error with length: a fixed ulp bound is wrong.
         (Reduction | Contraction, Tolerance::Accum(_)) => Ok(()),
-        (Reduction | Contraction, _) => Err("`reduction` and `contraction` error grows with length; use `accum(k)` (a matmul cannot slip past with `loose`)"),
+        (Reduction | Contraction, _) => {
+            Err("`reduction` and `contraction` error grows with length; use `accum(k)` (a matmul cannot slip past with `loose`)")
+        }
         // `accum` is only meaningful where there is an accumulation.
         (_, Tolerance::Accum(_)) => Err("`accum(k)` is for `reduction` and `contraction`; use `ulp(k)`"),
         // `loose` is the approximate category's privilege and nobody else's.
@@ -177,7 +181,11 @@ impl std::fmt::Display for Category {
 }
 
 /// Checks a whole declaration from tokens (used by tests and by the macro).
-pub fn check_tokens(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream, base_dirs: &[PathBuf]) -> Result<(Checked, OpAttr), Vec<syn::Error>> {
+pub fn check_tokens(
+    attr: proc_macro2::TokenStream,
+    item: proc_macro2::TokenStream,
+    base_dirs: &[PathBuf],
+) -> Result<(Checked, OpAttr), Vec<syn::Error>> {
     let cx = Ctxt::new();
     let func: syn::ItemFn = match syn::parse2(item) {
         Ok(f) => f,
@@ -192,7 +200,9 @@ pub fn check_tokens(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStre
     match (cx.check(), checked) {
         (Ok(()), Some(c)) => Ok((c, attr)),
         (Err(e), _) => Err(e),
-        (Ok(()), None) => Err(vec![syn::Error::new(Span::call_site(), "op-spec: the declaration did not check (internal: no error recorded)")]),
+        (Ok(()), None) => {
+            Err(vec![syn::Error::new(Span::call_site(), "op-spec: the declaration did not check (internal: no error recorded)")])
+        }
     }
 }
 
@@ -209,7 +219,11 @@ mod tests {
     }
 
     fn median_fn() -> proc_macro2::TokenStream {
-        quote!(pub fn windowed_median<T: Real>(x: &[T], w: u32) -> Vec<T> { todo!() })
+        quote!(
+            pub fn windowed_median<T: Real>(x: &[T], w: u32) -> Vec<T> {
+                todo!()
+            }
+        )
     }
 
     #[test]
@@ -236,7 +250,11 @@ mod tests {
         let e = errs(
             quote!(name = "a/b", version = 1, signature(x: f32[n], w: u32) -> f32[n],
                 category = elementwise, tolerance = ulp(1), backward = none),
-            quote!(fn f(x: &[f64], w: i32) -> Vec<f32> { todo!() }),
+            quote!(
+                fn f(x: &[f64], w: i32) -> Vec<f32> {
+                    todo!()
+                }
+            ),
         );
         assert_eq!(e.len(), 2, "{e:?}");
         assert!(e[0].contains("must be `&[f32]`"));
@@ -248,7 +266,11 @@ mod tests {
         let e = errs(
             quote!(name = "a/b", version = 1, signature(x: f32[n]) -> f32[n], category = selection, tolerance = exact,
                 backward = vjp(g), visibility = workspace),
-            quote!(fn f<T: Real>(x: &[T]) -> Vec<T> { todo!() }),
+            quote!(
+                fn f<T: Real>(x: &[T]) -> Vec<T> {
+                    todo!()
+                }
+            ),
         );
         assert_eq!(e.len(), 2, "{e:?}");
         assert!(e.iter().any(|m| m.contains("add `subgradient = ")));
@@ -256,7 +278,11 @@ mod tests {
         let e = errs(
             quote!(name = "a/b", version = 1, signature(x: f32[n]) -> f32[n], category = selection, tolerance = exact,
                 backward = none, license = "MIT AND NotALicence"),
-            quote!(fn f<T: Real>(x: &[T]) -> Vec<T> { todo!() }),
+            quote!(
+                fn f<T: Real>(x: &[T]) -> Vec<T> {
+                    todo!()
+                }
+            ),
         );
         assert!(e[0].contains("is not a valid SPDX licence expression"), "{e:?}");
     }
@@ -265,15 +291,27 @@ mod tests {
     fn a_malformed_key_is_not_also_missing() {
         let e = errs(
             quote!(name = "Bad Name", version = 0, signature(x: f8e4m3[n]) -> f32[n], category = pointwise, tolerance = approx, backward = autodiff),
-            quote!(fn f(x: &[f32]) -> Vec<f32> { todo!() }),
+            quote!(
+                fn f(x: &[f32]) -> Vec<f32> {
+                    todo!()
+                }
+            ),
         );
         assert_eq!(e.len(), 6, "{e:?}");
         assert!(e.iter().all(|m| !m.starts_with("missing key")), "{e:?}");
     }
     #[test]
     fn missing_keys_are_all_reported() {
-        let e = errs(quote!(name = "a/b"), quote!(fn f() {}));
+        let e = errs(
+            quote!(name = "a/b"),
+            quote!(
+                fn f() {}
+            ),
+        );
         assert_eq!(e.len(), 1, "{e:?}");
-        assert!(e[0].starts_with("missing keys `version`, `signature`, `category`, `tolerance`, `backward`: every op declares them"), "{e:?}");
+        assert!(
+            e[0].starts_with("missing keys `version`, `signature`, `category`, `tolerance`, `backward`: every op declares them"),
+            "{e:?}"
+        );
     }
 }

@@ -35,7 +35,13 @@ pub(super) fn check_data_dependent_dims(cx: &Ctxt, attr: &OpAttr, sig: &SSignatu
             d.symbols(&mut used);
             for u in used.into_iter().filter(|u| free.contains(u)) {
                 if !matches!(d.kind, SExprKind::Sym(_)) {
-                    cx.error(syn::Error::new(u.span(), format!("data-dependent symbol `{u}` must be a whole dim of output `{}` (e.g. `f32[{u}]`), not part of an expression", o.name)));
+                    cx.error(syn::Error::new(
+                        u.span(),
+                        format!(
+                            "data-dependent symbol `{u}` must be a whole dim of output `{}` (e.g. `f32[{u}]`), not part of an expression",
+                            o.name
+                        ),
+                    ));
                 } else if !seen.is_empty() {
                     cx.error(syn::Error::new(u.span(), format!("output `{}` has two data-dependent dims (`{}` and `{u}`); one per output lets the engine read its size off the data", o.name, seen[0])));
                 } else {
@@ -56,7 +62,10 @@ pub(super) fn check_data_dependent_support(cx: &Ctxt, attr: &OpAttr) {
     };
     if let Some(bw) = &attr.backward {
         if !matches!(bw, SBackward::None(_)) {
-            cx.error(bw.span().error(format!("`output = {}` ops must be `backward = none`: gradients through data-dependent shapes are not supported yet", class.1)));
+            cx.error(bw.span().error(format!(
+                "`output = {}` ops must be `backward = none`: gradients through data-dependent shapes are not supported yet",
+                class.1
+            )));
         }
     }
     for k in &attr.kernels {

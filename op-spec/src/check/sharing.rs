@@ -9,13 +9,18 @@ use crate::model::*;
 pub(super) fn check_license(cx: &Ctxt, attr: &OpAttr) {
     if let Some(l) = &attr.license {
         if let Err(e) = spdx::Expression::parse(&l.value) {
-            cx.error(l.span.error(format!("`{}` is not a valid SPDX licence expression ({}); e.g. \"MIT\" or \"MIT OR Apache-2.0\"", l.value, e.reason)));
+            cx.error(l.span.error(format!(
+                "`{}` is not a valid SPDX licence expression ({}); e.g. \"MIT\" or \"MIT OR Apache-2.0\"",
+                l.value, e.reason
+            )));
         }
     }
     if let Some(v) = &attr.visibility {
         if v.value != Visibility::Private && attr.license.is_none() {
             let vis = if v.value == Visibility::Public { "public" } else { "workspace" };
-            cx.error(v.span.error(format!("a `{vis}` op needs a licence: add `license = \"MIT\"` (any SPDX expression) or keep it private")));
+            cx.error(
+                v.span.error(format!("a `{vis}` op needs a licence: add `license = \"MIT\"` (any SPDX expression) or keep it private")),
+            );
         }
     }
 }

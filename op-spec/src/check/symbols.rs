@@ -20,7 +20,10 @@ pub(super) fn check_names_unique(cx: &Ctxt, sig: &SSignature) {
     for id in idents {
         let s = id.to_string();
         if seen.contains(&s) {
-            cx.error(syn::Error::new(id.span(), format!("`{s}` is declared twice in the signature; give each input, parameter and output its own name")));
+            cx.error(syn::Error::new(
+                id.span(),
+                format!("`{s}` is declared twice in the signature; give each input, parameter and output its own name"),
+            ));
         } else {
             seen.push(s);
         }
@@ -29,7 +32,10 @@ pub(super) fn check_names_unique(cx: &Ctxt, sig: &SSignature) {
     for a in &sig.args {
         if let SArg::Param(p) = a {
             if dims.contains(&p.name.to_string()) {
-                cx.error(syn::Error::new(p.name.span(), format!("parameter `{}` has the name of a dim symbol; rename one of them", p.name)));
+                cx.error(syn::Error::new(
+                    p.name.span(),
+                    format!("parameter `{}` has the name of a dim symbol; rename one of them", p.name),
+                ));
             }
         }
     }
@@ -85,7 +91,9 @@ pub(super) fn check_symbols_bound(cx: &Ctxt, attr: &OpAttr, sig: &SSignature, di
             for d in t.dims.iter().filter(|d| !matches!(d.kind, SExprKind::Sym(_))) {
                 let mut syms = Vec::new();
                 d.symbols(&mut syms);
-                syms.into_iter().filter(|s| !bound.contains(&s.to_string())).for_each(|s| report(s, &format!("the dims of input `{}`", t.name), ""));
+                syms.into_iter()
+                    .filter(|s| !bound.contains(&s.to_string()))
+                    .for_each(|s| report(s, &format!("the dims of input `{}`", t.name), ""));
             }
         }
     }
@@ -95,7 +103,11 @@ pub(super) fn check_symbols_bound(cx: &Ctxt, attr: &OpAttr, sig: &SSignature, di
             d.symbols(&mut syms);
             for s in syms {
                 if !bound.contains(&s.to_string()) && !free_outputs_ok {
-                    report(s, &format!("the dims of output `{}`", o.name), "; a data-dependent size needs `output = bounded(expr)` or `output = dynamic`");
+                    report(
+                        s,
+                        &format!("the dims of output `{}`", o.name),
+                        "; a data-dependent size needs `output = bounded(expr)` or `output = dynamic`",
+                    );
                 }
             }
         }
