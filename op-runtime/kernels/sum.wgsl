@@ -1,4 +1,5 @@
-// builtin/sum: out[0] = sum of x. One workgroup of 256 invocations: each accumulates a strided
+// builtin/sum (entry `sum_main`): out[0] = sum of x; builtin/mean (entry `mean_main`): that sum
+// divided by n. Both share the reduction `total`. One workgroup of 256 invocations: each accumulates a strided
 // partial sum, then a tree reduction in workgroup memory. The order differs from the
 // reference's left-to-right loop; `accum` bounds exactly that difference. The strided loop
 // takes 8 terms per iteration (same order as one at a time): lavapipe (llvmpipe) ends a
@@ -14,8 +15,8 @@ struct Params { n: u32 }
 const WG: u32 = 256u;
 var<workgroup> part: array<f32, 256>;
 
-@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lid: u32) {
+/// The sum of x, returned to every invocation of the workgroup (call in uniform control flow).
+fn total(lid: u32) -> f32 {
     var s = 0.0;
     var i = lid;
     for (; i + 7u * WG < p.n; i = i + 8u * WG) {
@@ -39,7 +40,21 @@ fn main(@builtin(local_invocation_index) lid: u32) {
         }
         workgroupBarrier();
     }
+    return part[0];
+}
+
+@compute @workgroup_size(256)
+fn sum_main(@builtin(local_invocation_index) lid: u32) {
+    let t = total(lid);
     if (lid == 0u) {
-        out[0] = part[0];
+        out[0] = t;
+    }
+}
+
+@compute @workgroup_size(256)
+fn mean_main(@builtin(local_invocation_index) lid: u32) {
+    let t = total(lid);
+    if (lid == 0u) {
+        out[0] = t / f32(p.n);
     }
 }

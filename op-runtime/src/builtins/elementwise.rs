@@ -78,7 +78,7 @@ pub fn scale_vjp<T: Real>(_x: &[T], s: T, g: &[T]) -> Vec<T> {
 
 /// Natural exponential.
 #[op(name = "builtin/exp", version = 1, signature(x: f32[n]) -> f32[n],
-     category = transcendental, tolerance = ulp(16), backward = vjp(exp_vjp), kernel(wgsl = "kernels/exp.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n),
+     category = transcendental, tolerance = ulp(16), backward = vjp(exp_vjp), kernel(wgsl = "kernels/exp_tanh.wgsl", entry = "exp_main", bindings(x: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn exp<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| v.exp()).collect()
@@ -102,7 +102,7 @@ pub fn log_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
 
 /// Hyperbolic tangent.
 #[op(name = "builtin/tanh", version = 1, signature(x: f32[n]) -> f32[n],
-     category = transcendental, tolerance = ulp(16), backward = vjp(tanh_vjp), kernel(wgsl = "kernels/tanh.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n),
+     category = transcendental, tolerance = ulp(16), backward = vjp(tanh_vjp), kernel(wgsl = "kernels/exp_tanh.wgsl", entry = "tanh_main", bindings(x: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn tanh<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| v.tanh()).collect()

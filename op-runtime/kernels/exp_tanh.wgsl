@@ -1,5 +1,6 @@
-// builtin/tanh: out[i] = tanh(x[i]), elementwise over n.
-// Written out rather than WGSL's tanh(), whose software implementations may compute
+// builtin/exp and builtin/tanh (entries `exp_main`, `tanh_main`): elementwise over n; tanh is
+// built on the same written-out exp, so both ops share this file.
+// tanh is written out rather than WGSL's tanh(), whose software implementations may compute
 // (e^2x - 1) / (e^2x + 1): inaccurate near 0 and NaN for large |x|. Odd Taylor series through
 // x^17 for |x| < 0.5 (truncation < 1e-8 relative), 1 - 2 / (e^2|x| + 1) up to |x| = 9, and
 // +-1 beyond (tanh(9) rounds to 1 in f32). The sign is restored last, so tanh(-0) = -0.
@@ -61,7 +62,14 @@ fn tanh_(v: f32) -> f32 {
 }
 
 @compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+fn exp_main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i >= p.n) { return; }
+    out[i] = exp_(x[i]);
+}
+
+@compute @workgroup_size(64)
+fn tanh_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let i = gid.x;
     if (i >= p.n) { return; }
     out[i] = tanh_(x[i]);
