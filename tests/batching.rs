@@ -2,6 +2,8 @@
 //! geometry, outputs stacked; mismatched batches are typed errors; a batched tensor is never
 //! silently folded into one launch.
 
+mod common;
+
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
@@ -22,21 +24,12 @@ fn per_slice_reference(x: &Tensor, w: u32) -> Vec<f32> {
     v.chunks(8).flat_map(|row| median::windowed_median::<f32>(row, w)).collect()
 }
 
-fn wgpu_usable() -> bool {
-    let ok = Registry::new().backend(BackendKind::Wgpu).is_some_and(|b| b.availability().is_ok());
-    if !ok {
-        assert!(std::env::var("OP_REQUIRE_GPU_ADAPTER").as_deref() != Ok("1"), "OP_REQUIRE_GPU_ADAPTER=1 but no wgpu adapter");
-        println!("skipping: no wgpu adapter");
-    }
-    ok
-}
-
 #[test]
 fn batched_calls_run_once_per_slice_and_stack() {
     let h = median_handle();
     let x = rows();
     for backend in [BackendKind::Reference, BackendKind::Wgpu] {
-        if backend == BackendKind::Wgpu && !wgpu_usable() {
+        if backend == BackendKind::Wgpu && !common::wgpu_available() {
             continue;
         }
         let out = h.call_batched(&[&x], &[Scalar::U32(3)], CallOptions::on(backend)).unwrap();

@@ -4,6 +4,8 @@
 //!
 //! Skips with a printed reason when no wgpu adapter exists, unless `OP_REQUIRE_GPU_ADAPTER=1`.
 
+mod common;
+
 use op_runtime::conformance::{self, ConformanceFailure, Fault};
 use op_runtime::{op, BackendKind, CallOptions, Real, Tensor};
 
@@ -31,24 +33,9 @@ pub fn matmul_transposed_b<T: Real>(a: &[T], b: &[T], m: usize, k: usize, n: usi
     op_runtime::builtins::matmul(a, b, m, k, n)
 }
 
-fn wgpu_available() -> bool {
-    let why = match op_runtime::registry().backend(BackendKind::Wgpu) {
-        None => "the wgpu backend is not compiled in".to_string(),
-        Some(b) => match b.availability() {
-            Ok(()) => return true,
-            Err(e) => e,
-        },
-    };
-    if std::env::var(conformance::REQUIRE_GPU_ENV).as_deref() == Ok("1") {
-        panic!("{}=1 but wgpu is unavailable: {why}", conformance::REQUIRE_GPU_ENV);
-    }
-    eprintln!("skipping wgpu conformance test: {why}");
-    false
-}
-
 #[test]
 fn every_builtin_wgsl_kernel_conforms() {
-    if !wgpu_available() {
+    if !common::wgpu_available() {
         return;
     }
     let reg = op_runtime::registry();
@@ -100,7 +87,7 @@ fn ulps(a: f32, b: f32) -> u32 {
 
 #[test]
 fn transcendental_kernels_stay_within_their_ulps_on_a_sweep() {
-    if !wgpu_available() {
+    if !common::wgpu_available() {
         return;
     }
     let reg = op_runtime::registry();
@@ -157,7 +144,7 @@ fn transcendental_kernels_stay_within_their_ulps_on_a_sweep() {
 
 #[test]
 fn broken_reductions_and_contractions_are_rejected_under_accum() {
-    if !wgpu_available() {
+    if !common::wgpu_available() {
         return;
     }
     for decl in [&sum_drops_last::DECL, &sum_half_tree::DECL, &matmul_transposed_b::DECL] {

@@ -11,6 +11,8 @@
 //! wgpu tests skip with a printed reason when no adapter exists, unless
 //! `OP_REQUIRE_GPU_ADAPTER=1` (CI), where that is a failure.
 
+mod common;
+
 use op_runtime::conformance::{self, cases, ConformanceFailure, Fault, Tolerance};
 use op_runtime::{op, BackendKind, CallOptions, OpHandle, Real, Tensor};
 
@@ -23,21 +25,6 @@ pub fn sum_first_workgroup<T: Real>(x: &[T]) -> Vec<T> {
     op_runtime::builtins::sum(x)
 }
 
-fn wgpu_available() -> bool {
-    let why = match op_runtime::registry().backend(BackendKind::Wgpu) {
-        None => "the wgpu backend is not compiled in".to_string(),
-        Some(b) => match b.availability() {
-            Ok(()) => return true,
-            Err(e) => e,
-        },
-    };
-    if std::env::var(conformance::REQUIRE_GPU_ENV).as_deref() == Ok("1") {
-        panic!("{}=1 but wgpu is unavailable: {why}", conformance::REQUIRE_GPU_ENV);
-    }
-    eprintln!("skipping wgpu conformance test: {why}");
-    false
-}
-
 #[test]
 fn a_reduction_of_the_first_workgroups_share_is_rejected_on_a_large_case() {
     let h = op_runtime::register(&sum_first_workgroup::DECL).expect("registers");
@@ -48,7 +35,7 @@ fn a_reduction_of_the_first_workgroups_share_is_rejected_on_a_large_case() {
     for c in &large {
         assert_eq!(c.sym("n"), Some(131_071), "{c}");
     }
-    if !wgpu_available() {
+    if !common::wgpu_available() {
         return;
     }
     let report = match conformance::conform(&h, BackendKind::Wgpu) {
@@ -120,7 +107,7 @@ const N: usize = 1_000_003;
 
 #[test]
 fn builtin_reductions_match_the_reference_at_a_million_elements() {
-    if !wgpu_available() {
+    if !common::wgpu_available() {
         return;
     }
     for positive in [true, false] {
@@ -138,7 +125,7 @@ fn builtin_reductions_match_the_reference_at_a_million_elements() {
 
 #[test]
 fn long_contractions_sum_every_term_on_wgpu() {
-    if !wgpu_available() {
+    if !common::wgpu_available() {
         return;
     }
     let x = data(N, 3, true);

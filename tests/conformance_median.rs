@@ -8,6 +8,8 @@
 //! wgpu tests skip with a printed reason when no adapter exists, unless
 //! `OP_REQUIRE_GPU_ADAPTER=1` (CI), where that is a failure.
 
+mod common;
+
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
@@ -54,29 +56,12 @@ broken_median!(
     median_plain_compare, "test/broken/median_plain_compare", "kernels/broken/median_plain_compare.wgsl"
 );
 
-/// Whether wgpu can run here; prints why not (or fails under `OP_REQUIRE_GPU_ADAPTER=1`).
-fn wgpu_available() -> bool {
-    let reg = op_runtime::registry();
-    let why = match reg.backend(BackendKind::Wgpu) {
-        None => "the wgpu backend is not compiled in".to_string(),
-        Some(b) => match b.availability() {
-            Ok(()) => return true,
-            Err(e) => e,
-        },
-    };
-    if std::env::var(conformance::REQUIRE_GPU_ENV).as_deref() == Ok("1") {
-        panic!("{}=1 but wgpu is unavailable: {why}", conformance::REQUIRE_GPU_ENV);
-    }
-    eprintln!("skipping wgpu conformance test: {why}");
-    false
-}
-
 fn register(decl: &'static op_runtime::OpDecl) -> OpHandle {
     op_runtime::register(decl).expect("registers")
 }
 
 fn rejected(decl: &'static op_runtime::OpDecl) -> Option<conformance::Report> {
-    if !wgpu_available() {
+    if !common::wgpu_available() {
         return None;
     }
     let h = register(decl);
@@ -145,7 +130,7 @@ fn plain_float_compare_is_rejected() {
 
 #[test]
 fn a_broken_kernel_still_runs_without_a_receipt() {
-    if !wgpu_available() {
+    if !common::wgpu_available() {
         return;
     }
     // Using an op never requires a receipt: the broken kernel runs (and is wrong) on request.
@@ -166,7 +151,7 @@ fn wgpu_profile() -> op_runtime::DeviceProfile {
 
 #[test]
 fn good_kernel_conforms_and_its_receipt_verifies() {
-    if !wgpu_available() {
+    if !common::wgpu_available() {
         return;
     }
     let h = good();
@@ -209,7 +194,7 @@ fn good_kernel_conforms_and_its_receipt_verifies() {
 
 #[test]
 fn tampered_receipts_fail() {
-    if !wgpu_available() {
+    if !common::wgpu_available() {
         return;
     }
     let h = good();

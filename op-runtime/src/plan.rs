@@ -41,16 +41,7 @@ impl IExpr {
             IExpr::Slot(k) => *v.get(*k)?,
             IExpr::Lit(x) => *x,
             IExpr::Neg(a) => a.eval(v)?.checked_neg()?,
-            IExpr::Bin(op, a, b) => {
-                let (a, b) = (a.eval(v)?, b.eval(v)?);
-                match op {
-                    BinOp::Add => a.checked_add(b)?,
-                    BinOp::Sub => a.checked_sub(b)?,
-                    BinOp::Mul => a.checked_mul(b)?,
-                    BinOp::Div => a.checked_div(b)?,
-                    BinOp::Rem => a.checked_rem(b)?,
-                }
-            }
+            IExpr::Bin(op, a, b) => op.apply(a.eval(v)?, b.eval(v)?)?,
             IExpr::Min(a, b) => a.eval(v)?.min(b.eval(v)?),
             IExpr::Max(a, b) => a.eval(v)?.max(b.eval(v)?),
         })

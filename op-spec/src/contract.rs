@@ -239,6 +239,20 @@ pub enum BinOp {
     Rem,
 }
 
+impl BinOp {
+    /// Applies the operator; division and remainder truncate toward zero (as in Rust and
+    /// WGSL); division by zero or overflow gives `None`.
+    pub fn apply(self, a: i128, b: i128) -> Option<i128> {
+        match self {
+            BinOp::Add => a.checked_add(b),
+            BinOp::Sub => a.checked_sub(b),
+            BinOp::Mul => a.checked_mul(b),
+            BinOp::Div => a.checked_div(b),
+            BinOp::Rem => a.checked_rem(b),
+        }
+    }
+}
+
 impl Expr {
     /// Evaluates with `env` for symbols. Division and remainder truncate toward zero (as in
     /// Rust and WGSL); division by zero or overflow gives `None`.
@@ -247,16 +261,7 @@ impl Expr {
             Expr::Sym(s) => env(s)?,
             Expr::Lit(v) => *v as i128,
             Expr::Neg(e) => e.eval(env)?.checked_neg()?,
-            Expr::Bin(op, a, b) => {
-                let (a, b) = (a.eval(env)?, b.eval(env)?);
-                match op {
-                    BinOp::Add => a.checked_add(b)?,
-                    BinOp::Sub => a.checked_sub(b)?,
-                    BinOp::Mul => a.checked_mul(b)?,
-                    BinOp::Div => a.checked_div(b)?,
-                    BinOp::Rem => a.checked_rem(b)?,
-                }
-            }
+            Expr::Bin(op, a, b) => op.apply(a.eval(env)?, b.eval(env)?)?,
             Expr::Min(a, b) => a.eval(env)?.min(b.eval(env)?),
             Expr::Max(a, b) => a.eval(env)?.max(b.eval(env)?),
         })
