@@ -1,11 +1,11 @@
 //! The CUDA backend: compiles an op's CUDA kernel with NVRTC (PTX cached on disk under the
 //! content hash) and launches it with buffers and scalars in the descriptor's parameter order.
 
-use super::{gpu_kernel, Backend, BackendKind, ExecRequest, Prepared};
+use super::{field_value, gpu_kernel, Backend, BackendKind, ExecRequest, FieldValue, Prepared};
 use crate::device::DeviceProfile;
 use crate::gpu::cuda_engine::{CudaArg, CudaEngine, CudaKernel};
 use crate::registry::RegisteredOp;
-use crate::tensor::{Data, Scalar, Tensor};
+use crate::tensor::{Data, Tensor};
 use op_spec::contract::{Binding, KernelLang};
 use std::sync::{Arc, OnceLock};
 
@@ -67,7 +67,6 @@ impl Prepared for CudaPrepared {
         let kernel = &op.contract.kernels[self.kernel_index];
         let inputs: Vec<&str> = op.contract.signature.inputs().map(|t| t.name.as_str()).collect();
         let outputs: Vec<&str> = op.contract.signature.outputs.iter().map(|t| t.name.as_str()).collect();
-        let params: Vec<&str> = op.contract.signature.params().map(|p| p.name.as_str()).collect();
         enum A {
             R(Vec<u8>),
             RW(Vec<u8>, usize, usize),
@@ -91,19 +90,11 @@ impl Prepared for CudaPrepared {
                 }
                 Binding::Uniform { fields } => {
                     for f in fields {
-                        if let Some(pi) = params.iter().position(|p| p == f) {
-                            owned.push(match req.params[pi] {
-                                Scalar::U32(v) => A::U32(v),
-                                Scalar::I32(v) => A::I32(v),
-                                Scalar::F32(v) => A::F32(v),
-                                other => {
-                                    return Err(format!("parameter `{f}` of type `{}` cannot be passed to a CUDA kernel", other.dtype()))
-                                }
-                            });
-                        } else {
-                            let k = op.plan.syms.iter().position(|s| s == f).ok_or_else(|| format!("field `{f}` is not a symbol"))?;
-                            owned.push(A::U32(u32::try_from(req.bound.values[k]).map_err(|_| format!("dim `{f}` does not fit u32"))?));
-                        }
+                        owned.push(match field_value(op, f, &req.bound.values, req.params)? {
+                            FieldValue::U32(v) => A::U32(v),
+                            FieldValue::I32(v) => A::I32(v),
+                            FieldValue::F32(v) => A::F32(v),
+                        });
                     }
                 }
             }

@@ -108,6 +108,32 @@ pub(crate) fn gpu_kernel(op: &RegisteredOp, lang: op_spec::contract::KernelLang)
     op.contract.kernels.iter().position(|k| k.lang == lang).ok_or_else(|| format!("the op declares no {name} kernel"))
 }
 
+/// The value of one uniform field (WGSL) or scalar kernel parameter (CUDA).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum FieldValue {
+    /// A dim, or a `u32` parameter.
+    U32(u32),
+    /// An `i32` parameter.
+    I32(i32),
+    /// An `f32` parameter.
+    F32(f32),
+}
+
+/// Resolves a descriptor field of a validated call: a parameter by name, else a dim symbol.
+pub(crate) fn field_value(op: &RegisteredOp, field: &str, values: &[i128], params: &[Scalar]) -> Result<FieldValue, String> {
+    if let Some(pi) = op.contract.signature.params().position(|p| p.name == field) {
+        return match params.get(pi).copied().ok_or_else(|| format!("parameter `{field}` was not passed"))? {
+            Scalar::U32(v) => Ok(FieldValue::U32(v)),
+            Scalar::I32(v) => Ok(FieldValue::I32(v)),
+            Scalar::F32(v) => Ok(FieldValue::F32(v)),
+            other => Err(format!("parameter `{field}` of type `{}` cannot be passed to a kernel (u32, i32 or f32 only)", other.dtype())),
+        };
+    }
+    let k = op.plan.syms.iter().position(|s| s == field).ok_or_else(|| format!("field `{field}` is not a dim or parameter"))?;
+    let v = values.get(k).copied().ok_or_else(|| format!("dim `{field}` has no value"))?;
+    u32::try_from(v).map(FieldValue::U32).map_err(|_| format!("dim `{field}` = {v} does not fit a u32"))
+}
+
 /// The canary byte written around outputs in guarded runs.
 pub const CANARY_BYTE: u8 = 0xA5;
 

@@ -6,7 +6,7 @@
 //! window after an aligned front guard, with the back guard inside the binding, so a write
 //! past the end lands on canaries instead of being clamped by wgpu's bounds checks.
 
-use super::{gpu_kernel, Backend, BackendKind, ExecRequest, Prepared};
+use super::{field_value, gpu_kernel, Backend, BackendKind, ExecRequest, FieldValue, Prepared};
 use crate::device::DeviceProfile;
 use crate::gpu::wgpu_engine::{Slot, SlotKind, WgpuEngine};
 use crate::registry::RegisteredOp;
@@ -112,22 +112,12 @@ fn input_bytes(t: &Tensor) -> std::borrow::Cow<'_, [u8]> {
 /// The uniform block: one 4-byte field per dim (u32) or param, in descriptor order.
 pub(crate) fn uniform_bytes(op: &RegisteredOp, fields: &[String], values: &[i128], params: &[Scalar]) -> Result<Vec<u8>, String> {
     let mut out = Vec::with_capacity(fields.len() * 4);
-    let param_names: Vec<&str> = op.contract.signature.params().map(|p| p.name.as_str()).collect();
     for f in fields {
-        if let Some(pi) = param_names.iter().position(|p| p == f) {
-            let b = match params.get(pi).copied().ok_or_else(|| format!("parameter `{f}` was not passed"))? {
-                Scalar::U32(v) => v.to_le_bytes(),
-                Scalar::I32(v) => v.to_le_bytes(),
-                Scalar::F32(v) => v.to_le_bytes(),
-                other => return Err(format!("parameter `{f}` of type `{}` cannot be passed in a uniform block", other.dtype())),
-            };
-            out.extend_from_slice(&b);
-        } else {
-            let k = op.plan.syms.iter().position(|s| s == f).ok_or_else(|| format!("uniform field `{f}` is not a symbol"))?;
-            let v = values.get(k).copied().ok_or_else(|| format!("dim `{f}` has no value"))?;
-            let v = u32::try_from(v).map_err(|_| format!("dim `{f}` = {v} does not fit the uniform's u32"))?;
-            out.extend_from_slice(&v.to_le_bytes());
-        }
+        out.extend_from_slice(&match field_value(op, f, values, params)? {
+            FieldValue::U32(v) => v.to_le_bytes(),
+            FieldValue::I32(v) => v.to_le_bytes(),
+            FieldValue::F32(v) => v.to_le_bytes(),
+        });
     }
     Ok(out)
 }
