@@ -421,8 +421,9 @@ impl Plan {
         self.dynamic.as_deref()
     }
 
-    /// Evaluates a kernel expression (e.g. `threads`) for a bound call.
-    pub fn eval(&self, e: &Expr, bound: &Bound) -> Option<i128> {
-        IExpr::compile(e, &self.syms)?.eval(&bound.values)
+    /// Compiles a kernel expression (e.g. `threads`) once, for evaluation on every call with
+    /// `IExpr::eval(&bound.values)`; `None` if it uses a symbol the op does not bind.
+    pub fn compile(&self, e: &Expr) -> Option<IExpr> {
+        IExpr::compile(e, &self.syms)
     }
 }

@@ -4,6 +4,7 @@
 use super::{field_value, gpu_kernel, Backend, BackendKind, ExecRequest, FieldValue, Prepared};
 use crate::device::DeviceProfile;
 use crate::gpu::cuda_engine::{CudaArg, CudaEngine, CudaKernel};
+use crate::plan::IExpr;
 use crate::registry::RegisteredOp;
 use crate::tensor::{Data, Tensor};
 use op_spec::contract::{Binding, KernelLang};
@@ -47,7 +48,8 @@ impl Backend for CudaBackend {
             })
             .collect();
         let kernel = engine()?.compile(op.hash, &source, &headers, src.entry, &[]).map_err(|e| e.to_string())?;
-        Ok(Arc::new(CudaPrepared { hash: op.hash, kernel_index: k, kernel, block: src.workgroup_size[0] }))
+        let threads = op.plan.compile(&op.contract.kernels[k].threads).ok_or("launch geometry `threads` uses an unbound symbol")?;
+        Ok(Arc::new(CudaPrepared { hash: op.hash, kernel_index: k, kernel, block: src.workgroup_size[0], threads }))
     }
 }
 
@@ -56,6 +58,8 @@ struct CudaPrepared {
     kernel_index: usize,
     kernel: Arc<CudaKernel>,
     block: u32,
+    /// Launch geometry, compiled once.
+    threads: IExpr,
 }
 
 impl Prepared for CudaPrepared {
@@ -110,7 +114,7 @@ impl Prepared for CudaPrepared {
                 A::F32(v) => CudaArg::F32(*v),
             })
             .collect();
-        let threads = op.plan.eval(&kernel.threads, req.bound).ok_or("launch geometry `threads` cannot be evaluated")?;
+        let threads = self.threads.eval(&req.bound.values).ok_or("launch geometry `threads` cannot be evaluated")?;
         let threads = u64::try_from(threads).map_err(|_| format!("launch geometry `threads` = {threads} is negative"))?;
         let read = engine()?.launch(&self.kernel, &args, threads, self.block).map_err(|e| e.to_string())?;
         let mut outs: Vec<Option<Tensor>> = vec![None; outputs.len()];

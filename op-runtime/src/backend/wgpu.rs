@@ -9,6 +9,7 @@
 use super::{field_value, gpu_kernel, Backend, BackendKind, ExecRequest, FieldValue, Prepared};
 use crate::device::DeviceProfile;
 use crate::gpu::wgpu_engine::{Slot, SlotKind, WgpuEngine};
+use crate::plan::IExpr;
 use crate::registry::RegisteredOp;
 use crate::tensor::{Data, Scalar, Tensor};
 use op_spec::contract::{Binding, KernelLang};
@@ -45,7 +46,8 @@ impl Backend for WgpuBackend {
         // validation errors surface from `prepare`, never from a later call.
         let kinds = slot_kinds(op, k)?;
         engine()?.prepare(op.hash, source, src.entry, &kinds).map_err(|e| e.to_string())?;
-        Ok(Arc::new(WgpuPrepared { hash: op.hash, kernel: k }))
+        let threads = op.plan.compile(&op.contract.kernels[k].threads).ok_or("launch geometry `threads` uses an unbound symbol")?;
+        Ok(Arc::new(WgpuPrepared { hash: op.hash, kernel: k, threads }))
     }
 }
 
@@ -94,6 +96,8 @@ impl GuardLayout {
 struct WgpuPrepared {
     hash: [u8; 32],
     kernel: usize,
+    /// Launch geometry, compiled once.
+    threads: IExpr,
 }
 
 /// An input's bytes: borrowed where the host is little-endian and the storage is 32-bit (the
@@ -167,7 +171,7 @@ impl Prepared for WgpuPrepared {
                 Binding::Uniform { fields } => owned.push(Owned::Uniform(uniform_bytes(op, fields, &req.bound.values, req.params)?)),
             }
         }
-        let threads = op.plan.eval(&kernel.threads, req.bound).ok_or("launch geometry `threads` cannot be evaluated")?;
+        let threads = self.threads.eval(&req.bound.values).ok_or("launch geometry `threads` cannot be evaluated")?;
         let threads = u64::try_from(threads).map_err(|_| format!("launch geometry `threads` = {threads} is negative"))?;
         let slots: Vec<Slot<'_>> = owned
             .iter()
