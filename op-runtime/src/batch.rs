@@ -114,7 +114,7 @@ impl OpHandle {
         let batch = batch.unwrap_or(1);
         if batch == 0 {
             // No slice runs; the output shapes still follow from one slice's signature.
-            let operands: Vec<(op_spec::contract::DType, &[usize])> = inputs.iter().map(|t| (t.dtype(), &t.shape()[1..])).collect();
+            let operands: Vec<(op_contract::contract::DType, &[usize])> = inputs.iter().map(|t| (t.dtype(), &t.shape()[1..])).collect();
             let bound = op.plan.validate(&operands, params, None).map_err(|source| BatchError::Slice {
                 op: id.clone(),
                 index: 0,

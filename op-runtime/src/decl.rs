@@ -30,7 +30,7 @@ pub struct KernelSource {
 pub struct OpDecl {
     /// The Rust function's name.
     pub rust_name: &'static str,
-    /// The canonical contract (see `op_spec::canon`).
+    /// The canonical contract (see `op_contract::canon`).
     pub contract_json: &'static str,
     /// Canonical tokens of the reference function.
     pub body_tokens: &'static str,

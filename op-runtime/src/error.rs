@@ -2,7 +2,7 @@
 //! only describes failures: it must not decide policy (no fallbacks, no retries).
 
 use crate::backend::BackendKind;
-use op_spec::contract::DType;
+use op_contract::contract::DType;
 use thiserror::Error;
 
 /// Creating or reading a tensor.

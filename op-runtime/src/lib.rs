@@ -37,7 +37,7 @@ pub use decl::{Call, OpDecl};
 pub use device::DeviceProfile;
 pub use dispatch::{CallOptions, Outcome};
 pub use error::{DispatchError, KernelCompilationError, KernelFallbackExhaustedError, KernelRegistrationError, TensorError};
-pub use op_spec::contract::{Contract, DType};
+pub use op_contract::contract::{Contract, DType};
 pub use provenance::{ProvenanceEntry, ProvenanceRecord};
 pub use real::Real;
 pub use registry::{register, registry, OpHandle, OpSource, RegisteredOp, Registry};

@@ -4,7 +4,7 @@
 
 use crate::error::DispatchError;
 use crate::tensor::{Scalar, Tensor};
-use op_spec::contract::{BinOp, Constraint, Contract, DType, Expr, ShapeClass};
+use op_contract::contract::{BinOp, Constraint, Contract, DType, Expr, ShapeClass};
 
 /// An expression over symbol slots.
 #[derive(Clone, Debug)]

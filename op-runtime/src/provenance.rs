@@ -12,7 +12,7 @@ use std::sync::Arc;
 mod hex32 {
     use serde::{Deserialize, Deserializer, Serializer};
     pub fn serialize<S: Serializer>(h: &[u8; 32], s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&op_spec::canon::hex(h))
+        s.serialize_str(&op_contract::identity::hex(h))
     }
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 32], D::Error> {
         let s = String::deserialize(d)?;
@@ -51,7 +51,7 @@ impl ProvenanceEntry {
 
 impl fmt::Display for ProvenanceEntry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let h = op_spec::canon::hex(&self.content_hash);
+        let h = op_contract::identity::hex(&self.content_hash);
         write!(f, "{:<40} {}  {:<9} {}", self.op, &h[..16], self.backend.name(), self.device.adapter)?;
         match &self.receipt {
             Some(r) => write!(f, "  receipt {}", &r[..r.len().min(16)]),

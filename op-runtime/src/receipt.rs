@@ -7,7 +7,7 @@
 use crate::backend::BackendKind;
 use crate::device::DeviceProfile;
 use crate::registry::RegisteredOp;
-use op_spec::contract::Tolerance;
+use op_contract::contract::Tolerance;
 use serde::{Deserialize, Serialize};
 
 /// Version of the receipt format and of the conformance procedure it attests.
@@ -129,7 +129,7 @@ impl Receipt {
             device,
             tolerance: op.contract.tolerance,
             cases,
-            corpus_digest: op_spec::canon::hex(corpus_digest),
+            corpus_digest: op_contract::identity::hex(corpus_digest),
             engine_version: engine_version(),
             digest: String::new(),
         };

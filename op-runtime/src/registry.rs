@@ -6,8 +6,8 @@ use crate::backend::{Backend, BackendKind, CpuBackend, Prepared, ReferenceBacken
 use crate::decl::OpDecl;
 use crate::error::{DispatchError, KernelRegistrationError};
 use crate::plan::Plan;
-use op_spec::canon::{hex, identity, KernelBytes};
-use op_spec::contract::Contract;
+use op_contract::contract::Contract;
+use op_contract::identity::{hex, identity, KernelBytes};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};

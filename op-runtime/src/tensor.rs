@@ -4,7 +4,7 @@
 
 use crate::error::TensorError;
 pub use half::{bf16, f16};
-pub use op_spec::contract::DType;
+pub use op_contract::contract::DType;
 
 /// Typed contiguous storage.
 #[derive(Clone, Debug, PartialEq)]
@@ -304,7 +304,7 @@ impl Tensor {
     /// names (packed sub-byte, fp8) are refused with a reason, never reinterpreted.
     pub fn from_bytes(dtype: &str, shape: impl Into<Vec<usize>>, bytes: &[u8]) -> Result<Tensor, TensorError> {
         let shape = shape.into();
-        if let Some(why) = op_spec::contract::refused_dtype(dtype) {
+        if let Some(why) = op_contract::contract::refused_dtype(dtype) {
             return Err(TensorError::UnsupportedDType { dtype: dtype.to_string(), why: why.to_string() });
         }
         let d = DType::from_name(dtype)

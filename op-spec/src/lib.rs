@@ -5,8 +5,9 @@
 //! `op-macros` crate is a thin wrapper and `op-runtime` loads the span-free [`contract`].
 
 pub mod canon;
+/// The span-free contract (re-exported from `op-contract`, the leaf crate the runtime reads).
+pub use op_contract::contract;
 pub mod check;
-pub mod contract;
 pub mod ctxt;
 pub mod model;
 pub mod parse;

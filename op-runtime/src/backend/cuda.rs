@@ -7,7 +7,7 @@ use crate::gpu::cuda_engine::{CudaArg, CudaEngine, CudaKernel};
 use crate::plan::IExpr;
 use crate::registry::RegisteredOp;
 use crate::tensor::{Data, Tensor};
-use op_spec::contract::{Binding, KernelLang};
+use op_contract::contract::{Binding, KernelLang};
 use std::sync::{Arc, OnceLock};
 
 /// The CUDA backend.

@@ -97,13 +97,13 @@ pub trait Prepared: Send + Sync {
 
 /// Index of the op's kernel in `lang`, if a GPU backend can run the op at all (GPU launches need
 /// static output sizes); the reason otherwise.
-pub(crate) fn gpu_kernel(op: &RegisteredOp, lang: op_spec::contract::KernelLang) -> Result<usize, String> {
+pub(crate) fn gpu_kernel(op: &RegisteredOp, lang: op_contract::contract::KernelLang) -> Result<usize, String> {
     if let Some(class) = op.plan.shape_class() {
         return Err(format!("`output = {class}` ops run on host backends only"));
     }
     let name = match lang {
-        op_spec::contract::KernelLang::Wgsl => "WGSL",
-        op_spec::contract::KernelLang::Cuda => "CUDA",
+        op_contract::contract::KernelLang::Wgsl => "WGSL",
+        op_contract::contract::KernelLang::Cuda => "CUDA",
     };
     op.contract.kernels.iter().position(|k| k.lang == lang).ok_or_else(|| format!("the op declares no {name} kernel"))
 }

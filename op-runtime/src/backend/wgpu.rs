@@ -12,7 +12,7 @@ use crate::gpu::wgpu_engine::{Slot, SlotKind, WgpuEngine};
 use crate::plan::IExpr;
 use crate::registry::RegisteredOp;
 use crate::tensor::{Data, Scalar, Tensor};
-use op_spec::contract::{Binding, KernelLang};
+use op_contract::contract::{Binding, KernelLang};
 use std::sync::{Arc, OnceLock};
 
 /// The wgpu backend.

@@ -40,7 +40,7 @@
 
 use crate::registry::RegisteredOp;
 use crate::tensor::{bf16, f16, Data, Scalar, Tensor};
-use op_spec::contract::{DType, Expr};
+use op_contract::contract::{DType, Expr};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;

@@ -47,7 +47,7 @@
 
 use crate::backend::CANARY_BYTE;
 use crate::tensor::{Data, Tensor};
-use op_spec::contract::{DType, Tolerance};
+use op_contract::contract::{DType, Tolerance};
 
 /// A mismatch at one output element.
 #[derive(Clone, Debug, PartialEq)]

@@ -17,7 +17,7 @@ pub mod report;
 
 pub use cases::{Case, Corpus, Pattern};
 pub use compare::{AccumScale, Fault, Mismatch, OutOfBounds};
-pub use op_spec::contract::Tolerance;
+pub use op_contract::contract::Tolerance;
 pub use report::Report;
 
 use crate::backend::{run_forward, BackendKind, ExecRequest};
@@ -26,7 +26,7 @@ use crate::device::DeviceProfile;
 use crate::receipt::Receipt;
 use crate::registry::{OpHandle, RegisteredOp};
 use crate::tensor::{Scalar, Tensor};
-use op_spec::contract::DType;
+use op_contract::contract::DType;
 use std::sync::Arc;
 
 /// Canary elements on each side of every output in conformance runs.

@@ -5,7 +5,7 @@ use super::cases::Case;
 use super::compare::Fault;
 use crate::backend::BackendKind;
 use crate::device::DeviceProfile;
-use op_spec::contract::{DType, Tolerance};
+use op_contract::contract::{DType, Tolerance};
 use std::fmt;
 
 /// Why a kernel was rejected, on the (shrunk) case that shows it.

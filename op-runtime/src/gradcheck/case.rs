@@ -6,7 +6,7 @@
 use crate::registry::RegisteredOp;
 use crate::tape::planner;
 use crate::tensor::{Scalar, Tensor};
-use op_spec::contract::{Arg, DType, Expr};
+use op_contract::contract::{Arg, DType, Expr};
 use std::collections::BTreeMap;
 
 /// SplitMix64: small, deterministic, and good enough for sampling test inputs.

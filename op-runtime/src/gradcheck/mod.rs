@@ -30,7 +30,7 @@ use crate::error::KernelRegistrationError;
 use crate::registry::RegisteredOp;
 use crate::tape::{exec, Mode, Tape, TapeError};
 use crate::tensor::{Scalar, Tensor};
-use op_spec::contract::{Backward, Category, DType, Tolerance};
+use op_contract::contract::{Backward, Category, DType, Tolerance};
 use std::fmt;
 use thiserror::Error;
 

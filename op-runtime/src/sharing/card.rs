@@ -4,7 +4,7 @@
 use crate::device::DeviceProfile;
 use crate::receipt::{Receipt, ReceiptError};
 use crate::registry::{OpSource, RegisteredOp};
-use op_spec::contract::{Backward, Category, KernelLang, Tolerance, Visibility};
+use op_contract::contract::{Backward, Category, KernelLang, Tolerance, Visibility};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 

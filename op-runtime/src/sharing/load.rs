@@ -7,8 +7,8 @@ use super::store::{IndexEntry, Store};
 use crate::device::DeviceProfile;
 use crate::receipt::Receipt;
 use crate::registry::OpSource;
-use op_spec::canon::{hex, identity, KernelBytes};
-use op_spec::contract::Contract;
+use op_contract::contract::Contract;
+use op_contract::identity::{hex, identity, KernelBytes};
 
 /// A kernel's bytes as loaded.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -6,7 +6,7 @@ use super::card::OpCard;
 use super::error::SharingError;
 use crate::receipt::Receipt;
 use crate::registry::RegisteredOp;
-use op_spec::contract::Visibility;
+use op_contract::contract::Visibility;
 use serde::{Deserialize, Serialize};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@ use crate::decl::{Call, ShimFn};
 use crate::plan::Bound;
 use crate::registry::RegisteredOp;
 use crate::tensor::{Scalar, Tensor};
-use op_spec::contract::DType;
+use op_contract::contract::DType;
 
 /// Where a tape executes its ops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

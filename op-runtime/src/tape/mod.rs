@@ -30,7 +30,7 @@ use crate::receipt::Receipt;
 use crate::registry::{OpHandle, RegisteredOp, Registry};
 use crate::tensor::{Data, Scalar, Tensor};
 use crate::OpDecl;
-use op_spec::contract::{Backward, DType};
+use op_contract::contract::{Backward, DType};
 use std::sync::Arc;
 use thiserror::Error;
 
@@ -340,7 +340,7 @@ impl Tape {
     }
 
     fn attach_receipt(&self, e: &mut ProvenanceEntry) {
-        let hash = op_spec::canon::hex(&e.content_hash);
+        let hash = op_contract::identity::hex(&e.content_hash);
         if let Some(r) =
             self.receipts.iter().find(|r| r.content_hash == hash && r.backend == e.backend && r.device == *e.device && *r.op == *e.op)
         {

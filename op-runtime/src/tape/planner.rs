@@ -5,7 +5,7 @@
 use crate::error::DispatchError;
 use crate::registry::RegisteredOp;
 use crate::tensor::{checked_numel, Scalar};
-use op_spec::contract::DType;
+use op_contract::contract::DType;
 use std::fmt;
 
 /// Output dtypes and shapes of one op application, inferred without data.

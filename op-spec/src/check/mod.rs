@@ -174,12 +174,6 @@ fn check_category_tolerance(cx: &Ctxt, attr: &OpAttr) {
     }
 }
 
-impl std::fmt::Display for Category {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 /// Checks a whole declaration from tokens (used by tests and by the macro).
 pub fn check_tokens(
     attr: proc_macro2::TokenStream,

@@ -1,0 +1,89 @@
+//! Canonical encoding and identity. The identity of an op is
+//!
+//! ```text
+//! blake3( "op-identity/1\n"
+//!         ‖ frame(contract_json)          -- serde_json of `Contract`, fixed field order, no spaces
+//!         ‖ frame(body_tokens)            -- the reference fn's signature and block, one token
+//!                                            per space-separated word (op-spec's `canonical_tokens`)
+//!         ‖ u64le(kernel count)
+//!         ‖ for each kernel in declaration order:
+//!               frame(path) ‖ frame(bytes) ‖ u64le(header count)
+//!               ‖ for each `#include`d header, sorted by path: frame(path) ‖ frame(bytes) )
+//! ```
+//!
+//! where `frame(b) = u64le(len(b)) ‖ b`. Whitespace, comments and attribute key order do not
+//! change it (the contract is rebuilt from the parsed model; tokens carry no layout); any byte of
+//! the contract, the reference body or a kernel does. This module computes and must not decide
+//! anything.
+
+use crate::contract::Contract;
+
+/// Version tag of the identity encoding.
+pub const IDENTITY_TAG: &[u8] = b"op-identity/1\n";
+
+/// The canonical JSON text of a contract.
+pub fn contract_json(c: &Contract) -> String {
+    // Serialising plain structs and enums to a String cannot fail.
+    serde_json::to_string(c).unwrap_or_default()
+}
+
+/// One kernel's bytes as hashed: (path, source bytes, sorted headers as (path, bytes)).
+pub struct KernelBytes<'a> {
+    /// The kernel path as declared.
+    pub path: &'a str,
+    /// The kernel source bytes.
+    pub bytes: &'a [u8],
+    /// Included headers as (path, bytes); sorted before hashing.
+    pub headers: Vec<(&'a str, &'a [u8])>,
+}
+
+fn frame(h: &mut blake3::Hasher, b: &[u8]) {
+    h.update(&(b.len() as u64).to_le_bytes());
+    h.update(b);
+}
+
+/// The identity hash (see the module documentation for the exact encoding).
+pub fn identity(contract_json: &str, body_tokens: &str, kernels: &[KernelBytes<'_>]) -> [u8; 32] {
+    let mut h = blake3::Hasher::new();
+    h.update(IDENTITY_TAG);
+    frame(&mut h, contract_json.as_bytes());
+    frame(&mut h, body_tokens.as_bytes());
+    h.update(&(kernels.len() as u64).to_le_bytes());
+    for k in kernels {
+        frame(&mut h, k.path.as_bytes());
+        frame(&mut h, k.bytes);
+        let mut headers = k.headers.clone();
+        headers.sort_by(|a, b| a.0.cmp(b.0));
+        h.update(&(headers.len() as u64).to_le_bytes());
+        for (p, b) in headers {
+            frame(&mut h, p.as_bytes());
+            frame(&mut h, b);
+        }
+    }
+    *h.finalize().as_bytes()
+}
+
+/// Lowercase hex of a hash.
+pub fn hex(hash: &[u8; 32]) -> String {
+    hash.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_frames_every_part() {
+        let k = |b: &'static [u8]| vec![KernelBytes { path: "k.wgsl", bytes: b, headers: vec![] }];
+        let base = identity("{}", "fn f", &k(b"abc"));
+        assert_eq!(base, identity("{}", "fn f", &k(b"abc")));
+        assert_ne!(base, identity("{}", "fn f", &k(b"abd")));
+        assert_ne!(base, identity("{} ", "fn f", &k(b"abc")));
+        assert_ne!(base, identity("{}", "fn g", &k(b"abc")));
+        // Framing: moving a byte across a boundary changes the hash.
+        assert_ne!(identity("ab", "c", &[]), identity("a", "bc", &[]));
+        let with_header = vec![KernelBytes { path: "k.cu", bytes: b"x", headers: vec![("h.cuh", b"1")] }];
+        let other_header = vec![KernelBytes { path: "k.cu", bytes: b"x", headers: vec![("h.cuh", b"2")] }];
+        assert_ne!(identity("{}", "", &with_header), identity("{}", "", &other_header));
+    }
+}

@@ -1,0 +1,10 @@
+//! The span-free contract of an op and its canonical identity: what `#[op]` emits into the
+//! binary and what the runtime reads back. A leaf crate (serde, serde_json and blake3 only), so
+//! the runtime never links the compile-time checker (syn, naga) that produces it.
+
+#![warn(missing_docs)]
+
+pub mod contract;
+pub mod identity;
+
+pub use contract::Contract;
