@@ -13,8 +13,9 @@
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
-use op_runtime::gpu::wgpu_engine::{Slot, WgpuEngine};
-use op_runtime::{conformance, BackendKind, CallOptions, Scalar, Tensor};
+use op_runtime::backends::wgpu::engine::{Slot, WgpuEngine};
+use op_runtime::verify::conformance;
+use op_runtime::{BackendKind, CallOptions, Scalar, Tensor};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 use wgpu::util::DeviceExt;

@@ -6,7 +6,8 @@
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
-use op_runtime::{builtins, BackendKind, CallOptions, Registry, Scalar, Tensor};
+use op_runtime::builtins;
+use op_runtime::{BackendKind, CallOptions, Registry, Scalar, Tensor};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

@@ -7,7 +7,8 @@ mod common;
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
-use op_runtime::{BackendKind, BatchError, CallOptions, DispatchError, Registry, Scalar, Tensor};
+use op_runtime::core::registry::batch::BatchError;
+use op_runtime::{BackendKind, CallOptions, DispatchError, Registry, Scalar, Tensor};
 
 fn median_handle() -> op_runtime::OpHandle {
     Registry::new().register(&median::windowed_median::DECL).unwrap()

@@ -2,7 +2,7 @@
 //! (n = 131_071), and loose enough for correct kernels that round differently from the
 //! reference: the bound is anchored on the reference's own rounding,
 //! `|kernel - r64| <= k * max(|r32 - r64|, sqrt(len) * eps * S) + 2 * len * min_normal`
-//! (see `op_runtime::conformance::compare`).
+//! (see `op_runtime::verify::conformance::compare`).
 //!
 //! Each op copies a built-in's contract and reference (`builtin/sum`, `builtin/conv1d`) and
 //! declares a `cpu = path` fast kernel, so it runs without a GPU. The three wrong kernels were
@@ -10,7 +10,7 @@
 //! they live under `test/broken/`, so their generated `__op_conformance` tests expect the CPU
 //! rejection (and the reference's conformance).
 
-use op_runtime::conformance::{self, cases, Case, ConformanceFailure, Fault, Pattern, Report};
+use op_runtime::verify::conformance::{self, cases, Case, ConformanceFailure, Fault, Pattern, Report};
 use op_runtime::{op, BackendKind, OpHandle, Real, Tensor};
 
 /// Wrong `sum`: skips every 4096th element (indices 4095, 8191, ...).
@@ -143,11 +143,11 @@ pub fn sum_pairwise_fast(x: &[f32]) -> Vec<f32> {
     vec![pairwise(x)]
 }
 
-fn register(decl: &'static op_runtime::OpDecl) -> OpHandle {
+fn register(decl: &'static op_runtime::core::decl::OpDecl) -> OpHandle {
     op_runtime::Registry::new().register(decl).expect("registers")
 }
 
-fn rejected_on_cpu(decl: &'static op_runtime::OpDecl) -> Box<Report> {
+fn rejected_on_cpu(decl: &'static op_runtime::core::decl::OpDecl) -> Box<Report> {
     let h = register(decl);
     match conformance::conform(&h, BackendKind::Cpu) {
         Ok(r) => panic!("`{}`: a wrong kernel conformed ({} cases)", h.id(), r.cases),

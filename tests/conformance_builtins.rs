@@ -6,7 +6,7 @@
 
 mod common;
 
-use op_runtime::conformance::{self, ConformanceFailure, Fault};
+use op_runtime::verify::conformance::{self, ConformanceFailure, Fault};
 use op_runtime::{op, BackendKind, CallOptions, Real, Tensor};
 
 /// Deliberately broken sum: drops the last element.

@@ -1,5 +1,5 @@
 //! Kernels that are right only on small inputs: conformance's `large` family (inputs far beyond
-//! one workgroup, see `op_runtime::conformance::cases`) rejects a reduction that sums only the
+//! one workgroup, see `op_runtime::verify::conformance::cases`) rejects a reduction that sums only the
 //! first workgroup's share, a kernel every small case accepts; and the built-in reductions and
 //! contractions agree with their references on wgpu at 1_000_003 elements (a rank-1 length that
 //! is no multiple of any workgroup size), within the declared `accum` bound.
@@ -13,7 +13,7 @@
 
 mod common;
 
-use op_runtime::conformance::{self, cases, ConformanceFailure, Fault, Tolerance};
+use op_runtime::verify::conformance::{self, cases, ConformanceFailure, Fault, Tolerance};
 use op_runtime::{op, BackendKind, CallOptions, OpHandle, Real, Tensor};
 
 /// Deliberately broken sum: one workgroup, each invocation adding its 16 strided elements of
@@ -131,8 +131,8 @@ fn long_contractions_sum_every_term_on_wgpu() {
     let x = data(N, 3, true);
     let w = data(N, 4, true);
     let dot: f64 = x.iter().zip(&w).map(|(a, b)| *a as f64 * *b as f64).sum();
-    let a = Tensor::new(vec![1, N], op_runtime::Data::F32(x.clone())).expect("a");
-    let b = Tensor::new(vec![N, 1], op_runtime::Data::F32(w.clone())).expect("b");
+    let a = Tensor::new(vec![1, N], op_runtime::core::tensor::Data::F32(x.clone())).expect("a");
+    let b = Tensor::new(vec![N, 1], op_runtime::core::tensor::Data::F32(w.clone())).expect("b");
     check_accum("builtin/matmul", &[&a, &b], N, dot, dot);
     check_accum("builtin/conv1d", &[&Tensor::vector(x), &Tensor::vector(w)], N, dot, dot);
 }

@@ -13,8 +13,8 @@ mod common;
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
-use op_runtime::conformance::{self, ConformanceFailure, Fault};
-use op_runtime::receipt::{Receipt, ReceiptError};
+use op_runtime::core::receipt::{Receipt, ReceiptError};
+use op_runtime::verify::conformance::{self, ConformanceFailure, Fault};
 use op_runtime::{op, BackendKind, CallOptions, OpHandle, Real, Scalar, Tensor};
 
 /// The broken variants share the good op's contract and reference; only the kernel differs.
@@ -56,11 +56,11 @@ broken_median!(
     median_plain_compare, "test/broken/median_plain_compare", "kernels/broken/median_plain_compare.wgsl"
 );
 
-fn register(decl: &'static op_runtime::OpDecl) -> OpHandle {
+fn register(decl: &'static op_runtime::core::decl::OpDecl) -> OpHandle {
     op_runtime::register(decl).expect("registers")
 }
 
-fn rejected(decl: &'static op_runtime::OpDecl) -> Option<conformance::Report> {
+fn rejected(decl: &'static op_runtime::core::decl::OpDecl) -> Option<conformance::Report> {
     if !common::wgpu_available() {
         return None;
     }
@@ -144,7 +144,7 @@ fn good() -> OpHandle {
     register(&median::windowed_median::DECL)
 }
 
-fn wgpu_profile() -> op_runtime::DeviceProfile {
+fn wgpu_profile() -> op_runtime::core::device::DeviceProfile {
     let b = op_runtime::registry().backend(BackendKind::Wgpu).expect("compiled in");
     (*b.profile().expect("available")).clone()
 }

@@ -90,6 +90,6 @@ fn a_bound_overrun_or_disagreement_is_an_error_naming_the_op() {
 fn the_tape_refuses_data_dependent_shapes_with_a_typed_error() {
     let r = Registry::new();
     let h = r.register(&positives::DECL).unwrap();
-    let e = op_runtime::tape::planner::infer(&h.op(), &[(op_runtime::DType::f32, &[4])], &[], None).unwrap_err();
+    let e = op_runtime::train::tape::planner::infer(&h.op(), &[(op_runtime::DType::f32, &[4])], &[], None).unwrap_err();
     assert!(matches!(&e, DispatchError::DynamicShape { op, class } if op == "test/dd/positives@1" && class == "bounded(n)"), "{e}");
 }

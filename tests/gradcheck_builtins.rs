@@ -2,7 +2,8 @@
 //! and test-local copies of four built-ins with a corrupted VJP are each rejected.
 
 use op_runtime::builtins;
-use op_runtime::gradcheck::{gradcheck, gradcheck_with, Corruption, GradcheckError, GradcheckOptions};
+use op_runtime::gradcheck;
+use op_runtime::verify::gradcheck::{gradcheck_with, Corruption, GradcheckError, GradcheckOptions};
 use op_runtime::{op, Real};
 
 /// `mul` whose VJP swaps the two gradients.
@@ -71,7 +72,7 @@ fn every_builtin_vjp_passes_with_its_negative_control() {
     for d in builtins::decls() {
         for salt in 0..12u64 {
             let o = GradcheckOptions { salt, ..GradcheckOptions::default() };
-            let r = gradcheck_with(d, &o).unwrap_or_else(|e| panic!("{} (salt {salt}): {e}", d.rust_name));
+            let r = gradcheck_with(op_runtime::registry(), d, &o).unwrap_or_else(|e| panic!("{} (salt {salt}): {e}", d.rust_name));
             assert!(r.to_string().contains("negative control : corrupted vjp REJECTED"));
             assert!(r.negative_control.iter().all(|c| !c.applicable || c.rejected), "{r:?}");
             assert!(r.skipped * 2 <= r.probes);
@@ -79,10 +80,10 @@ fn every_builtin_vjp_passes_with_its_negative_control() {
     }
 }
 
-fn rejected(decl: &'static op_runtime::OpDecl, name: &str) {
+fn rejected(decl: &'static op_runtime::core::decl::OpDecl, name: &str) {
     for salt in 0..8u64 {
         let o = GradcheckOptions { salt, ..GradcheckOptions::default() };
-        match gradcheck_with(decl, &o) {
+        match gradcheck_with(op_runtime::registry(), decl, &o) {
             Err(e @ GradcheckError::Mismatch { .. }) => assert!(e.to_string().contains(&format!("op `{name}@1`")), "{e}"),
             other => panic!("{name} (salt {salt}) must be rejected, got {other:?}"),
         }
@@ -167,7 +168,7 @@ pub fn mse_scaled_vjp<T: Real>(a: &[T], b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
 fn a_reduction_vjp_scaled_by_1_01_is_rejected_at_50k_elements() {
     let big = GradcheckOptions { pin: vec![("n".into(), 50_000)], ..GradcheckOptions::default() };
     for d in [&builtins::sum::DECL, &builtins::mean::DECL, &builtins::mse_loss::DECL] {
-        let r = gradcheck_with(d, &big).unwrap_or_else(|e| panic!("{}: {e}", d.rust_name));
+        let r = gradcheck_with(op_runtime::registry(), d, &big).unwrap_or_else(|e| panic!("{}: {e}", d.rust_name));
         println!("{r}");
         assert!(r.rel_bound < 1e-10, "{r:?}");
         assert!(r.negative_control_rejected(), "{r:?}");
@@ -176,7 +177,7 @@ fn a_reduction_vjp_scaled_by_1_01_is_rejected_at_50k_elements() {
     }
     for (d, op) in [(&sum_scaled::DECL, "test/bad/sum_scaled@1"), (&mse_scaled::DECL, "test/bad/mse_scaled@1")] {
         for o in [&big, &GradcheckOptions::default()] {
-            match gradcheck_with(d, o) {
+            match gradcheck_with(op_runtime::registry(), d, o) {
                 Err(e @ GradcheckError::Mismatch { .. }) => {
                     let m = e.to_string();
                     assert!(m.contains(&format!("op `{op}`")) && m.contains("disagrees with central differences"), "{m}");

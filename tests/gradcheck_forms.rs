@@ -2,8 +2,10 @@
 //! (derived from the graph on the tape, gradchecked like any other), JVP rules, VJP + JVP
 //! (checked against each other), and the two ways a check can fail to certify anything.
 
-use op_runtime::gradcheck::{gradcheck, BackwardForm, GradcheckError};
-use op_runtime::tape::{Tape, TapeError, Var};
+use op_runtime::core::graph::{Graph, GraphError};
+use op_runtime::gradcheck;
+use op_runtime::train::tape::{Tape, TapeError, Var};
+use op_runtime::verify::gradcheck::{BackwardForm, GradcheckError};
 use op_runtime::{op, Real, Registry, Scalar, Tensor};
 
 /// Sign of each element (-1, 0 or 1): declared non-differentiable.
@@ -30,7 +32,7 @@ pub fn smooth_abs<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| *v * (*v * T::from_f64(4.0)).tanh()).collect()
 }
 /// The graph: `mul(x, tanh(scale(x, 4)))`, all built-ins.
-pub fn smooth_abs_graph(t: &mut Tape, x: &[Var], _p: &[Scalar]) -> Result<Vec<Var>, TapeError> {
+pub fn smooth_abs_graph(t: &mut dyn Graph, x: &[Var], _p: &[Scalar]) -> Result<Vec<Var>, GraphError> {
     let kx = t.call1("builtin/scale", &[x[0]], &[Scalar::F32(4.0)])?;
     let th = t.call1("builtin/tanh", &[kx], &[])?;
     Ok(vec![t.call1("builtin/mul", &[x[0], th], &[])?])
@@ -43,7 +45,7 @@ pub fn smooth_abs_wrong<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| *v * (*v * T::from_f64(4.0)).tanh()).collect()
 }
 /// Wrong on purpose: the factor is 2.
-pub fn wrong_graph(t: &mut Tape, x: &[Var], _p: &[Scalar]) -> Result<Vec<Var>, TapeError> {
+pub fn wrong_graph(t: &mut dyn Graph, x: &[Var], _p: &[Scalar]) -> Result<Vec<Var>, GraphError> {
     let kx = t.call1("builtin/scale", &[x[0]], &[Scalar::F32(2.0)])?;
     let th = t.call1("builtin/tanh", &[kx], &[])?;
     Ok(vec![t.call1("builtin/mul", &[x[0], th], &[])?])
@@ -292,13 +294,13 @@ pub fn abs_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
 
 #[test]
 fn probes_within_h_of_a_kink_are_skipped_and_too_many_is_inconclusive() {
-    use op_runtime::gradcheck::{gradcheck_with, GradcheckOptions};
+    use op_runtime::verify::gradcheck::{gradcheck_with, GradcheckOptions};
     // At h = 1e-3 the kink at 0 costs few probes (generated inputs include an exact 0).
     let r = gradcheck(&abs::DECL).unwrap_or_else(|e| panic!("{e}"));
     assert!(2 * r.skipped <= r.probes, "{r}");
     // With a step wider than every generated |x| (at most 2), every coordinate probe straddles
     // the kink: those probes are skipped, never averaged, and the verdict is inconclusive.
-    match gradcheck_with(&abs::DECL, &GradcheckOptions { h: 2.5, ..GradcheckOptions::default() }) {
+    match gradcheck_with(op_runtime::registry(), &abs::DECL, &GradcheckOptions { h: 2.5, ..GradcheckOptions::default() }) {
         Err(e @ GradcheckError::Inconclusive { .. }) => {
             let m = e.to_string();
             assert!(m.contains("`test/forms/abs@1`: inconclusive") && m.contains("nothing was certified"), "{m}");

@@ -4,7 +4,8 @@
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
-use op_runtime::gradcheck::{gradcheck, GradcheckError};
+use op_runtime::gradcheck;
+use op_runtime::verify::gradcheck::GradcheckError;
 use op_runtime::{op, Real};
 
 /// The median's reference, shared by the wrong-backward fixtures below.
@@ -86,7 +87,7 @@ fn the_median_passes_with_its_negative_control() {
     assert_eq!(gradcheck(&median::windowed_median::DECL).unwrap_or_else(|e| panic!("{e}")), r);
 }
 
-fn assert_rejected(decl: &'static op_runtime::OpDecl, op: &str) {
+fn assert_rejected(decl: &'static op_runtime::core::decl::OpDecl, op: &str) {
     match gradcheck(decl) {
         Err(e @ GradcheckError::Mismatch { .. }) => {
             let msg = e.to_string();
@@ -121,14 +122,14 @@ fn zero_vjp_is_rejected() {
 /// every wrong backward is always rejected.
 #[test]
 fn verdicts_hold_across_seeds() {
-    use op_runtime::gradcheck::{gradcheck_with, GradcheckOptions};
+    use op_runtime::verify::gradcheck::{gradcheck_with, GradcheckOptions};
     let mut skipped = 0;
     for salt in 1..=40u64 {
         let o = GradcheckOptions { salt, ..GradcheckOptions::default() };
-        let r = gradcheck_with(&median::windowed_median::DECL, &o).unwrap_or_else(|e| panic!("salt {salt}: {e}"));
+        let r = gradcheck_with(op_runtime::registry(), &median::windowed_median::DECL, &o).unwrap_or_else(|e| panic!("salt {salt}: {e}"));
         skipped += r.skipped;
         for d in [&median_centre::DECL, &median_scaled::DECL, &median_sign::DECL, &median_zero::DECL] {
-            match gradcheck_with(d, &o) {
+            match gradcheck_with(op_runtime::registry(), d, &o) {
                 Err(e) if e.is_rejection() => {}
                 other => panic!("salt {salt}: {} must be rejected, got {other:?}", d.rust_name),
             }

@@ -3,8 +3,12 @@
 //! and exhaustion errors, built-in and user provenance of identical form, and no panic on
 //! random input.
 
-use op_runtime::backend::{Backend, BackendKind, CpuBackend, ExecRequest, Prepared, ReferenceBackend};
-use op_runtime::{op, CallOptions, DeviceProfile, DispatchError, Real, RegisteredOp, Registry, Scalar, Tensor};
+use op_runtime::backends::{CpuBackend, ReferenceBackend};
+use op_runtime::core::backend::{Backend, BackendError, ExecRequest, Prepared};
+use op_runtime::core::device::DeviceProfile;
+use op_runtime::core::op::RegisteredOp;
+use op_runtime::BackendKind;
+use op_runtime::{op, CallOptions, DispatchError, Real, Registry, Scalar, Tensor};
 use rand::{RngExt, SeedableRng};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -118,18 +122,18 @@ impl Backend for Broken {
     fn kind(&self) -> BackendKind {
         BackendKind::Wgpu
     }
-    fn availability(&self) -> Result<(), String> {
+    fn availability(&self) -> Result<(), BackendError> {
         Ok(())
     }
-    fn profile(&self) -> Result<Arc<DeviceProfile>, String> {
+    fn profile(&self) -> Result<Arc<DeviceProfile>, BackendError> {
         Ok(Arc::new(DeviceProfile::host("broken")))
     }
-    fn supports(&self, _op: &RegisteredOp) -> Result<(), String> {
+    fn supports(&self, _op: &RegisteredOp) -> Result<(), BackendError> {
         Ok(())
     }
-    fn prepare(&self, _op: &Arc<RegisteredOp>) -> Result<Arc<dyn Prepared>, String> {
+    fn prepare(&self, _op: &Arc<RegisteredOp>) -> Result<Arc<dyn Prepared>, BackendError> {
         self.0.fetch_add(1, Ordering::Relaxed);
-        Err("shader failed validation: unknown identifier `x2`".to_string())
+        Err(BackendError::Compile("shader failed validation: unknown identifier `x2`".to_string()))
     }
 }
 
@@ -144,7 +148,7 @@ fn a_failed_build_keeps_its_cause_lists_remaining_backends_and_never_falls_back(
     let e = h.call(&[&v(&[1.0])], &[]).unwrap_err();
     let DispatchError::Compilation(c) = &e else { panic!("expected a compilation error, got {e}") };
     assert_eq!(c.backend, BackendKind::Wgpu);
-    assert!(c.cause.contains("unknown identifier `x2`"));
+    assert!(c.cause.to_string().contains("unknown identifier `x2`"));
     assert_eq!(c.remaining, vec![BackendKind::Cpu, BackendKind::Reference]);
     assert_eq!(
         e.to_string(),
@@ -259,7 +263,7 @@ impl Prepared for StalePrepared {
     fn content_hash(&self) -> [u8; 32] {
         [0; 32]
     }
-    fn execute(&self, _req: &ExecRequest<'_>) -> Result<Vec<Tensor>, String> {
+    fn execute(&self, _req: &ExecRequest<'_>) -> Result<Vec<Tensor>, BackendError> {
         Ok(vec![Tensor::vector(vec![42.0f32])])
     }
 }
@@ -268,16 +272,16 @@ impl Backend for Stale {
     fn kind(&self) -> BackendKind {
         BackendKind::Cpu
     }
-    fn availability(&self) -> Result<(), String> {
+    fn availability(&self) -> Result<(), BackendError> {
         Ok(())
     }
-    fn profile(&self) -> Result<Arc<DeviceProfile>, String> {
+    fn profile(&self) -> Result<Arc<DeviceProfile>, BackendError> {
         Ok(Arc::new(DeviceProfile::host("stale")))
     }
-    fn supports(&self, _op: &RegisteredOp) -> Result<(), String> {
+    fn supports(&self, _op: &RegisteredOp) -> Result<(), BackendError> {
         Ok(())
     }
-    fn prepare(&self, _op: &Arc<RegisteredOp>) -> Result<Arc<dyn Prepared>, String> {
+    fn prepare(&self, _op: &Arc<RegisteredOp>) -> Result<Arc<dyn Prepared>, BackendError> {
         Ok(Arc::new(StalePrepared))
     }
 }
@@ -287,5 +291,5 @@ fn a_kernel_built_for_other_content_is_never_executed() {
     let r = Registry::with_backends(vec![Arc::new(Stale), Arc::new(ReferenceBackend::default())]);
     let h = r.register(&double::DECL).unwrap();
     let e = h.call(&[&v(&[1.0])], &[]).unwrap_err();
-    assert!(matches!(&e, DispatchError::Compilation(c) if c.cause.contains("different content")), "{e}");
+    assert!(matches!(&e, DispatchError::Compilation(c) if c.cause.to_string().contains("different content")), "{e}");
 }

@@ -1,7 +1,8 @@
 //! Registry: identity, idempotent and concurrent registration, conflicting content, verified
 //! replacement, deterministic names across processes.
 
-use op_runtime::{op, BackendKind, CallOptions, KernelRegistrationError, Real, Registry, Scalar, Tensor};
+use op_runtime::core::error::KernelRegistrationError;
+use op_runtime::{op, BackendKind, CallOptions, Real, Registry, Scalar, Tensor};
 use std::sync::Arc;
 
 /// Version A of a user op.
@@ -97,7 +98,7 @@ fn eight_threads_registering_at_once_lose_nothing() {
     }
     assert_eq!(r.ops().len(), decls.len() + 1);
     for d in decls {
-        let op = op_runtime::RegisteredOp::load(d).unwrap();
+        let op = op_runtime::core::op::RegisteredOp::load(d).unwrap();
         assert_eq!(r.lookup(&op.id).unwrap().op().hash, op.hash);
     }
 }
@@ -107,8 +108,8 @@ fn builtin_and_user_ops_share_one_registration_path() {
     let r = Registry::with_builtins();
     assert!(r.ops().len() >= 15);
     let user = r.register(&affine_a::DECL).unwrap();
-    assert_eq!(user.op().source, op_runtime::OpSource::User);
-    assert_eq!(r.lookup("builtin/add").unwrap().op().source, op_runtime::OpSource::Builtin);
+    assert_eq!(user.op().source, op_runtime::core::op::OpSource::User);
+    assert_eq!(r.lookup("builtin/add").unwrap().op().source, op_runtime::core::op::OpSource::Builtin);
 }
 
 const NAMES_ENV: &str = "OP_TEST_PRINT_NAMES";

@@ -5,10 +5,14 @@
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
-use op_runtime::conformance::conform;
-use op_runtime::receipt::Receipt;
-use op_runtime::sharing::{blob_hash, OpCard, SharingError, Store, Trust};
-use op_runtime::{op, BackendKind, DeviceProfile, OpDecl, OpHandle, OpSource, Real, RegisteredOp, Registry};
+use op_runtime::core::decl::OpDecl;
+use op_runtime::core::device::DeviceProfile;
+use op_runtime::core::op::OpSource;
+use op_runtime::core::op::RegisteredOp;
+use op_runtime::core::receipt::Receipt;
+use op_runtime::verify::conformance::conform;
+use op_runtime::verify::sharing::{blob_hash, OpCard, SharingError, Store, Trust};
+use op_runtime::{op, BackendKind, OpHandle, Real, Registry};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -81,9 +85,9 @@ fn reference_receipt(h: &OpHandle) -> Receipt {
     conform(h, BackendKind::Reference).expect("the reference conforms to itself")
 }
 
-fn builtin_add() -> RegisteredOp {
-    let decl = op_runtime::builtins::decls().into_iter().find(|d| d.contract_json.contains("\"builtin/add\"")).expect("builtin/add exists");
-    RegisteredOp::load(decl).expect("loads")
+/// The built-in `add` as the built-in registration path loads it (source: builtin).
+fn builtin_add() -> std::sync::Arc<RegisteredOp> {
+    op_runtime::registry().lookup("builtin/add").expect("builtin/add exists").op()
 }
 
 /// Appends a byte to a file (a tamper that keeps it readable).
@@ -220,7 +224,7 @@ fn tampering_with_any_blob_is_refused_naming_the_op_and_file() {
     let h = handle(&shared_median::DECL);
     let op = h.op();
     let receipt = reference_receipt(&h);
-    type Pick = fn(&op_runtime::sharing::IndexEntry) -> String;
+    type Pick = fn(&op_runtime::verify::sharing::IndexEntry) -> String;
     let cases: [(&str, Pick); 6] = [
         ("kernel `kernels/windowed_median.wgsl`", |i| i.kernels[0].source.clone()),
         ("header `", |i| i.kernels[1].headers[0].blob.clone()),

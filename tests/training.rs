@@ -6,8 +6,11 @@
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
-use op_runtime::tape::{BufferKind, Tape, TapeError, Var};
-use op_runtime::{op, BackendKind, CallOptions, DType, ProvenanceRecord, Real, Registry, Scalar, Tensor};
+use op_runtime::core::graph::{Graph, GraphError};
+use op_runtime::core::provenance::ProvenanceRecord;
+use op_runtime::train::optim::Sgd;
+use op_runtime::train::tape::{BufferKind, Tape, TapeError, Var};
+use op_runtime::{op, BackendKind, CallOptions, DType, Real, Registry, Scalar, Tensor};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
@@ -52,7 +55,7 @@ pub fn smooth_abs<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| *v * (*v * T::from_f64(4.0)).tanh()).collect()
 }
 /// The graph: `mul(x, tanh(scale(x, 4)))`.
-pub fn smooth_abs_graph(t: &mut Tape, x: &[Var], _p: &[Scalar]) -> Result<Vec<Var>, TapeError> {
+pub fn smooth_abs_graph(t: &mut dyn Graph, x: &[Var], _p: &[Scalar]) -> Result<Vec<Var>, GraphError> {
     let kx = t.call1("builtin/scale", &[x[0]], &[Scalar::F32(4.0)])?;
     let th = t.call1("builtin/tanh", &[kx], &[])?;
     Ok(vec![t.call1("builtin/mul", &[x[0], th], &[])?])
@@ -104,7 +107,7 @@ fn train(d: &mut Despike, n: usize, steps: usize) -> (Vec<f64>, ProvenanceRecord
         losses.push(run.scalar(d.loss).unwrap_or(f64::NAN));
         let g = ok(d.tape.backward(&mut run, d.loss));
         assert!(g.get(d.kernel).is_some());
-        ok(d.tape.sgd_step(&g, 0.1));
+        ok(Sgd::new(0.1).step(&mut d.tape, &g));
         last = run.provenance;
     }
     (losses, last)
@@ -169,7 +172,7 @@ fn composite_ops_train_through_their_graph() {
     // The planner counts the composite's rematerialised intermediates.
     let plan = t.plan();
     assert!(plan.entries.iter().any(|e| e.kind == BufferKind::Composite && e.op == "builtin/tanh@1"), "{plan}");
-    ok(t.sgd_step(&g, 0.1));
+    ok(Sgd::new(0.1).step(&mut t, &g));
 }
 
 #[test]
@@ -238,7 +241,7 @@ fn every_run_yields_a_provenance_record_where_user_and_builtin_ops_look_alike() 
     let mut receipts = Vec::new();
     for name in ["builtin/conv1d", "user/example/windowed_median", "builtin/mse_loss"] {
         let h = ok(reg.lookup(name));
-        receipts.push(ok(op_runtime::conformance::conform(&h, BackendKind::Reference)));
+        receipts.push(ok(op_runtime::verify::conformance::conform(&h, BackendKind::Reference)));
     }
     d.tape.present_receipts(receipts.clone());
     let (_, prov) = train(&mut d, n, 1);

@@ -9,10 +9,11 @@
 
 mod median;
 
-use op_runtime::conformance::{conform_all, ConformanceFailure};
-use op_runtime::gradcheck::gradcheck;
-use op_runtime::receipt::Receipt;
-use op_runtime::tape::{human_bytes, Tape};
+use op_runtime::core::receipt::Receipt;
+use op_runtime::gradcheck;
+use op_runtime::train::optim::Sgd;
+use op_runtime::train::tape::{human_bytes, Tape};
+use op_runtime::verify::conformance::{conform_all, ConformanceFailure};
 use op_runtime::{DType, OpHandle, Scalar, Tensor};
 use std::time::Instant;
 
@@ -137,7 +138,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut run = tape.run(&[(x, &xs), (y, &ys)])?;
         let l = run.scalar(loss).ok_or("the loss was not computed")?;
         let grads = tape.backward(&mut run, loss)?;
-        tape.sgd_step(&grads, LR)?;
+        Sgd::new(LR).step(&mut tape, &grads)?;
         let k: Vec<String> =
             tape.param_value(kernel).and_then(|t| t.as_slice::<f32>()).unwrap_or_default().iter().map(|v| format!("{v:.3}")).collect();
         println!("  step {step}: loss {l:.6}   prefilter [{}]   ({} ms)", k.join(", "), t0.elapsed().as_millis());

@@ -63,6 +63,21 @@ pub fn identity(contract_json: &str, body_tokens: &str, kernels: &[KernelBytes<'
     *h.finalize().as_bytes()
 }
 
+/// The hash a 64-digit hex string spells (either case); `None` for anything else, never a
+/// panic (non-ASCII text included).
+pub fn parse_hex(s: &str) -> Option<[u8; 32]> {
+    let b = s.as_bytes();
+    if b.len() != 64 {
+        return None;
+    }
+    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let mut out = [0u8; 32];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = digit(b[2 * i])? << 4 | digit(b[2 * i + 1])?;
+    }
+    Some(out)
+}
+
 /// Lowercase hex of a hash.
 pub fn hex(hash: &[u8; 32]) -> String {
     hash.iter().map(|b| format!("{b:02x}")).collect()
@@ -71,6 +86,18 @@ pub fn hex(hash: &[u8; 32]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_round_trips_and_refuses_anything_else_without_panicking() {
+        let h: [u8; 32] = std::array::from_fn(|i| (i * 37) as u8);
+        assert_eq!(parse_hex(&hex(&h)), Some(h));
+        assert_eq!(parse_hex(&hex(&h).to_uppercase()), Some(h));
+        assert_eq!(parse_hex(&hex(&h)[1..]), None);
+        assert_eq!(parse_hex(&format!("{}g", &hex(&h)[1..])), None);
+        // Multi-byte characters: 64 bytes, but no valid digit pair boundary.
+        assert_eq!(parse_hex(&"é".repeat(32)), None);
+        assert_eq!(parse_hex(&format!("{}é{}", &hex(&h)[..31], &hex(&h)[..31])), None);
+    }
 
     #[test]
     fn identity_frames_every_part() {

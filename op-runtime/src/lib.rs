@@ -1,54 +1,61 @@
 #![warn(missing_docs)]
-//! Op runtime: tensors, registry, one dispatch path, backends, conformance, gradcheck, tape,
-//! receipts. Re-exports [`op`] so users depend on this crate alone.
+//! Op runtime: declare an op with [`op`], register it, call it through one dispatch path on
+//! the reference, CPU, wgpu or CUDA backends, conform its kernels, gradcheck its backward and
+//! train through it. Users depend on this crate alone.
 //!
-//! ```ignore
-//! use op_runtime::{op, Real, Tensor};
-//! let h = op_runtime::register(&my_op::DECL)?;
-//! let out = h.call(&[&Tensor::vector(vec![1.0f32, 2.0])], &[])?.output();  // Option<Tensor>
 //! ```
+//! use op_runtime::{op, Real, Scalar, Tensor};
+//!
+//! /// Clamp every element to `[lo, hi]`.
+//! #[op(name = "user/doc/clamp", version = 1, signature(x: f32[n], lo: f32, hi: f32) -> f32[n],
+//!      category = selection, tolerance = exact, backward = none)]
+//! pub fn clamp<T: Real>(x: &[T], lo: T, hi: T) -> Vec<T> {
+//!     x.iter().map(|v| if *v < lo { lo } else if *v > hi { hi } else { *v }).collect()
+//! }
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let clamp = op_runtime::register(&clamp::DECL)?;
+//! let x = Tensor::vector(vec![-2.0f32, 0.5, 3.0]);
+//! let out = clamp.call(&[&x], &[Scalar::F32(0.0), Scalar::F32(1.0)])?;
+//! assert_eq!(out.outputs[0].as_slice::<f32>(), Some(&[0.0f32, 0.5, 1.0][..]));
+//! println!("ran on {}", out.provenance.backend);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The crate is built in floors, each importing only those below it (see
+//! `docs/ARCHITECTURE.md`): [`core`] (tensors, plans, the op description, registry and
+//! dispatch, the typed backend seam), [`backends`] (reference, cpu, wgpu, cuda), [`train`] (the
+//! tape and optimisers), [`verify`] (conformance, gradcheck, sharing), and on top the
+//! [`builtins`] with the process-wide registry, and [`testing`] (the tests `#[op]` generates).
 
 extern crate self as op_runtime;
 
 pub use op_macros::op;
 
-pub mod backend;
-pub mod batch;
+pub mod backends;
 pub mod builtins;
-pub mod conformance;
-mod decl;
-pub mod device;
-pub mod dispatch;
-pub mod error;
-pub mod gpu;
-pub mod gradcheck;
-pub mod plan;
-pub mod provenance;
-mod real;
-pub mod receipt;
-pub mod registry;
-pub mod sharing;
-pub mod tape;
-pub mod tensor;
+pub mod core;
+pub mod testing;
+pub mod train;
+pub mod verify;
 
-pub use backend::BackendKind;
-pub use batch::{BatchError, BatchOutcome};
-pub use decl::{Call, OpDecl};
-pub use device::DeviceProfile;
-pub use dispatch::{CallOptions, Outcome};
-pub use error::{DispatchError, KernelCompilationError, KernelFallbackExhaustedError, KernelRegistrationError, TensorError};
-pub use op_contract::contract::{Contract, DType};
-pub use provenance::{ProvenanceEntry, ProvenanceRecord};
-pub use real::Real;
-pub use registry::{register, registry, OpHandle, OpSource, RegisteredOp, Registry};
-pub use tensor::{Data, Element, Scalar, Tensor};
+pub use crate::builtins::{gradcheck, register, registry};
+pub use crate::core::error::DispatchError;
+pub use crate::core::kind::BackendKind;
+pub use crate::core::real::Real;
+pub use crate::core::registry::dispatch::{CallOptions, Outcome};
+pub use crate::core::registry::{OpHandle, Registry};
+pub use crate::core::tensor::{Scalar, Tensor};
+pub use crate::train::tape::Tape;
+pub use crate::verify::conformance::conform;
+pub use op_contract::contract::DType;
 
 /// Items generated code refers to. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::conformance::generated_test as conformance_test;
-    pub use crate::decl::{Call, CompositeFn, KernelSource, OpDecl, ShimFn};
-    pub use crate::error::ShimError;
-    pub use crate::gradcheck::generated_test as gradcheck_test;
+    pub use crate::core::decl::{Call, CompositeFn, KernelSource, OpDecl, ShimFn};
+    pub use crate::core::error::ShimError;
+    pub use crate::testing::{conformance_test, gradcheck_test};
     pub use half::{bf16, f16};
 }

@@ -1,6 +1,6 @@
 //! Helpers shared by the integration tests (each test file includes this with `mod common;`).
 
-use op_runtime::conformance::REQUIRE_GPU_ENV;
+use op_runtime::testing::REQUIRE_GPU_ENV;
 use op_runtime::BackendKind;
 
 /// Whether wgpu can run here; prints why not, and fails the test instead under
@@ -10,7 +10,7 @@ pub fn wgpu_available() -> bool {
         None => "the wgpu backend is not compiled in".to_string(),
         Some(b) => match b.availability() {
             Ok(()) => return true,
-            Err(e) => e,
+            Err(e) => e.to_string(),
         },
     };
     if std::env::var(REQUIRE_GPU_ENV).as_deref() == Ok("1") {

@@ -1,5 +1,8 @@
-//! Built-in ops, declared with the same `#[op]` macro users write and registered through the
-//! same public `Registry::register`. Nothing here is special-cased by dispatch.
+//! The top floor: the built-in ops and the process-wide registry that holds them. Built-ins are
+//! declared with the same `#[op]` macro users write and registered through the same registry
+//! path (labelled built-in by that path, not by their names); nothing in dispatch special-cases
+//! them. Conveniences that default to the process-wide registry (`Tape::new`, `gradcheck`) live
+//! here, so the floors below never name it.
 
 mod elementwise;
 mod linalg;
@@ -9,8 +12,12 @@ pub use elementwise::*;
 pub use linalg::*;
 pub use reduce::*;
 
-use crate::decl::OpDecl;
-use crate::registry::Registry;
+use crate::core::decl::OpDecl;
+use crate::core::error::KernelRegistrationError;
+use crate::core::registry::{OpHandle, Registry};
+use crate::train::tape::Tape;
+use crate::verify::gradcheck::{self, GradcheckError, GradcheckOptions, GradcheckReport};
+use std::sync::OnceLock;
 
 /// Every built-in declaration.
 pub fn decls() -> [&'static OpDecl; 15] {
@@ -33,12 +40,51 @@ pub fn decls() -> [&'static OpDecl; 15] {
     ]
 }
 
-/// Registers every built-in through the public API. A failure here is a build defect (a
-/// tampered binary); it is reported on stderr and the op is left out, never a panic.
+/// Registers every built-in into `r`. A failure here is a build defect (a tampered binary); it
+/// is reported on stderr and the op is left out, never a panic.
 pub fn register_all(r: &Registry) {
     for d in decls() {
-        if let Err(e) = r.register(d) {
+        if let Err(e) = r.register_builtin(d) {
             eprintln!("op-runtime: built-in {} not registered: {e}", d.rust_name);
         }
+    }
+}
+
+impl Registry {
+    /// A new registry with every backend compiled in, holding the built-ins.
+    pub fn with_builtins() -> Registry {
+        let r = Registry::new();
+        register_all(&r);
+        r
+    }
+}
+
+/// The process-wide registry, holding the built-ins.
+pub fn registry() -> &'static Registry {
+    static GLOBAL: OnceLock<Registry> = OnceLock::new();
+    GLOBAL.get_or_init(Registry::with_builtins)
+}
+
+/// Registers an op in the process-wide registry.
+pub fn register(decl: &'static OpDecl) -> Result<OpHandle, KernelRegistrationError> {
+    registry().register(decl)
+}
+
+/// Gradcheck of a declaration with the default options; a composite op's graph resolves its
+/// ops in the process-wide registry.
+pub fn gradcheck(decl: &'static OpDecl) -> Result<GradcheckReport, GradcheckError> {
+    gradcheck::gradcheck_with(registry(), decl, &GradcheckOptions::default())
+}
+
+impl Tape {
+    /// An empty tape over the process-wide registry, running through dispatch.
+    pub fn new() -> Tape {
+        Tape::with_registry(registry())
+    }
+}
+
+impl Default for Tape {
+    fn default() -> Self {
+        Tape::new()
     }
 }

@@ -1,0 +1,118 @@
+//! The CUDA backend: compiles an op's CUDA kernel with NVRTC (PTX cached on disk under the
+//! content hash) and launches it with buffers and scalars in the descriptor's parameter order,
+//! marshalled through the same launch plan as wgpu. Plain calls zero-fill outputs; guarded runs
+//! surround them with canaries.
+
+use super::engine::{CudaArg, CudaEngine, CudaError, CudaKernel};
+use crate::backends::launch::{Arg, FieldValue, LaunchPlan};
+use crate::core::backend::{Backend, BackendError, ExecRequest, Prepared, CANARY_BYTE};
+use crate::core::device::DeviceProfile;
+use crate::core::kind::BackendKind;
+use crate::core::op::RegisteredOp;
+use crate::core::tensor::Tensor;
+use op_contract::contract::KernelLang;
+use std::sync::{Arc, OnceLock};
+
+/// The CUDA backend.
+#[derive(Default)]
+pub struct CudaBackend {
+    profile: OnceLock<Result<Arc<DeviceProfile>, BackendError>>,
+}
+
+fn engine() -> Result<&'static CudaEngine, BackendError> {
+    CudaEngine::shared().map_err(BackendError::from)
+}
+
+impl From<CudaError> for BackendError {
+    fn from(e: CudaError) -> BackendError {
+        match e {
+            CudaError::Unavailable { .. } => BackendError::Unavailable(e.to_string()),
+            CudaError::Compile { .. } | CudaError::MissingEntry { .. } | CudaError::Cache { .. } => BackendError::Compile(e.to_string()),
+            CudaError::InvalidArgument(_) => BackendError::Marshal(e.to_string()),
+            CudaError::Driver(_) => BackendError::Launch(e.to_string()),
+        }
+    }
+}
+
+impl Backend for CudaBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Cuda
+    }
+    fn availability(&self) -> Result<(), BackendError> {
+        self.profile().map(|_| ())
+    }
+    fn profile(&self) -> Result<Arc<DeviceProfile>, BackendError> {
+        self.profile.get_or_init(|| engine().map(|e| Arc::new(e.profile().clone()))).clone()
+    }
+    fn supports(&self, op: &RegisteredOp) -> Result<(), BackendError> {
+        crate::backends::launch::gpu_kernel(op, KernelLang::Cuda).map(|_| ())
+    }
+    fn prepare(&self, op: &Arc<RegisteredOp>) -> Result<Arc<dyn Prepared>, BackendError> {
+        let plan = LaunchPlan::new(op, KernelLang::Cuda)?;
+        let src =
+            op.decl.kernels.get(plan.kernel).ok_or_else(|| BackendError::Unsupported("the op's CUDA source is not embedded".into()))?;
+        let source = std::str::from_utf8(src.source)
+            .map_err(|e| BackendError::Compile(format!("the CUDA source `{}` is not UTF-8: {e}", src.path)))?;
+        // Headers are visible under the name the source includes them by (relative to its dir).
+        let dir = std::path::Path::new(src.path).parent().map(|p| p.to_string_lossy().to_string()).unwrap_or_default();
+        let headers: Vec<(String, String)> = src
+            .headers
+            .iter()
+            .map(|(p, b)| {
+                let name = p.strip_prefix(&format!("{dir}/")).unwrap_or(p).to_string();
+                (name, String::from_utf8_lossy(b).to_string())
+            })
+            .collect();
+        let kernel = engine()?.compile(op.hash, source, &headers, src.entry, &[])?;
+        Ok(Arc::new(CudaPrepared { hash: op.hash, plan, kernel, block: src.workgroup_size[0] }))
+    }
+}
+
+struct CudaPrepared {
+    hash: [u8; 32],
+    plan: LaunchPlan,
+    kernel: Arc<CudaKernel>,
+    block: u32,
+}
+
+impl Prepared for CudaPrepared {
+    fn content_hash(&self) -> [u8; 32] {
+        self.hash
+    }
+    fn execute(&self, req: &ExecRequest<'_>) -> Result<Vec<Tensor>, BackendError> {
+        let (args, threads) = self.plan.marshal(req)?;
+        // Output buffers: zeros for plain calls; guard canaries, data canaries, guard canaries in
+        // guarded runs (the kernel gets a pointer past the front guard).
+        let mut outs: Vec<(usize, Vec<u8>, usize)> = Vec::new();
+        for a in &args {
+            if let Arg::Output { index, data, guard } = *a {
+                let total = data.checked_add(2 * guard).and_then(|t| usize::try_from(t).ok());
+                let total = total.ok_or_else(|| {
+                    BackendError::TooLarge(format!("output {index}: {data} bytes plus guards do not fit this host's address space"))
+                })?;
+                let fill = if guard == 0 { 0 } else { CANARY_BYTE };
+                outs.push((index, vec![fill; total], guard as usize));
+            }
+        }
+        let mut o = outs.iter();
+        let mut cargs: Vec<CudaArg<'_>> = Vec::with_capacity(args.len());
+        for a in &args {
+            match a {
+                Arg::Input(b) => cargs.push(CudaArg::Read(b)),
+                Arg::Output { .. } => match o.next() {
+                    Some((_, init, 0)) => cargs.push(CudaArg::ReadWrite(init)),
+                    Some((_, init, guard)) => cargs.push(CudaArg::Guarded { init, offset: *guard }),
+                    None => return Err(BackendError::Marshal("an output slot has no buffer".into())),
+                },
+                Arg::Scalars(v) => cargs.extend(v.iter().map(|f| match *f {
+                    FieldValue::U32(x) => CudaArg::U32(x),
+                    FieldValue::I32(x) => CudaArg::I32(x),
+                    FieldValue::F32(x) => CudaArg::F32(x),
+                })),
+            }
+        }
+        let read = engine()?.launch(&self.kernel, &cargs, threads, self.block)?;
+        let reads = outs.iter().map(|(index, _, _)| *index).zip(read).collect();
+        self.plan.outputs(req, reads)
+    }
+}

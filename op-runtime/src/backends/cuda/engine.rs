@@ -1,0 +1,1479 @@
+//! CUDA engine: cudarc (driver API) + NVRTC.
+//!
+//! * Library presence is checked before any cudarc call: cudarc is built with dynamic loading
+//!   and panics on first use when `libcuda`/`libnvrtc` cannot be loaded, so [`CudaEngine::probe`]
+//!   asks cudarc's `is_culib_present` first and turns a missing library into
+//!   [`CudaError::Unavailable`]. As a second line of defence every call into cudarc runs under
+//!   `catch_unwind`, so a panic inside cudarc (a missing symbol in an old library, ...) becomes a
+//!   typed error as well.
+//! * Kernels are compiled to PTX by NVRTC, with headers passed in memory (`nvrtcCreateProgram`'s
+//!   header list), for the device's compute capability (clamped to what NVRTC supports). The PTX
+//!   is cached on disk under [`ptx_cache_key`] (content hash, source, headers, entry, options,
+//!   NVRTC version and architecture), published atomically ([`publish_atomically`]), and
+//!   memoised in memory per key.
+//! * Launches copy every buffer argument to the device, launch once with
+//!   `grid = ceil(threads / block)`, synchronise, and read back the `ReadWrite` buffers.
+//!
+//! This module knows nothing of ops or contracts; the `cuda` backend drives it.
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, CStr, CString, OsString};
+use std::fs;
+use std::io::{self, Write};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::driver::sys as cusys;
+use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DriverError, LaunchConfig, PushKernelArg};
+use cudarc::nvrtc::sys as nvsys;
+use cudarc::nvrtc::Ptx;
+
+use crate::core::device::DeviceProfile;
+
+/// PCI vendor id of NVIDIA.
+pub const NVIDIA_VENDOR_ID: u32 = 0x10de;
+
+/// Environment variable naming the PTX cache directory (used as is).
+pub const CACHE_DIR_ENV: &str = "OP_CACHE_DIR";
+
+/// Everything that can go wrong in the CUDA engine.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum CudaError {
+    /// The backend cannot be used on this machine: a library is missing, there is no device,
+    /// the driver is too old, or initialisation failed.
+    #[error("CUDA backend unavailable: {reason}")]
+    Unavailable {
+        /// What is missing or failed.
+        reason: String,
+    },
+    /// NVRTC rejected the kernel source (or its options); `log` is NVRTC's program log.
+    #[error("NVRTC failed to compile CUDA kernel `{entry}`:\n{log}")]
+    Compile {
+        /// The kernel entry point.
+        entry: String,
+        /// NVRTC's program log (or the failure's description).
+        log: String,
+    },
+    /// The compiled module has no kernel of that name.
+    #[error(
+        "CUDA kernel entry `{entry}` not found in the compiled module \
+         (is it declared `extern \"C\" __global__`?)"
+    )]
+    MissingEntry {
+        /// The entry point looked up.
+        entry: String,
+    },
+    /// The caller passed something the engine cannot launch or compile (bad launch geometry,
+    /// arguments not matching the kernel's parameters, interior NUL bytes, ...).
+    #[error("invalid CUDA request: {0}")]
+    InvalidArgument(String),
+    /// A CUDA driver call failed (or cudarc panicked) after initialisation.
+    #[error("CUDA driver error: {0}")]
+    Driver(String),
+    /// The on-disk PTX cache could not be located or written.
+    #[error("PTX cache error at {}: {cause}", path.display())]
+    Cache {
+        /// The cache file (empty when no cache directory could be found).
+        path: PathBuf,
+        /// What failed.
+        cause: String,
+    },
+}
+
+/// One kernel argument, in the kernel's parameter order.
+#[derive(Clone, Copy, Debug)]
+pub enum CudaArg<'a> {
+    /// A device buffer initialised from these bytes; not read back.
+    Read(&'a [u8]),
+    /// A device buffer initialised from these bytes (its initial contents) and read back after
+    /// the launch.
+    ReadWrite(&'a [u8]),
+    /// A device buffer initialised from `init` (guard bands included) and read back in full
+    /// after the launch; the kernel receives a pointer `offset` bytes into it, so writes before
+    /// or past the output land on the canaries around it.
+    Guarded {
+        /// Initial contents of the whole buffer, guard bands included.
+        init: &'a [u8],
+        /// Byte offset of the output within the buffer.
+        offset: usize,
+    },
+    /// A 32-bit unsigned scalar (`unsigned int`).
+    U32(u32),
+    /// A 32-bit signed scalar (`int`).
+    I32(i32),
+    /// A 32-bit float scalar (`float`).
+    F32(f32),
+}
+
+/// A compiled, loaded kernel. Obtain with [`CudaEngine::compile`]; launch with
+/// [`CudaEngine::launch`] on the same engine.
+pub struct CudaKernel {
+    engine_id: u64,
+    key: String,
+    entry: String,
+    ptx: String,
+    log: String,
+    params: Option<Vec<PtxParam>>,
+    function: CudaFunction,
+}
+
+impl CudaKernel {
+    /// The kernel's entry point name.
+    pub fn entry(&self) -> &str {
+        &self.entry
+    }
+    /// The disk-cache key ([`ptx_cache_key`]) the PTX is stored under.
+    pub fn cache_key(&self) -> &str {
+        &self.key
+    }
+    /// The PTX text.
+    pub fn ptx(&self) -> &str {
+        &self.ptx
+    }
+    /// NVRTC's log (warnings) when this engine compiled the kernel; empty on a disk-cache hit.
+    pub fn compile_log(&self) -> &str {
+        &self.log
+    }
+}
+
+impl std::fmt::Debug for CudaKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaKernel")
+            .field("entry", &self.entry)
+            .field("key", &self.key)
+            .field("ptx_bytes", &self.ptx.len())
+            .field("params", &self.params)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A CUDA device with its primary context, a stream, and the kernel caches.
+pub struct CudaEngine {
+    id: u64,
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    profile: DeviceProfile,
+    /// Architecture part of the cache key: NVRTC version, device capability, PTX target.
+    arch_tag: String,
+    /// `--gpu-architecture` value passed to NVRTC, e.g. `compute_90`.
+    target_arch: String,
+    compute_capability: (i32, i32),
+    max_threads_per_block: u32,
+    max_grid_x: u32,
+    cache_dir: Option<PathBuf>,
+    kernels: Mutex<HashMap<String, Arc<CudaKernel>>>,
+    compiles: AtomicUsize,
+}
+
+impl std::fmt::Debug for CudaEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaEngine")
+            .field("profile", &self.profile)
+            .field("arch", &self.arch_tag)
+            .field("cache_dir", &self.cache_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CudaEngine {
+    /// Checks libcuda and libnvrtc can be loaded and a device exists; a typed
+    /// [`CudaError::Unavailable`] otherwise. Never panics. The answer is computed once per process.
+    pub fn probe() -> Result<(), CudaError> {
+        static PROBE: OnceLock<Result<(), CudaError>> = OnceLock::new();
+        PROBE.get_or_init(probe_uncached).clone()
+    }
+
+    /// The process-wide engine on device 0 (created on first use; a failure is remembered).
+    pub fn shared() -> Result<&'static CudaEngine, CudaError> {
+        static SHARED: OnceLock<Result<CudaEngine, CudaError>> = OnceLock::new();
+        SHARED.get_or_init(|| CudaEngine::new(0)).as_ref().map_err(Clone::clone)
+    }
+
+    /// A new engine on device `ordinal` (the device's primary context), caching PTX in the
+    /// default directory ([`default_ptx_cache_dir`]). Prefer [`CudaEngine::shared`].
+    pub fn new(ordinal: usize) -> Result<CudaEngine, CudaError> {
+        Self::probe()?;
+        guarded(
+            |msg| CudaError::Unavailable { reason: format!("cudarc panicked while initialising device {ordinal}: {msg}") },
+            || Self::init(ordinal),
+        )
+    }
+
+    /// Replaces the PTX cache directory (builder style).
+    pub fn with_cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    fn init(ordinal: usize) -> Result<CudaEngine, CudaError> {
+        let unavailable = |what: &str, e: DriverError| CudaError::Unavailable { reason: format!("{what}: {e:?}") };
+        let count = CudaContext::device_count().map_err(|e| unavailable("cuInit/cuDeviceGetCount failed", e))?;
+        if ordinal >= count.max(0) as usize {
+            return Err(CudaError::Unavailable { reason: format!("no CUDA device with ordinal {ordinal} ({count} device(s) visible)") });
+        }
+        let ctx = CudaContext::new(ordinal)
+            .map_err(|e| unavailable(&format!("cannot create the primary context of CUDA device {ordinal}"), e))?;
+        // One stream, synchronised at the end of every launch: cudarc's per-buffer events for
+        // multi-stream tracking are not needed (and would cost two cuEventCreate per buffer).
+        // SAFETY: every buffer this engine allocates is used on `stream` only and is freed after
+        // the stream has been synchronised.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.default_stream();
+
+        let attr = |a: cusys::CUdevice_attribute, what: &str| {
+            ctx.attribute(a).map_err(|e| unavailable(&format!("cannot query {what} of CUDA device {ordinal}"), e))
+        };
+        let name = ctx.name().map_err(|e| unavailable("cuDeviceGetName failed", e))?;
+        let (cc_major, cc_minor) = ctx.compute_capability().map_err(|e| unavailable("cannot query compute capability", e))?;
+        let max_threads_per_block = attr(cusys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads per block")?;
+        let max_grid_x = attr(cusys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, "max grid dimension x")?;
+
+        let mut driver_version: c_int = 0;
+        // SAFETY: plain out-parameter call; the driver library is loaded (probe checked it).
+        unsafe { cusys::cuDriverGetVersion(&mut driver_version) }.result().map_err(|e| unavailable("cuDriverGetVersion failed", e))?;
+        let (nvrtc_major, nvrtc_minor) = nvrtc_version()?;
+        let device_cc = cc_major * 10 + cc_minor;
+        let target = choose_ptx_arch(device_cc, &nvrtc_supported_archs()).ok_or_else(|| CudaError::Unavailable {
+            reason: format!(
+                "NVRTC {nvrtc_major}.{nvrtc_minor} supports no architecture at or below the device's \
+                 compute capability {cc_major}.{cc_minor}"
+            ),
+        })?;
+
+        let device_id = pci_device_id(&ctx).unwrap_or(ordinal as u32);
+        let profile = DeviceProfile {
+            backend: "cuda".to_string(),
+            adapter: name,
+            driver: format!(
+                "CUDA driver {}.{} (NVRTC {nvrtc_major}.{nvrtc_minor}, compute capability {cc_major}.{cc_minor}, PTX compute_{target})",
+                driver_version / 1000,
+                (driver_version % 1000) / 10
+            ),
+            vendor_id: NVIDIA_VENDOR_ID,
+            device_id,
+        };
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        Ok(CudaEngine {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            ctx,
+            stream,
+            profile,
+            arch_tag: format!("nvrtc-{nvrtc_major}.{nvrtc_minor}/sm_{device_cc}/compute_{target}"),
+            target_arch: format!("compute_{target}"),
+            compute_capability: (cc_major, cc_minor),
+            max_threads_per_block: max_threads_per_block.max(1) as u32,
+            max_grid_x: max_grid_x.max(1) as u32,
+            cache_dir: default_ptx_cache_dir(),
+            kernels: Mutex::new(HashMap::new()),
+            compiles: AtomicUsize::new(0),
+        })
+    }
+
+    /// The device this engine runs on: backend `cuda`, device name, driver (and NVRTC) version,
+    /// vendor 0x10de, PCI device id where the platform exposes it (else the ordinal).
+    pub fn profile(&self) -> &DeviceProfile {
+        &self.profile
+    }
+
+    /// The device's compute capability (major, minor).
+    pub fn compute_capability(&self) -> (i32, i32) {
+        self.compute_capability
+    }
+
+    /// The directory PTX is cached in (`None` when none could be determined; compiles then fail
+    /// with [`CudaError::Cache`]).
+    pub fn cache_dir(&self) -> Option<&Path> {
+        self.cache_dir.as_deref()
+    }
+
+    /// Number of NVRTC invocations by this engine (successful or not), so tests can observe cache
+    /// hits.
+    pub fn compiles(&self) -> usize {
+        self.compiles.load(Ordering::SeqCst)
+    }
+
+    /// PTX for (source, headers, options, entry), compiled with NVRTC for this device and cached:
+    /// in memory per key, and on disk under [`ptx_cache_key`] in [`CudaEngine::cache_dir`]
+    /// (published atomically). `headers` are `(include name, contents)` pairs, visible to
+    /// `#include "name"` in the source. The entry must be `extern "C" __global__`.
+    pub fn compile(
+        &self,
+        content_hash: [u8; 32],
+        source: &str,
+        headers: &[(String, String)],
+        entry: &str,
+        options: &[String],
+    ) -> Result<Arc<CudaKernel>, CudaError> {
+        validate_compile_inputs(source, headers, entry, options)?;
+        let key = ptx_cache_key(&content_hash, source, headers, entry, options, &self.arch_tag);
+        if let Some(kernel) = lock(&self.kernels).get(&key) {
+            return Ok(kernel.clone());
+        }
+        let kernel = guarded(
+            |msg| CudaError::Driver(format!("cudarc panicked while compiling/loading kernel `{entry}`: {msg}")),
+            || self.compile_uncached(&key, source, headers, entry, options),
+        )?;
+        // Another thread may have compiled the same key meanwhile; keep the first one.
+        Ok(lock(&self.kernels).entry(key).or_insert_with(|| Arc::new(kernel)).clone())
+    }
+
+    fn compile_uncached(
+        &self,
+        key: &str,
+        source: &str,
+        headers: &[(String, String)],
+        entry: &str,
+        options: &[String],
+    ) -> Result<CudaKernel, CudaError> {
+        let dir = self.cache_dir.clone().ok_or_else(|| CudaError::Cache {
+            path: PathBuf::new(),
+            cause: format!("no cache directory: set {CACHE_DIR_ENV}, XDG_CACHE_HOME or HOME"),
+        })?;
+        let path = dir.join(format!("{key}.ptx"));
+        let publish = |ptx: &str| {
+            publish_atomically(&path, ptx.as_bytes()).map_err(|e| CudaError::Cache { path: path.clone(), cause: e.to_string() })
+        };
+
+        if let Some(ptx) = read_cached_ptx(&path) {
+            match self.load(&ptx, entry) {
+                Ok(function) => return Ok(self.kernel(key, entry, ptx, String::new(), function)),
+                // A stale or damaged entry: fall through, recompile and overwrite it.
+                Err(CudaError::Driver(_)) | Err(CudaError::MissingEntry { .. }) => {}
+                Err(other) => return Err(other),
+            }
+        }
+        let (ptx, log) = self.nvrtc_compile(source, headers, entry, options)?;
+        publish(&ptx)?;
+        let function = self.load(&ptx, entry)?;
+        Ok(self.kernel(key, entry, ptx, log, function))
+    }
+
+    fn kernel(&self, key: &str, entry: &str, ptx: String, log: String, function: CudaFunction) -> CudaKernel {
+        CudaKernel {
+            engine_id: self.id,
+            key: key.to_string(),
+            entry: entry.to_string(),
+            params: ptx_entry_params(&ptx, entry),
+            ptx,
+            log,
+            function,
+        }
+    }
+
+    /// Runs NVRTC; returns (PTX text, program log).
+    fn nvrtc_compile(
+        &self,
+        source: &str,
+        headers: &[(String, String)],
+        entry: &str,
+        options: &[String],
+    ) -> Result<(String, String), CudaError> {
+        self.compiles.fetch_add(1, Ordering::SeqCst);
+        let cstr = |s: &str, what: &str| CString::new(s).map_err(|_| CudaError::InvalidArgument(format!("{what} contains a NUL byte")));
+        let src = cstr(source, "kernel source")?;
+        let prog_name = cstr(&format!("{entry}.cu"), "entry name")?;
+        let header_bodies = headers.iter().map(|(_, b)| cstr(b, "a header")).collect::<Result<Vec<_>, _>>()?;
+        let header_names = headers.iter().map(|(n, _)| cstr(n, "a header name")).collect::<Result<Vec<_>, _>>()?;
+        let body_ptrs: Vec<*const c_char> = header_bodies.iter().map(|c| c.as_ptr()).collect();
+        let name_ptrs: Vec<*const c_char> = header_names.iter().map(|c| c.as_ptr()).collect();
+
+        let mut all_options: Vec<String> = Vec::with_capacity(options.len() + 1);
+        if !options.iter().any(|o| is_arch_option(o)) {
+            all_options.push(format!("--gpu-architecture={}", self.target_arch));
+        }
+        all_options.extend(options.iter().cloned());
+        let option_cstrs = all_options.iter().map(|o| cstr(o, "a compile option")).collect::<Result<Vec<_>, _>>()?;
+        let option_ptrs: Vec<*const c_char> = option_cstrs.iter().map(|c| c.as_ptr()).collect();
+
+        let mut raw: nvsys::nvrtcProgram = std::ptr::null_mut();
+        let n_headers = c_int::try_from(headers.len()).map_err(|_| CudaError::InvalidArgument("too many headers".to_string()))?;
+        // SAFETY: every pointer refers to a NUL-terminated CString that outlives the program
+        // (they are dropped at the end of this function, after `Program`'s drop destroys it).
+        let created = unsafe {
+            nvsys::nvrtcCreateProgram(
+                &mut raw,
+                src.as_ptr(),
+                prog_name.as_ptr(),
+                n_headers,
+                if headers.is_empty() { std::ptr::null() } else { body_ptrs.as_ptr() },
+                if headers.is_empty() { std::ptr::null() } else { name_ptrs.as_ptr() },
+            )
+        };
+        if created != nvsys::nvrtcResult::NVRTC_SUCCESS {
+            return Err(CudaError::Compile {
+                entry: entry.to_string(),
+                log: format!("nvrtcCreateProgram failed: {}", nvrtc_error_string(created)),
+            });
+        }
+        let program = Program(raw);
+
+        // SAFETY: `program` is a live program; the option pointers are valid for the call.
+        let compiled = unsafe { nvsys::nvrtcCompileProgram(program.0, option_ptrs.len() as c_int, option_ptrs.as_ptr()) };
+        let log = program.log();
+        if compiled != nvsys::nvrtcResult::NVRTC_SUCCESS {
+            let log = if log.trim().is_empty() { "(NVRTC produced no log)".to_string() } else { log };
+            return Err(CudaError::Compile {
+                entry: entry.to_string(),
+                log: format!("{log}\n[{}; options: {all_options:?}]", nvrtc_error_string(compiled)),
+            });
+        }
+        let ptx =
+            program.ptx().map_err(|e| CudaError::Compile { entry: entry.to_string(), log: format!("{log}\ncannot fetch the PTX: {e}") })?;
+        drop(program);
+        Ok((ptx, log))
+    }
+
+    /// Loads PTX into this engine's context and looks the entry up.
+    fn load(&self, ptx: &str, entry: &str) -> Result<CudaFunction, CudaError> {
+        // `Ptx::from_src` is NUL-terminated by cudarc (which unwraps on an interior NUL:
+        // `read_cached_ptx` and `Program::ptx` guarantee there is none).
+        let module = self.ctx.load_module(Ptx::from_src(ptx.to_string())).map_err(|e| {
+            let hint = if e.0 == cusys::CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION {
+                format!(
+                    " (the PTX was produced by a newer NVRTC than this driver can JIT; {} — \
+                     update the driver or use an NVRTC no newer than the driver)",
+                    self.profile.driver
+                )
+            } else {
+                String::new()
+            };
+            CudaError::Driver(format!("cuModuleLoadData failed for kernel `{entry}`: {e:?}{hint}"))
+        })?;
+        module.load_function(entry).map_err(|e| {
+            if e.0 == cusys::CUresult::CUDA_ERROR_NOT_FOUND {
+                CudaError::MissingEntry { entry: entry.to_string() }
+            } else {
+                CudaError::Driver(format!("cuModuleGetFunction failed for `{entry}`: {e:?}"))
+            }
+        })
+    }
+
+    /// Launches `kernel` once with `args` in parameter order, `grid = ceil(threads / block)`
+    /// blocks of `block` threads (1-D), waits for it, and returns the final bytes of each
+    /// [`CudaArg::ReadWrite`] argument, in order. `threads == 0` launches nothing and returns the
+    /// initial contents.
+    pub fn launch(&self, kernel: &CudaKernel, args: &[CudaArg<'_>], threads: u64, block: u32) -> Result<Vec<Vec<u8>>, CudaError> {
+        if kernel.engine_id != self.id {
+            return Err(CudaError::InvalidArgument(format!("kernel `{}` was compiled by a different CudaEngine", kernel.entry)));
+        }
+        let grid = launch_grid(threads, block, self.max_threads_per_block, self.max_grid_x)?;
+        if let Some(params) = &kernel.params {
+            check_args_against_params(&kernel.entry, params, args)?;
+        }
+        guarded(
+            |msg| CudaError::Driver(format!("cudarc panicked while launching `{}`: {msg}", kernel.entry)),
+            || self.launch_unguarded(kernel, args, grid, block),
+        )
+    }
+
+    fn launch_unguarded(&self, kernel: &CudaKernel, args: &[CudaArg<'_>], grid: u32, block: u32) -> Result<Vec<Vec<u8>>, CudaError> {
+        let drv = |what: &str, e: DriverError| CudaError::Driver(format!("{what} (kernel `{}`): {e:?}", kernel.entry));
+        enum Slot {
+            Buf { dev: CudaSlice<u8>, len: usize, read_back: bool, offset: usize },
+            U32(u32),
+            I32(i32),
+            F32(f32),
+        }
+        let mut slots = Vec::with_capacity(args.len());
+        for arg in args {
+            slots.push(match *arg {
+                CudaArg::Read(bytes) | CudaArg::ReadWrite(bytes) | CudaArg::Guarded { init: bytes, .. } => {
+                    let offset = match *arg {
+                        CudaArg::Guarded { offset, .. } if offset < bytes.len() => offset,
+                        CudaArg::Guarded { offset, .. } => {
+                            return Err(CudaError::InvalidArgument(format!(
+                                "guard offset {offset} is outside a {}-byte buffer",
+                                bytes.len()
+                            )))
+                        }
+                        _ => 0,
+                    };
+                    // Empty buffers still get a (1-byte) allocation so the kernel sees a valid
+                    // pointer; zero-sized device allocations are rejected by the driver.
+                    let dev = if bytes.is_empty() { self.stream.alloc_zeros::<u8>(1) } else { self.stream.clone_htod(bytes) }
+                        .map_err(|e| drv(&format!("cannot upload a {}-byte buffer", bytes.len()), e))?;
+                    Slot::Buf { dev, len: bytes.len(), read_back: !matches!(arg, CudaArg::Read(_)), offset }
+                }
+                CudaArg::U32(v) => Slot::U32(v),
+                CudaArg::I32(v) => Slot::I32(v),
+                CudaArg::F32(v) => Slot::F32(v),
+            });
+        }
+
+        if grid > 0 {
+            let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 };
+            // Guarded buffers are passed as views starting `offset` bytes in.
+            let views: Vec<Option<cudarc::driver::CudaView<'_, u8>>> = slots
+                .iter()
+                .map(|s| match s {
+                    Slot::Buf { dev, offset, .. } if *offset > 0 => Some(dev.slice(*offset..)),
+                    _ => None,
+                })
+                .collect();
+            let mut builder = self.stream.launch_builder(&kernel.function);
+            for (slot, view) in slots.iter().zip(&views) {
+                match slot {
+                    Slot::Buf { .. } if view.is_some() => {
+                        if let Some(v) = view {
+                            builder.arg(v);
+                        }
+                        &mut builder
+                    }
+                    Slot::Buf { dev, .. } => builder.arg(dev),
+                    Slot::U32(v) => builder.arg(v),
+                    Slot::I32(v) => builder.arg(v),
+                    Slot::F32(v) => builder.arg(v),
+                };
+            }
+            // SAFETY: the arguments were checked against the kernel's PTX parameter list where it
+            // could be parsed (count and sizes); buffers and scalars live in `slots`, which is not
+            // touched until the stream has been synchronised below.
+            unsafe { builder.launch(cfg) }.map_err(|e| drv("cuLaunchKernel failed", e))?;
+        }
+        // Kernel faults surface here (and are sticky: the context is unusable afterwards).
+        self.stream.synchronize().map_err(|e| drv("kernel execution failed", e))?;
+
+        let mut out = Vec::new();
+        for slot in &slots {
+            if let Slot::Buf { dev, len, read_back: true, .. } = slot {
+                let mut host = vec![0u8; *len];
+                if *len > 0 {
+                    self.stream.memcpy_dtoh(&dev.slice(0..*len), host.as_mut_slice()).map_err(|e| drv("cannot read a buffer back", e))?;
+                }
+                out.push(host);
+            }
+        }
+        self.stream.synchronize().map_err(|e| drv("cannot read buffers back", e))?;
+        drop(slots);
+        // Errors cudarc recorded in destructors (frees) are reported now rather than later.
+        self.ctx.check_err().map_err(|e| drv("freeing device buffers failed", e))?;
+        Ok(out)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// NVRTC helpers
+
+/// Owns an `nvrtcProgram`; destroys it on drop.
+struct Program(nvsys::nvrtcProgram);
+
+impl Program {
+    fn log(&self) -> String {
+        let mut size: usize = 0;
+        // SAFETY: live program; out-parameter.
+        if unsafe { nvsys::nvrtcGetProgramLogSize(self.0, &mut size) } != nvsys::nvrtcResult::NVRTC_SUCCESS {
+            return String::new();
+        }
+        let mut buf = vec![0u8; size.max(1)];
+        // SAFETY: `buf` holds `size` bytes as NVRTC asked for.
+        if unsafe { nvsys::nvrtcGetProgramLog(self.0, buf.as_mut_ptr() as *mut c_char) } != nvsys::nvrtcResult::NVRTC_SUCCESS {
+            return String::new();
+        }
+        c_buffer_to_string(buf)
+    }
+
+    fn ptx(&self) -> Result<String, String> {
+        let mut size: usize = 0;
+        // SAFETY: live, compiled program; out-parameter.
+        let r = unsafe { nvsys::nvrtcGetPTXSize(self.0, &mut size) };
+        if r != nvsys::nvrtcResult::NVRTC_SUCCESS {
+            return Err(nvrtc_error_string(r));
+        }
+        let mut buf = vec![0u8; size.max(1)];
+        // SAFETY: `buf` holds `size` bytes as NVRTC asked for.
+        let r = unsafe { nvsys::nvrtcGetPTX(self.0, buf.as_mut_ptr() as *mut c_char) };
+        if r != nvsys::nvrtcResult::NVRTC_SUCCESS {
+            return Err(nvrtc_error_string(r));
+        }
+        let ptx = c_buffer_to_string(buf);
+        if ptx.trim().is_empty() {
+            return Err("NVRTC returned empty PTX".to_string());
+        }
+        Ok(ptx)
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            // SAFETY: destroys the program created by nvrtcCreateProgram exactly once.
+            let _ = unsafe { nvsys::nvrtcDestroyProgram(&mut self.0) };
+        }
+    }
+}
+
+/// Bytes up to the first NUL, as (lossy) UTF-8; the result never contains a NUL.
+fn c_buffer_to_string(mut buf: Vec<u8>) -> String {
+    if let Some(n) = buf.iter().position(|&b| b == 0) {
+        buf.truncate(n);
+    }
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+fn nvrtc_error_string(r: nvsys::nvrtcResult) -> String {
+    // SAFETY: nvrtcGetErrorString returns a static string (or null).
+    let p = unsafe { nvsys::nvrtcGetErrorString(r) };
+    if p.is_null() {
+        format!("{r:?}")
+    } else {
+        // SAFETY: non-null, NUL-terminated static string.
+        format!("{r:?}: {}", unsafe { CStr::from_ptr(p) }.to_string_lossy())
+    }
+}
+
+fn nvrtc_version() -> Result<(i32, i32), CudaError> {
+    let (mut major, mut minor): (c_int, c_int) = (0, 0);
+    // SAFETY: out-parameters; libnvrtc is loaded (probe checked it).
+    let r = unsafe { nvsys::nvrtcVersion(&mut major, &mut minor) };
+    if r != nvsys::nvrtcResult::NVRTC_SUCCESS {
+        return Err(CudaError::Unavailable { reason: format!("nvrtcVersion failed: {r:?}") });
+    }
+    Ok((major, minor))
+}
+
+/// The virtual architectures NVRTC can target (e.g. `[50, 52, ..., 90]`); empty when unknown.
+fn nvrtc_supported_archs() -> Vec<i32> {
+    let mut n: c_int = 0;
+    // SAFETY: out-parameter.
+    if unsafe { nvsys::nvrtcGetNumSupportedArchs(&mut n) } != nvsys::nvrtcResult::NVRTC_SUCCESS || n <= 0 {
+        return Vec::new();
+    }
+    let mut archs = vec![0 as c_int; n as usize];
+    // SAFETY: `archs` has room for the `n` entries NVRTC reported.
+    if unsafe { nvsys::nvrtcGetSupportedArchs(archs.as_mut_ptr()) } != nvsys::nvrtcResult::NVRTC_SUCCESS {
+        return Vec::new();
+    }
+    archs
+}
+
+/// The PTX target for a device of compute capability `device_cc` (major*10+minor): the newest
+/// architecture NVRTC supports that is not newer than the device (PTX JIT-compiles forward, never
+/// backward). With no list, the device's own capability.
+pub fn choose_ptx_arch(device_cc: i32, supported: &[i32]) -> Option<i32> {
+    if supported.is_empty() {
+        return Some(device_cc);
+    }
+    supported.iter().copied().filter(|&a| a <= device_cc).max()
+}
+
+fn is_arch_option(o: &str) -> bool {
+    o.starts_with("-arch") || o.starts_with("--gpu-architecture")
+}
+
+fn validate_compile_inputs(source: &str, headers: &[(String, String)], entry: &str, options: &[String]) -> Result<(), CudaError> {
+    let is_ident = !entry.is_empty()
+        && !entry.starts_with(|c: char| c.is_ascii_digit())
+        && entry.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
+    if !is_ident {
+        return Err(CudaError::InvalidArgument(format!("kernel entry {entry:?} is not a C identifier")));
+    }
+    let nul = |s: &str| s.as_bytes().contains(&0);
+    if nul(source) {
+        return Err(CudaError::InvalidArgument(format!("source of kernel `{entry}` contains a NUL byte")));
+    }
+    for (name, body) in headers {
+        if name.is_empty() || nul(name) || nul(body) {
+            return Err(CudaError::InvalidArgument(format!(
+                "header {name:?} of kernel `{entry}` has an empty name or contains a NUL byte"
+            )));
+        }
+    }
+    if let Some(o) = options.iter().find(|o| nul(o)) {
+        return Err(CudaError::InvalidArgument(format!("compile option {o:?} contains a NUL byte")));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Probing and panic containment
+
+fn probe_uncached() -> Result<(), CudaError> {
+    // SAFETY: these only try to dlopen the candidate names (and close them again).
+    let have_driver = guarded(|_| (), || Ok(unsafe { cusys::is_culib_present() })).unwrap_or(false);
+    let have_nvrtc = guarded(|_| (), || Ok(unsafe { nvsys::is_culib_present() })).unwrap_or(false);
+    let mut missing = Vec::new();
+    if !have_driver {
+        missing.push(format!("libcuda (the NVIDIA driver library; tried {})", candidates("cuda")));
+    }
+    if !have_nvrtc {
+        missing.push(format!("libnvrtc (the CUDA runtime compiler; tried {})", candidates("nvrtc")));
+    }
+    if !missing.is_empty() {
+        return Err(CudaError::Unavailable {
+            reason: format!(
+                "cannot load {}; install the NVIDIA driver and CUDA's NVRTC, or add their \
+                 directories to LD_LIBRARY_PATH",
+                missing.join(" and ")
+            ),
+        });
+    }
+    guarded(
+        |msg| CudaError::Unavailable { reason: format!("cudarc panicked while probing CUDA: {msg}") },
+        || {
+            let count = CudaContext::device_count()
+                .map_err(|e| CudaError::Unavailable { reason: format!("cuInit/cuDeviceGetCount failed: {e:?}") })?;
+            if count <= 0 {
+                return Err(CudaError::Unavailable { reason: "no CUDA device found".to_string() });
+            }
+            nvrtc_version().map(|_| ())
+        },
+    )
+}
+
+/// A few of the file names cudarc tries for `lib`, for error messages.
+fn candidates(lib: &str) -> String {
+    let all = cudarc::get_lib_name_candidates(lib);
+    let mut shown: Vec<&str> = Vec::new();
+    for name in &all {
+        if !shown.contains(&name.as_str()) {
+            shown.push(name);
+        }
+    }
+    let n = shown.len();
+    if n > 3 {
+        format!("{}, ... ({n} names)", shown[..3].join(", "))
+    } else {
+        shown.join(", ")
+    }
+}
+
+/// Runs `f`, turning a panic into the error `on_panic` builds from its message.
+fn guarded<T, E>(on_panic: impl FnOnce(String) -> E, f: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "non-string panic payload".to_string());
+            Err(on_panic(msg))
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// PCI device (product) id from sysfs, via the device's PCI domain/bus/slot.
+fn pci_device_id(ctx: &CudaContext) -> Option<u32> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
+    let a = |attr| ctx.attribute(attr).ok();
+    let domain = a(cusys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)?;
+    let bus = a(cusys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)?;
+    let slot = a(cusys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)?;
+    let dir = PathBuf::from(format!("/sys/bus/pci/devices/{domain:04x}:{bus:02x}:{slot:02x}.0"));
+    let vendor = parse_pci_hex(&fs::read_to_string(dir.join("vendor")).ok()?)?;
+    if vendor != NVIDIA_VENDOR_ID {
+        return None;
+    }
+    parse_pci_hex(&fs::read_to_string(dir.join("device")).ok()?)
+}
+
+/// Parses a sysfs PCI id such as `0x2335\n`.
+fn parse_pci_hex(s: &str) -> Option<u32> {
+    let s = s.trim();
+    let s = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).unwrap_or(s);
+    u32::from_str_radix(s, 16).ok()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Launch validation
+
+/// Number of blocks for `threads` threads in blocks of `block`.
+fn launch_grid(threads: u64, block: u32, max_block: u32, max_grid_x: u32) -> Result<u32, CudaError> {
+    if block == 0 || block > max_block {
+        return Err(CudaError::InvalidArgument(format!("block size {block} out of range: must be 1..={max_block} threads")));
+    }
+    let grid = threads.div_ceil(u64::from(block));
+    if grid > u64::from(max_grid_x) {
+        return Err(CudaError::InvalidArgument(format!(
+            "{threads} threads in blocks of {block} need {grid} blocks, more than the device's \
+             grid limit of {max_grid_x}"
+        )));
+    }
+    Ok(grid as u32)
+}
+
+/// One kernel parameter as declared in PTX.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct PtxParam {
+    /// PTX type, e.g. `.u64`, `.f32`, `.b8`.
+    ty: String,
+    /// Size in bytes (element size times array length).
+    bytes: u64,
+}
+
+/// The parameter list of `.entry <entry>(...)` in `ptx`; `None` when it cannot be found or
+/// parsed (the caller then skips argument checking).
+fn ptx_entry_params(ptx: &str, entry: &str) -> Option<Vec<PtxParam>> {
+    let mut rest = ptx;
+    let list = loop {
+        let at = rest.find(".entry")?;
+        let after = &rest[at + ".entry".len()..];
+        rest = after;
+        let trimmed = after.trim_start();
+        if trimmed.len() == after.len() {
+            continue; // `.entry` must be followed by whitespace
+        }
+        if let Some(tail) = trimmed.strip_prefix(entry) {
+            if let Some(tail) = tail.trim_start().strip_prefix('(') {
+                break &tail[..tail.find(')')?];
+            }
+        }
+    };
+    let mut params = Vec::new();
+    for decl in list.split(',') {
+        let decl = decl.trim();
+        if decl.is_empty() {
+            continue;
+        }
+        let mut tokens = decl.split_whitespace();
+        if tokens.next()? != ".param" {
+            return None;
+        }
+        let mut ty: Option<&str> = None;
+        let mut name: Option<&str> = None;
+        let mut skip_next = false;
+        for t in tokens {
+            if skip_next {
+                skip_next = false;
+                continue;
+            }
+            if t == ".align" {
+                skip_next = true;
+            } else if ty.is_none() && ptx_type_bits(t).is_some() {
+                ty = Some(t);
+            } else if t.starts_with('.') {
+                // `.ptr`, state spaces (`.global`, ...): annotations only.
+            } else {
+                name = Some(t);
+            }
+        }
+        let ty = ty?;
+        let name = name?;
+        let count = match name.find('[') {
+            Some(open) => name[open + 1..].strip_suffix(']')?.trim().parse::<u64>().ok()?,
+            None => 1,
+        };
+        params.push(PtxParam { ty: ty.to_string(), bytes: ptx_type_bits(ty)? / 8 * count });
+    }
+    Some(params)
+}
+
+fn ptx_type_bits(t: &str) -> Option<u64> {
+    let t = t.strip_prefix('.')?;
+    let (kind, bits) = t.split_at(1);
+    if !matches!(kind, "u" | "s" | "b" | "f") {
+        return None;
+    }
+    match bits {
+        "8" | "16" | "32" | "64" => bits.parse().ok(),
+        _ => None,
+    }
+}
+
+fn check_args_against_params(entry: &str, params: &[PtxParam], args: &[CudaArg<'_>]) -> Result<(), CudaError> {
+    let describe = || params.iter().map(|p| format!("{} ({} bytes)", p.ty, p.bytes)).collect::<Vec<_>>().join(", ");
+    if params.len() != args.len() {
+        return Err(CudaError::InvalidArgument(format!(
+            "kernel `{entry}` takes {} parameter(s) [{}] but {} argument(s) were given",
+            params.len(),
+            describe(),
+            args.len()
+        )));
+    }
+    for (i, (p, a)) in params.iter().zip(args).enumerate() {
+        let (want, what) = match a {
+            CudaArg::Read(_) | CudaArg::ReadWrite(_) | CudaArg::Guarded { .. } => (8, "a buffer (device pointer)"),
+            CudaArg::U32(_) | CudaArg::I32(_) | CudaArg::F32(_) => (4, "a 4-byte scalar"),
+        };
+        let float_mismatch = match a {
+            CudaArg::F32(_) => p.ty.starts_with(".u") || p.ty.starts_with(".s"),
+            // A buffer is a device pointer: an integer-typed 64-bit parameter.
+            CudaArg::Read(_) | CudaArg::ReadWrite(_) | CudaArg::Guarded { .. } | CudaArg::U32(_) | CudaArg::I32(_) => {
+                p.ty.starts_with(".f")
+            }
+        };
+        if p.bytes != want || float_mismatch {
+            return Err(CudaError::InvalidArgument(format!(
+                "argument {i} of kernel `{entry}` is {what} ({a:?}) but the parameter is {} ({} bytes); \
+                 parameters: [{}]",
+                p.ty,
+                p.bytes,
+                describe()
+            )));
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Disk cache
+
+/// The disk-cache key (64 hex digits): blake3 over a length-prefixed encoding of the content
+/// hash, the source, every header (name, bytes) in order, the entry, every option in order, and
+/// `arch` (NVRTC version and target architecture). Pure.
+pub fn ptx_cache_key(
+    content_hash: &[u8; 32],
+    source: &str,
+    headers: &[(String, String)],
+    entry: &str,
+    options: &[String],
+    arch: &str,
+) -> String {
+    fn field(h: &mut blake3::Hasher, bytes: &[u8]) {
+        h.update(&(bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    }
+    let mut h = blake3::Hasher::new_derive_key("op-runtime 2024 cuda ptx cache key v1");
+    h.update(content_hash);
+    field(&mut h, source.as_bytes());
+    h.update(&(headers.len() as u64).to_le_bytes());
+    for (name, body) in headers {
+        field(&mut h, name.as_bytes());
+        field(&mut h, body.as_bytes());
+    }
+    field(&mut h, entry.as_bytes());
+    h.update(&(options.len() as u64).to_le_bytes());
+    for o in options {
+        field(&mut h, o.as_bytes());
+    }
+    field(&mut h, arch.as_bytes());
+    h.finalize().to_hex().to_string()
+}
+
+/// The PTX cache directory from the environment: `$OP_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/op-runtime/ptx`, else `~/.cache/op-runtime/ptx`.
+pub fn default_ptx_cache_dir() -> Option<PathBuf> {
+    resolve_ptx_cache_dir(
+        std::env::var_os(CACHE_DIR_ENV),
+        std::env::var_os("XDG_CACHE_HOME"),
+        std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE")),
+    )
+}
+
+/// Pure form of [`default_ptx_cache_dir`]. Empty values count as unset; a relative
+/// `XDG_CACHE_HOME` is ignored, as the XDG spec requires.
+pub fn resolve_ptx_cache_dir(op_cache_dir: Option<OsString>, xdg_cache_home: Option<OsString>, home: Option<OsString>) -> Option<PathBuf> {
+    let set = |v: Option<OsString>| v.filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(dir) = set(op_cache_dir) {
+        return Some(dir);
+    }
+    if let Some(xdg) = set(xdg_cache_home).filter(|p| p.is_absolute()) {
+        return Some(xdg.join("op-runtime").join("ptx"));
+    }
+    set(home).map(|h| h.join(".cache").join("op-runtime").join("ptx"))
+}
+
+/// A cached PTX file, if present and plausible (UTF-8, no NUL, has `.version`/`.target`);
+/// anything else counts as a miss and is overwritten by the next publish.
+fn read_cached_ptx(path: &Path) -> Option<String> {
+    let bytes = fs::read(path).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    if text.contains('\0') || !text.contains(".version") || !text.contains(".target") {
+        return None;
+    }
+    Some(text)
+}
+
+/// Writes `bytes` to `path` atomically: into a fresh temporary file in the same directory
+/// (created if missing), flushed to disk, then renamed over `path`. Readers see either the old
+/// file or the complete new one; the temporary file is removed on failure. Pure filesystem code.
+pub fn publish_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let file_name =
+        path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("{} has no file name", path.display())))?;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    fs::create_dir_all(&dir)?;
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    for _ in 0..64 {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let tmp = dir.join(format!(".{}.{}.{n}.{nanos:08x}.tmp", file_name.to_string_lossy(), std::process::id()));
+        let mut file = match fs::OpenOptions::new().write(true).create_new(true).open(&tmp) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        };
+        let written = file.write_all(bytes).and_then(|()| file.sync_all());
+        drop(file);
+        let result = written.and_then(|()| fs::rename(&tmp, path));
+        if let Err(e) = result {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+        // Make the rename itself durable where the platform allows (best effort).
+        #[cfg(unix)]
+        if let Ok(d) = fs::File::open(&dir) {
+            let _ = d.sync_all();
+        }
+        return Ok(());
+    }
+    Err(io::Error::new(io::ErrorKind::AlreadyExists, "could not create a unique temporary file"))
+}
+
+// ---------------------------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch_dir(tag: &str) -> PathBuf {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "op-runtime-cuda-{tag}-{}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed),
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+        ));
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn dir_entries(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        v.sort();
+        v
+    }
+
+    // ---- without a GPU -----------------------------------------------------------------------
+
+    #[test]
+    fn probe_and_shared_report_missing_libraries_without_panicking() {
+        // SAFETY: only dlopen attempts.
+        let driver = unsafe { cusys::is_culib_present() };
+        let nvrtc = unsafe { nvsys::is_culib_present() };
+        let probe = catch_unwind(CudaEngine::probe).expect("probe() must not panic");
+        let shared = catch_unwind(|| CudaEngine::shared().map(|_| ())).expect("shared() must not panic");
+        let new = catch_unwind(|| CudaEngine::new(0).map(|_| ())).expect("new() must not panic");
+        if driver && nvrtc {
+            eprintln!("libcuda and libnvrtc are present; the missing-library check does not apply here");
+            return;
+        }
+        for (what, r) in [("probe", probe), ("shared", shared), ("new", new)] {
+            match r {
+                Err(CudaError::Unavailable { reason }) => {
+                    if !driver {
+                        assert!(reason.contains("libcuda"), "{what}: reason should name libcuda: {reason}");
+                    }
+                    if !nvrtc {
+                        assert!(reason.contains("libnvrtc"), "{what}: reason should name libnvrtc: {reason}");
+                    }
+                    let shown = CudaError::Unavailable { reason: reason.clone() }.to_string();
+                    assert!(shown.starts_with("CUDA backend unavailable"), "{shown}");
+                }
+                other => panic!("{what}: expected Unavailable, got {other:?}"),
+            }
+        }
+        // Asking again is still an error, not a panic (the answer is cached).
+        assert!(matches!(CudaEngine::probe(), Err(CudaError::Unavailable { .. })));
+        assert!(matches!(CudaEngine::shared(), Err(CudaError::Unavailable { .. })));
+    }
+
+    fn key_with(hash: u8, source: &str, headers: &[(&str, &str)], entry: &str, options: &[&str], arch: &str) -> String {
+        let headers: Vec<(String, String)> = headers.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        let options: Vec<String> = options.iter().map(|s| s.to_string()).collect();
+        ptx_cache_key(&[hash; 32], source, &headers, entry, &options, arch)
+    }
+
+    #[test]
+    fn cache_key_is_stable_and_sensitive_to_every_input() {
+        let base = || key_with(1, "src", &[("a.cuh", "int x;")], "k", &["-DX=1"], "nvrtc-12.8/sm_90/compute_90");
+        let k = base();
+        assert_eq!(k, base(), "same inputs, same key");
+        assert_eq!(k.len(), 64);
+        assert!(k.chars().all(|c| c.is_ascii_hexdigit()));
+
+        let variants = [
+            ("content hash", key_with(2, "src", &[("a.cuh", "int x;")], "k", &["-DX=1"], "nvrtc-12.8/sm_90/compute_90")),
+            ("source", key_with(1, "src ", &[("a.cuh", "int x;")], "k", &["-DX=1"], "nvrtc-12.8/sm_90/compute_90")),
+            ("header bytes", key_with(1, "src", &[("a.cuh", "int y;")], "k", &["-DX=1"], "nvrtc-12.8/sm_90/compute_90")),
+            ("header name", key_with(1, "src", &[("b.cuh", "int x;")], "k", &["-DX=1"], "nvrtc-12.8/sm_90/compute_90")),
+            ("no header", key_with(1, "src", &[], "k", &["-DX=1"], "nvrtc-12.8/sm_90/compute_90")),
+            ("entry", key_with(1, "src", &[("a.cuh", "int x;")], "k2", &["-DX=1"], "nvrtc-12.8/sm_90/compute_90")),
+            ("options", key_with(1, "src", &[("a.cuh", "int x;")], "k", &["-DX=2"], "nvrtc-12.8/sm_90/compute_90")),
+            ("no options", key_with(1, "src", &[("a.cuh", "int x;")], "k", &[], "nvrtc-12.8/sm_90/compute_90")),
+            ("arch", key_with(1, "src", &[("a.cuh", "int x;")], "k", &["-DX=1"], "nvrtc-12.8/sm_80/compute_80")),
+            ("nvrtc version", key_with(1, "src", &[("a.cuh", "int x;")], "k", &["-DX=1"], "nvrtc-12.4/sm_90/compute_90")),
+        ];
+        let mut seen = std::collections::HashSet::new();
+        seen.insert(k.clone());
+        for (what, v) in &variants {
+            assert_ne!(&k, v, "changing the {what} must change the key");
+            assert!(seen.insert(v.clone()), "changing the {what} collided with another variant");
+        }
+
+        // Field boundaries are unambiguous.
+        assert_ne!(key_with(1, "s", &[("a", "bc")], "k", &[], "x"), key_with(1, "s", &[("ab", "c")], "k", &[], "x"));
+        assert_ne!(key_with(1, "s", &[], "k", &["-a -b"], "x"), key_with(1, "s", &[], "k", &["-a", "-b"], "x"));
+        assert_ne!(key_with(1, "s", &[], "k", &["ab"], "x"), key_with(1, "s", &[], "ka", &["b"], "x"));
+        assert_ne!(key_with(1, "s", &[("a", "b"), ("c", "d")], "k", &[], "x"), key_with(1, "s", &[("c", "d"), ("a", "b")], "k", &[], "x"),);
+    }
+
+    #[test]
+    fn publish_atomically_leaves_only_the_target() {
+        let dir = scratch_dir("publish");
+        let path = dir.join("nested").join("k.ptx");
+        publish_atomically(&path, b"first").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"first");
+        publish_atomically(&path, b"second, longer contents").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"second, longer contents");
+        publish_atomically(&path, b"").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"");
+        assert_eq!(dir_entries(path.parent().unwrap()), vec!["k.ptx".to_string()]);
+
+        // A failing publish (the target is a directory) cleans up its temporary file.
+        let blocked = dir.join("blocked");
+        fs::create_dir_all(blocked.join("occupied")).unwrap();
+        assert!(publish_atomically(&blocked, b"x").is_err() || blocked.is_file());
+        assert!(dir_entries(&dir).iter().all(|e| !e.ends_with(".tmp")), "{:?}", dir_entries(&dir));
+        assert!(publish_atomically(Path::new("/"), b"x").is_err());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn concurrent_publishes_leave_a_complete_file() {
+        let dir = scratch_dir("concurrent");
+        let path = dir.join("same.ptx");
+        const LEN: usize = 256 * 1024;
+        for round in 0..4u8 {
+            let readers_done = std::sync::atomic::AtomicBool::new(false);
+            std::thread::scope(|s| {
+                // A reader that must never observe a partial file.
+                s.spawn(|| {
+                    while !readers_done.load(Ordering::Relaxed) {
+                        if let Ok(bytes) = fs::read(&path) {
+                            assert_eq!(bytes.len(), LEN, "a reader saw a partial file");
+                            assert!(bytes.iter().all(|&b| b == bytes[0]), "a reader saw mixed contents");
+                        }
+                    }
+                });
+                let writers: Vec<_> = (0..8u8)
+                    .map(|t| {
+                        let path = &path;
+                        s.spawn(move || {
+                            let bytes = vec![round.wrapping_mul(8).wrapping_add(t); LEN];
+                            for _ in 0..4 {
+                                publish_atomically(path, &bytes).unwrap();
+                            }
+                        })
+                    })
+                    .collect();
+                for w in writers {
+                    w.join().unwrap();
+                }
+                readers_done.store(true, Ordering::Relaxed);
+            });
+            let bytes = fs::read(&path).unwrap();
+            assert_eq!(bytes.len(), LEN);
+            let first = bytes[0];
+            assert!((round * 8..round * 8 + 8).contains(&first), "contents come from one of this round's writers");
+            assert!(bytes.iter().all(|&b| b == first), "file mixes contents of several writers");
+            assert_eq!(dir_entries(&dir), vec!["same.ptx".to_string()], "temporary files left behind");
+        }
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn cache_dir_resolution() {
+        let os = |s: &str| Some(OsString::from(s));
+        assert_eq!(resolve_ptx_cache_dir(os("/c"), os("/x"), os("/h")), Some(PathBuf::from("/c")));
+        assert_eq!(resolve_ptx_cache_dir(os(""), os("/x"), os("/h")), Some(PathBuf::from("/x/op-runtime/ptx")));
+        assert_eq!(resolve_ptx_cache_dir(None, os("rel"), os("/h")), Some(PathBuf::from("/h/.cache/op-runtime/ptx")));
+        assert_eq!(resolve_ptx_cache_dir(None, None, os("/h")), Some(PathBuf::from("/h/.cache/op-runtime/ptx")));
+        assert_eq!(resolve_ptx_cache_dir(None, None, None), None);
+    }
+
+    #[test]
+    fn arch_choice_clamps_to_nvrtc() {
+        let archs = [50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90];
+        assert_eq!(choose_ptx_arch(90, &archs), Some(90));
+        assert_eq!(choose_ptx_arch(100, &archs), Some(90));
+        assert_eq!(choose_ptx_arch(88, &archs), Some(87));
+        assert_eq!(choose_ptx_arch(35, &archs), None);
+        assert_eq!(choose_ptx_arch(90, &[]), Some(90));
+        assert!(is_arch_option("-arch=compute_80") && is_arch_option("--gpu-architecture=sm_90"));
+        assert!(!is_arch_option("-DARCH=1"));
+    }
+
+    const SAMPLE_PTX: &str = r#"//
+// Generated by NVIDIA NVVM Compiler
+//
+// Compiler Build ID: CL-34097967
+// Cuda compilation tools, release 12.4, V12.4.131
+// Based on NVVM 7.0.1
+//
+
+.version 8.4
+.target sm_90
+.address_size 64
+
+	// .globl	add_more
+	// .globl	add
+
+.visible .entry add_more(
+	.param .u64 add_more_param_0
+)
+{
+	ret;
+}
+.visible .entry add(
+	.param .u64 .ptr .global .align 4 add_param_0,
+	.param .u64 add_param_1,
+	.param .u64 add_param_2,
+	.param .f32 add_param_3,
+	.param .u32 add_param_4,
+	.param .u32 add_param_5
+)
+{
+	ret;
+}
+.visible .entry noargs()
+{
+	ret;
+}
+.visible .entry with_struct(
+	.param .align 8 .b8 with_struct_param_0[24]
+)
+{
+	ret;
+}
+"#;
+
+    #[test]
+    fn ptx_parameter_lists_are_parsed_and_checked() {
+        let p = |ty: &str, bytes| PtxParam { ty: ty.to_string(), bytes };
+        let add = ptx_entry_params(SAMPLE_PTX, "add").expect("add is declared");
+        assert_eq!(add, vec![p(".u64", 8), p(".u64", 8), p(".u64", 8), p(".f32", 4), p(".u32", 4), p(".u32", 4)]);
+        assert_eq!(ptx_entry_params(SAMPLE_PTX, "add_more"), Some(vec![p(".u64", 8)]));
+        assert_eq!(ptx_entry_params(SAMPLE_PTX, "noargs"), Some(vec![]));
+        assert_eq!(ptx_entry_params(SAMPLE_PTX, "with_struct"), Some(vec![p(".b8", 24)]));
+        assert_eq!(ptx_entry_params(SAMPLE_PTX, "missing"), None);
+        assert_eq!(ptx_entry_params(SAMPLE_PTX, "ad"), None);
+
+        let buf = [0u8; 4];
+        let good =
+            [CudaArg::Read(&buf), CudaArg::Read(&buf), CudaArg::ReadWrite(&buf), CudaArg::F32(1.0), CudaArg::I32(-1), CudaArg::U32(4)];
+        check_args_against_params("add", &add, &good).unwrap();
+        let err = check_args_against_params("add", &add, &good[..5]).unwrap_err();
+        assert!(matches!(&err, CudaError::InvalidArgument(m) if m.contains("takes 6 parameter")), "{err}");
+        let mut swapped = good;
+        swapped.swap(2, 3);
+        assert!(matches!(check_args_against_params("add", &add, &swapped), Err(CudaError::InvalidArgument(_))));
+        let mut int_for_float = good;
+        int_for_float[3] = CudaArg::U32(1);
+        assert!(matches!(check_args_against_params("add", &add, &int_for_float), Err(CudaError::InvalidArgument(_))));
+        let f64_param = [PtxParam { ty: ".f64".to_string(), bytes: 8 }];
+        assert!(check_args_against_params("d", &f64_param, &[CudaArg::Read(&buf)]).is_err());
+    }
+
+    #[test]
+    fn launch_geometry_is_validated() {
+        assert_eq!(launch_grid(1000, 256, 1024, 65535).unwrap(), 4);
+        assert_eq!(launch_grid(1024, 256, 1024, 65535).unwrap(), 4);
+        assert_eq!(launch_grid(0, 256, 1024, 65535).unwrap(), 0);
+        assert!(matches!(launch_grid(10, 0, 1024, 65535), Err(CudaError::InvalidArgument(_))));
+        assert!(matches!(launch_grid(10, 2048, 1024, 65535), Err(CudaError::InvalidArgument(_))));
+        assert!(matches!(launch_grid(u64::MAX, 1, 1024, u32::MAX), Err(CudaError::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn compile_inputs_are_validated() {
+        assert!(validate_compile_inputs("s", &[], "add_f32", &[]).is_ok());
+        for bad in ["", "1x", "a-b", "a b", "a\0"] {
+            assert!(matches!(validate_compile_inputs("s", &[], bad, &[]), Err(CudaError::InvalidArgument(_))), "{bad:?}");
+        }
+        assert!(validate_compile_inputs("s\0", &[], "k", &[]).is_err());
+        assert!(validate_compile_inputs("s", &[("h".into(), "\0".into())], "k", &[]).is_err());
+        assert!(validate_compile_inputs("s", &[("".into(), "x".into())], "k", &[]).is_err());
+        assert!(validate_compile_inputs("s", &[], "k", &["-D\0".into()]).is_err());
+        assert_eq!(parse_pci_hex("0x2335\n"), Some(0x2335));
+        assert_eq!(parse_pci_hex("10de"), Some(0x10de));
+        assert_eq!(parse_pci_hex("zz"), None);
+        assert_eq!(c_buffer_to_string(b"abc\0\0".to_vec()), "abc");
+    }
+
+    // ---- with a GPU (skipped unless CUDA is present; OP_REQUIRE_CUDA=1 makes them fail) ------
+
+    fn require_cuda() -> bool {
+        std::env::var("OP_REQUIRE_CUDA").map(|v| v == "1").unwrap_or(false)
+    }
+
+    /// A fresh engine on device 0 with its own cache directory, or `None` (test skipped).
+    fn gpu_engine(test: &str, cache: &Path) -> Option<CudaEngine> {
+        match CudaEngine::new(0) {
+            Ok(engine) => Some(engine.with_cache_dir(cache)),
+            Err(e) if require_cuda() => panic!("{test}: OP_REQUIRE_CUDA=1 but CUDA is unavailable: {e}"),
+            Err(e) => {
+                eprintln!("skipping {test}: {e}");
+                None
+            }
+        }
+    }
+
+    const ADD_HEADER: (&str, &str) = ("op_add.cuh", "__device__ inline float op_add(float x, float y) { return x + y; }\n");
+    const ADD_SRC: &str = r#"#include "op_add.cuh"
+extern "C" __global__ void axpb(const float* a, const float* b, float* out, float alpha, int bias,
+                                 unsigned int n, float* acc) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        out[i] = op_add(a[i] * alpha, b[i]) + (float)bias;
+        acc[i] = acc[i] + 1.0f;
+    }
+}
+"#;
+
+    fn add_headers() -> Vec<(String, String)> {
+        vec![(ADD_HEADER.0.to_string(), ADD_HEADER.1.to_string())]
+    }
+
+    fn f32_bytes(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    fn f32s(b: &[u8]) -> Vec<f32> {
+        b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    }
+
+    fn run_axpb(engine: &CudaEngine, kernel: &CudaKernel, n: usize) {
+        let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let b: Vec<f32> = (0..n).map(|i| 2.0 * i as f32).collect();
+        let acc: Vec<f32> = (0..n).map(|i| 10.0 * i as f32).collect();
+        let (a, b, out, acc) = (f32_bytes(&a), f32_bytes(&b), vec![0u8; n * 4], f32_bytes(&acc));
+        let args = [
+            CudaArg::Read(&a),
+            CudaArg::Read(&b),
+            CudaArg::ReadWrite(&out),
+            CudaArg::F32(3.0),
+            CudaArg::I32(-7),
+            CudaArg::U32(n as u32),
+            CudaArg::ReadWrite(&acc),
+        ];
+        let results = engine.launch(kernel, &args, n as u64, 256).expect("launch");
+        assert_eq!(results.len(), 2, "one result per ReadWrite argument");
+        let out = f32s(&results[0]);
+        let acc = f32s(&results[1]);
+        for i in 0..n {
+            assert_eq!(out[i], 3.0 * i as f32 + 2.0 * i as f32 - 7.0, "out[{i}]");
+            assert_eq!(acc[i], 10.0 * i as f32 + 1.0, "acc[{i}]");
+        }
+    }
+
+    #[test]
+    fn gpu_add_kernel_end_to_end() {
+        let cache = scratch_dir("gpu-e2e");
+        let Some(engine) = gpu_engine("gpu_add_kernel_end_to_end", &cache) else { return };
+        let profile = engine.profile();
+        assert_eq!(profile.backend, "cuda");
+        assert_eq!(profile.vendor_id, 0x10de);
+        assert!(!profile.adapter.is_empty());
+        println!("profile: {profile}");
+
+        let kernel = engine.compile([7; 32], ADD_SRC, &add_headers(), "axpb", &[]).expect("compile");
+        assert!(kernel.ptx().contains(".entry axpb"), "{}", kernel.ptx());
+        assert_eq!(kernel.params.as_ref().map(Vec::len), Some(7), "PTX parameters parsed: {:?}", kernel.params);
+        run_axpb(&engine, &kernel, 1000); // not a multiple of the block size
+        run_axpb(&engine, &kernel, 1);
+
+        // Zero threads: nothing runs; ReadWrite buffers come back unchanged (also empty ones).
+        let init = f32_bytes(&[5.0]);
+        let none: [u8; 0] = [];
+        let res = engine
+            .launch(
+                &kernel,
+                &[
+                    CudaArg::Read(&none),
+                    CudaArg::Read(&none),
+                    CudaArg::ReadWrite(&none),
+                    CudaArg::F32(1.0),
+                    CudaArg::I32(0),
+                    CudaArg::U32(0),
+                    CudaArg::ReadWrite(&init),
+                ],
+                0,
+                128,
+            )
+            .expect("empty launch");
+        assert_eq!(res, vec![Vec::<u8>::new(), init.clone()]);
+
+        // Wrong arguments are refused before anything reaches the driver.
+        let err = engine.launch(&kernel, &[CudaArg::U32(1)], 1, 1).unwrap_err();
+        assert!(matches!(err, CudaError::InvalidArgument(_)), "{err}");
+        let err = engine.launch(&kernel, &[], 1, 0).unwrap_err();
+        assert!(matches!(err, CudaError::InvalidArgument(_)), "{err}");
+        let _ = fs::remove_dir_all(&cache);
+    }
+
+    #[test]
+    fn gpu_second_compile_hits_the_caches() {
+        let cache = scratch_dir("gpu-cache");
+        let Some(engine) = gpu_engine("gpu_second_compile_hits_the_caches", &cache) else { return };
+        let headers = add_headers();
+        let k1 = engine.compile([9; 32], ADD_SRC, &headers, "axpb", &[]).expect("compile");
+        assert_eq!(engine.compiles(), 1);
+        let k2 = engine.compile([9; 32], ADD_SRC, &headers, "axpb", &[]).expect("memo hit");
+        assert_eq!(engine.compiles(), 1, "second compile must hit the in-memory cache");
+        assert!(Arc::ptr_eq(&k1, &k2));
+        assert_eq!(dir_entries(&cache), vec![format!("{}.ptx", k1.cache_key())], "exactly the published PTX, no temporary files");
+
+        // A second engine (fresh memo) finds the PTX on disk and runs it.
+        let other = CudaEngine::new(0).expect("second engine").with_cache_dir(&cache);
+        let k3 = other.compile([9; 32], ADD_SRC, &headers, "axpb", &[]).expect("disk hit");
+        assert_eq!(other.compiles(), 0, "second engine must hit the disk cache");
+        assert_eq!(k3.ptx(), k1.ptx());
+        run_axpb(&other, &k3, 300);
+
+        // Changing a header byte or an option recompiles.
+        let mut changed = headers.clone();
+        changed[0].1.push(' ');
+        other.compile([9; 32], ADD_SRC, &changed, "axpb", &[]).expect("header change");
+        assert_eq!(other.compiles(), 1);
+        other.compile([9; 32], ADD_SRC, &headers, "axpb", &["-DUNUSED=1".to_string()]).expect("option change");
+        assert_eq!(other.compiles(), 2);
+
+        // A damaged cache file is recompiled and replaced.
+        fs::write(cache.join(format!("{}.ptx", k1.cache_key())), "garbage").unwrap();
+        let third = CudaEngine::new(0).expect("third engine").with_cache_dir(&cache);
+        let k4 = third.compile([9; 32], ADD_SRC, &headers, "axpb", &[]).expect("recompile");
+        assert_eq!(third.compiles(), 1);
+        run_axpb(&third, &k4, 10);
+        let _ = fs::remove_dir_all(&cache);
+    }
+
+    #[test]
+    fn gpu_compile_errors_carry_the_nvrtc_log() {
+        let cache = scratch_dir("gpu-error");
+        let Some(engine) = gpu_engine("gpu_compile_errors_carry_the_nvrtc_log", &cache) else { return };
+        let bad = "extern \"C\" __global__ void broken(float* x) { x[0] = undefined_symbol; }";
+        match engine.compile([1; 32], bad, &[], "broken", &[]) {
+            Err(CudaError::Compile { entry, log }) => {
+                assert_eq!(entry, "broken");
+                assert!(log.contains("undefined_symbol"), "log should quote the error: {log}");
+                assert!(log.to_lowercase().contains("error"), "{log}");
+            }
+            other => panic!("expected CudaError::Compile, got {other:?}"),
+        }
+        assert_eq!(engine.compiles(), 1);
+        assert!(dir_entries(&cache).is_empty(), "nothing is cached for a failed compile");
+
+        // A missing header is a compile error as well.
+        let needs_header = "#include \"absent.cuh\"\nextern \"C\" __global__ void k() {}";
+        assert!(matches!(engine.compile([2; 32], needs_header, &[], "k", &[]), Err(CudaError::Compile { .. })));
+
+        // An entry that is not in the module is a typed error.
+        let ok = "extern \"C\" __global__ void present(float* x) { x[0] = 1.0f; }";
+        match engine.compile([3; 32], ok, &[], "absent", &[]) {
+            Err(CudaError::MissingEntry { entry }) => assert_eq!(entry, "absent"),
+            other => panic!("expected CudaError::MissingEntry, got {other:?}"),
+        }
+        let _ = fs::remove_dir_all(&cache);
+    }
+}

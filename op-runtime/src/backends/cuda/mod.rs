@@ -1,0 +1,6 @@
+//! CUDA (cudarc + NVRTC): the backend and its low-level engine.
+
+pub mod backend;
+pub mod engine;
+
+pub use backend::CudaBackend;

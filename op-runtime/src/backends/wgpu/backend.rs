@@ -1,0 +1,193 @@
+//! The wgpu backend: runs an op's WGSL kernel through the shared `WgpuEngine`. `prepare`
+//! resolves the binding descriptor into a launch plan and builds the pipeline, which the
+//! prepared kernel holds; a call marshals through the plan (inputs read-only storage, outputs
+//! read-write storage, one 4-byte uniform field per dim or param in descriptor order) and
+//! launches `ceil(threads / workgroup_size)` workgroups. Guarded runs (conformance) bind each
+//! output as a window after an aligned front guard, with the back guard inside the binding, so
+//! a write past the end lands on canaries instead of being clamped by wgpu's bounds checks.
+
+use super::engine::{Pipeline, Slot, SlotKind, WgpuEngine, WgpuError};
+use crate::backends::launch::{Arg, LaunchPlan};
+use crate::core::backend::{Backend, BackendError, ExecRequest, Prepared, CANARY_BYTE};
+use crate::core::device::DeviceProfile;
+use crate::core::kind::BackendKind;
+use crate::core::op::RegisteredOp;
+use crate::core::tensor::Tensor;
+use op_contract::contract::KernelLang;
+use std::sync::{Arc, OnceLock};
+
+/// The wgpu backend.
+#[derive(Default)]
+pub struct WgpuBackend {
+    profile: OnceLock<Result<Arc<DeviceProfile>, BackendError>>,
+}
+
+fn engine() -> Result<&'static WgpuEngine, BackendError> {
+    WgpuEngine::shared().map_err(BackendError::from)
+}
+
+impl From<WgpuError> for BackendError {
+    fn from(e: WgpuError) -> BackendError {
+        match e {
+            WgpuError::NoAdapter { .. } | WgpuError::RequestDevice(_) => BackendError::Unavailable(e.to_string()),
+            WgpuError::TooLarge { what, requested, limit } => {
+                BackendError::TooLarge(format!("{what}: {requested} exceeds the device limit {limit}"))
+            }
+            WgpuError::Validation { ref what, .. } if what == "shader module" || what == "compute pipeline" => {
+                BackendError::Compile(e.to_string())
+            }
+            other => BackendError::Launch(other.to_string()),
+        }
+    }
+}
+
+impl Backend for WgpuBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Wgpu
+    }
+    fn availability(&self) -> Result<(), BackendError> {
+        self.profile().map(|_| ())
+    }
+    fn profile(&self) -> Result<Arc<DeviceProfile>, BackendError> {
+        self.profile.get_or_init(|| engine().map(|e| Arc::new(e.profile().clone()))).clone()
+    }
+    fn is_software(&self) -> bool {
+        engine().map(|e| e.is_software()).unwrap_or(false)
+    }
+    fn supports(&self, op: &RegisteredOp) -> Result<(), BackendError> {
+        crate::backends::launch::gpu_kernel(op, KernelLang::Wgsl).map(|_| ())
+    }
+    fn prepare(&self, op: &Arc<RegisteredOp>) -> Result<Arc<dyn Prepared>, BackendError> {
+        let plan = LaunchPlan::new(op, KernelLang::Wgsl)?;
+        let src =
+            op.decl.kernels.get(plan.kernel).ok_or_else(|| BackendError::Unsupported("the op's WGSL source is not embedded".into()))?;
+        let source = std::str::from_utf8(src.source)
+            .map_err(|e| BackendError::Compile(format!("the WGSL source `{}` is not UTF-8: {e}", src.path)))?;
+        let kinds: Vec<SlotKind> = plan
+            .slot_writable()
+            .map(|w| match w {
+                Some(true) => SlotKind::ReadWrite,
+                Some(false) => SlotKind::Read,
+                None => SlotKind::Uniform,
+            })
+            .collect();
+        // Built now (cached by content hash on this device), so compilation and validation
+        // errors surface from `prepare`, never from a later call.
+        let pipeline = engine()?.prepare(op.hash, source, src.entry, &kinds)?;
+        Ok(Arc::new(WgpuPrepared { hash: op.hash, plan, pipeline, workgroup: src.workgroup_size }))
+    }
+}
+
+/// Where a guarded output lives in its device buffer: `front` bytes before the data (a multiple
+/// of the storage offset alignment, at least the front guard), `data` bytes, then the back
+/// guard; the binding window starts at `front` and covers data and back guard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct GuardLayout {
+    pub front: u64,
+    pub data: u64,
+    pub guard: u64,
+    pub total: u64,
+    pub window: u64,
+}
+
+impl GuardLayout {
+    pub(crate) fn new(data: u64, guard: u64, align: u64) -> GuardLayout {
+        let align = align.max(4);
+        let front = guard.div_ceil(align) * align;
+        let window = (data + guard).div_ceil(4) * 4;
+        GuardLayout { front, data, guard, total: front + window, window }
+    }
+    /// The bytes returned to the caller: `guard` canary bytes, data, `guard` canary bytes.
+    pub(crate) fn visible<'a>(&self, all: &'a [u8]) -> Option<&'a [u8]> {
+        let start = usize::try_from(self.front - self.guard).ok()?;
+        let end = usize::try_from(self.front + self.data + self.guard).ok()?;
+        all.get(start..end)
+    }
+}
+
+struct WgpuPrepared {
+    hash: [u8; 32],
+    plan: LaunchPlan,
+    pipeline: Arc<Pipeline>,
+    workgroup: [u32; 3],
+}
+
+/// An output slot's bytes and how the returned part sits in them.
+enum OutBuf {
+    Plain { len: usize },
+    Guarded { init: Vec<u8>, layout: GuardLayout },
+}
+
+impl Prepared for WgpuPrepared {
+    fn content_hash(&self) -> [u8; 32] {
+        self.hash
+    }
+    fn execute(&self, req: &ExecRequest<'_>) -> Result<Vec<Tensor>, BackendError> {
+        let engine = engine()?;
+        let (args, threads) = self.plan.marshal(req)?;
+        let align = engine.storage_offset_alignment();
+        let mut uniforms: Vec<Vec<u8>> = Vec::new();
+        let mut outs: Vec<(usize, OutBuf)> = Vec::new();
+        for a in &args {
+            match a {
+                Arg::Scalars(v) => uniforms.push(v.iter().flat_map(|f| f.to_le_bytes()).collect()),
+                Arg::Output { index, data, guard } => outs.push((*index, out_buf(*data, *guard, align)?)),
+                Arg::Input(_) => {}
+            }
+        }
+        let (mut u, mut o) = (uniforms.iter(), outs.iter());
+        let slots: Vec<Slot<'_>> = args
+            .iter()
+            .map(|a| match a {
+                Arg::Input(b) => Slot::Read(b),
+                Arg::Scalars(_) => Slot::Uniform(u.next().map(Vec::as_slice).unwrap_or_default()),
+                Arg::Output { .. } => match o.next() {
+                    Some((_, OutBuf::Guarded { init, layout })) => Slot::Guarded { init, offset: layout.front, size: layout.window },
+                    Some((_, OutBuf::Plain { len })) => Slot::Output { len: *len },
+                    None => Slot::Output { len: 0 },
+                },
+            })
+            .collect();
+        let read = engine.run_pipeline(&self.pipeline, self.workgroup, &slots, threads)?;
+        let mut reads = Vec::with_capacity(outs.len());
+        for ((index, buf), bytes) in outs.iter().zip(read) {
+            reads.push((
+                *index,
+                match buf {
+                    OutBuf::Plain { .. } => bytes,
+                    OutBuf::Guarded { layout, .. } => layout
+                        .visible(&bytes)
+                        .ok_or_else(|| BackendError::Kernel("guarded readback is shorter than its layout".into()))?
+                        .to_vec(),
+                },
+            ));
+        }
+        self.plan.outputs(req, reads)
+    }
+}
+
+/// The device buffer of one output: plain (zero-filled by wgpu) or guarded with canaries.
+fn out_buf(data: u64, guard: u64, align: u64) -> Result<OutBuf, BackendError> {
+    let too_large = || BackendError::TooLarge(format!("an output buffer of {data} bytes does not fit this host's address space"));
+    if guard == 0 {
+        return Ok(OutBuf::Plain { len: usize::try_from(data).map_err(|_| too_large())? });
+    }
+    let layout = GuardLayout::new(data, guard, align);
+    let len = usize::try_from(layout.total).map_err(|_| too_large())?;
+    Ok(OutBuf::Guarded { init: vec![CANARY_BYTE; len], layout })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::GuardLayout;
+
+    #[test]
+    fn guard_layout_aligns_front_and_covers_back() {
+        let l = GuardLayout::new(12, 64, 256);
+        assert_eq!((l.front, l.window, l.total), (256, 76, 332));
+        let all: Vec<u8> = (0..332u32).map(|i| i as u8).collect();
+        assert_eq!(l.visible(&all).map(|v| v.len()), Some(64 + 12 + 64));
+        let l = GuardLayout::new(0, 4, 256);
+        assert_eq!((l.front, l.window), (256, 4));
+    }
+}

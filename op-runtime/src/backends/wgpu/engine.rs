@@ -1,0 +1,1248 @@
+//! Low-level wgpu engine: adapter discovery, WGSL pipeline cache, buffer upload, one compute
+//! dispatch and readback. It knows nothing of ops or contracts: a caller hands it WGSL source,
+//! an entry point, a workgroup size, the binding slots and a thread count.
+//!
+//! Every wgpu call that can raise a GPU error runs inside error scopes
+//! (validation, out-of-memory, internal) on the calling thread, so such errors come back as
+//! typed [`WgpuError`]s instead of being logged or turning into wgpu's default panic. An
+//! uncaptured-error handler is installed as well (wgpu's default one panics); errors it sees
+//! are recorded and can be drained with [`WgpuEngine::take_uncaptured_errors`].
+
+use crate::core::device::DeviceProfile;
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+/// Most uncaptured error messages kept for [`WgpuEngine::take_uncaptured_errors`].
+const MAX_UNCAPTURED: usize = 64;
+
+/// One slot of a launch, in binding order (`@group(0) @binding(i)`).
+#[derive(Clone, Copy, Debug)]
+pub enum Slot<'a> {
+    /// A read-only storage buffer (`var<storage, read>`).
+    Read(&'a [u8]),
+    /// A read-write storage buffer (`var<storage, read_write>`): these are its initial contents
+    /// (e.g. guard-band canaries); its final contents are read back after the launch, in full.
+    ReadWrite(&'a [u8]),
+    /// A uniform buffer (`var<uniform>`), padded to a multiple of 16 bytes.
+    Uniform(&'a [u8]),
+    /// A read-write storage buffer initialised with `init` (all of it: guard bands included)
+    /// but bound only at `offset .. offset + size`, so the kernel's `arrayLength` covers that
+    /// window. Used for guard bands: `offset` (a multiple of
+    /// [`WgpuEngine::storage_offset_alignment`]) skips the front guard, `size` includes the back
+    /// guard, so a write past the end lands on canaries instead of being dropped by wgpu's
+    /// bounds checks. The whole buffer is read back.
+    Guarded {
+        /// Initial contents of the whole buffer, guard bands included.
+        init: &'a [u8],
+        /// Byte offset of the bound window (skips the front guard).
+        offset: u64,
+        /// Byte size of the bound window (includes the back guard).
+        size: u64,
+    },
+    /// A read-write storage buffer of `len` bytes whose initial contents do not matter (wgpu
+    /// zero-fills it; nothing is uploaded); read back after the launch. For plain outputs.
+    Output {
+        /// Size in bytes.
+        len: usize,
+    },
+}
+
+impl<'a> Slot<'a> {
+    fn kind(&self) -> SlotKind {
+        match self {
+            Slot::Read(_) => SlotKind::Read,
+            Slot::ReadWrite(_) => SlotKind::ReadWrite,
+            Slot::Uniform(_) => SlotKind::Uniform,
+            Slot::Guarded { .. } | Slot::Output { .. } => SlotKind::ReadWrite,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match *self {
+            Slot::Output { len } => len,
+            s => s.bytes().len(),
+        }
+    }
+
+    fn bytes(&self) -> &'a [u8] {
+        match *self {
+            Slot::Read(b) | Slot::ReadWrite(b) | Slot::Uniform(b) => b,
+            Slot::Guarded { init, .. } => init,
+            Slot::Output { .. } => &[],
+        }
+    }
+
+    fn read_back(&self) -> bool {
+        matches!(self, Slot::ReadWrite(_) | Slot::Guarded { .. } | Slot::Output { .. })
+    }
+}
+
+/// The binding kind of a [`Slot`], without its contents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SlotKind {
+    /// A read-only storage buffer.
+    Read,
+    /// A read-write storage buffer.
+    ReadWrite,
+    /// A uniform buffer.
+    Uniform,
+}
+
+/// Errors of the wgpu engine. Cloneable so the process-wide [`WgpuEngine::shared`] result can be
+/// handed out repeatedly.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum WgpuError {
+    /// No adapter on any backend wgpu was built with.
+    #[error("no wgpu adapter available: {hint}")]
+    NoAdapter {
+        /// What was found and how to get an adapter.
+        hint: String,
+    },
+    /// The adapter refused to create a device.
+    #[error("wgpu request_device failed: {0}")]
+    RequestDevice(String),
+    /// A GPU validation error, caught with an error scope. `what` names the stage
+    /// (`shader module`, `compute pipeline`, `bind group`, `dispatch`, ...).
+    #[error("wgpu validation error in {what}: {message}")]
+    Validation {
+        /// The stage.
+        what: String,
+        /// wgpu's message.
+        message: String,
+    },
+    /// The GPU ran out of memory during `what`.
+    #[error("wgpu out of memory in {what}: {message}")]
+    OutOfMemory {
+        /// The stage.
+        what: String,
+        /// wgpu's message.
+        message: String,
+    },
+    /// An internal wgpu/driver error during `what`.
+    #[error("wgpu internal error in {what}: {message}")]
+    Internal {
+        /// The stage.
+        what: String,
+        /// wgpu's message.
+        message: String,
+    },
+    /// Mapping the readback buffer failed, or waiting for the device failed.
+    #[error("wgpu buffer map / readback failed: {0}")]
+    Map(String),
+    /// A request exceeds a device limit; nothing was truncated.
+    #[error("{what}: {requested} exceeds the device limit {limit}")]
+    TooLarge {
+        /// The quantity that exceeds the limit.
+        what: String,
+        /// The amount requested.
+        requested: u64,
+        /// The device limit.
+        limit: u64,
+    },
+    /// A launch geometry the engine does not support (e.g. `wg[1] != 1`, `wg[0] == 0`).
+    #[error("invalid launch: {0}")]
+    InvalidLaunch(String),
+    /// The pipeline cached under this key was built for different slots or source: the key
+    /// must cover the source and its binding layout.
+    #[error("pipeline cache key mismatch for entry `{entry}`: {detail}")]
+    KeyMismatch {
+        /// The kernel entry point.
+        entry: String,
+        /// What differs from the cached pipeline.
+        detail: String,
+    },
+    /// The device was lost (driver reset, crash); the engine cannot be used any more.
+    #[error("wgpu device lost: {0}")]
+    DeviceLost(String),
+}
+
+/// A compiled compute pipeline with its bind-group layout, as `prepare` built it. Held by the
+/// backend's prepared kernel, so a call finds it without a lookup.
+pub struct Pipeline {
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+    kinds: Vec<SlotKind>,
+    source: String,
+}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline").field("kinds", &self.kinds).finish_non_exhaustive()
+    }
+}
+
+/// Pipelines by key, then by entry point (a Vec: kernels have one or a few entries, and this
+/// avoids allocating a `String` per lookup).
+type PipelineCache = HashMap<[u8; 32], Vec<(String, Arc<Pipeline>)>>;
+
+/// The wgpu engine: one adapter, one device and queue, and a pipeline cache.
+pub struct WgpuEngine {
+    _instance: wgpu::Instance,
+    _adapter: wgpu::Adapter,
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    info: wgpu::AdapterInfo,
+    limits: wgpu::Limits,
+    profile: DeviceProfile,
+    pipelines: Mutex<PipelineCache>,
+    built: AtomicUsize,
+    uncaptured: Arc<Mutex<Vec<String>>>,
+    lost: Arc<Mutex<Option<String>>>,
+    lost_flag: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for WgpuEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WgpuEngine")
+            .field("profile", &self.profile)
+            .field("pipelines_built", &self.pipelines_built())
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section leaves the data consistent (single inserts/pushes), so a poisoned
+    // lock is recovered rather than turned into an error.
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn no_adapter_hint(detail: &str) -> String {
+    format!(
+        "{detail}. wgpu was built with backends {:?}. On a machine without a GPU install Mesa's \
+         software Vulkan driver (lavapipe): `apt-get install mesa-vulkan-drivers` \
+         (Debian/Ubuntu); check with `vulkaninfo --summary` or VK_ICD_FILENAMES",
+        wgpu::Instance::enabled_backend_features()
+    )
+}
+
+/// Preference of an adapter type: hardware first, software (CPU) last.
+fn rank(t: wgpu::DeviceType) -> u8 {
+    match t {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Other => 3,
+        wgpu::DeviceType::Cpu => 4,
+    }
+}
+
+fn round_up(n: u64, to: u64) -> u64 {
+    n.div_ceil(to).max(1) * to
+}
+
+impl WgpuEngine {
+    /// Discovers an adapter on any backend wgpu was built with (Vulkan here), preferring a
+    /// hardware one and falling back to a CPU/software one (lavapipe), then creates a device
+    /// with the adapter's own limits (so large storage buffers work).
+    pub fn new() -> Result<Self, WgpuError> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let mut adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+        adapters.sort_by_key(|a| rank(a.get_info().device_type));
+        // `WGPU_ADAPTER_NAME` (the variable wgpu's own helpers read) picks an adapter by name.
+        if let Some(want) = std::env::var("WGPU_ADAPTER_NAME").ok().filter(|s| !s.is_empty()) {
+            let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+            let want_lc = want.to_lowercase();
+            adapters.retain(|a| a.get_info().name.to_lowercase().contains(&want_lc));
+            if adapters.is_empty() {
+                return Err(WgpuError::NoAdapter { hint: format!("WGPU_ADAPTER_NAME={want:?} matches none of the adapters {names:?}") });
+            }
+        }
+        let adapter = match adapters.into_iter().next() {
+            Some(a) => a,
+            None => {
+                // Ask once more, explicitly for a fallback (software) adapter.
+                let opts = wgpu::RequestAdapterOptions { force_fallback_adapter: true, ..Default::default() };
+                pollster::block_on(instance.request_adapter(&opts))
+                    .map_err(|e| WgpuError::NoAdapter { hint: no_adapter_hint(&e.to_string()) })?
+            }
+        };
+        let info = adapter.get_info();
+        let limits = adapter.limits();
+        let desc = wgpu::DeviceDescriptor {
+            label: Some("op-runtime wgpu engine"),
+            required_features: wgpu::Features::empty(),
+            required_limits: limits.clone(),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        };
+        let (device, queue) = pollster::block_on(adapter.request_device(&desc))
+            .map_err(|e| WgpuError::RequestDevice(format!("{e} (adapter {:?})", info.name)))?;
+        let limits = device.limits();
+
+        let uncaptured = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&uncaptured);
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            let mut v = lock(&sink);
+            if v.len() >= MAX_UNCAPTURED {
+                v.remove(0);
+            }
+            v.push(e.to_string());
+        }));
+        let lost = Arc::new(Mutex::new(None));
+        let lost_flag = Arc::new(AtomicBool::new(false));
+        {
+            let (lost, flag) = (Arc::clone(&lost), Arc::clone(&lost_flag));
+            device.set_device_lost_callback(move |reason, msg| {
+                *lock(&lost) = Some(format!("{reason:?}: {msg}"));
+                flag.store(true, Ordering::Release);
+            });
+        }
+
+        let driver = match (info.driver.trim(), info.driver_info.trim()) {
+            ("", "") => format!("{:?}", info.backend),
+            (d, "") => d.to_string(),
+            ("", i) => i.to_string(),
+            (d, i) => format!("{d} ({i})"),
+        };
+        let profile = DeviceProfile {
+            backend: "wgpu".to_string(),
+            adapter: info.name.clone(),
+            driver,
+            vendor_id: info.vendor,
+            device_id: info.device,
+        };
+        Ok(WgpuEngine {
+            _instance: instance,
+            _adapter: adapter,
+            device,
+            queue,
+            info,
+            limits,
+            profile,
+            pipelines: Mutex::new(HashMap::new()),
+            built: AtomicUsize::new(0),
+            uncaptured,
+            lost,
+            lost_flag,
+        })
+    }
+
+    /// A process-wide shared engine, created once (the outcome, error included, is cached).
+    pub fn shared() -> Result<&'static WgpuEngine, WgpuError> {
+        static SHARED: OnceLock<Result<WgpuEngine, WgpuError>> = OnceLock::new();
+        SHARED.get_or_init(WgpuEngine::new).as_ref().map_err(Clone::clone)
+    }
+
+    /// The device profile: backend `wgpu`, adapter name, driver (+ driver info), PCI ids.
+    pub fn profile(&self) -> &DeviceProfile {
+        &self.profile
+    }
+
+    /// wgpu's description of the adapter (includes device type and backend).
+    pub fn adapter_info(&self) -> &wgpu::AdapterInfo {
+        &self.info
+    }
+
+    /// The limits of the device (the adapter's own limits).
+    pub fn limits(&self) -> &wgpu::Limits {
+        &self.limits
+    }
+
+    /// The alignment a [`Slot::Guarded`] offset must have
+    /// (`min_storage_buffer_offset_alignment`, usually 256 bytes).
+    pub fn storage_offset_alignment(&self) -> u64 {
+        u64::from(self.limits.min_storage_buffer_offset_alignment.max(4))
+    }
+
+    /// The device (for benchmarks comparing against hand-written wgpu code).
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    /// The queue.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    /// Builds (or finds in the cache) the pipeline for `(key, entry)` with this slot layout,
+    /// without running anything: compilation and validation errors surface here. The caller
+    /// keeps the pipeline and launches it with [`WgpuEngine::run_pipeline`].
+    pub fn prepare(&self, key: [u8; 32], source: &str, entry: &str, kinds: &[SlotKind]) -> Result<Arc<Pipeline>, WgpuError> {
+        self.check_lost()?;
+        self.pipeline(key, source, entry, kinds)
+    }
+
+    /// Whether the adapter is a CPU/software one (e.g. lavapipe).
+    pub fn is_software(&self) -> bool {
+        self.info.device_type == wgpu::DeviceType::Cpu
+    }
+
+    /// How many pipelines have been compiled so far (cache misses that built successfully).
+    pub fn pipelines_built(&self) -> usize {
+        self.built.load(Ordering::Relaxed)
+    }
+
+    /// Drains the GPU errors that escaped every error scope (should stay empty).
+    pub fn take_uncaptured_errors(&self) -> Vec<String> {
+        std::mem::take(&mut *lock(&self.uncaptured))
+    }
+
+    /// Runs `f` inside validation, out-of-memory and internal error scopes on this thread and
+    /// turns a captured error into a typed one.
+    fn scoped<T>(&self, what: &str, f: impl FnOnce() -> T) -> Result<T, WgpuError> {
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let internal = self.device.push_error_scope(wgpu::ErrorFilter::Internal);
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let out = f();
+        // Scopes must be popped in reverse order of pushing.
+        let v = pollster::block_on(validation.pop());
+        let i = pollster::block_on(internal.pop());
+        let o = pollster::block_on(oom.pop());
+        let what = what.to_string();
+        if let Some(e) = v {
+            return Err(WgpuError::Validation { what, message: e.to_string() });
+        }
+        if let Some(e) = o {
+            return Err(WgpuError::OutOfMemory { what, message: e.to_string() });
+        }
+        if let Some(e) = i {
+            return Err(WgpuError::Internal { what, message: e.to_string() });
+        }
+        Ok(out)
+    }
+
+    fn check_lost(&self) -> Result<(), WgpuError> {
+        if self.lost_flag.load(Ordering::Acquire) {
+            let msg = lock(&self.lost).clone().unwrap_or_default();
+            return Err(WgpuError::DeviceLost(msg));
+        }
+        Ok(())
+    }
+
+    /// Finds or builds the pipeline for `(key, entry)`.
+    fn pipeline(&self, key: [u8; 32], source: &str, entry: &str, kinds: &[SlotKind]) -> Result<Arc<Pipeline>, WgpuError> {
+        let check = |p: &Arc<Pipeline>| -> Result<Arc<Pipeline>, WgpuError> {
+            if p.kinds != kinds {
+                return Err(WgpuError::KeyMismatch {
+                    entry: entry.to_string(),
+                    detail: format!("cached with slots {:?}, called with {:?}", p.kinds, kinds),
+                });
+            }
+            if p.source != source {
+                return Err(WgpuError::KeyMismatch { entry: entry.to_string(), detail: "cached with a different WGSL source".to_string() });
+            }
+            Ok(Arc::clone(p))
+        };
+        if let Some(entries) = lock(&self.pipelines).get(&key) {
+            if let Some((_, p)) = entries.iter().find(|(e, _)| e == entry) {
+                return check(p);
+            }
+        }
+        // Built outside the lock; a concurrent build of the same key keeps the first insert.
+        let built = Arc::new(self.build(source, entry, kinds)?);
+        let mut cache = lock(&self.pipelines);
+        let entries = cache.entry(key).or_default();
+        if let Some((_, p)) = entries.iter().find(|(e, _)| e == entry) {
+            return check(p);
+        }
+        entries.push((entry.to_string(), Arc::clone(&built)));
+        Ok(built)
+    }
+
+    fn build(&self, source: &str, entry: &str, kinds: &[SlotKind]) -> Result<Pipeline, WgpuError> {
+        let count = kinds.iter().filter(|k| **k != SlotKind::Uniform).count() as u64;
+        let max = u64::from(self.limits.max_storage_buffers_per_shader_stage);
+        if count > max {
+            return Err(WgpuError::TooLarge { what: "storage buffer slots".into(), requested: count, limit: max });
+        }
+        let count = kinds.len() as u64 - count;
+        let max = u64::from(self.limits.max_uniform_buffers_per_shader_stage);
+        if count > max {
+            return Err(WgpuError::TooLarge { what: "uniform buffer slots".into(), requested: count, limit: max });
+        }
+        let module = self.scoped("shader module", || {
+            self.device
+                .create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(entry), source: wgpu::ShaderSource::Wgsl(source.into()) })
+        })?;
+        let (layout, pipeline) = self.scoped("compute pipeline", || {
+            let entries: Vec<wgpu::BindGroupLayoutEntry> = kinds
+                .iter()
+                .enumerate()
+                .map(|(i, k)| wgpu::BindGroupLayoutEntry {
+                    binding: i as u32,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: match k {
+                            SlotKind::Read => wgpu::BufferBindingType::Storage { read_only: true },
+                            SlotKind::ReadWrite => wgpu::BufferBindingType::Storage { read_only: false },
+                            SlotKind::Uniform => wgpu::BufferBindingType::Uniform,
+                        },
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                    count: None,
+                })
+                .collect();
+            let layout = self.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(entry), entries: &entries });
+            let pipeline_layout = self.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some(entry),
+                bind_group_layouts: &[Some(&layout)],
+                immediate_size: 0,
+            });
+            let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry),
+                layout: Some(&pipeline_layout),
+                module: &module,
+                entry_point: Some(entry),
+                compilation_options: wgpu::PipelineCompilationOptions::default(),
+                cache: None,
+            });
+            (layout, pipeline)
+        })?;
+        self.built.fetch_add(1, Ordering::Relaxed);
+        Ok(Pipeline { pipeline, layout, kinds: kinds.to_vec(), source: source.to_string() })
+    }
+
+    /// Runs `entry` of `source` over `threads` invocations with workgroup size `wg` (only
+    /// `wg[0]` may differ from 1), binding `slots` as `@group(0) @binding(i)`. Returns the final
+    /// bytes of each [`Slot::ReadWrite`] slot, in order, each exactly as long as its input.
+    ///
+    /// The pipeline is cached by `(key, entry)`: `key` must identify the source (e.g. the op's
+    /// content hash); a key reused with another source or slot layout is a
+    /// [`WgpuError::KeyMismatch`]. Dispatches `ceil(threads / wg[0])` workgroups in x; more than
+    /// the device allows is [`WgpuError::TooLarge`]. `threads == 0` dispatches nothing and
+    /// returns the ReadWrite slots' initial contents (the pipeline is still built/validated).
+    pub fn run(
+        &self,
+        key: [u8; 32],
+        source: &str,
+        entry: &str,
+        wg: [u32; 3],
+        slots: &[Slot<'_>],
+        threads: u64,
+    ) -> Result<Vec<Vec<u8>>, WgpuError> {
+        self.check_lost()?;
+        // Launch geometry and buffer sizes are refused before anything is compiled.
+        self.workgroups(wg, threads)?;
+        self.slot_sizes(slots)?;
+        let kinds: Vec<SlotKind> = slots.iter().map(Slot::kind).collect();
+        let pipeline = self.pipeline(key, source, entry, &kinds)?;
+        self.run_pipeline(&pipeline, wg, slots, threads)
+    }
+
+    /// Runs a pipeline from [`WgpuEngine::prepare`] (see [`WgpuEngine::run`]); the slots must
+    /// have the kinds it was prepared with.
+    pub fn run_pipeline(&self, pipeline: &Pipeline, wg: [u32; 3], slots: &[Slot<'_>], threads: u64) -> Result<Vec<Vec<u8>>, WgpuError> {
+        self.check_lost()?;
+        if slots.len() != pipeline.kinds.len() || slots.iter().zip(&pipeline.kinds).any(|(s, k)| s.kind() != *k) {
+            let kinds: Vec<SlotKind> = slots.iter().map(Slot::kind).collect();
+            return Err(WgpuError::KeyMismatch {
+                entry: String::new(),
+                detail: format!("prepared with slots {:?}, called with {kinds:?}", pipeline.kinds),
+            });
+        }
+        let groups = self.workgroups(wg, threads)?;
+        let sizes = self.slot_sizes(slots)?;
+        if threads == 0 {
+            return Ok(slots
+                .iter()
+                .filter(|s| s.read_back())
+                .map(|s| match s {
+                    Slot::Output { len } => vec![0u8; *len],
+                    s => s.bytes().to_vec(),
+                })
+                .collect());
+        }
+        let bound = self.bind(pipeline, slots, &sizes)?;
+        let (submission, maps) = self.dispatch(pipeline, &bound, groups, &sizes)?;
+        self.wait(submission)?;
+        self.read_back(&bound, maps, slots)
+    }
+
+    /// The number of workgroups in x for `threads` invocations, within the device's limits.
+    fn workgroups(&self, wg: [u32; 3], threads: u64) -> Result<u64, WgpuError> {
+        if wg[0] == 0 || wg[1] != 1 || wg[2] != 1 {
+            return Err(WgpuError::InvalidLaunch(format!("workgroup size {wg:?}: only 1-D workgroups [x, 1, 1] with x > 0 are supported")));
+        }
+        let max_x = self.limits.max_compute_workgroup_size_x.min(self.limits.max_compute_invocations_per_workgroup);
+        if wg[0] > max_x {
+            return Err(WgpuError::TooLarge { what: "workgroup size x".into(), requested: u64::from(wg[0]), limit: u64::from(max_x) });
+        }
+        let groups = threads.div_ceil(u64::from(wg[0]));
+        let max_groups = u64::from(self.limits.max_compute_workgroups_per_dimension);
+        if groups > max_groups {
+            return Err(WgpuError::TooLarge {
+                what: format!("workgroups in x ({threads} threads / workgroup {})", wg[0]),
+                requested: groups,
+                limit: max_groups,
+            });
+        }
+        Ok(groups)
+    }
+
+    /// Each slot's (padded) buffer size, checked against the device's limits before any GPU work.
+    fn slot_sizes(&self, slots: &[Slot<'_>]) -> Result<Vec<u64>, WgpuError> {
+        let mut sizes = Vec::with_capacity(slots.len());
+        for (i, s) in slots.iter().enumerate() {
+            let len = s.len() as u64;
+            let (size, limit, what) = match s {
+                Slot::Uniform(_) => (round_up(len, 16), self.limits.max_uniform_buffer_binding_size, "uniform"),
+                Slot::Guarded { offset, size, .. } => {
+                    let align = self.storage_offset_alignment();
+                    if offset % align != 0 || *size == 0 || size % 4 != 0 || offset.checked_add(*size).is_none_or(|end| end > len) {
+                        return Err(WgpuError::InvalidLaunch(format!(
+                            "slot {i}: guarded window {offset}..+{size} must lie inside its {len}-byte buffer, with the \
+                             offset a multiple of {align} and the size a non-zero multiple of 4"
+                        )));
+                    }
+                    if *size > self.limits.max_storage_buffer_binding_size {
+                        return Err(WgpuError::TooLarge {
+                            what: format!("slot {i} (storage binding bytes)"),
+                            requested: *size,
+                            limit: self.limits.max_storage_buffer_binding_size,
+                        });
+                    }
+                    (round_up(len, 4), self.limits.max_buffer_size, "storage")
+                }
+                _ => (round_up(len, 4), self.limits.max_storage_buffer_binding_size, "storage"),
+            };
+            let limit = limit.min(self.limits.max_buffer_size);
+            if size > limit {
+                return Err(WgpuError::TooLarge { what: format!("slot {i} ({what} buffer bytes)"), requested: size, limit });
+            }
+            sizes.push(size);
+        }
+        Ok(sizes)
+    }
+
+    /// Creates and uploads the buffers, the staging buffers of read-back slots and the bind group.
+    fn bind(&self, pipeline: &Pipeline, slots: &[Slot<'_>], sizes: &[u64]) -> Result<Bound, WgpuError> {
+        let (buffers, staging, bind_group, failed) = self.scoped("bind group", || {
+            let mut buffers = Vec::with_capacity(slots.len());
+            let mut staging = Vec::new();
+            let mut map_failed = None;
+            for (i, (s, &size)) in slots.iter().zip(sizes).enumerate() {
+                let usage = match s {
+                    Slot::Read(_) => wgpu::BufferUsages::STORAGE,
+                    Slot::ReadWrite(_) | Slot::Guarded { .. } | Slot::Output { .. } => {
+                        wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC
+                    }
+                    Slot::Uniform(_) => wgpu::BufferUsages::UNIFORM,
+                };
+                let bytes = s.bytes();
+                let buffer =
+                    self.device.create_buffer(&wgpu::BufferDescriptor { label: None, size, usage, mapped_at_creation: !bytes.is_empty() });
+                if !bytes.is_empty() {
+                    match buffer.get_mapped_range_mut(..) {
+                        Ok(mut view) => view.slice(..bytes.len()).copy_from_slice(bytes),
+                        Err(e) => map_failed = Some(format!("slot {i}: {e}")),
+                    }
+                    buffer.unmap();
+                }
+                if s.read_back() {
+                    let st = self.device.create_buffer(&wgpu::BufferDescriptor {
+                        label: None,
+                        size,
+                        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                        mapped_at_creation: false,
+                    });
+                    staging.push((i, st));
+                }
+                buffers.push(buffer);
+            }
+            let entries: Vec<wgpu::BindGroupEntry> = buffers
+                .iter()
+                .enumerate()
+                .map(|(i, b)| wgpu::BindGroupEntry {
+                    binding: i as u32,
+                    resource: match slots[i] {
+                        Slot::Guarded { offset, size, .. } => {
+                            wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: b, offset, size: std::num::NonZeroU64::new(size) })
+                        }
+                        _ => b.as_entire_binding(),
+                    },
+                })
+                .collect();
+            let bind_group =
+                self.device.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: &pipeline.layout, entries: &entries });
+            (buffers, staging, bind_group, map_failed)
+        })?;
+        match failed {
+            Some(e) => Err(WgpuError::Map(format!("upload mapping failed: {e}"))),
+            None => Ok(Bound { buffers, staging, bind_group }),
+        }
+    }
+
+    /// Encodes the dispatch and the copies to staging, submits, and requests the staging maps.
+    fn dispatch(
+        &self,
+        pipeline: &Pipeline,
+        bound: &Bound,
+        groups: u64,
+        sizes: &[u64],
+    ) -> Result<(wgpu::SubmissionIndex, MapReceiver), WgpuError> {
+        let (tx, rx) = mpsc::channel();
+        let submission = self.scoped("dispatch", || {
+            let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+            {
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
+                pass.set_pipeline(&pipeline.pipeline);
+                pass.set_bind_group(0, &bound.bind_group, &[]);
+                pass.dispatch_workgroups(groups as u32, 1, 1);
+            }
+            for (i, st) in &bound.staging {
+                encoder.copy_buffer_to_buffer(&bound.buffers[*i], 0, st, 0, sizes[*i]);
+            }
+            let index = self.queue.submit(Some(encoder.finish()));
+            for (n, (_, st)) in bound.staging.iter().enumerate() {
+                let tx = tx.clone();
+                st.map_async(wgpu::MapMode::Read, .., move |r| {
+                    let _ = tx.send((n, r));
+                });
+            }
+            index
+        })?;
+        Ok((submission, rx))
+    }
+
+    /// Waits for a submission; a panic inside wgpu's poll becomes `DeviceLost`.
+    fn wait(&self, submission: wgpu::SubmissionIndex) -> Result<(), WgpuError> {
+        let poll =
+            catch_unwind(AssertUnwindSafe(|| self.device.poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None })));
+        match poll {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(WgpuError::Map(format!("device poll: {e}"))),
+            Err(panic) => {
+                self.check_lost()?;
+                let msg = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "panic in Device::poll".to_string());
+                Err(WgpuError::DeviceLost(msg))
+            }
+        }
+    }
+
+    /// The read-back slots' bytes, once every staging map has completed.
+    fn read_back(&self, bound: &Bound, rx: MapReceiver, slots: &[Slot<'_>]) -> Result<Vec<Vec<u8>>, WgpuError> {
+        // Map callbacks run on whichever thread polls the device: another thread's poll may have
+        // taken them and still be running them when our wait returns, so wait for each one
+        // (bounded), polling again meanwhile.
+        let mut mapped = vec![false; bound.staging.len()];
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while mapped.iter().any(|m| !m) && std::time::Instant::now() < deadline {
+            match rx.recv_timeout(std::time::Duration::from_millis(2)) {
+                Ok((n, Ok(()))) => mapped[n] = true,
+                Ok((n, Err(e))) => return Err(WgpuError::Map(format!("map_async of read-write slot {}: {e}", bound.staging[n].0))),
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    self.check_lost()?;
+                    let _ = catch_unwind(AssertUnwindSafe(|| self.device.poll(wgpu::PollType::Poll)));
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(bound.staging.len());
+        for (n, (i, st)) in bound.staging.iter().enumerate() {
+            if !mapped[n] {
+                self.check_lost()?;
+                return Err(WgpuError::Map(format!("read-write slot {i}: map callback did not run after the device wait")));
+            }
+            let len = slots[*i].len();
+            let bytes = {
+                let view = st.get_mapped_range(..).map_err(|e| WgpuError::Map(format!("read-write slot {i}: {e}")))?;
+                view[..len].to_vec()
+            };
+            st.unmap();
+            out.push(bytes);
+        }
+        Ok(out)
+    }
+}
+
+/// The device objects of one launch: buffers in slot order, staging buffers of the read-back
+/// slots (with their slot index) and the bind group.
+struct Bound {
+    buffers: Vec<wgpu::Buffer>,
+    staging: Vec<(usize, wgpu::Buffer)>,
+    bind_group: wgpu::BindGroup,
+}
+
+/// Receives `(staging index, map result)` from the staging buffers' map callbacks.
+type MapReceiver = mpsc::Receiver<(usize, Result<(), wgpu::BufferAsyncError>)>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn engine() -> Option<&'static WgpuEngine> {
+        match WgpuEngine::shared() {
+            Ok(e) => Some(e),
+            Err(e) => {
+                if std::env::var("OP_REQUIRE_GPU_ADAPTER").as_deref() == Ok("1") {
+                    panic!("OP_REQUIRE_GPU_ADAPTER=1 but no wgpu engine: {e}");
+                }
+                eprintln!("skipping wgpu test: {e}");
+                None
+            }
+        }
+    }
+
+    fn key(tag: &str) -> [u8; 32] {
+        *blake3::hash(tag.as_bytes()).as_bytes()
+    }
+
+    const ADD: &str = r#"
+struct Params { n: u32 }
+@group(0) @binding(0) var<storage, read> a: array<f32>;
+@group(0) @binding(1) var<storage, read> b: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<uniform> params: Params;
+
+@compute @workgroup_size(64)
+fn add(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i >= params.n) { return; }
+    out[i] = a[i] + b[i];
+}
+"#;
+
+    fn bytes_to<T: bytemuck::Pod>(b: &[u8]) -> Vec<T> {
+        b.chunks_exact(std::mem::size_of::<T>()).map(bytemuck::pod_read_unaligned).collect()
+    }
+
+    fn f32s(v: &[f32]) -> Vec<u8> {
+        bytemuck::cast_slice(v).to_vec()
+    }
+
+    fn run_add(e: &WgpuEngine, k: [u8; 32], n: usize) -> Vec<f32> {
+        let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let b: Vec<f32> = (0..n).map(|i| 0.5 * i as f32 + 1.0).collect();
+        let out = vec![-7.0f32; n];
+        let params = (n as u32).to_le_bytes();
+        let res = e
+            .run(
+                k,
+                ADD,
+                "add",
+                [64, 1, 1],
+                &[Slot::Read(&f32s(&a)), Slot::Read(&f32s(&b)), Slot::ReadWrite(&f32s(&out)), Slot::Uniform(&params)],
+                n as u64,
+            )
+            .expect("add kernel runs");
+        assert_eq!(res.len(), 1);
+        assert_eq!(res[0].len(), n * 4);
+        let got: Vec<f32> = bytes_to(&res[0]);
+        for i in 0..n {
+            assert_eq!(got[i], a[i] + b[i], "index {i}");
+        }
+        got
+    }
+
+    #[test]
+    fn engine_is_send_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<WgpuEngine>();
+    }
+
+    #[test]
+    fn add_kernel_runs() {
+        let Some(e) = engine() else { return };
+        run_add(e, key("add-kernel-runs"), 1000);
+        run_add(e, key("add-kernel-runs"), 1);
+        assert!(e.take_uncaptured_errors().is_empty());
+    }
+
+    #[test]
+    fn add_kernel_one_million() {
+        let Some(e) = engine() else { return };
+        run_add(e, key("add-kernel-1m"), 1 << 20);
+    }
+
+    #[test]
+    fn pipeline_cache_counter() {
+        let Some(e) = engine() else { return };
+        // Other tests build pipelines concurrently: look at this key only, via the delta of a
+        // second call being zero.
+        let k = key("pipeline-cache-counter");
+        run_add(e, k, 100);
+        run_add(e, k, 33);
+        // A fresh engine (not shared with the concurrently running tests) observes the counter
+        // exactly.
+        let fresh = WgpuEngine::new().expect("second engine");
+        run_add(&fresh, k, 10);
+        assert_eq!(fresh.pipelines_built(), 1);
+        run_add(&fresh, k, 20);
+        assert_eq!(fresh.pipelines_built(), 1);
+    }
+
+    #[test]
+    fn invalid_wgsl_is_validation_error() {
+        let Some(e) = engine() else { return };
+        let src = "@compute @workgroup_size(1) fn main() { let x: u32 = ; }";
+        let err = e.run(key("invalid-wgsl"), src, "main", [1, 1, 1], &[], 1).expect_err("invalid WGSL");
+        eprintln!("invalid WGSL -> {err}");
+        match &err {
+            WgpuError::Validation { what, message } => {
+                assert_eq!(what, "shader module");
+                assert!(!message.is_empty());
+            }
+            other => panic!("expected Validation, got {other:?}"),
+        }
+        // Not cached: a second call fails again the same way.
+        let err2 = e.run(key("invalid-wgsl"), src, "main", [1, 1, 1], &[], 1).expect_err("still invalid");
+        assert!(matches!(err2, WgpuError::Validation { .. }));
+        assert!(e.take_uncaptured_errors().is_empty());
+    }
+
+    #[test]
+    fn layout_mismatch_is_validation_error() {
+        let Some(e) = engine() else { return };
+        // The shader declares a read_write buffer, the caller binds it read-only.
+        let src = "@group(0) @binding(0) var<storage, read_write> x: array<u32>;\n\
+                   @compute @workgroup_size(1) fn main() { x[0] = 1u; }";
+        let err = e.run(key("layout-mismatch"), src, "main", [1, 1, 1], &[Slot::Read(&[0; 4])], 1).expect_err("mismatch");
+        eprintln!("layout mismatch -> {err}");
+        match err {
+            WgpuError::Validation { what, .. } => assert_eq!(what, "compute pipeline"),
+            other => panic!("expected Validation, got {other:?}"),
+        }
+        // Missing entry point.
+        let err = e.run(key("missing-entry"), src, "nope", [1, 1, 1], &[Slot::ReadWrite(&[0; 4])], 1).expect_err("entry");
+        assert!(matches!(err, WgpuError::Validation { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn guard_band_writes_are_observable() {
+        let Some(e) = engine() else { return };
+        // Writes out[i + 1]: with n threads over an n + 1 element buffer (n outputs + one guard
+        // canary), the canary changes.
+        let src = r#"
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(64)
+fn shifted(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i >= 10u) { return; }
+    out[i + 1u] = i + 100u;
+}
+"#;
+        let canary = 0xDEAD_BEEFu32;
+        let init = vec![canary; 11];
+        let res = e.run(key("guard-band"), src, "shifted", [64, 1, 1], &[Slot::ReadWrite(bytemuck::cast_slice(&init))], 10).expect("runs");
+        let got: Vec<u32> = bytes_to(&res[0]);
+        assert_eq!(got.len(), 11);
+        assert_eq!(got[0], canary, "element 0 is never written");
+        assert_eq!(got[10], 109, "the guard element (last) was overwritten and is observable");
+    }
+
+    #[test]
+    fn guarded_slot_binds_a_window_and_reads_back_everything() {
+        let Some(e) = engine() else { return };
+        // Writes out[i + 1] for i < n: the last write lands one past the output. Bound as a
+        // window after an aligned front guard, with the back guard inside the binding, that
+        // write reaches the canaries instead of being clamped or dropped by bounds checks.
+        let src = r#"
+struct P { n: u32 }
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@group(0) @binding(1) var<uniform> p: P;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i >= p.n) { return; }
+    out[i + 1u] = arrayLength(&out);
+}
+"#;
+        let align = e.storage_offset_alignment();
+        assert!(align >= 4 && align.is_power_of_two());
+        let canary = 0xA5A5_A5A5u32;
+        let (n, guard) = (10u64, 4u64);
+        let front = align; // >= the guard's 16 bytes
+        let total = front + (n + guard) * 4;
+        let init = vec![0xA5u8; total as usize];
+        let res = e
+            .run(
+                key("guarded-window"),
+                src,
+                "main",
+                [64, 1, 1],
+                &[Slot::Guarded { init: &init, offset: front, size: (n + guard) * 4 }, Slot::Uniform(&(n as u32).to_le_bytes())],
+                n,
+            )
+            .expect("runs");
+        assert_eq!(res[0].len(), total as usize, "the whole buffer comes back");
+        let words: Vec<u32> = bytes_to(&res[0]);
+        let base = (front / 4) as usize;
+        assert!(words[..base].iter().all(|w| *w == canary), "nothing before the window is touched");
+        assert_eq!(words[base], canary, "out[0] is never written by this kernel");
+        assert_eq!(words[base + 1], (n + guard) as u32, "arrayLength covers data and back guard");
+        assert_eq!(words[base + n as usize], (n + guard) as u32, "the write past the end lands on the first back canary");
+        assert_eq!(words[base + n as usize + 1], canary);
+        // A misaligned or out-of-range window is a typed error, not a panic.
+        let err = e
+            .run(
+                key("guarded-window"),
+                src,
+                "main",
+                [64, 1, 1],
+                &[Slot::Guarded { init: &init, offset: 4, size: 8 }, Slot::Uniform(&[0; 4])],
+                1,
+            )
+            .expect_err("misaligned");
+        assert!(matches!(err, WgpuError::InvalidLaunch(_)), "{err:?}");
+        let err = e
+            .run(
+                key("guarded-window"),
+                src,
+                "main",
+                [64, 1, 1],
+                &[Slot::Guarded { init: &init, offset: front, size: total }, Slot::Uniform(&[0; 4])],
+                1,
+            )
+            .expect_err("past the buffer");
+        assert!(matches!(err, WgpuError::InvalidLaunch(_)), "{err:?}");
+    }
+
+    #[test]
+    fn prepare_builds_once_and_reports_validation_errors() {
+        let Some(_) = engine() else { return };
+        let fresh = WgpuEngine::new().expect("engine");
+        let kinds = [SlotKind::Read, SlotKind::Read, SlotKind::ReadWrite, SlotKind::Uniform];
+        fresh.prepare(key("prepare"), ADD, "add", &kinds).expect("builds");
+        fresh.prepare(key("prepare"), ADD, "add", &kinds).expect("cached");
+        assert_eq!(fresh.pipelines_built(), 1);
+        let err = fresh.prepare(key("prepare-bad"), "fn (", "main", &[]).expect_err("invalid");
+        assert!(matches!(err, WgpuError::Validation { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn odd_sizes_are_padded_and_trimmed() {
+        let Some(e) = engine() else { return };
+        let src = r#"
+@group(0) @binding(0) var<storage, read> a: array<u32>;
+@group(0) @binding(1) var<storage, read_write> out: array<u32>;
+@group(0) @binding(2) var<storage, read_write> empty: array<u32>;
+@compute @workgroup_size(1)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    out[0] = a[0] + 1u;
+    empty[0] = 5u;
+}
+"#;
+        let res = e
+            .run(
+                key("odd-sizes"),
+                src,
+                "main",
+                [1, 1, 1],
+                &[Slot::Read(&[1, 0, 0]), Slot::ReadWrite(&[9, 9, 9, 9, 9, 9]), Slot::ReadWrite(&[])],
+                1,
+            )
+            .expect("runs");
+        assert_eq!(res, vec![vec![2, 0, 0, 0, 9, 9], vec![]]);
+    }
+
+    #[test]
+    fn zero_threads_returns_initial_contents() {
+        let Some(e) = engine() else { return };
+        let init = f32s(&[1.0, 2.0, 3.0]);
+        let res = e
+            .run(
+                key("zero-threads"),
+                ADD,
+                "add",
+                [64, 1, 1],
+                &[Slot::Read(&[]), Slot::Read(&[]), Slot::ReadWrite(&init), Slot::Uniform(&0u32.to_le_bytes())],
+                0,
+            )
+            .expect("zero threads");
+        assert_eq!(res, vec![init]);
+    }
+
+    #[test]
+    fn too_many_workgroups_is_typed_error() {
+        let Some(e) = engine() else { return };
+        let max = u64::from(e.limits().max_compute_workgroups_per_dimension);
+        let threads = (max + 1) * 64;
+        let err = e
+            .run(
+                key("too-many"),
+                ADD,
+                "add",
+                [64, 1, 1],
+                &[Slot::Read(&[]), Slot::Read(&[]), Slot::ReadWrite(&[]), Slot::Uniform(&[0; 4])],
+                threads,
+            )
+            .expect_err("too many workgroups");
+        match err {
+            WgpuError::TooLarge { requested, limit, .. } => {
+                assert_eq!(requested, max + 1);
+                assert_eq!(limit, max);
+            }
+            other => panic!("expected TooLarge, got {other:?}"),
+        }
+        let err = e.run(key("too-many"), ADD, "add", [8, 8, 1], &[], 1).expect_err("2-D workgroup");
+        assert!(matches!(err, WgpuError::InvalidLaunch(_)), "{err:?}");
+    }
+
+    #[test]
+    fn buffer_over_limit_is_typed_error() {
+        let Some(e) = engine() else { return };
+        let limit = e.limits().max_storage_buffer_binding_size.min(e.limits().max_buffer_size);
+        if limit > 1 << 30 {
+            eprintln!("storage binding limit {limit} B too large to exceed in a test; skipped");
+            return;
+        }
+        let big = vec![0u8; limit as usize + 1]; // zeroed: not touched, never uploaded
+        let err = e.run(key("too-big"), ADD, "add", [64, 1, 1], &[Slot::Read(&big)], 1).expect_err("over limit");
+        match err {
+            WgpuError::TooLarge { requested, limit: l, .. } => {
+                assert_eq!(requested, limit + 4);
+                assert_eq!(l, limit);
+            }
+            other => panic!("expected TooLarge, got {other:?}"),
+        }
+        let uniform = vec![0u8; e.limits().max_uniform_buffer_binding_size as usize + 1];
+        let err = e.run(key("too-big"), ADD, "add", [64, 1, 1], &[Slot::Uniform(&uniform)], 1).expect_err("uniform over limit");
+        assert!(matches!(err, WgpuError::TooLarge { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn key_reuse_with_other_source_is_refused() {
+        let Some(e) = engine() else { return };
+        let a = "@compute @workgroup_size(1) fn main() {}";
+        let b = "@compute @workgroup_size(2) fn main() {}";
+        e.run(key("key-reuse"), a, "main", [1, 1, 1], &[], 1).expect("a runs");
+        let err = e.run(key("key-reuse"), b, "main", [2, 1, 1], &[], 1).expect_err("b refused");
+        assert!(matches!(err, WgpuError::KeyMismatch { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn concurrent_runs() {
+        let Some(e) = engine() else { return };
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                s.spawn(move || {
+                    for _ in 0..5 {
+                        run_add(e, key("concurrent"), 257 + t);
+                    }
+                    // An invalid shader on this thread does not leak into others.
+                    let err = e.run(key(&format!("bad{t}")), "fn (", "main", [1, 1, 1], &[], 1).expect_err("bad");
+                    assert!(matches!(err, WgpuError::Validation { .. }));
+                });
+            }
+        });
+    }
+
+    /// Compares `run` with a minimal hand-written wgpu program (same device, pipeline built
+    /// once) on a 1M-element add. Run with
+    /// `cargo test --release -p op-runtime --lib gpu::wgpu_engine -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn bench_vs_minimal_wgpu() {
+        use wgpu::util::DeviceExt;
+        let Some(e) = engine() else { return };
+        let n = 1usize << 20;
+        let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let b: Vec<f32> = (0..n).map(|i| 2.0 * i as f32).collect();
+        let out = vec![0f32; n];
+        let (ab, bb, ob) = (f32s(&a), f32s(&b), f32s(&out));
+        let params = {
+            let mut p = (n as u32).to_le_bytes().to_vec();
+            p.resize(16, 0);
+            p
+        };
+        let k = key("bench-add");
+        let engine_once = || {
+            e.run(k, ADD, "add", [64, 1, 1], &[Slot::Read(&ab), Slot::Read(&bb), Slot::ReadWrite(&ob), Slot::Uniform(&params)], n as u64)
+                .expect("engine run")
+                .remove(0)
+        };
+
+        let d = &e.device;
+        let q = &e.queue;
+        let module = d.create_shader_module(wgpu::ShaderModuleDescriptor { label: None, source: wgpu::ShaderSource::Wgsl(ADD.into()) });
+        let pipeline = d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: None,
+            layout: None,
+            module: &module,
+            entry_point: Some("add"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        let bgl = pipeline.get_bind_group_layout(0);
+        let minimal_once = || {
+            let s = wgpu::BufferUsages::STORAGE;
+            let ba = d.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: None, contents: &ab, usage: s });
+            let bbuf = d.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: None, contents: &bb, usage: s });
+            let bo = d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: None,
+                contents: &ob,
+                usage: s | wgpu::BufferUsages::COPY_SRC,
+            });
+            let bp = d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: None,
+                contents: &params,
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+            let st = d.create_buffer(&wgpu::BufferDescriptor {
+                label: None,
+                size: ob.len() as u64,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            let bg = d.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: None,
+                layout: &bgl,
+                entries: &[
+                    wgpu::BindGroupEntry { binding: 0, resource: ba.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 1, resource: bbuf.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 2, resource: bo.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 3, resource: bp.as_entire_binding() },
+                ],
+            });
+            let mut enc = d.create_command_encoder(&Default::default());
+            {
+                let mut pass = enc.begin_compute_pass(&Default::default());
+                pass.set_pipeline(&pipeline);
+                pass.set_bind_group(0, &bg, &[]);
+                pass.dispatch_workgroups((n as u32).div_ceil(64), 1, 1);
+            }
+            enc.copy_buffer_to_buffer(&bo, 0, &st, 0, ob.len() as u64);
+            q.submit(Some(enc.finish()));
+            st.map_async(wgpu::MapMode::Read, .., |r| r.expect("map"));
+            d.poll(wgpu::PollType::wait_indefinitely()).expect("poll");
+            let v = st.get_mapped_range(..).expect("range").to_vec();
+            st.unmap();
+            v
+        };
+        assert_eq!(engine_once(), minimal_once());
+        let time = |f: &dyn Fn() -> Vec<u8>| {
+            let mut t: Vec<f64> = (0..30)
+                .map(|_| {
+                    let s = std::time::Instant::now();
+                    std::hint::black_box(f());
+                    s.elapsed().as_secs_f64()
+                })
+                .collect();
+            t.sort_by(f64::total_cmp);
+            t[t.len() / 2]
+        };
+        for round in 0..2 {
+            let m = time(&minimal_once);
+            let en = time(&engine_once);
+            eprintln!("round {round}: minimal {:.3} ms, engine {:.3} ms, ratio {:.3}", m * 1e3, en * 1e3, en / m);
+        }
+    }
+
+    #[test]
+    fn profile_names_the_adapter() {
+        let Some(e) = engine() else { return };
+        let p = e.profile();
+        assert_eq!(p.backend, "wgpu");
+        assert!(!p.adapter.is_empty());
+        assert!(!p.driver.is_empty());
+        let l = e.limits();
+        eprintln!(
+            "wgpu profile: {p} ({:?}, {:?}); limits: storage binding {} B, buffer {} B, workgroups/dim {}, wg x {}",
+            e.adapter_info().device_type,
+            e.adapter_info().backend,
+            l.max_storage_buffer_binding_size,
+            l.max_buffer_size,
+            l.max_compute_workgroups_per_dimension,
+            l.max_compute_workgroup_size_x
+        );
+    }
+}

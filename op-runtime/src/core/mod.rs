@@ -1,0 +1,21 @@
+//! Floor 0, the core: everything a call needs and nothing above it. Backend kinds and device
+//! profiles, host tensors, validation plans, the op description `#[op]` generates, the loaded
+//! op, the one shim runner, the registry with dispatch and batching, the typed backend seam,
+//! the graph-builder seam composite backwards are written against, and the records of what
+//! ran (provenance, receipts). Imports nothing from `backends`, `train`, `verify` or
+//! `builtins`.
+
+pub mod backend;
+pub mod decl;
+pub mod device;
+pub mod error;
+pub mod graph;
+pub mod kind;
+pub mod op;
+pub mod plan;
+pub mod provenance;
+pub mod real;
+pub mod receipt;
+pub mod registry;
+pub(crate) mod shim;
+pub mod tensor;

@@ -1,0 +1,429 @@
+//! Validation plans: an op's signature compiled once at registration into slot-indexed rules,
+//! so each call checks dtypes, shapes and constraints and computes output shapes without string
+//! lookups. Owns validation only; it never runs an op.
+
+use crate::core::error::DispatchError;
+use crate::core::tensor::{Scalar, Tensor};
+use op_contract::contract::{BinOp, Constraint, Contract, DType, Expr, ShapeClass};
+
+/// An expression over symbol slots.
+#[derive(Clone, Debug)]
+pub enum IExpr {
+    /// The value in this symbol slot (an index into `Plan::syms`).
+    Slot(usize),
+    /// An integer literal.
+    Lit(i128),
+    /// Negation `-e`.
+    Neg(Box<IExpr>),
+    /// A binary operation `a op b`.
+    Bin(BinOp, Box<IExpr>, Box<IExpr>),
+    /// `min(a, b)`.
+    Min(Box<IExpr>, Box<IExpr>),
+    /// `max(a, b)`.
+    Max(Box<IExpr>, Box<IExpr>),
+}
+
+impl IExpr {
+    fn compile(e: &Expr, syms: &[String]) -> Option<IExpr> {
+        Some(match e {
+            Expr::Sym(s) => IExpr::Slot(syms.iter().position(|x| x == s)?),
+            Expr::Lit(v) => IExpr::Lit(*v as i128),
+            Expr::Neg(a) => IExpr::Neg(Box::new(IExpr::compile(a, syms)?)),
+            Expr::Bin(op, a, b) => IExpr::Bin(*op, Box::new(IExpr::compile(a, syms)?), Box::new(IExpr::compile(b, syms)?)),
+            Expr::Min(a, b) => IExpr::Min(Box::new(IExpr::compile(a, syms)?), Box::new(IExpr::compile(b, syms)?)),
+            Expr::Max(a, b) => IExpr::Max(Box::new(IExpr::compile(a, syms)?), Box::new(IExpr::compile(b, syms)?)),
+        })
+    }
+
+    /// Evaluates over slot values; `None` on division by zero or overflow.
+    pub fn eval(&self, v: &[i128]) -> Option<i128> {
+        Some(match self {
+            IExpr::Slot(k) => *v.get(*k)?,
+            IExpr::Lit(x) => *x,
+            IExpr::Neg(a) => a.eval(v)?.checked_neg()?,
+            IExpr::Bin(op, a, b) => op.apply(a.eval(v)?, b.eval(v)?)?,
+            IExpr::Min(a, b) => a.eval(v)?.min(b.eval(v)?),
+            IExpr::Max(a, b) => a.eval(v)?.max(b.eval(v)?),
+        })
+    }
+}
+
+/// How one input axis is checked.
+#[derive(Clone, Debug)]
+enum DimRule {
+    /// Binds a symbol (first sight) or checks it (later sights).
+    Sym { slot: usize },
+    /// Must equal an expression of symbols bound elsewhere.
+    Expr { expr: IExpr, text: String },
+}
+
+#[derive(Clone, Debug)]
+struct InputPlan {
+    name: String,
+    dtype: DType,
+    dims: Vec<DimRule>,
+    dims_text: String,
+}
+
+#[derive(Clone, Debug)]
+struct ParamPlan {
+    name: String,
+    dtype: DType,
+    slot: Option<usize>,
+}
+
+#[derive(Clone, Debug)]
+struct OutputPlan {
+    name: String,
+    dims: Vec<(IExpr, String)>,
+}
+
+/// An output axis whose size is data-dependent (`output = bounded(..)` or `dynamic`): the
+/// reference decides it, within the bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FreeAxis {
+    /// The output index.
+    pub output: usize,
+    /// The axis within that output.
+    pub axis: usize,
+    /// The symbol's slot in `Plan::syms`.
+    pub slot: usize,
+}
+
+/// What validation needs of an input: its dtype and shape.
+pub trait Operand {
+    /// The element type.
+    fn dtype(&self) -> DType;
+    /// The shape.
+    fn shape(&self) -> &[usize];
+}
+
+impl Operand for &Tensor {
+    fn dtype(&self) -> DType {
+        Tensor::dtype(self)
+    }
+    fn shape(&self) -> &[usize] {
+        Tensor::shape(self)
+    }
+}
+
+impl Operand for (DType, &[usize]) {
+    fn dtype(&self) -> DType {
+        self.0
+    }
+    fn shape(&self) -> &[usize] {
+        self.1
+    }
+}
+
+/// An op's compiled validation rules.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    op: String,
+    /// Symbol names: dim symbols first, then integer parameters.
+    pub syms: Vec<String>,
+    inputs: Vec<InputPlan>,
+    params: Vec<ParamPlan>,
+    constraints: Vec<(Vec<IExpr>, Constraint, String)>,
+    outputs: Vec<OutputPlan>,
+    dynamic: Option<String>,
+    /// The `bounded(..)` limit on data-dependent dims.
+    limit: Option<(IExpr, String)>,
+    /// Data-dependent output axes.
+    free: Vec<FreeAxis>,
+    /// Output names in order.
+    pub out_names: Vec<String>,
+}
+
+/// A validated call: symbol values and output shapes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bound {
+    /// Values of `Plan::syms`.
+    pub values: Vec<i128>,
+    /// Shape of each output; a data-dependent axis holds its upper bound (0 when `dynamic`).
+    pub out_shapes: Vec<Vec<usize>>,
+    /// Data-dependent output axes (empty for `static` ops).
+    pub free: Vec<FreeAxis>,
+    /// Their upper bound (`bounded`), `None` when unbounded or static.
+    pub free_limit: Option<usize>,
+}
+
+impl Bound {
+    /// Whether some output size is decided by the data.
+    pub fn is_data_dependent(&self) -> bool {
+        !self.free.is_empty()
+    }
+
+    /// The value of a symbol.
+    pub fn get(&self, plan: &Plan, sym: &str) -> Option<i128> {
+        plan.syms.iter().position(|s| s == sym).map(|k| self.values[k])
+    }
+}
+
+impl Plan {
+    /// Compiles a contract's signature. Fails only for a contract the checker would reject.
+    pub fn new(c: &Contract) -> Result<Plan, String> {
+        let sig = &c.signature;
+        let mut syms = sig.dim_symbols();
+        for p in sig.params() {
+            if p.dtype.is_int() {
+                syms.push(p.name.clone());
+            }
+        }
+        let op = c.id();
+        // Symbols only outputs use are data-dependent: they get slots after the bound ones.
+        let n_fixed = syms.len();
+        if sig.shape_class != ShapeClass::Static {
+            for o in &sig.outputs {
+                for d in &o.dims {
+                    let mut used = Vec::new();
+                    d.symbols(&mut used);
+                    for u in used {
+                        if !syms.iter().any(|s| s == u) {
+                            syms.push(u.to_string());
+                        }
+                    }
+                }
+            }
+        }
+        let compile = |e: &Expr| IExpr::compile(e, &syms).ok_or_else(|| format!("expression `{e}` uses an unbound symbol"));
+        let mut inputs = Vec::new();
+        for t in sig.inputs() {
+            let mut dims = Vec::new();
+            for d in &t.dims {
+                dims.push(match d {
+                    Expr::Sym(s) => DimRule::Sym { slot: syms.iter().position(|x| x == s).ok_or("unbound")? },
+                    e => DimRule::Expr { expr: compile(e)?, text: e.to_string() },
+                });
+            }
+            let dims_text = format!("[{}]", t.dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "));
+            inputs.push(InputPlan { name: t.name.clone(), dtype: t.dtype, dims, dims_text });
+        }
+        let params = sig
+            .params()
+            .map(|p| ParamPlan { name: p.name.clone(), dtype: p.dtype, slot: syms.iter().position(|x| *x == p.name) })
+            .collect();
+        let mut constraints = Vec::new();
+        for k in &sig.constraints {
+            let terms = k.terms.iter().map(compile).collect::<Result<Vec<_>, _>>()?;
+            constraints.push((terms, k.clone(), k.to_string()));
+        }
+        let dynamic = match &sig.shape_class {
+            ShapeClass::Static => None,
+            ShapeClass::Bounded(e) => Some(format!("bounded({e})")),
+            ShapeClass::Dynamic => Some("dynamic".to_string()),
+        };
+        let mut outputs = Vec::new();
+        let mut free = Vec::new();
+        for (oi, o) in sig.outputs.iter().enumerate() {
+            let dims = o.dims.iter().map(|d| Ok((compile(d)?, d.to_string()))).collect::<Result<Vec<_>, String>>()?;
+            for (axis, d) in o.dims.iter().enumerate() {
+                let mut used = Vec::new();
+                d.symbols(&mut used);
+                for u in used {
+                    let slot = syms.iter().position(|s| s == u).ok_or("unbound")?;
+                    if slot >= n_fixed {
+                        if !matches!(d, Expr::Sym(_)) {
+                            return Err(format!("data-dependent symbol `{u}` must be a whole output dim"));
+                        }
+                        free.push(FreeAxis { output: oi, axis, slot });
+                    }
+                }
+            }
+            outputs.push(OutputPlan { name: o.name.clone(), dims });
+        }
+        let limit = match &sig.shape_class {
+            ShapeClass::Bounded(e) => Some((compile(e)?, e.to_string())),
+            _ => None,
+        };
+        Ok(Plan {
+            op,
+            syms,
+            inputs,
+            params,
+            constraints,
+            outputs,
+            dynamic,
+            limit,
+            free,
+            out_names: sig.outputs.iter().map(|o| o.name.clone()).collect(),
+        })
+    }
+
+    /// Number of tensor inputs.
+    pub fn n_inputs(&self) -> usize {
+        self.inputs.len()
+    }
+
+    /// Validates a call from its tensors, or from dtypes and shapes alone (the planner, which
+    /// must not allocate): one set of rules for both. `float_as` lets gradcheck pass f64 for
+    /// float inputs.
+    pub fn validate<S: Operand>(&self, inputs: &[S], params: &[Scalar], float_as: Option<DType>) -> Result<Bound, DispatchError> {
+        let op = &self.op;
+        if inputs.len() != self.inputs.len() {
+            return Err(DispatchError::InputCount {
+                op: op.clone(),
+                expected: self.inputs.len(),
+                found: inputs.len(),
+                names: self.inputs.iter().map(|i| i.name.as_str()).collect::<Vec<_>>().join(", "),
+            });
+        }
+        if params.len() != self.params.len() {
+            return Err(DispatchError::ParamCount {
+                op: op.clone(),
+                expected: self.params.len(),
+                found: params.len(),
+                names: self.params.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", "),
+            });
+        }
+        let mut values = vec![0i128; self.syms.len()];
+        // Which input axis bound each symbol (on the stack for the usual handful of symbols).
+        let mut bound_small = [None; 16];
+        let mut bound_large: Vec<Option<(usize, usize)>> = Vec::new();
+        let bound_by: &mut [Option<(usize, usize)>] = if self.syms.len() <= 16 {
+            &mut bound_small[..self.syms.len()]
+        } else {
+            bound_large.resize(self.syms.len(), None);
+            &mut bound_large
+        };
+        for (p, s) in self.params.iter().zip(params) {
+            let want = if p.dtype.is_float() { float_as.unwrap_or(p.dtype) } else { p.dtype };
+            if s.dtype() != want && !(p.dtype.is_float() && s.dtype() == p.dtype) {
+                return Err(DispatchError::ParamDType { op: op.clone(), param: p.name.clone(), expected: want, found: s.dtype() });
+            }
+            if let Some(k) = p.slot {
+                values[k] = s.as_i128().unwrap_or_default();
+            }
+        }
+        // Bare symbols first (in input order), so expression dims can use symbols bound later.
+        for (ii, (ip, t)) in self.inputs.iter().zip(inputs).enumerate() {
+            let want = if ip.dtype.is_float() { float_as.unwrap_or(ip.dtype) } else { ip.dtype };
+            if t.dtype() != want {
+                return Err(DispatchError::InputDType { op: op.clone(), input: ip.name.clone(), expected: want, found: t.dtype() });
+            }
+            if t.shape().len() != ip.dims.len() {
+                return Err(DispatchError::InputRank {
+                    op: op.clone(),
+                    input: ip.name.clone(),
+                    expected: ip.dims.len(),
+                    dims: ip.dims_text.clone(),
+                    found: t.shape().to_vec(),
+                });
+            }
+            for (axis, rule) in ip.dims.iter().enumerate() {
+                if let DimRule::Sym { slot } = rule {
+                    let got = t.shape()[axis];
+                    match bound_by[*slot] {
+                        None => {
+                            values[*slot] = got as i128;
+                            bound_by[*slot] = Some((ii, axis));
+                        }
+                        Some((bi, ba)) if values[*slot] != got as i128 => {
+                            return Err(DispatchError::DimMismatch {
+                                op: op.clone(),
+                                input: ip.name.clone(),
+                                axis,
+                                dim: self.syms[*slot].clone(),
+                                expected: i64::try_from(values[*slot]).unwrap_or(i64::MAX),
+                                bound_by: format!("input `{}` axis {ba}", self.inputs[bi].name),
+                                found: got,
+                            });
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+        }
+        for (ip, t) in self.inputs.iter().zip(inputs) {
+            for (axis, rule) in ip.dims.iter().enumerate() {
+                if let DimRule::Expr { expr, text } = rule {
+                    let got = t.shape()[axis];
+                    let want = expr.eval(&values);
+                    if want != Some(got as i128) {
+                        return Err(DispatchError::DimMismatch {
+                            op: op.clone(),
+                            input: ip.name.clone(),
+                            axis,
+                            dim: text.clone(),
+                            expected: want.and_then(|v| i64::try_from(v).ok()).unwrap_or(-1),
+                            bound_by: "the signature".to_string(),
+                            found: got,
+                        });
+                    }
+                }
+            }
+        }
+        for (terms, c, text) in &self.constraints {
+            let mut prev = terms[0].eval(&values);
+            let mut ok = prev.is_some();
+            for (opk, t) in c.ops.iter().zip(&terms[1..]) {
+                let next = t.eval(&values);
+                match (prev, next) {
+                    (Some(a), Some(b)) if opk.apply(a, b) => {}
+                    _ => {
+                        ok = false;
+                        break;
+                    }
+                }
+                prev = next;
+            }
+            if !ok {
+                let mut used: Vec<&str> = Vec::new();
+                c.terms.iter().for_each(|t| t.symbols(&mut used));
+                used.sort_unstable();
+                used.dedup();
+                let vals: Vec<String> =
+                    used.iter().filter_map(|s| self.syms.iter().position(|x| x == s).map(|k| format!("{s} = {}", values[k]))).collect();
+                return Err(DispatchError::Constraint { op: op.clone(), constraint: text.clone(), values: vals.join(", ") });
+            }
+        }
+        // Data-dependent dims take their bound (`bounded`) or 0 (`dynamic`) in `out_shapes`.
+        let free_limit = match &self.limit {
+            Some((e, text)) => match e.eval(&values).and_then(|v| usize::try_from(v).ok()) {
+                Some(v) => Some(v),
+                None => {
+                    return Err(DispatchError::OutputShape {
+                        op: op.clone(),
+                        output: self.out_names.first().cloned().unwrap_or_default(),
+                        expr: format!("bounded({text})"),
+                        value: e.eval(&values).map(|v| v.to_string()).unwrap_or_else(|| "undefined".into()),
+                    })
+                }
+            },
+            None => None,
+        };
+        for f in &self.free {
+            values[f.slot] = free_limit.unwrap_or(0) as i128;
+        }
+        let mut out_shapes = Vec::with_capacity(self.outputs.len());
+        for o in &self.outputs {
+            let mut shape = Vec::with_capacity(o.dims.len());
+            for (e, text) in &o.dims {
+                match e.eval(&values).and_then(|v| usize::try_from(v).ok()) {
+                    Some(v) => shape.push(v),
+                    None => {
+                        return Err(DispatchError::OutputShape {
+                            op: op.clone(),
+                            output: o.name.clone(),
+                            expr: text.clone(),
+                            value: e.eval(&values).map(|v| v.to_string()).unwrap_or_else(|| "undefined".into()),
+                        })
+                    }
+                }
+            }
+            out_shapes.push(shape);
+        }
+        Ok(Bound { values, out_shapes, free: self.free.clone(), free_limit })
+    }
+
+    /// `bounded(..)` or `dynamic` for data-dependent output shapes, `None` for `static`.
+    pub fn shape_class(&self) -> Option<&str> {
+        self.dynamic.as_deref()
+    }
+
+    /// Compiles a kernel expression (e.g. `threads`) once, for evaluation on every call with
+    /// `IExpr::eval(&bound.values)`; `None` if it uses a symbol the op does not bind.
+    pub fn compile(&self, e: &Expr) -> Option<IExpr> {
+        IExpr::compile(e, &self.syms)
+    }
+}

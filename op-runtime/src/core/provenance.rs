@@ -1,0 +1,83 @@
+//! Provenance: every call yields an entry pinning the op by name@version and content hash, with
+//! the backend, device and receipt used; a run collects them into a record. Built-in and user
+//! ops produce entries of identical form. Records are printed and serialised, never interpreted.
+
+use crate::core::device::DeviceProfile;
+use crate::core::kind::BackendKind;
+use crate::core::op::RegisteredOp;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::sync::Arc;
+
+mod hex32 {
+    use serde::{Deserialize, Deserializer, Serializer};
+    pub fn serialize<S: Serializer>(h: &[u8; 32], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&op_contract::identity::hex(h))
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 32], D::Error> {
+        let s = String::deserialize(d)?;
+        op_contract::identity::parse_hex(&s).ok_or_else(|| serde::de::Error::custom("content hash must be 64 hex digits"))
+    }
+}
+
+/// What one call ran.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProvenanceEntry {
+    /// `name@version`.
+    pub op: Arc<str>,
+    /// The op's content hash.
+    #[serde(with = "hex32")]
+    pub content_hash: [u8; 32],
+    /// The backend that executed it.
+    pub backend: BackendKind,
+    /// The device it executed on.
+    pub device: Arc<DeviceProfile>,
+    /// Digest of the receipt covering (content hash, device), if one was presented.
+    pub receipt: Option<String>,
+}
+
+impl ProvenanceEntry {
+    /// The entry of one call of `op` on `backend`'s `device`, with no receipt attached.
+    pub(crate) fn new(op: &RegisteredOp, backend: BackendKind, device: Arc<DeviceProfile>) -> Self {
+        ProvenanceEntry { op: op.id_shared.clone(), content_hash: op.hash, backend, device, receipt: None }
+    }
+}
+
+impl fmt::Display for ProvenanceEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let h = op_contract::identity::hex(&self.content_hash);
+        write!(f, "{:<40} {}  {:<9} {}", self.op, &h[..16], self.backend.name(), self.device.adapter)?;
+        match &self.receipt {
+            Some(r) => write!(f, "  receipt {}", &r[..r.len().min(16)]),
+            None => write!(f, "  receipt -"),
+        }
+    }
+}
+
+/// The provenance of a run: one entry per call, in order.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProvenanceRecord {
+    /// The entries.
+    pub entries: Vec<ProvenanceEntry>,
+}
+
+impl ProvenanceRecord {
+    /// Appends an entry.
+    pub fn push(&mut self, e: ProvenanceEntry) {
+        self.entries.push(e);
+    }
+    /// JSON text.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+}
+
+impl fmt::Display for ProvenanceRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "provenance ({} calls)", self.entries.len())?;
+        for e in &self.entries {
+            writeln!(f, "  {e}")?;
+        }
+        Ok(())
+    }
+}

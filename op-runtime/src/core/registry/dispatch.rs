@@ -1,0 +1,159 @@
+//! The one dispatch path, shared by built-in and user ops: lookup -> validate -> output shapes
+//! -> choose backend -> (prepare) -> execute -> provenance entry. Backend order: per-call choice
+//! > per-op setting > global default > available backends by priority. No silent fallback.
+
+use super::{OpHandle, Registry, Slot};
+use crate::core::backend::{Backend, BackendError, ExecRequest, Prepared};
+use crate::core::error::{DispatchError, KernelCompilationError, KernelFallbackExhaustedError};
+use crate::core::kind::BackendKind;
+use crate::core::op::RegisteredOp;
+use crate::core::provenance::ProvenanceEntry;
+use crate::core::tensor::{Scalar, Tensor};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// A chosen backend with the op's prepared kernel on it.
+type Chosen<'a> = (&'a Arc<dyn Backend>, Arc<dyn Prepared>);
+
+/// Per-call options.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CallOptions {
+    /// Run on exactly this backend (an error if it cannot), overriding every setting.
+    pub backend: Option<BackendKind>,
+}
+
+impl CallOptions {
+    /// Options choosing a backend.
+    pub fn on(kind: BackendKind) -> Self {
+        CallOptions { backend: Some(kind) }
+    }
+}
+
+/// The result of a call: outputs and the call's provenance entry.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The outputs, in signature order.
+    pub outputs: Vec<Tensor>,
+    /// What ran: op, content hash, backend, device.
+    pub provenance: ProvenanceEntry,
+}
+
+impl Outcome {
+    /// The first output (every op declares at least one); `None` only if there is none.
+    pub fn output(self) -> Option<Tensor> {
+        self.outputs.into_iter().next()
+    }
+}
+
+impl OpHandle {
+    /// Calls the op with default backend selection.
+    pub fn call(&self, inputs: &[&Tensor], params: &[Scalar]) -> Result<Outcome, DispatchError> {
+        self.call_with(inputs, params, CallOptions::default())
+    }
+
+    /// Calls the op with options.
+    pub fn call_with(&self, inputs: &[&Tensor], params: &[Scalar], opts: CallOptions) -> Result<Outcome, DispatchError> {
+        self.registry.dispatch(&self.slot, inputs, params, opts, 0)
+    }
+
+    /// Runs on one backend with `guard` canary elements around each output (conformance).
+    pub(crate) fn call_guarded(
+        &self,
+        inputs: &[&Tensor],
+        params: &[Scalar],
+        backend: BackendKind,
+        guard: usize,
+    ) -> Result<Outcome, DispatchError> {
+        self.registry.dispatch(&self.slot, inputs, params, CallOptions::on(backend), guard)
+    }
+}
+
+impl Registry {
+    /// Calls an op by name (`name` or `name@version`).
+    pub fn call(&self, name: &str, inputs: &[&Tensor], params: &[Scalar]) -> Result<Outcome, DispatchError> {
+        self.lookup(name)?.call(inputs, params)
+    }
+
+    pub(crate) fn dispatch(
+        &self,
+        slot: &Arc<Slot>,
+        inputs: &[&Tensor],
+        params: &[Scalar],
+        opts: CallOptions,
+        guard: usize,
+    ) -> Result<Outcome, DispatchError> {
+        let op: Arc<RegisteredOp> = slot.entry.read().map(|e| e.clone()).unwrap_or_else(|p| p.into_inner().clone());
+        let bound = op.plan.validate(inputs, params, None)?;
+        let (backend, prepared) = self.choose(slot, &op, opts)?;
+        let req = ExecRequest { op: &op, bound: &bound, inputs, params, guard };
+        let outputs =
+            prepared.execute(&req).map_err(|source| DispatchError::Execution { op: op.id.clone(), backend: backend.kind(), source })?;
+        let device =
+            backend.profile().map_err(|reason| DispatchError::Unavailable { op: op.id.clone(), backend: backend.kind(), reason })?;
+        Ok(Outcome { outputs, provenance: ProvenanceEntry::new(&op, backend.kind(), device) })
+    }
+
+    /// Chooses the backend and its prepared kernel.
+    fn choose<'a>(&'a self, slot: &Slot, op: &Arc<RegisteredOp>, opts: CallOptions) -> Result<Chosen<'a>, DispatchError> {
+        let strict = opts.backend.or_else(|| self.setting_for(slot));
+        if let Some(kind) = strict {
+            let b = self.backend(kind).ok_or_else(|| DispatchError::Unavailable {
+                op: op.id.clone(),
+                backend: kind,
+                reason: BackendError::Unavailable("not compiled into this build".into()),
+            })?;
+            b.supports(op).map_err(|reason| DispatchError::Unsupported { op: op.id.clone(), backend: kind, reason })?;
+            b.availability().map_err(|reason| DispatchError::Unavailable { op: op.id.clone(), backend: kind, reason })?;
+            let p = self.prepared(slot, op, b)?;
+            return Ok((b, p));
+        }
+        let mut tried: Vec<(BackendKind, BackendError)> = Vec::new();
+        for b in self.default_order() {
+            if let Err(why) = b.supports(op) {
+                tried.push((b.kind(), why));
+                continue;
+            }
+            if let Err(why) = b.availability() {
+                tried.push((b.kind(), why));
+                continue;
+            }
+            let p = self.prepared(slot, op, b)?;
+            return Ok((b, p));
+        }
+        Err(KernelFallbackExhaustedError { op: op.id.clone(), tried }.into())
+    }
+
+    /// The slot's prepared kernel for a backend, built if absent or stale.
+    fn prepared(&self, slot: &Slot, op: &Arc<RegisteredOp>, b: &Arc<dyn Backend>) -> Result<Arc<dyn Prepared>, DispatchError> {
+        let kind = b.kind();
+        {
+            let cache = slot.prepared.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((_, p)) = cache.iter().find(|(k, p)| *k == kind && p.content_hash() == op.hash) {
+                return Ok(p.clone());
+            }
+        }
+        self.inner.stats.prepares.fetch_add(1, Ordering::Relaxed);
+        match b.prepare(op) {
+            Ok(p) if p.content_hash() == op.hash => {
+                let mut cache = slot.prepared.lock().unwrap_or_else(|p| p.into_inner());
+                cache.retain(|(k, _)| *k != kind);
+                cache.push((kind, p.clone()));
+                Ok(p)
+            }
+            Ok(_) => {
+                Err(self.compilation_error(op, kind, BackendError::Compile("the backend built a kernel for different content".into())))
+            }
+            Err(cause) => Err(self.compilation_error(op, kind, cause)),
+        }
+    }
+
+    fn compilation_error(&self, op: &RegisteredOp, failed: BackendKind, cause: BackendError) -> DispatchError {
+        let remaining = self
+            .backends()
+            .iter()
+            .filter(|b| b.kind() != failed && b.supports(op).is_ok() && b.availability().is_ok())
+            .map(|b| b.kind())
+            .collect();
+        KernelCompilationError { op: op.id.clone(), backend: failed, cause, remaining }.into()
+    }
+}

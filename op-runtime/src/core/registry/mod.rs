@@ -1,0 +1,254 @@
+//! The registry and the one call path, as one module: ops by identity (content hash) under
+//! `name@version` (idempotent, thread-safe registration, verified replacement, backend
+//! settings) here; a call's dispatch in `dispatch`, batched calls in `batch`. Built-in and user
+//! ops go through exactly the same functions. It holds backends but never names one: which
+//! backends a default registry has is decided by `backends`, the process-wide registry lives
+//! with the built-ins.
+
+pub mod batch;
+pub mod dispatch;
+
+use crate::core::backend::{Backend, Prepared};
+use crate::core::decl::OpDecl;
+use crate::core::error::{DispatchError, KernelRegistrationError};
+use crate::core::kind::BackendKind;
+use crate::core::op::{OpSource, RegisteredOp};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+/// A registry slot: the current entry for one `name@version` and its per-op state.
+pub(crate) struct Slot {
+    pub(crate) entry: RwLock<Arc<RegisteredOp>>,
+    pub(crate) setting: RwLock<Option<BackendKind>>,
+    pub(crate) prepared: Mutex<Vec<(BackendKind, Arc<dyn Prepared>)>>,
+}
+
+/// A handle to a registered op. Calls re-read the slot, so backend switches and verified
+/// replacements take effect on the next call even through handles obtained before.
+#[derive(Clone)]
+pub struct OpHandle {
+    pub(crate) registry: Registry,
+    pub(crate) slot: Arc<Slot>,
+}
+
+impl OpHandle {
+    /// The op as registered now.
+    pub fn op(&self) -> Arc<RegisteredOp> {
+        self.slot.entry.read().map(|e| e.clone()).unwrap_or_else(|p| p.into_inner().clone())
+    }
+    /// `name@version`.
+    pub fn id(&self) -> String {
+        self.op().id.clone()
+    }
+    /// The registry this handle belongs to.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+}
+
+impl std::fmt::Debug for OpHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "OpHandle({})", self.id())
+    }
+}
+
+/// Counters that let tests observe caching behaviour.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Backend `prepare` calls (kernel builds).
+    pub prepares: AtomicUsize,
+    /// Prepared caches dropped because an op's effective backend setting changed.
+    pub invalidations: AtomicUsize,
+}
+
+pub(crate) struct Inner {
+    pub(crate) slots: RwLock<HashMap<String, Arc<Slot>>>,
+    pub(crate) latest: RwLock<HashMap<String, u32>>,
+    pub(crate) default_backend: RwLock<Option<BackendKind>>,
+    pub(crate) backends: Vec<Arc<dyn Backend>>,
+    pub(crate) order: OnceLock<Vec<Arc<dyn Backend>>>,
+    pub(crate) stats: Stats,
+}
+
+/// The op registry. Cheap to clone (shared).
+#[derive(Clone)]
+pub struct Registry {
+    pub(crate) inner: Arc<Inner>,
+}
+
+fn read<T: Clone>(l: &RwLock<T>) -> T {
+    l.read().map(|g| g.clone()).unwrap_or_else(|p| p.into_inner().clone())
+}
+
+impl Registry {
+    /// An empty registry with the given backends. Default selection tries them by
+    /// [`BackendKind::rank`] (the one priority list, with software devices below the native
+    /// CPU, see [`Registry::default_order`]); backends of equal rank keep the order given.
+    pub fn with_backends(mut backends: Vec<Arc<dyn Backend>>) -> Registry {
+        backends.sort_by_key(|b| b.kind().rank(false));
+        Registry {
+            inner: Arc::new(Inner {
+                slots: RwLock::new(HashMap::new()),
+                latest: RwLock::new(HashMap::new()),
+                default_backend: RwLock::new(None),
+                backends,
+                order: OnceLock::new(),
+                stats: Stats::default(),
+            }),
+        }
+    }
+
+    /// Registers an op. Byte-identical content again returns the same slot (idempotent);
+    /// changed content under an existing `name@version` is a `ContentChanged` error.
+    pub fn register(&self, decl: &'static OpDecl) -> Result<OpHandle, KernelRegistrationError> {
+        self.register_as(decl, OpSource::User)
+    }
+
+    /// Registers one of op-runtime's own built-ins (the only path that labels an op built-in).
+    pub(crate) fn register_builtin(&self, decl: &'static OpDecl) -> Result<OpHandle, KernelRegistrationError> {
+        self.register_as(decl, OpSource::Builtin)
+    }
+
+    fn register_as(&self, decl: &'static OpDecl, source: OpSource) -> Result<OpHandle, KernelRegistrationError> {
+        let op = RegisteredOp::load_as(decl, source)?;
+        let id = op.id.clone();
+        {
+            let slots = self.inner.slots.read().unwrap_or_else(|p| p.into_inner());
+            if let Some(slot) = slots.get(&id) {
+                return self.same_or_conflict(slot, &op);
+            }
+        }
+        let mut slots = self.inner.slots.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(slot) = slots.get(&id) {
+            return self.same_or_conflict(slot, &op);
+        }
+        let (name, version) = (op.contract.name.clone(), op.contract.version);
+        let slot = Arc::new(Slot { entry: RwLock::new(Arc::new(op)), setting: RwLock::new(None), prepared: Mutex::new(Vec::new()) });
+        slots.insert(id, slot.clone());
+        let mut latest = self.inner.latest.write().unwrap_or_else(|p| p.into_inner());
+        let v = latest.entry(name).or_insert(version);
+        *v = (*v).max(version);
+        Ok(OpHandle { registry: self.clone(), slot })
+    }
+
+    fn same_or_conflict(&self, slot: &Arc<Slot>, op: &RegisteredOp) -> Result<OpHandle, KernelRegistrationError> {
+        let cur = read(&slot.entry);
+        if cur.hash == op.hash {
+            Ok(OpHandle { registry: self.clone(), slot: slot.clone() })
+        } else {
+            Err(KernelRegistrationError::ContentChanged { op: op.id.clone(), old: cur.hash_hex(), new: op.hash_hex() })
+        }
+    }
+
+    /// Re-points `name@version` at new content. The engine can always verify that the next call
+    /// runs it: every call re-reads the slot's entry, and dispatch executes a prepared kernel
+    /// only if it was built from that entry's content hash (a stale one is rebuilt, never run).
+    /// The slot's prepared kernels are also dropped here so their memory goes with them.
+    pub fn replace(&self, decl: &'static OpDecl) -> Result<OpHandle, KernelRegistrationError> {
+        let loaded = RegisteredOp::load(decl)?;
+        let slot = {
+            let slots = self.inner.slots.read().unwrap_or_else(|p| p.into_inner());
+            slots.get(&loaded.id).cloned().ok_or_else(|| KernelRegistrationError::NotRegistered { op: loaded.id.clone() })?
+        };
+        // The replacement keeps the slot's registration path (a built-in stays built-in).
+        let op = Arc::new(RegisteredOp { source: read(&slot.entry).source, ..loaded });
+        {
+            let mut prepared = slot.prepared.lock().unwrap_or_else(|p| p.into_inner());
+            let mut entry = slot.entry.write().unwrap_or_else(|p| p.into_inner());
+            *entry = op;
+            prepared.clear();
+        }
+        Ok(OpHandle { registry: self.clone(), slot })
+    }
+
+    /// Looks an op up by `name@version`, or by `name` for its latest version.
+    pub fn lookup(&self, name: &str) -> Result<OpHandle, DispatchError> {
+        let id = if name.contains('@') {
+            name.to_string()
+        } else {
+            let latest = self.inner.latest.read().unwrap_or_else(|p| p.into_inner());
+            match latest.get(name) {
+                Some(v) => format!("{name}@{v}"),
+                None => return Err(DispatchError::UnknownOp { name: name.to_string() }),
+            }
+        };
+        let slots = self.inner.slots.read().unwrap_or_else(|p| p.into_inner());
+        slots
+            .get(&id)
+            .map(|slot| OpHandle { registry: self.clone(), slot: slot.clone() })
+            .ok_or(DispatchError::UnknownOp { name: name.to_string() })
+    }
+
+    /// Every registered op, sorted by id.
+    pub fn ops(&self) -> Vec<Arc<RegisteredOp>> {
+        let slots = self.inner.slots.read().unwrap_or_else(|p| p.into_inner());
+        let mut v: Vec<Arc<RegisteredOp>> = slots.values().map(|s| read(&s.entry)).collect();
+        v.sort_by(|a, b| a.id.cmp(&b.id));
+        v
+    }
+
+    /// The backends, in priority order (software devices ranked as [`BackendKind::rank`] says
+    /// once known, see [`Registry::default_order`]).
+    pub fn backends(&self) -> &[Arc<dyn Backend>] {
+        &self.inner.backends
+    }
+
+    /// The backends in the order default selection tries them: [`BackendKind::rank`], with a
+    /// backend whose device turns out to be emulated on the CPU (a software adapter) ranked
+    /// below the native CPU backend. Computed on first use, so creating a registry never
+    /// initialises a device.
+    pub fn default_order(&self) -> &[Arc<dyn Backend>] {
+        self.inner.order.get_or_init(|| {
+            let mut v = self.inner.backends.clone();
+            v.sort_by_key(|b| b.kind().rank(b.availability().is_ok() && b.is_software()));
+            v
+        })
+    }
+
+    /// The backend of a kind, if compiled in.
+    pub fn backend(&self, kind: BackendKind) -> Option<&Arc<dyn Backend>> {
+        self.inner.backends.iter().find(|b| b.kind() == kind)
+    }
+
+    /// Caching counters.
+    pub fn stats(&self) -> &Stats {
+        &self.inner.stats
+    }
+
+    fn effective_setting(&self, slot: &Slot) -> Option<BackendKind> {
+        read(&slot.setting).or_else(|| read(&self.inner.default_backend))
+    }
+
+    fn invalidate_if_changed(&self, slot: &Slot, before: Option<BackendKind>) {
+        if self.effective_setting(slot) != before {
+            let mut p = slot.prepared.lock().unwrap_or_else(|p| p.into_inner());
+            if !p.is_empty() {
+                p.clear();
+            }
+            self.inner.stats.invalidations.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Sets (or clears) the backend for every op without a per-op setting. Takes effect on the
+    /// next call; prepared kernels are dropped only for ops whose effective setting changed.
+    pub fn set_default_backend(&self, kind: Option<BackendKind>) {
+        let slots: Vec<Arc<Slot>> = self.inner.slots.read().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+        let before: Vec<Option<BackendKind>> = slots.iter().map(|s| self.effective_setting(s)).collect();
+        *self.inner.default_backend.write().unwrap_or_else(|p| p.into_inner()) = kind;
+        for (s, b) in slots.iter().zip(before) {
+            self.invalidate_if_changed(s, b);
+        }
+    }
+
+    /// Sets (or clears) one op's backend.
+    pub fn set_op_backend(&self, handle: &OpHandle, kind: Option<BackendKind>) {
+        let before = self.effective_setting(&handle.slot);
+        *handle.slot.setting.write().unwrap_or_else(|p| p.into_inner()) = kind;
+        self.invalidate_if_changed(&handle.slot, before);
+    }
+
+    pub(crate) fn setting_for(&self, slot: &Slot) -> Option<BackendKind> {
+        self.effective_setting(slot)
+    }
+}

@@ -1,0 +1,548 @@
+//! Host tensors: a dtype, a shape and contiguous row-major storage for every dtype of the
+//! design, plus scalar parameter values. Creating a tensor from bytes checks dtype and length;
+//! nothing is ever reinterpreted.
+
+use crate::core::error::TensorError;
+pub use half::{bf16, f16};
+pub use op_contract::contract::DType;
+
+/// Typed contiguous storage.
+#[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs)]
+pub enum Data {
+    Bool(Vec<bool>),
+    U8(Vec<u8>),
+    I8(Vec<i8>),
+    U16(Vec<u16>),
+    I16(Vec<i16>),
+    U32(Vec<u32>),
+    I32(Vec<i32>),
+    U64(Vec<u64>),
+    I64(Vec<i64>),
+    F16(Vec<f16>),
+    BF16(Vec<bf16>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+}
+
+/// Rust element types of tensors.
+pub trait Element: Copy + Send + Sync + std::fmt::Debug + 'static {
+    /// The dtype.
+    const DTYPE: DType;
+    /// Borrows storage of this type.
+    fn slice(d: &Data) -> Option<&[Self]>;
+    /// Mutably borrows storage of this type.
+    fn slice_mut(d: &mut Data) -> Option<&mut [Self]>;
+    /// Wraps a vector without copying.
+    fn wrap(v: Vec<Self>) -> Data;
+    /// Little-endian bytes of one element.
+    fn to_le(self, out: &mut Vec<u8>);
+    /// Bits as u64 (for reports).
+    fn bits(self) -> u64;
+}
+
+macro_rules! element {
+    ($t:ty, $d:ident, $v:ident, |$x:ident| $bits:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$d;
+            fn slice(d: &Data) -> Option<&[Self]> {
+                match d {
+                    Data::$v(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn slice_mut(d: &mut Data) -> Option<&mut [Self]> {
+                match d {
+                    Data::$v(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn wrap(v: Vec<Self>) -> Data {
+                Data::$v(v)
+            }
+            fn to_le(self, out: &mut Vec<u8>) {
+                let $x = self;
+                out.extend_from_slice(&($bits).to_le_bytes()[..std::mem::size_of::<$t>()]);
+            }
+            fn bits(self) -> u64 {
+                let $x = self;
+                $bits
+            }
+        }
+    };
+}
+
+element!(bool, bool, Bool, |x| x as u64);
+element!(u8, u8, U8, |x| x as u64);
+element!(i8, i8, I8, |x| x as u8 as u64);
+element!(u16, u16, U16, |x| x as u64);
+element!(i16, i16, I16, |x| x as u16 as u64);
+element!(u32, u32, U32, |x| x as u64);
+element!(i32, i32, I32, |x| x as u32 as u64);
+element!(u64, u64, U64, |x| x);
+element!(i64, i64, I64, |x| x as u64);
+element!(f16, f16, F16, |x| x.to_bits() as u64);
+element!(bf16, bf16, BF16, |x| x.to_bits() as u64);
+element!(f32, f32, F32, |x| x.to_bits() as u64);
+element!(f64, f64, F64, |x| x.to_bits());
+
+impl Data {
+    /// The dtype of the storage.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Data::Bool(_) => DType::bool,
+            Data::U8(_) => DType::u8,
+            Data::I8(_) => DType::i8,
+            Data::U16(_) => DType::u16,
+            Data::I16(_) => DType::i16,
+            Data::U32(_) => DType::u32,
+            Data::I32(_) => DType::i32,
+            Data::U64(_) => DType::u64,
+            Data::I64(_) => DType::i64,
+            Data::F16(_) => DType::f16,
+            Data::BF16(_) => DType::bf16,
+            Data::F32(_) => DType::f32,
+            Data::F64(_) => DType::f64,
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            Data::Bool(v) => v.len(),
+            Data::U8(v) => v.len(),
+            Data::I8(v) => v.len(),
+            Data::U16(v) => v.len(),
+            Data::I16(v) => v.len(),
+            Data::U32(v) => v.len(),
+            Data::I32(v) => v.len(),
+            Data::U64(v) => v.len(),
+            Data::I64(v) => v.len(),
+            Data::F16(v) => v.len(),
+            Data::BF16(v) => v.len(),
+            Data::F32(v) => v.len(),
+            Data::F64(v) => v.len(),
+        }
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Element `i` as f64 (lossless for every dtype but 64-bit integers beyond 2^53).
+    pub fn get_f64(&self, i: usize) -> Option<f64> {
+        Some(match self {
+            Data::Bool(v) => *v.get(i)? as u8 as f64,
+            Data::U8(v) => *v.get(i)? as f64,
+            Data::I8(v) => *v.get(i)? as f64,
+            Data::U16(v) => *v.get(i)? as f64,
+            Data::I16(v) => *v.get(i)? as f64,
+            Data::U32(v) => *v.get(i)? as f64,
+            Data::I32(v) => *v.get(i)? as f64,
+            Data::U64(v) => *v.get(i)? as f64,
+            Data::I64(v) => *v.get(i)? as f64,
+            Data::F16(v) => v.get(i)?.to_f64(),
+            Data::BF16(v) => v.get(i)?.to_f64(),
+            Data::F32(v) => *v.get(i)? as f64,
+            Data::F64(v) => *v.get(i)?,
+        })
+    }
+
+    /// Bits of element `i` (zero-extended).
+    pub fn bits(&self, i: usize) -> Option<u64> {
+        Some(match self {
+            Data::Bool(v) => v.get(i)?.bits(),
+            Data::U8(v) => v.get(i)?.bits(),
+            Data::I8(v) => v.get(i)?.bits(),
+            Data::U16(v) => v.get(i)?.bits(),
+            Data::I16(v) => v.get(i)?.bits(),
+            Data::U32(v) => v.get(i)?.bits(),
+            Data::I32(v) => v.get(i)?.bits(),
+            Data::U64(v) => v.get(i)?.bits(),
+            Data::I64(v) => v.get(i)?.bits(),
+            Data::F16(v) => v.get(i)?.bits(),
+            Data::BF16(v) => v.get(i)?.bits(),
+            Data::F32(v) => v.get(i)?.bits(),
+            Data::F64(v) => v.get(i)?.bits(),
+        })
+    }
+
+    /// Little-endian bytes of the whole storage.
+    pub fn to_le_bytes(&self) -> Vec<u8> {
+        fn go<E: Element>(v: &[E]) -> Vec<u8> {
+            let mut out = Vec::with_capacity(std::mem::size_of_val(v));
+            v.iter().for_each(|x| x.to_le(&mut out));
+            out
+        }
+        match self {
+            Data::Bool(v) => go(v),
+            Data::U8(v) => go(v),
+            Data::I8(v) => go(v),
+            Data::U16(v) => go(v),
+            Data::I16(v) => go(v),
+            Data::U32(v) => go(v),
+            Data::I32(v) => go(v),
+            Data::U64(v) => go(v),
+            Data::I64(v) => go(v),
+            Data::F16(v) => go(v),
+            Data::BF16(v) => go(v),
+            Data::F32(v) => go(v),
+            Data::F64(v) => go(v),
+        }
+    }
+
+    /// Decodes little-endian bytes of a dtype; the length must be a whole number of elements.
+    pub fn from_le_bytes(dtype: DType, bytes: &[u8]) -> Result<Data, TensorError> {
+        let size = dtype.size();
+        if !bytes.len().is_multiple_of(size) {
+            return Err(TensorError::ByteLength { dtype, bytes: bytes.len(), elements: None });
+        }
+        let chunks = bytes.chunks_exact(size);
+        Ok(match dtype {
+            DType::bool => {
+                let mut v = Vec::with_capacity(bytes.len());
+                for (i, b) in bytes.iter().enumerate() {
+                    match b {
+                        0 => v.push(false),
+                        1 => v.push(true),
+                        _ => return Err(TensorError::InvalidBool { index: i, byte: *b }),
+                    }
+                }
+                Data::Bool(v)
+            }
+            DType::u8 => Data::U8(bytes.to_vec()),
+            DType::i8 => Data::I8(bytes.iter().map(|b| *b as i8).collect()),
+            DType::u16 => Data::U16(chunks.map(|c| u16::from_le_bytes([c[0], c[1]])).collect()),
+            DType::i16 => Data::I16(chunks.map(|c| i16::from_le_bytes([c[0], c[1]])).collect()),
+            DType::u32 => Data::U32(chunks.map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
+            DType::i32 => Data::I32(chunks.map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
+            DType::u64 => Data::U64(chunks.map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect()),
+            DType::i64 => Data::I64(chunks.map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect()),
+            DType::f16 => Data::F16(chunks.map(|c| f16::from_bits(u16::from_le_bytes([c[0], c[1]]))).collect()),
+            DType::bf16 => Data::BF16(chunks.map(|c| bf16::from_bits(u16::from_le_bytes([c[0], c[1]]))).collect()),
+            DType::f32 => Data::F32(chunks.map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
+            DType::f64 => Data::F64(chunks.map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect()),
+        })
+    }
+
+    /// A copy of elements `start..end`; `None` if the range is out of bounds.
+    pub fn slice_range(&self, start: usize, end: usize) -> Option<Data> {
+        macro_rules! go {
+            ($($v:ident),*) => {
+                match self {
+                    $(Data::$v(v) => Data::$v(v.get(start..end)?.to_vec()),)*
+                }
+            };
+        }
+        Some(go!(Bool, U8, I8, U16, I16, U32, I32, U64, I64, F16, BF16, F32, F64))
+    }
+
+    /// Concatenates storages of one dtype; `None` if the dtypes differ or `parts` is empty.
+    pub fn concat(parts: &[&Data]) -> Option<Data> {
+        let first = parts.first()?;
+        macro_rules! go {
+            ($($v:ident),*) => {
+                match first {
+                    $(Data::$v(_) => {
+                        let mut out = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
+                        for p in parts {
+                            match p {
+                                Data::$v(v) => out.extend_from_slice(v),
+                                _ => return None,
+                            }
+                        }
+                        Data::$v(out)
+                    })*
+                }
+            };
+        }
+        Some(go!(Bool, U8, I8, U16, I16, U32, I32, U64, I64, F16, BF16, F32, F64))
+    }
+
+    /// Converts float storage to f64 (for gradcheck); `None` for non-float storage.
+    pub fn to_f64_vec(&self) -> Option<Vec<f64>> {
+        match self {
+            Data::F16(v) => Some(v.iter().map(|x| x.to_f64()).collect()),
+            Data::BF16(v) => Some(v.iter().map(|x| x.to_f64()).collect()),
+            Data::F32(v) => Some(v.iter().map(|x| *x as f64).collect()),
+            Data::F64(v) => Some(v.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// A host tensor: dtype, shape, contiguous row-major storage.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tensor {
+    shape: Vec<usize>,
+    data: Data,
+}
+
+impl Tensor {
+    /// A tensor from typed data; the shape must hold exactly `data.len()` elements.
+    pub fn new(shape: impl Into<Vec<usize>>, data: Data) -> Result<Tensor, TensorError> {
+        let shape = shape.into();
+        let n = checked_numel(&shape).ok_or_else(|| TensorError::ShapeOverflow { shape: shape.clone() })?;
+        if n != data.len() {
+            return Err(TensorError::ShapeMismatch { shape, elements: data.len() });
+        }
+        Ok(Tensor { shape, data })
+    }
+
+    /// A tensor from a typed vector.
+    pub fn from_vec<E: Element>(shape: impl Into<Vec<usize>>, v: Vec<E>) -> Result<Tensor, TensorError> {
+        Tensor::new(shape, E::wrap(v))
+    }
+
+    /// A rank-1 tensor.
+    pub fn vector<E: Element>(v: Vec<E>) -> Tensor {
+        Tensor { shape: vec![v.len()], data: E::wrap(v) }
+    }
+
+    /// A tensor from little-endian bytes. The dtype is named by string so that unsupported
+    /// names (packed sub-byte, fp8) are refused with a reason, never reinterpreted.
+    pub fn from_bytes(dtype: &str, shape: impl Into<Vec<usize>>, bytes: &[u8]) -> Result<Tensor, TensorError> {
+        let shape = shape.into();
+        if let Some(why) = op_contract::contract::refused_dtype(dtype) {
+            return Err(TensorError::UnsupportedDType { dtype: dtype.to_string(), why: why.to_string() });
+        }
+        let d = DType::from_name(dtype)
+            .ok_or_else(|| TensorError::UnsupportedDType { dtype: dtype.to_string(), why: "unknown dtype name".to_string() })?;
+        let n = checked_numel(&shape).ok_or_else(|| TensorError::ShapeOverflow { shape: shape.clone() })?;
+        let want = n.checked_mul(d.size()).ok_or_else(|| TensorError::ShapeOverflow { shape: shape.clone() })?;
+        if want != bytes.len() {
+            return Err(TensorError::ByteLength { dtype: d, bytes: bytes.len(), elements: Some(n) });
+        }
+        Tensor::new(shape, Data::from_le_bytes(d, bytes)?)
+    }
+
+    /// Zero-filled tensor.
+    pub fn zeros(dtype: DType, shape: impl Into<Vec<usize>>) -> Result<Tensor, TensorError> {
+        let shape = shape.into();
+        let n = checked_numel(&shape).ok_or_else(|| TensorError::ShapeOverflow { shape: shape.clone() })?;
+        let bytes = vec![0u8; n.checked_mul(dtype.size()).ok_or_else(|| TensorError::ShapeOverflow { shape: shape.clone() })?];
+        Tensor::new(shape, Data::from_le_bytes(dtype, &bytes)?)
+    }
+
+    /// The dtype.
+    pub fn dtype(&self) -> DType {
+        self.data.dtype()
+    }
+    /// The shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.data.len()
+    }
+    /// The storage.
+    pub fn data(&self) -> &Data {
+        &self.data
+    }
+    /// Consumes the tensor into its storage.
+    pub fn into_data(self) -> Data {
+        self.data
+    }
+    /// Typed view; `None` if the dtype differs.
+    pub fn as_slice<E: Element>(&self) -> Option<&[E]> {
+        E::slice(&self.data)
+    }
+    /// Typed mutable view.
+    pub fn as_mut_slice<E: Element>(&mut self) -> Option<&mut [E]> {
+        E::slice_mut(&mut self.data)
+    }
+    /// Typed view or a typed error naming both dtypes.
+    pub fn try_slice<E: Element>(&self) -> Result<&[E], TensorError> {
+        self.as_slice().ok_or(TensorError::DTypeMismatch { expected: E::DTYPE, found: self.dtype() })
+    }
+    /// Size in bytes.
+    pub fn nbytes(&self) -> usize {
+        self.numel() * self.dtype().size()
+    }
+}
+
+/// Product of dims, `None` on overflow.
+pub fn checked_numel(shape: &[usize]) -> Option<usize> {
+    shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d))
+}
+
+/// A scalar parameter value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[allow(missing_docs)]
+pub enum Scalar {
+    Bool(bool),
+    U8(u8),
+    I8(i8),
+    U16(u16),
+    I16(i16),
+    U32(u32),
+    I32(i32),
+    U64(u64),
+    I64(i64),
+    F32(f32),
+    F64(f64),
+}
+
+impl Scalar {
+    /// The scalar's dtype.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Scalar::Bool(_) => DType::bool,
+            Scalar::U8(_) => DType::u8,
+            Scalar::I8(_) => DType::i8,
+            Scalar::U16(_) => DType::u16,
+            Scalar::I16(_) => DType::i16,
+            Scalar::U32(_) => DType::u32,
+            Scalar::I32(_) => DType::i32,
+            Scalar::U64(_) => DType::u64,
+            Scalar::I64(_) => DType::i64,
+            Scalar::F32(_) => DType::f32,
+            Scalar::F64(_) => DType::f64,
+        }
+    }
+
+    /// An integer scalar of dtype `dtype` holding `v`; `None` if `dtype` is not an integer
+    /// type or `v` does not fit it.
+    pub fn from_int(dtype: DType, v: i128) -> Option<Scalar> {
+        Some(match dtype {
+            DType::u8 => Scalar::U8(u8::try_from(v).ok()?),
+            DType::i8 => Scalar::I8(i8::try_from(v).ok()?),
+            DType::u16 => Scalar::U16(u16::try_from(v).ok()?),
+            DType::i16 => Scalar::I16(i16::try_from(v).ok()?),
+            DType::u32 => Scalar::U32(u32::try_from(v).ok()?),
+            DType::i32 => Scalar::I32(i32::try_from(v).ok()?),
+            DType::u64 => Scalar::U64(u64::try_from(v).ok()?),
+            DType::i64 => Scalar::I64(i64::try_from(v).ok()?),
+            _ => return None,
+        })
+    }
+
+    /// The integer value, for constraint evaluation.
+    pub fn as_i128(&self) -> Option<i128> {
+        Some(match *self {
+            Scalar::U8(v) => v as i128,
+            Scalar::I8(v) => v as i128,
+            Scalar::U16(v) => v as i128,
+            Scalar::I16(v) => v as i128,
+            Scalar::U32(v) => v as i128,
+            Scalar::I32(v) => v as i128,
+            Scalar::U64(v) => v as i128,
+            Scalar::I64(v) => v as i128,
+            _ => return None,
+        })
+    }
+
+    /// Little-endian bytes (4 bytes for every 32-bit type).
+    pub fn to_le_bytes(&self) -> Vec<u8> {
+        match *self {
+            Scalar::Bool(v) => vec![v as u8],
+            Scalar::U8(v) => vec![v],
+            Scalar::I8(v) => vec![v as u8],
+            Scalar::U16(v) => v.to_le_bytes().to_vec(),
+            Scalar::I16(v) => v.to_le_bytes().to_vec(),
+            Scalar::U32(v) => v.to_le_bytes().to_vec(),
+            Scalar::I32(v) => v.to_le_bytes().to_vec(),
+            Scalar::U64(v) => v.to_le_bytes().to_vec(),
+            Scalar::I64(v) => v.to_le_bytes().to_vec(),
+            Scalar::F32(v) => v.to_le_bytes().to_vec(),
+            Scalar::F64(v) => v.to_le_bytes().to_vec(),
+        }
+    }
+}
+
+impl std::fmt::Display for Scalar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scalar::Bool(v) => write!(f, "{v}"),
+            Scalar::F32(v) => write!(f, "{v}"),
+            Scalar::F64(v) => write!(f, "{v}"),
+            other => write!(f, "{}", other.as_i128().unwrap_or_default()),
+        }
+    }
+}
+
+/// Rust types usable as scalar parameters of a reference.
+pub trait ParamValue: Copy {
+    /// Reads the value; floats accept any float scalar (f32 params run in f64 for gradcheck).
+    fn from_scalar(s: &Scalar) -> Option<Self>;
+}
+
+macro_rules! param_value {
+    ($t:ty, $v:ident) => {
+        impl ParamValue for $t {
+            fn from_scalar(s: &Scalar) -> Option<Self> {
+                match s {
+                    Scalar::$v(v) => Some(*v),
+                    _ => None,
+                }
+            }
+        }
+        impl From<$t> for Scalar {
+            fn from(v: $t) -> Scalar {
+                Scalar::$v(v)
+            }
+        }
+    };
+}
+param_value!(bool, Bool);
+param_value!(u8, U8);
+param_value!(i8, I8);
+param_value!(u16, U16);
+param_value!(i16, I16);
+param_value!(u32, U32);
+param_value!(i32, I32);
+param_value!(u64, U64);
+param_value!(i64, I64);
+
+impl ParamValue for f32 {
+    fn from_scalar(s: &Scalar) -> Option<Self> {
+        match s {
+            Scalar::F32(v) => Some(*v),
+            _ => None,
+        }
+    }
+}
+impl ParamValue for f64 {
+    fn from_scalar(s: &Scalar) -> Option<Self> {
+        match s {
+            Scalar::F32(v) => Some(*v as f64),
+            Scalar::F64(v) => Some(*v),
+            _ => None,
+        }
+    }
+}
+impl From<f32> for Scalar {
+    fn from(v: f32) -> Scalar {
+        Scalar::F32(v)
+    }
+}
+impl From<f64> for Scalar {
+    fn from(v: f64) -> Scalar {
+        Scalar::F64(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_roundtrip_and_refusals() {
+        let t = Tensor::from_bytes("f32", [2], &[0, 0, 128, 63, 0, 0, 0, 192]).unwrap();
+        assert_eq!(t.as_slice::<f32>().unwrap(), &[1.0, -2.0]);
+        assert_eq!(Tensor::from_bytes("f32", [2], &t.data().to_le_bytes()).unwrap(), t);
+        let e = Tensor::from_bytes("f8e4m3", [2], &[0, 0]).unwrap_err();
+        assert!(e.to_string().contains("fp8"), "{e}");
+        let e = Tensor::from_bytes("u4", [4], &[0, 0]).unwrap_err();
+        assert!(e.to_string().contains("packed"), "{e}");
+        let e = Tensor::from_bytes("f32", [3], &[0; 8]).unwrap_err();
+        assert_eq!(e.to_string(), "8 bytes do not hold 3 `f32` element(s), which take 12 bytes");
+        assert!(matches!(Tensor::from_bytes("f64", [usize::MAX / 4], &[]), Err(TensorError::ShapeOverflow { .. })));
+        assert!(matches!(Tensor::from_bytes("bool", [1], &[2]), Err(TensorError::InvalidBool { .. })));
+        assert!(matches!(Tensor::from_bytes("f32", [usize::MAX, 2], &[]), Err(TensorError::ShapeOverflow { .. })));
+        let h = Tensor::from_bytes("f16", [1], &f16::from_f32(1.5).to_bits().to_le_bytes()).unwrap();
+        assert_eq!(h.as_slice::<f16>().unwrap()[0].to_f32(), 1.5);
+    }
+}

@@ -1,0 +1,124 @@
+//! Driving an op's generated shims outside a backend: the reference in f64 (gradcheck), and the
+//! declared VJP / JVP rules at either dtype, each through the one shim runner (`core::shim`). It validates
+//! every call with the op's plan first and never chooses a backend (forward calls at the
+//! declared dtype go through dispatch, not through this module).
+
+use crate::core::op::RegisteredOp;
+use crate::core::plan::Bound;
+use crate::core::shim::{self, Rule};
+use crate::core::tensor::{Scalar, Tensor};
+use op_contract::contract::DType;
+
+/// Where a tape executes its ops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Forward through `OpHandle::call` at the declared dtype (any backend); backward through
+    /// the declared-dtype VJP shims.
+    Dispatch,
+    /// Forward through the reference in f64, backward through the f64 VJP shims (gradcheck).
+    ReferenceF64,
+}
+
+impl Mode {
+    /// The dtype float tensors have in this mode (`None`: as declared).
+    pub fn float_as(self) -> Option<DType> {
+        match self {
+            Mode::Dispatch => None,
+            Mode::ReferenceF64 => Some(DType::f64),
+        }
+    }
+}
+
+/// Float parameters converted to the mode's float type (so graph builders may write either).
+pub(crate) fn convert_params(op: &RegisteredOp, params: &[Scalar], mode: Mode) -> Vec<Scalar> {
+    op.contract
+        .signature
+        .params()
+        .zip(params)
+        .map(|(p, s)| {
+            let v = match *s {
+                Scalar::F32(v) => v as f64,
+                Scalar::F64(v) => v,
+                other => return other,
+            };
+            if !p.dtype.is_float() {
+                return *s;
+            }
+            match (mode, p.dtype) {
+                (Mode::ReferenceF64, _) | (Mode::Dispatch, DType::f64) => Scalar::F64(v),
+                _ => Scalar::F32(v as f32),
+            }
+        })
+        .collect()
+}
+
+/// Validates a call at the mode's dtypes.
+pub(crate) fn bind(op: &RegisteredOp, inputs: &[&Tensor], params: &[Scalar], mode: Mode) -> Result<Bound, String> {
+    op.plan.validate(inputs, params, mode.float_as()).map_err(|e| e.to_string())
+}
+
+/// Shapes of the differentiable (float) tensor inputs, in order.
+pub(crate) fn grad_shapes(op: &RegisteredOp, inputs: &[&Tensor]) -> Vec<Vec<usize>> {
+    op.contract.signature.inputs().zip(inputs).filter(|(s, _)| s.dtype.is_float()).map(|(_, t)| t.shape().to_vec()).collect()
+}
+
+/// Indices (among tensor inputs) of the differentiable inputs.
+pub(crate) fn diff_positions(op: &RegisteredOp) -> Vec<usize> {
+    op.contract.signature.inputs().enumerate().filter(|(_, t)| t.dtype.is_float()).map(|(i, _)| i).collect()
+}
+
+/// Runs the op's f64 reference. Float inputs must be f64 tensors.
+pub(crate) fn forward_f64(op: &RegisteredOp, inputs: &[&Tensor], params: &[Scalar]) -> Result<Vec<Tensor>, String> {
+    let shim = op.decl.reference_f64.ok_or_else(|| no_f64(op))?;
+    let params = convert_params(op, params, Mode::ReferenceF64);
+    let bound = bind(op, inputs, &params, Mode::ReferenceF64)?;
+    shim::run(op, shim, inputs, &params, &bound, Rule::Forward).map_err(|e| e.0)
+}
+
+pub(crate) fn no_f64(op: &RegisteredOp) -> String {
+    format!(
+        "op `{}`: its reference is not generic over `T: Real`, so it has no f64 instantiation; write it as `fn {}<T: Real>(..)`",
+        op.id, op.decl.rust_name
+    )
+}
+
+/// Runs the declared VJP (at the mode's dtype): one gradient per differentiable input.
+pub(crate) fn vjp(
+    op: &RegisteredOp,
+    inputs: &[&Tensor],
+    params: &[Scalar],
+    cotangents: &[&Tensor],
+    mode: Mode,
+) -> Result<Vec<Tensor>, String> {
+    let shim = match mode {
+        Mode::Dispatch => op.decl.vjp,
+        Mode::ReferenceF64 => op.decl.vjp_f64,
+    }
+    .ok_or_else(|| format!("op `{}` declares no VJP at this dtype", op.id))?;
+    let params = convert_params(op, params, mode);
+    let bound = bind(op, inputs, &params, mode)?;
+    let gs = grad_shapes(op, inputs);
+    if gs.is_empty() {
+        return Ok(Vec::new());
+    }
+    shim::run(op, shim, inputs, &params, &bound, Rule::Vjp { cotangents, grad_shapes: &gs }).map_err(|e| e.0)
+}
+
+/// Runs JVP rule `k` (for differentiable input `k`) with a tangent: one tangent per output.
+pub(crate) fn jvp(
+    op: &RegisteredOp,
+    k: usize,
+    inputs: &[&Tensor],
+    params: &[Scalar],
+    tangent: &Tensor,
+    mode: Mode,
+) -> Result<Vec<Tensor>, String> {
+    let rules = match mode {
+        Mode::Dispatch => op.decl.jvp,
+        Mode::ReferenceF64 => op.decl.jvp_f64,
+    };
+    let shim = *rules.get(k).ok_or_else(|| format!("op `{}` declares no JVP rule for differentiable input {k}", op.id))?;
+    let params = convert_params(op, params, mode);
+    let bound = bind(op, inputs, &params, mode)?;
+    shim::run(op, shim, inputs, &params, &bound, Rule::Jvp { tangent }).map_err(|e| e.0)
+}

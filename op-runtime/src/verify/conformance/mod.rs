@@ -1,0 +1,498 @@
+//! Conformance against the reference: a kernel is correct exactly as far as it matches the
+//! op's reference, within the declared tolerance, on cases the engine generated from the
+//! signature (seeded from the content hash). Every output runs with guard bands of canaries;
+//! a write outside it fails the case. Success mints a [`Receipt`]; failure returns a
+//! [`Report`] with the (shrunk) case. Owns the procedure; it must not change dispatch, and
+//! nothing here is ever required to *use* an op.
+//!
+//! ```ignore
+//! let h = op_runtime::register(&my_op::DECL)?;
+//! let receipt = op_runtime::conformance::conform(&h, BackendKind::Wgpu)?;
+//! receipt.verify(&h.op(), &device_profile)?;
+//! ```
+
+pub mod cases;
+pub mod compare;
+pub mod report;
+
+pub use cases::{Case, Corpus, Pattern};
+pub use compare::{AccumScale, Fault, Mismatch, OutOfBounds};
+pub use op_contract::contract::Tolerance;
+pub use report::Report;
+
+use crate::core::device::DeviceProfile;
+use crate::core::kind::BackendKind;
+use crate::core::op::RegisteredOp;
+use crate::core::receipt::Receipt;
+use crate::core::registry::OpHandle;
+use crate::core::tensor::{Scalar, Tensor};
+use op_contract::contract::DType;
+use std::sync::Arc;
+
+/// Canary elements on each side of every output in conformance runs.
+pub const GUARD: usize = 16;
+/// Most shrinking steps tried per failure.
+const SHRINK_BUDGET: usize = 64;
+/// Why an op did not conform (or could not be conformed) on a backend.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ConformanceFailure {
+    /// The backend cannot run here (no adapter, no CUDA driver): skipped, not a verdict.
+    #[error("op `{op}`: backend {backend} is unavailable here, not conformed: {reason}")]
+    Unavailable {
+        /// The op's `name@version`.
+        op: String,
+        /// The backend.
+        backend: BackendKind,
+        /// Why it is unavailable.
+        reason: String,
+    },
+    /// The op has nothing to run on this backend (e.g. no WGSL kernel).
+    #[error("op `{op}`: nothing to conform on {backend}: {reason}")]
+    Unsupported {
+        /// The op's `name@version`.
+        op: String,
+        /// The backend.
+        backend: BackendKind,
+        /// Why there is nothing to run.
+        reason: String,
+    },
+    /// The kernel does not conform: the report names the case, index and bits.
+    #[error("{0}")]
+    Rejected(Box<Report>),
+    /// The reference itself failed on a generated (admissible) case: a contract defect.
+    #[error("op `{op}`: the reference failed on admissible {case}: {message}")]
+    Reference {
+        /// The op's `name@version`.
+        op: String,
+        /// The case, as displayed.
+        case: String,
+        /// The reference's error message.
+        message: String,
+    },
+    /// The reference path could not produce what an `accum` comparison is anchored on (the
+    /// reference in f64 and `sum |terms|` for every output element): a contract defect (e.g. a
+    /// reference that is not float-generic) or a failing f64 reference. Never a pass.
+    #[error("op `{op}`: no accum scale on {case}: {message}")]
+    Scale {
+        /// The op's `name@version`.
+        op: String,
+        /// The case, as displayed.
+        case: String,
+        /// What was missing.
+        message: String,
+    },
+    /// The generator found no admissible case for the signature.
+    #[error("op `{op}`: the signature admits no case within the generator's size limits")]
+    NoCases {
+        /// The op's `name@version`.
+        op: String,
+    },
+}
+
+impl ConformanceFailure {
+    /// Whether this is a skip (backend unavailable or unsupported) rather than a verdict.
+    pub fn is_skip(&self) -> bool {
+        matches!(self, ConformanceFailure::Unavailable { .. } | ConformanceFailure::Unsupported { .. })
+    }
+
+    /// The report of a rejected kernel.
+    pub fn report(&self) -> Option<&Report> {
+        match self {
+            ConformanceFailure::Rejected(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+/// The corpus the engine generates for an op (deterministic: seeded from its content hash).
+pub fn corpus(op: &RegisteredOp) -> Corpus {
+    cases::Gen::new(op).corpus()
+}
+
+/// Symbols of input dims that no output dim mentions: the contracted ones.
+fn contracted(op: &RegisteredOp) -> Vec<usize> {
+    let sig = &op.contract.signature;
+    let mut in_out: Vec<&str> = Vec::new();
+    for o in &sig.outputs {
+        for d in &o.dims {
+            d.symbols(&mut in_out);
+        }
+    }
+    sig.dim_symbols().iter().filter(|s| !in_out.contains(&s.as_str())).filter_map(|s| op.plan.syms.iter().position(|x| x == s)).collect()
+}
+
+/// Reduction length of a case for `accum` (only its square root enters the bound, so an
+/// estimate off by a small factor changes the bound little):
+/// - the product of the contracted dims (input dim symbols no output dim mentions: `matmul`'s
+///   `k`, `sum`'s `n`), capped by the largest input;
+/// - when every symbol also shapes an output (`conv1d`'s `n - m + 1`, a scan), the smallest
+///   input whose shape mentions a symbol: an output element of such an op combines at most a
+///   window of each input, and the window is no longer than the shortest of them (`conv1d`: `m`
+///   terms; a scan over one input: `n`). Inputs of fixed shape (`f32[3]` coefficients, rank-0
+///   scalars) are left out: they are parameters of the terms, not the terms. Before, this fell
+///   back to the largest input (`n` for `conv1d`), which overstated the length by `n / m`.
+fn reduction_len(op: &RegisteredOp, case: &Case) -> usize {
+    let largest = case.inputs.iter().map(Tensor::numel).max().unwrap_or(1).max(1);
+    let k = contracted(op);
+    if k.is_empty() {
+        let shaped = op.contract.signature.inputs().zip(&case.inputs).filter(|(sig, _)| {
+            let mut syms: Vec<&str> = Vec::new();
+            sig.dims.iter().for_each(|d| d.symbols(&mut syms));
+            !syms.is_empty()
+        });
+        return shaped.map(|(_, t)| t.numel()).min().unwrap_or(largest).max(1);
+    }
+    let prod = k.iter().map(|&i| case.shape.syms[i].max(1) as usize).fold(1usize, usize::saturating_mul);
+    prod.min(largest).max(1)
+}
+
+fn to_f64_tensor(t: &Tensor, abs: bool) -> Result<Tensor, String> {
+    let v: Vec<f64> =
+        t.data().to_f64_vec().ok_or("a float input has no f64 view")?.into_iter().map(|x| if abs { x.abs() } else { x }).collect();
+    Tensor::new(t.shape().to_vec(), crate::core::tensor::Data::F64(v)).map_err(|e| e.to_string())
+}
+
+/// Runs a forward shim on host tensors (validating with `float_as`). A panicking reference or
+/// shim is turned into an error, never propagated.
+fn run_shim(
+    op: &RegisteredOp,
+    shim: crate::core::decl::ShimFn,
+    inputs: &[Tensor],
+    params: &[Scalar],
+    float_as: Option<DType>,
+) -> Result<Vec<Tensor>, String> {
+    let refs: Vec<&Tensor> = inputs.iter().collect();
+    let bound = op.plan.validate(&refs, params, float_as).map_err(|e| e.to_string())?;
+    crate::core::shim::run(op, shim, &refs, params, &bound, crate::core::shim::Rule::Forward).map_err(|e| e.0)
+}
+
+/// The op's reference in f64 on `inputs` (floats widened, optionally to their absolute
+/// values), each output as f64 values.
+fn reference_f64(op: &RegisteredOp, inputs: &[Tensor], params: &[Scalar], abs: bool) -> Result<Vec<Vec<f64>>, String> {
+    let shim = op.decl.reference_f64.ok_or("`accum` needs the reference in f64, and the reference is not float-generic (`<T: Real>`)")?;
+    let widened = inputs
+        .iter()
+        .map(|t| if t.dtype().is_float() { to_f64_tensor(t, abs) } else { Ok(t.clone()) })
+        .collect::<Result<Vec<Tensor>, String>>()?;
+    let params: Vec<Scalar> = params.iter().map(|p| if let Scalar::F32(v) = p { Scalar::F64(*v as f64) } else { *p }).collect();
+    let out = run_shim(op, shim, &widened, &params, Some(DType::f64))
+        .map_err(|e| format!("the f64 reference failed{}: {e}", if abs { " on the absolute values" } else { "" }))?;
+    out.iter().map(|t| t.data().to_f64_vec().ok_or_else(|| "the f64 reference returned a non-numeric output".to_string())).collect()
+}
+
+/// The `accum` scale of every output: `r64` (the reference in f64) and `S` (the reference in
+/// f64 on the absolute values of the inputs: the sum of |terms|, or the magnitude of `r64`
+/// where that is larger, e.g. `mse_loss`, whose terms are squares of differences), each one
+/// value per element of the reference's output; `flushed` are the inputs with subnormals
+/// flushed, if the case has any (their f64 result anchors the flushed-input allowance). A
+/// failure is an error (a typed [`ConformanceFailure::Scale`]), never a default. Integer
+/// outputs need no scale (they compare bit for bit).
+fn accum_scales(op: &RegisteredOp, case: &Case, expected: &[Tensor], flushed: Option<&[Tensor]>) -> Result<Vec<AccumScale>, String> {
+    let len = reduction_len(op, case);
+    if !expected.iter().any(|e| e.dtype().is_float()) {
+        return Ok(expected.iter().map(|_| AccumScale { len, ..AccumScale::default() }).collect());
+    }
+    let abs = reference_f64(op, &case.inputs, &case.params, true)?;
+    let plain = reference_f64(op, &case.inputs, &case.params, false)?;
+    // The flushed-input allowance is optional: without its anchor, it is not granted.
+    let flushed = flushed.and_then(|f| reference_f64(op, f, &case.params, false).ok());
+    if abs.len() != expected.len() || plain.len() != expected.len() {
+        return Err(format!("the f64 reference returned {} and {} output(s), the reference {}", abs.len(), plain.len(), expected.len()));
+    }
+    expected
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let (a, p) = (&abs[i], &plain[i]);
+            if a.len() != e.numel() || p.len() != e.numel() {
+                return Err(format!(
+                    "output {i}: the f64 reference returned {} and {} element(s), the reference {}",
+                    a.len(),
+                    p.len(),
+                    e.numel()
+                ));
+            }
+            let flushed_exact = flushed.as_ref().and_then(|f| f.get(i)).filter(|f| f.len() == e.numel()).cloned().unwrap_or_default();
+            Ok(AccumScale { len, magnitude: a.iter().zip(p).map(|(x, y)| x.abs().max(y.abs())).collect(), exact: p.clone(), flushed_exact })
+        })
+        .collect()
+}
+
+struct Checker<'a> {
+    handle: &'a OpHandle,
+    op: Arc<RegisteredOp>,
+    kind: BackendKind,
+}
+
+enum CaseError {
+    Reference(String),
+    Scale(String),
+    Fault { output: usize, fault: Fault },
+}
+
+impl Checker<'_> {
+    fn run(&self, case: &Case) -> Result<(), CaseError> {
+        let op = &*self.op;
+        let expected = run_shim(op, op.decl.reference, &case.inputs, &case.params, None).map_err(CaseError::Reference)?;
+        // Reference on inputs with subnormals flushed (accepted for non-exact classes only).
+        let (alt, flushed) = if matches!(op.contract.tolerance, Tolerance::Exact) {
+            (None, None)
+        } else {
+            let flushed: Vec<Option<Tensor>> = case.inputs.iter().map(compare::flush_subnormals).collect();
+            if flushed.iter().any(Option::is_some) {
+                let inputs: Vec<Tensor> = flushed.into_iter().zip(&case.inputs).map(|(f, t)| f.unwrap_or_else(|| t.clone())).collect();
+                match run_shim(op, op.decl.reference, &inputs, &case.params, None) {
+                    Ok(alt) => (Some(alt), Some(inputs)),
+                    Err(_) => (None, None),
+                }
+            } else {
+                (None, None)
+            }
+        };
+        let scales = match op.contract.tolerance {
+            Tolerance::Accum(_) => Some(accum_scales(op, case, &expected, flushed.as_deref()).map_err(CaseError::Scale)?),
+            _ => None,
+        };
+        let refs: Vec<&Tensor> = case.inputs.iter().collect();
+        let actual = match self.handle.call_guarded(&refs, &case.params, self.kind, GUARD) {
+            Ok(o) => o.outputs,
+            Err(e) => return Err(CaseError::Fault { output: 0, fault: Fault::Execution(e.to_string()) }),
+        };
+        if actual.len() != expected.len() {
+            return Err(CaseError::Fault { output: 0, fault: Fault::OutputCount { expected: expected.len(), actual: actual.len() } });
+        }
+        for (i, (e, a)) in expected.iter().zip(&actual).enumerate() {
+            let alt_i = alt.as_ref().and_then(|v| v.get(i));
+            let scale = scales.as_ref().and_then(|s| s.get(i));
+            compare::check_output(op.contract.tolerance, e, alt_i, a, GUARD, scale).map_err(|fault| match fault {
+                Fault::Scale(m) => CaseError::Scale(format!("output {i}: {m}")),
+                fault => CaseError::Fault { output: i, fault },
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Shrinks a failing case to a smaller one that still fails (any fault).
+    fn shrink(&self, gen: &cases::Gen<'_>, mut case: Case, mut out: usize, mut fault: Fault) -> (Case, usize, Fault, bool) {
+        let mut steps = 0;
+        let mut shrunk = false;
+        'outer: while steps < SHRINK_BUDGET {
+            for s in gen.shrink_candidates(&case.shape) {
+                steps += 1;
+                if steps >= SHRINK_BUDGET {
+                    break 'outer;
+                }
+                let Some(mut c) = gen.build("shrunk", &s, case.pattern, case.seed) else { continue };
+                c.index = case.index;
+                if let Err(CaseError::Fault { output, fault: f }) = self.run(&c) {
+                    case = c;
+                    out = output;
+                    fault = f;
+                    shrunk = true;
+                    continue 'outer;
+                }
+            }
+            break;
+        }
+        (case, out, fault, shrunk)
+    }
+}
+
+/// The backend's device profile, once it is known to run the op here.
+fn ready(handle: &OpHandle, kind: BackendKind) -> Result<DeviceProfile, ConformanceFailure> {
+    let op = handle.op();
+    let id = op.id.clone();
+    let backend = handle.registry().backend(kind).ok_or_else(|| ConformanceFailure::Unavailable {
+        op: id.clone(),
+        backend: kind,
+        reason: "not compiled into this build".into(),
+    })?;
+    backend.supports(&op).map_err(|reason| ConformanceFailure::Unsupported {
+        op: id.clone(),
+        backend: kind,
+        reason: reason.to_string(),
+    })?;
+    backend.availability().map_err(|reason| ConformanceFailure::Unavailable {
+        op: id.clone(),
+        backend: kind,
+        reason: reason.to_string(),
+    })?;
+    backend.profile().map(|p| (*p).clone()).map_err(|reason| ConformanceFailure::Unavailable {
+        op: id.clone(),
+        backend: kind,
+        reason: reason.to_string(),
+    })
+}
+
+/// Runs one case; a kernel fault becomes a `Rejected` report (shrunk when `gen` is given).
+fn check_one(
+    checker: &Checker<'_>,
+    gen: Option<&cases::Gen<'_>>,
+    case: &Case,
+    device: &DeviceProfile,
+    passed: usize,
+) -> Result<(), ConformanceFailure> {
+    let op = &checker.op;
+    let id = op.id.clone();
+    match checker.run(case) {
+        Ok(()) => Ok(()),
+        Err(CaseError::Reference(message)) => Err(ConformanceFailure::Reference { op: id, case: case.to_string(), message }),
+        Err(CaseError::Scale(message)) => Err(ConformanceFailure::Scale { op: id, case: case.to_string(), message }),
+        Err(CaseError::Fault { output, fault }) => {
+            let original = case.to_string();
+            let (case, output, fault, shrunk) = match gen {
+                Some(gen) => checker.shrink(gen, case.clone(), output, fault),
+                None => (case.clone(), output, fault, false),
+            };
+            let out_sig = op.contract.signature.outputs.get(output);
+            Err(ConformanceFailure::Rejected(Box::new(Report {
+                op: id,
+                content_hash: op.hash_hex(),
+                backend: checker.kind,
+                device: device.clone(),
+                tolerance: op.contract.tolerance,
+                case,
+                shrunk_from: shrunk.then_some(original),
+                output: out_sig.map(|o| o.name.clone()).unwrap_or_else(|| "?".into()),
+                dtype: out_sig.map(|o| o.dtype).unwrap_or(DType::f32),
+                fault,
+                passed_before: passed,
+            })))
+        }
+    }
+}
+
+/// Conforms the op's kernel on one backend against its reference: every generated case, every
+/// output guarded. `Ok` carries the receipt; a backend that cannot run here is
+/// `Unavailable`/`Unsupported` (a skip, not a verdict).
+pub fn conform(handle: &OpHandle, kind: BackendKind) -> Result<Receipt, ConformanceFailure> {
+    let op = handle.op();
+    let device = ready(handle, kind)?;
+    let gen = cases::Gen::new(&op);
+    let corpus = gen.corpus();
+    if corpus.cases.is_empty() {
+        return Err(ConformanceFailure::NoCases { op: op.id.clone() });
+    }
+    let checker = Checker { handle, op: op.clone(), kind };
+    for (passed, case) in corpus.cases.iter().enumerate() {
+        check_one(&checker, Some(&gen), case, &device, passed)?;
+    }
+    Ok(Receipt::mint(&op, kind, device, corpus.cases.len(), &corpus.digest))
+}
+
+/// Checks the op's kernel on one backend on a single given case, by the same procedure and
+/// tolerance rule as [`conform`] (guard bands, subnormal allowance, `accum` scale), without
+/// shrinking and without a receipt (a receipt covers the engine's own corpus only). For
+/// targeted checks of inputs the generator does not produce; the case must be admissible.
+pub fn check_case(handle: &OpHandle, kind: BackendKind, case: &Case) -> Result<(), ConformanceFailure> {
+    let device = ready(handle, kind)?;
+    let checker = Checker { handle, op: handle.op(), kind };
+    check_one(&checker, None, case, &device, 0)
+}
+
+/// Conforms the op on every backend kind, in priority order; backends that cannot run
+/// it here (or are not compiled in) come back as `Unavailable`/`Unsupported` with the reason.
+pub fn conform_all(handle: &OpHandle) -> Vec<(BackendKind, Result<Receipt, ConformanceFailure>)> {
+    // Every kind, compiled in or not: a backend missing from this build is reported as
+    // unavailable (so a required GPU backend cannot disappear silently with a feature flag).
+    BackendKind::PRIORITY.into_iter().map(|k| (k, conform(handle, k))).collect()
+}
+
+/// Whether the backend runs one of the op's kernels (GPU or `cpu = path`), not its reference.
+pub(crate) fn is_kernel(kind: BackendKind) -> bool {
+    kind != BackendKind::Reference
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::core::receipt::ReceiptError;
+    use crate::core::registry::Registry;
+
+    fn handle(name: &str) -> OpHandle {
+        Registry::with_builtins().lookup(name).expect("built-in")
+    }
+
+    #[test]
+    fn reference_conforms_and_mints_a_verifiable_receipt() {
+        let h = handle("builtin/matmul");
+        let r = conform(&h, BackendKind::Reference).expect("the reference conforms to itself");
+        let host = DeviceProfile::host("reference");
+        r.verify(&h.op(), &host).expect("verifies");
+        assert_eq!(r.backend, BackendKind::Reference);
+        assert_eq!(r.tolerance, Tolerance::Accum(2));
+        let back = Receipt::from_json(&r.to_json()).expect("parses");
+        assert_eq!(back, r);
+        let mut t = r.clone();
+        t.cases += 1;
+        assert!(matches!(t.verify(&h.op(), &host), Err(ReceiptError::Digest { .. })));
+        let e = r.verify(&h.op(), &DeviceProfile::host("cpu")).unwrap_err();
+        assert!(e.to_string().contains("conform locally"), "{e}");
+    }
+
+    #[test]
+    fn backends_without_a_kernel_are_skips() {
+        let h = handle("builtin/add");
+        let e = conform(&h, BackendKind::Cpu).unwrap_err();
+        assert!(e.is_skip(), "{e}");
+        let all = conform_all(&h);
+        assert_eq!(all.len(), h.registry().backends().len());
+        assert!(all.iter().any(|(k, r)| *k == BackendKind::Reference && r.is_ok()));
+    }
+
+    #[test]
+    fn corpus_is_deterministic_admissible_and_covers_boundaries() {
+        let reg = Registry::with_builtins();
+        for op in reg.ops() {
+            let c = corpus(&op);
+            assert!(!c.cases.is_empty(), "{}", op.id);
+            assert_eq!(corpus(&op).digest, c.digest, "{}: seeded from the content hash", op.id);
+            for case in &c.cases {
+                let refs: Vec<&Tensor> = case.inputs.iter().collect();
+                assert!(op.plan.validate(&refs, &case.params, None).is_ok(), "{}: inadmissible {case}", op.id);
+                let nan = case.inputs.iter().any(|t| t.data().to_f64_vec().unwrap_or_default().iter().any(|v| v.is_nan()));
+                assert!(!nan || op.contract.nan.is_some(), "{}: NaN without a declared NaN policy in {case}", op.id);
+            }
+        }
+        let mm = reg.lookup("builtin/matmul").unwrap().op();
+        let c = corpus(&mm);
+        assert!(c.cases.iter().any(|k| k.sym("k") == Some(0)), "an empty contraction");
+        assert!(c.cases.iter().any(|k| [k.sym("m"), k.sym("k"), k.sym("n")] == [Some(1); 3]), "the smallest non-empty product");
+        assert!(c.cases.iter().any(|k| k.sym("m").unwrap_or(0) * k.sym("n").unwrap_or(0) > 64), "more outputs than one workgroup");
+        let conv = reg.lookup("builtin/conv1d").unwrap().op();
+        assert!(corpus(&conv).cases.iter().any(|k| k.sym("n") == k.sym("m")), "n = m: one output");
+        let log = reg.lookup("builtin/log").unwrap().op();
+        assert!(corpus(&log).cases.iter().any(|k| k.pattern == Pattern::Nan), "log declares NaN behaviour");
+    }
+
+    #[test]
+    fn reduction_length_is_the_contracted_dim() {
+        let reg = Registry::with_builtins();
+        let mm = reg.lookup("builtin/matmul").unwrap().op();
+        let case = corpus(&mm).cases.into_iter().find(|c| c.sym("k").unwrap_or(0) > 1 && c.sym("m").unwrap_or(0) > 1).expect("a case");
+        assert_eq!(reduction_len(&mm, &case) as i128, case.sym("k").unwrap());
+        let sum = reg.lookup("builtin/sum").unwrap().op();
+        let case = corpus(&sum).cases.into_iter().find(|c| c.sym("n").unwrap_or(0) > 3).expect("a case");
+        assert_eq!(reduction_len(&sum, &case) as i128, case.sym("n").unwrap());
+        // conv1d: every symbol shapes the output (`n - m + 1`); each output sums `m` terms.
+        let conv = reg.lookup("builtin/conv1d").unwrap().op();
+        for case in corpus(&conv).cases.iter().filter(|c| c.sym("n") > c.sym("m")) {
+            assert_eq!(reduction_len(&conv, case) as i128, case.sym("m").unwrap().max(1), "{case}");
+        }
+    }
+
+    #[test]
+    fn a_reference_without_an_f64_scale_is_a_typed_failure() {
+        let sum = handle("builtin/sum").op();
+        let case = corpus(&sum).cases.into_iter().find(|c| c.sym("n").unwrap_or(0) > 3).expect("a case");
+        let expected = run_shim(&sum, sum.decl.reference, &case.inputs, &case.params, None).expect("runs");
+        let scales = accum_scales(&sum, &case, &expected, None).expect("scales");
+        assert_eq!((scales.len(), scales[0].exact.len(), scales[0].magnitude.len()), (1, 1, 1));
+        // The same op with its f64 reference taken away: a typed error, not an accept-all.
+        let decl: &'static crate::core::decl::OpDecl = Box::leak(Box::new(crate::core::decl::OpDecl { reference_f64: None, ..*sum.decl }));
+        let op = RegisteredOp::load(decl).expect("loads");
+        let e = accum_scales(&op, &case, &expected, None).unwrap_err();
+        assert!(e.contains("float-generic"), "{e}");
+    }
+}
