@@ -293,3 +293,28 @@ fn a_kernel_built_for_other_content_is_never_executed() {
     let e = h.call(&[&v(&[1.0])], &[]).unwrap_err();
     assert!(matches!(&e, DispatchError::Compilation(c) if c.cause.to_string().contains("different content")), "{e}");
 }
+
+#[test]
+fn an_output_larger_than_the_host_or_any_allocation_is_refused_before_allocating() {
+    let r = Registry::with_builtins();
+    let h = r.lookup("builtin/matmul").unwrap();
+    let empty = |rows: usize, cols: usize| Tensor::from_vec(vec![rows, cols], Vec::<f32>::new()).unwrap();
+    // 2^20 x 2^20 f32 = 4 TiB: representable, but more than this host's memory.
+    let (a, b) = (empty(1 << 20, 0), empty(0, 1 << 20));
+    for kind in [BackendKind::Reference, BackendKind::Cpu] {
+        match h.call_with(&[&a, &b], &[], CallOptions::on(kind)) {
+            Err(DispatchError::OutputTooLarge { output, shape, limit, .. }) => {
+                assert_eq!((output.as_str(), shape), ("out", vec![1 << 20, 1 << 20]));
+                assert!(limit.contains("physical memory"), "{limit}");
+            }
+            Err(DispatchError::Unsupported { .. }) if kind == BackendKind::Cpu => {}
+            other => panic!("{kind}: expected OutputTooLarge, got {other:?}"),
+        }
+    }
+    // 2^40 x 2^40 elements overflow every allocation: refused by validation itself.
+    let (a, b) = (empty(1 << 40, 0), empty(0, 1 << 40));
+    match h.call(&[&a, &b], &[]) {
+        Err(DispatchError::OutputTooLarge { limit, .. }) => assert!(limit.contains("isize::MAX"), "{limit}"),
+        other => panic!("expected OutputTooLarge, got {other:?}"),
+    }
+}

@@ -153,3 +153,38 @@ fn a_registered_op_runs_and_rejects_a_bad_parameter_type() {
     let e = scale.call_with(&[&x()], &[Scalar::U32(2)], CallOptions::on(BackendKind::Reference)).unwrap_err();
     assert!(e.to_string().contains("parameter `s` must be `f32`, got `u32`"), "{e}");
 }
+
+/// `affine_a`'s description with its contract JSON rewritten by `edit`, the identity recomputed
+/// so the only defect is the one `edit` introduces (as a hand-built description would have).
+fn hand_built(edit: impl Fn(&mut serde_json::Value)) -> &'static op_runtime::core::decl::OpDecl {
+    let d = &affine_a::DECL;
+    let mut v: serde_json::Value = serde_json::from_str(d.contract_json).unwrap();
+    edit(&mut v);
+    let json: &'static str = Box::leak(v.to_string().into_boxed_str());
+    let hash = op_contract::identity::identity(json, d.body_tokens, &[]);
+    Box::leak(Box::new(op_runtime::core::decl::OpDecl { contract_json: json, hash, ..*d }))
+}
+
+#[test]
+fn a_hand_built_description_is_validated_field_by_field_never_a_panic() {
+    let cases: [(&str, Box<dyn Fn(&mut serde_json::Value)>); 4] = [
+        ("constraint 0 has 0 term(s)", Box::new(|v| v["signature"]["constraints"] = serde_json::json!([{ "terms": [], "ops": [] }]))),
+        ("declares no output", Box::new(|v| v["signature"]["outputs"] = serde_json::json!([]))),
+        ("version 0", Box::new(|v| v["version"] = serde_json::json!(0))),
+        (
+            "kernel(s) but 0 are embedded",
+            Box::new(
+                |v| v["kernels"] = serde_json::json!([{ "lang": "wgsl", "path": "k.wgsl", "entry": "main", "bindings": [], "threads": { "Lit": 1 }, "block": null }]),
+            ),
+        ),
+    ];
+    for (want, edit) in cases {
+        let decl = hand_built(edit);
+        match Registry::new().register(decl) {
+            Err(e @ KernelRegistrationError::BadContract { .. }) => assert!(e.to_string().contains(want), "{e}"),
+            other => panic!("expected BadContract containing {want:?}, got {other:?}"),
+        }
+    }
+    // The untouched description still registers (the edits above are what is refused).
+    assert!(Registry::new().register(hand_built(|_| {})).is_ok());
+}

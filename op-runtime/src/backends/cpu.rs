@@ -28,6 +28,9 @@ impl Backend for CpuBackend {
     fn profile(&self) -> Result<Arc<DeviceProfile>, BackendError> {
         Ok(host_profile(&self.profile, "cpu"))
     }
+    fn allocation_limit(&self) -> Option<u64> {
+        super::host::host_memory()
+    }
     fn supports(&self, op: &RegisteredOp) -> Result<(), BackendError> {
         op.decl.cpu.map(|_| ()).ok_or_else(no_kernel)
     }

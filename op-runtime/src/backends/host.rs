@@ -32,6 +32,18 @@ impl Prepared for ShimPrepared {
     }
 }
 
+/// The host's physical memory in bytes (Linux: `MemTotal` of `/proc/meminfo`), read once;
+/// `None` where it cannot be read.
+pub(crate) fn host_memory() -> Option<u64> {
+    static MEM: OnceLock<Option<u64>> = OnceLock::new();
+    *MEM.get_or_init(|| {
+        let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+        let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        kib.checked_mul(1024)
+    })
+}
+
 /// The host device profile of `backend`, computed once.
 pub(crate) fn host_profile(cell: &OnceLock<Arc<DeviceProfile>>, backend: &str) -> Arc<DeviceProfile> {
     cell.get_or_init(|| Arc::new(DeviceProfile::host(backend))).clone()
@@ -52,6 +64,9 @@ impl Backend for ReferenceBackend {
     }
     fn profile(&self) -> Result<Arc<DeviceProfile>, BackendError> {
         Ok(host_profile(&self.profile, "reference"))
+    }
+    fn allocation_limit(&self) -> Option<u64> {
+        host_memory()
     }
     fn supports(&self, _op: &RegisteredOp) -> Result<(), BackendError> {
         Ok(())

@@ -43,6 +43,12 @@ pub trait Backend: Send + Sync {
     fn is_software(&self) -> bool {
         false
     }
+    /// The most bytes the outputs of one call may take together on this device (host memory
+    /// for host backends, device memory for GPUs); `None` if unknown. Dispatch refuses a call
+    /// above it with a typed error before anything is allocated.
+    fn allocation_limit(&self) -> Option<u64> {
+        None
+    }
     /// `Ok` if the op has something to run here (e.g. a kernel for this backend).
     fn supports(&self, op: &RegisteredOp) -> Result<(), BackendError>;
     /// Builds the op's executable form (compiles kernels, resolves the launch plan).

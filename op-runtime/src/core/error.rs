@@ -275,6 +275,21 @@ pub enum DispatchError {
         /// Its value (negative or too large), or `undefined`.
         value: String,
     },
+    /// An output is larger than the backend (or any allocation) can hold; refused before
+    /// anything is allocated.
+    #[error("op `{op}`: output `{output}` of shape {shape:?} and dtype `{dtype}` is too large: the limit is {limit}")]
+    OutputTooLarge {
+        /// The op's `name@version`.
+        op: String,
+        /// The output's name.
+        output: String,
+        /// Its shape for this call.
+        shape: Vec<usize>,
+        /// Its dtype.
+        dtype: DType,
+        /// The limit it exceeds, with what sets it.
+        limit: String,
+    },
     /// The op's output shape is `bounded` or `dynamic`.
     #[error("op `{op}` has a data-dependent output shape ({class}); it cannot be planned or dispatched statically")]
     DynamicShape {

@@ -6,7 +6,7 @@ use crate::core::decl::OpDecl;
 use crate::core::error::KernelRegistrationError;
 use crate::core::kind::BackendKind;
 use crate::core::plan::Plan;
-use op_contract::contract::Contract;
+use op_contract::contract::{Backward, Contract};
 use op_contract::identity::{hex, identity, KernelBytes};
 use std::sync::Arc;
 
@@ -58,6 +58,7 @@ impl RegisteredOp {
         if actual != decl.hash {
             return Err(KernelRegistrationError::IdentityMismatch { op: id, declared: hex(&decl.hash), actual: hex(&actual) });
         }
+        check_description(decl, &contract).map_err(|reason| KernelRegistrationError::BadContract { op: id.clone(), reason })?;
         let plan = Plan::new(&contract).map_err(|reason| KernelRegistrationError::BadContract { op: id.clone(), reason })?;
         let id_shared: Arc<str> = Arc::from(id.as_str());
         Ok(RegisteredOp { decl, contract, hash: actual, id, id_shared, plan, source })
@@ -82,4 +83,65 @@ impl RegisteredOp {
     pub fn cache_key(&self, backend: BackendKind) -> String {
         format!("{}-{}", backend, self.hash_hex())
     }
+}
+
+/// Checks what a description says against itself, so nothing read from it later can panic or
+/// mislead: a hand-built (or corrupted) `OpDecl` is a typed error at registration. The macro
+/// only emits descriptions that pass.
+fn check_description(decl: &OpDecl, c: &Contract) -> Result<(), String> {
+    if c.version == 0 {
+        return Err("version 0; versions start at 1".into());
+    }
+    let sig = &c.signature;
+    if sig.outputs.is_empty() {
+        return Err("it declares no output".into());
+    }
+    let mut names: Vec<&str> = sig.args.iter().map(|a| a.name()).chain(sig.outputs.iter().map(|o| o.name.as_str())).collect();
+    names.sort_unstable();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!("the name `{}` is declared twice", w[0]));
+    }
+    for (k, con) in sig.constraints.iter().enumerate() {
+        if con.terms.is_empty() || con.terms.len() != con.ops.len() + 1 {
+            return Err(format!(
+                "constraint {k} has {} term(s) and {} comparison(s); a chain needs one more term than comparisons",
+                con.terms.len(),
+                con.ops.len()
+            ));
+        }
+    }
+    if decl.kernels.len() != c.kernels.len() {
+        return Err(format!("the contract declares {} kernel(s) but {} are embedded", c.kernels.len(), decl.kernels.len()));
+    }
+    for (k, (src, kc)) in decl.kernels.iter().zip(&c.kernels).enumerate() {
+        if src.path != kc.path || src.entry.is_empty() || src.workgroup_size.contains(&0) {
+            return Err(format!(
+                "embedded kernel {k} (`{}`, entry `{}`, workgroup {:?}) does not match the contract's `{}`",
+                src.path, src.entry, src.workgroup_size, kc.path
+            ));
+        }
+    }
+    let n_diff = sig.differentiable_inputs().count();
+    match &c.backward {
+        Backward::Declared { vjp, jvp } => {
+            if vjp.is_some() != decl.vjp.is_some() {
+                return Err("the contract's VJP and the embedded VJP shim disagree".into());
+            }
+            if jvp.len() != decl.jvp.len() || (!jvp.is_empty() && jvp.len() != n_diff) {
+                return Err(format!(
+                    "{} JVP rule(s) declared, {} embedded, for {n_diff} differentiable input(s)",
+                    jvp.len(),
+                    decl.jvp.len()
+                ));
+            }
+        }
+        Backward::None | Backward::Composite { .. } if decl.vjp.is_some() || !decl.jvp.is_empty() => {
+            return Err("backward rules are embedded but the contract declares none".into());
+        }
+        _ => {}
+    }
+    if c.cpu.is_some() != decl.cpu.is_some() {
+        return Err("the contract's `cpu` kernel and the embedded one disagree".into());
+    }
+    Ok(())
 }

@@ -75,6 +75,7 @@ struct ParamPlan {
 #[derive(Clone, Debug)]
 struct OutputPlan {
     name: String,
+    dtype: DType,
     dims: Vec<(IExpr, String)>,
 }
 
@@ -230,7 +231,7 @@ impl Plan {
                     }
                 }
             }
-            outputs.push(OutputPlan { name: o.name.clone(), dims });
+            outputs.push(OutputPlan { name: o.name.clone(), dtype: o.dtype, dims });
         }
         let limit = match &sig.shape_class {
             ShapeClass::Bounded(e) => Some((compile(e)?, e.to_string())),
@@ -257,26 +258,61 @@ impl Plan {
 
     /// Validates a call from its tensors, or from dtypes and shapes alone (the planner, which
     /// must not allocate): one set of rules for both. `float_as` lets gradcheck pass f64 for
-    /// float inputs.
+    /// float inputs. Checks, in order: arity, parameter dtypes, input dtypes, ranks and dims,
+    /// `where` constraints, then the output shapes (each dim non-negative, each output's element
+    /// and byte count within `isize::MAX`).
     pub fn validate<S: Operand>(&self, inputs: &[S], params: &[Scalar], float_as: Option<DType>) -> Result<Bound, DispatchError> {
-        let op = &self.op;
-        if inputs.len() != self.inputs.len() {
+        self.check_arity(inputs.len(), params.len())?;
+        let mut values = vec![0i128; self.syms.len()];
+        self.bind_params(params, float_as, &mut values)?;
+        self.bind_dims(inputs, float_as, &mut values)?;
+        self.check_constraints(&values)?;
+        // Data-dependent dims take their bound (`bounded`) or 0 (`dynamic`) in `out_shapes`.
+        let free_limit = self.free_limit(&values)?;
+        for f in &self.free {
+            values[f.slot] = free_limit.unwrap_or(0) as i128;
+        }
+        let out_shapes = self.output_shapes(&values, float_as)?;
+        Ok(Bound { values, out_shapes, free: self.free.clone(), free_limit })
+    }
+
+    fn check_arity(&self, inputs: usize, params: usize) -> Result<(), DispatchError> {
+        if inputs != self.inputs.len() {
             return Err(DispatchError::InputCount {
-                op: op.clone(),
+                op: self.op.clone(),
                 expected: self.inputs.len(),
-                found: inputs.len(),
+                found: inputs,
                 names: self.inputs.iter().map(|i| i.name.as_str()).collect::<Vec<_>>().join(", "),
             });
         }
-        if params.len() != self.params.len() {
+        if params != self.params.len() {
             return Err(DispatchError::ParamCount {
-                op: op.clone(),
+                op: self.op.clone(),
                 expected: self.params.len(),
-                found: params.len(),
+                found: params,
                 names: self.params.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", "),
             });
         }
-        let mut values = vec![0i128; self.syms.len()];
+        Ok(())
+    }
+
+    /// Checks parameter dtypes and stores integer parameters in their symbol slots.
+    fn bind_params(&self, params: &[Scalar], float_as: Option<DType>, values: &mut [i128]) -> Result<(), DispatchError> {
+        for (p, s) in self.params.iter().zip(params) {
+            let want = if p.dtype.is_float() { float_as.unwrap_or(p.dtype) } else { p.dtype };
+            if s.dtype() != want && !(p.dtype.is_float() && s.dtype() == p.dtype) {
+                return Err(DispatchError::ParamDType { op: self.op.clone(), param: p.name.clone(), expected: want, found: s.dtype() });
+            }
+            if let Some(k) = p.slot {
+                values[k] = s.as_i128().unwrap_or_default();
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks input dtypes and ranks, binds dim symbols from bare-symbol axes (in input order),
+    /// then checks expression axes (which may use symbols bound by later inputs).
+    fn bind_dims<S: Operand>(&self, inputs: &[S], float_as: Option<DType>, values: &mut [i128]) -> Result<(), DispatchError> {
         // Which input axis bound each symbol (on the stack for the usual handful of symbols).
         let mut bound_small = [None; 16];
         let mut bound_large: Vec<Option<(usize, usize)>> = Vec::new();
@@ -286,78 +322,76 @@ impl Plan {
             bound_large.resize(self.syms.len(), None);
             &mut bound_large
         };
-        for (p, s) in self.params.iter().zip(params) {
-            let want = if p.dtype.is_float() { float_as.unwrap_or(p.dtype) } else { p.dtype };
-            if s.dtype() != want && !(p.dtype.is_float() && s.dtype() == p.dtype) {
-                return Err(DispatchError::ParamDType { op: op.clone(), param: p.name.clone(), expected: want, found: s.dtype() });
-            }
-            if let Some(k) = p.slot {
-                values[k] = s.as_i128().unwrap_or_default();
-            }
-        }
-        // Bare symbols first (in input order), so expression dims can use symbols bound later.
         for (ii, (ip, t)) in self.inputs.iter().zip(inputs).enumerate() {
-            let want = if ip.dtype.is_float() { float_as.unwrap_or(ip.dtype) } else { ip.dtype };
-            if t.dtype() != want {
-                return Err(DispatchError::InputDType { op: op.clone(), input: ip.name.clone(), expected: want, found: t.dtype() });
-            }
-            if t.shape().len() != ip.dims.len() {
-                return Err(DispatchError::InputRank {
-                    op: op.clone(),
-                    input: ip.name.clone(),
-                    expected: ip.dims.len(),
-                    dims: ip.dims_text.clone(),
-                    found: t.shape().to_vec(),
-                });
-            }
+            self.check_input_type(ip, t, float_as)?;
             for (axis, rule) in ip.dims.iter().enumerate() {
-                if let DimRule::Sym { slot } = rule {
-                    let got = t.shape()[axis];
-                    match bound_by[*slot] {
-                        None => {
-                            values[*slot] = got as i128;
-                            bound_by[*slot] = Some((ii, axis));
-                        }
-                        Some((bi, ba)) if values[*slot] != got as i128 => {
-                            return Err(DispatchError::DimMismatch {
-                                op: op.clone(),
-                                input: ip.name.clone(),
-                                axis,
-                                dim: self.syms[*slot].clone(),
-                                expected: i64::try_from(values[*slot]).unwrap_or(i64::MAX),
-                                bound_by: format!("input `{}` axis {ba}", self.inputs[bi].name),
-                                found: got,
-                            });
-                        }
-                        Some(_) => {}
+                let DimRule::Sym { slot } = rule else { continue };
+                let got = t.shape()[axis];
+                match bound_by[*slot] {
+                    None => {
+                        values[*slot] = got as i128;
+                        bound_by[*slot] = Some((ii, axis));
                     }
+                    Some((bi, ba)) if values[*slot] != got as i128 => {
+                        return Err(DispatchError::DimMismatch {
+                            op: self.op.clone(),
+                            input: ip.name.clone(),
+                            axis,
+                            dim: self.syms[*slot].clone(),
+                            expected: i64::try_from(values[*slot]).unwrap_or(i64::MAX),
+                            bound_by: format!("input `{}` axis {ba}", self.inputs[bi].name),
+                            found: got,
+                        });
+                    }
+                    Some(_) => {}
                 }
             }
         }
         for (ip, t) in self.inputs.iter().zip(inputs) {
             for (axis, rule) in ip.dims.iter().enumerate() {
-                if let DimRule::Expr { expr, text } = rule {
-                    let got = t.shape()[axis];
-                    let want = expr.eval(&values);
-                    if want != Some(got as i128) {
-                        return Err(DispatchError::DimMismatch {
-                            op: op.clone(),
-                            input: ip.name.clone(),
-                            axis,
-                            dim: text.clone(),
-                            expected: want.and_then(|v| i64::try_from(v).ok()).unwrap_or(-1),
-                            bound_by: "the signature".to_string(),
-                            found: got,
-                        });
-                    }
+                let DimRule::Expr { expr, text } = rule else { continue };
+                let got = t.shape()[axis];
+                let want = expr.eval(values);
+                if want != Some(got as i128) {
+                    return Err(DispatchError::DimMismatch {
+                        op: self.op.clone(),
+                        input: ip.name.clone(),
+                        axis,
+                        dim: text.clone(),
+                        expected: want.and_then(|v| i64::try_from(v).ok()).unwrap_or(-1),
+                        bound_by: "the signature".to_string(),
+                        found: got,
+                    });
                 }
             }
         }
+        Ok(())
+    }
+
+    fn check_input_type<S: Operand>(&self, ip: &InputPlan, t: &S, float_as: Option<DType>) -> Result<(), DispatchError> {
+        let want = if ip.dtype.is_float() { float_as.unwrap_or(ip.dtype) } else { ip.dtype };
+        if t.dtype() != want {
+            return Err(DispatchError::InputDType { op: self.op.clone(), input: ip.name.clone(), expected: want, found: t.dtype() });
+        }
+        if t.shape().len() != ip.dims.len() {
+            return Err(DispatchError::InputRank {
+                op: self.op.clone(),
+                input: ip.name.clone(),
+                expected: ip.dims.len(),
+                dims: ip.dims_text.clone(),
+                found: t.shape().to_vec(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Every `where` constraint must hold (one that cannot be evaluated does not).
+    fn check_constraints(&self, values: &[i128]) -> Result<(), DispatchError> {
         for (terms, c, text) in &self.constraints {
-            let mut prev = terms[0].eval(&values);
+            let mut prev = terms.first().and_then(|t| t.eval(values));
             let mut ok = prev.is_some();
-            for (opk, t) in c.ops.iter().zip(&terms[1..]) {
-                let next = t.eval(&values);
+            for (opk, t) in c.ops.iter().zip(terms.iter().skip(1)) {
+                let next = t.eval(values);
                 match (prev, next) {
                     (Some(a), Some(b)) if opk.apply(a, b) => {}
                     _ => {
@@ -374,46 +408,59 @@ impl Plan {
                 used.dedup();
                 let vals: Vec<String> =
                     used.iter().filter_map(|s| self.syms.iter().position(|x| x == s).map(|k| format!("{s} = {}", values[k]))).collect();
-                return Err(DispatchError::Constraint { op: op.clone(), constraint: text.clone(), values: vals.join(", ") });
+                return Err(DispatchError::Constraint { op: self.op.clone(), constraint: text.clone(), values: vals.join(", ") });
             }
         }
-        // Data-dependent dims take their bound (`bounded`) or 0 (`dynamic`) in `out_shapes`.
-        let free_limit = match &self.limit {
-            Some((e, text)) => match e.eval(&values).and_then(|v| usize::try_from(v).ok()) {
-                Some(v) => Some(v),
-                None => {
-                    return Err(DispatchError::OutputShape {
-                        op: op.clone(),
-                        output: self.out_names.first().cloned().unwrap_or_default(),
-                        expr: format!("bounded({text})"),
-                        value: e.eval(&values).map(|v| v.to_string()).unwrap_or_else(|| "undefined".into()),
-                    })
-                }
-            },
-            None => None,
-        };
-        for f in &self.free {
-            values[f.slot] = free_limit.unwrap_or(0) as i128;
+        Ok(())
+    }
+
+    /// The `bounded(..)` limit of data-dependent dims for this call, if any.
+    fn free_limit(&self, values: &[i128]) -> Result<Option<usize>, DispatchError> {
+        let Some((e, text)) = &self.limit else { return Ok(None) };
+        match e.eval(values).and_then(|v| usize::try_from(v).ok()) {
+            Some(v) => Ok(Some(v)),
+            None => Err(DispatchError::OutputShape {
+                op: self.op.clone(),
+                output: self.out_names.first().cloned().unwrap_or_default(),
+                expr: format!("bounded({text})"),
+                value: e.eval(values).map(|v| v.to_string()).unwrap_or_else(|| "undefined".into()),
+            }),
         }
+    }
+
+    /// Every output's shape; a negative or undefined dim, or an element or byte count beyond
+    /// `isize::MAX` (what any allocation can hold), is a typed error before anything allocates.
+    fn output_shapes(&self, values: &[i128], float_as: Option<DType>) -> Result<Vec<Vec<usize>>, DispatchError> {
         let mut out_shapes = Vec::with_capacity(self.outputs.len());
         for o in &self.outputs {
             let mut shape = Vec::with_capacity(o.dims.len());
             for (e, text) in &o.dims {
-                match e.eval(&values).and_then(|v| usize::try_from(v).ok()) {
+                match e.eval(values).and_then(|v| usize::try_from(v).ok()) {
                     Some(v) => shape.push(v),
                     None => {
                         return Err(DispatchError::OutputShape {
-                            op: op.clone(),
+                            op: self.op.clone(),
                             output: o.name.clone(),
                             expr: text.clone(),
-                            value: e.eval(&values).map(|v| v.to_string()).unwrap_or_else(|| "undefined".into()),
+                            value: e.eval(values).map(|v| v.to_string()).unwrap_or_else(|| "undefined".into()),
                         })
                     }
                 }
             }
+            let dtype = if o.dtype.is_float() { float_as.unwrap_or(o.dtype) } else { o.dtype };
+            let bytes = shape.iter().try_fold(dtype.size() as u128, |acc, &d| acc.checked_mul(d as u128));
+            if bytes.is_none_or(|b| b > isize::MAX as u128) {
+                return Err(DispatchError::OutputTooLarge {
+                    op: self.op.clone(),
+                    output: o.name.clone(),
+                    shape: shape.clone(),
+                    dtype,
+                    limit: format!("{} bytes (isize::MAX, the most any allocation holds)", isize::MAX),
+                });
+            }
             out_shapes.push(shape);
         }
-        Ok(Bound { values, out_shapes, free: self.free.clone(), free_limit })
+        Ok(out_shapes)
     }
 
     /// `bounded(..)` or `dynamic` for data-dependent output shapes, `None` for `static`.

@@ -7,6 +7,7 @@ use crate::core::backend::{Backend, BackendError, ExecRequest, Prepared};
 use crate::core::error::{DispatchError, KernelCompilationError, KernelFallbackExhaustedError};
 use crate::core::kind::BackendKind;
 use crate::core::op::RegisteredOp;
+use crate::core::plan::Bound;
 use crate::core::provenance::ProvenanceEntry;
 use crate::core::tensor::{Scalar, Tensor};
 use std::sync::atomic::Ordering;
@@ -85,6 +86,7 @@ impl Registry {
         let op: Arc<RegisteredOp> = slot.entry.read().map(|e| e.clone()).unwrap_or_else(|p| p.into_inner().clone());
         let bound = op.plan.validate(inputs, params, None)?;
         let (backend, prepared) = self.choose(slot, &op, opts)?;
+        check_allocation(&op, &bound, backend.as_ref())?;
         let req = ExecRequest { op: &op, bound: &bound, inputs, params, guard };
         let outputs =
             prepared.execute(&req).map_err(|source| DispatchError::Execution { op: op.id.clone(), backend: backend.kind(), source })?;
@@ -155,5 +157,33 @@ impl Registry {
             .map(|b| b.kind())
             .collect();
         KernelCompilationError { op: op.id.clone(), backend: failed, cause, remaining }.into()
+    }
+}
+
+/// Refuses a call whose outputs together exceed what the backend can allocate, before anything
+/// is allocated (a 4 TiB matmul output is a typed error, not an aborted process).
+fn check_allocation(op: &RegisteredOp, bound: &Bound, backend: &dyn Backend) -> Result<(), DispatchError> {
+    let Some(limit) = backend.allocation_limit() else { return Ok(()) };
+    let mut total: u128 = 0;
+    for (o, shape) in op.contract.signature.outputs.iter().zip(&bound.out_shapes) {
+        let bytes = shape.iter().fold(o.dtype.size() as u128, |acc, &d| acc.saturating_mul(d as u128));
+        total = total.saturating_add(bytes);
+        if total > limit as u128 {
+            return Err(DispatchError::OutputTooLarge {
+                op: op.id.clone(),
+                output: o.name.clone(),
+                shape: shape.clone(),
+                dtype: o.dtype,
+                limit: format!("{limit} bytes for this call's outputs on {} ({})", backend.kind(), limit_source(backend.kind())),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn limit_source(kind: BackendKind) -> &'static str {
+    match kind {
+        BackendKind::Reference | BackendKind::Cpu => "the host's physical memory",
+        BackendKind::Wgpu | BackendKind::Cuda => "the device's memory",
     }
 }
