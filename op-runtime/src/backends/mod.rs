@@ -6,7 +6,7 @@
 //! Adding a backend: one module here implementing `Backend`/`Prepared`, plus one line in
 //! [`all`]. See `docs/ARCHITECTURE.md`.
 
-mod cpu;
+pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 mod host;

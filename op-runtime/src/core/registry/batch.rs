@@ -4,10 +4,12 @@
 //! (windows of a median would then cross slice boundaries: a plausible, wrong number).
 
 use crate::core::error::DispatchError;
+use crate::core::op::RegisteredOp;
 use crate::core::provenance::ProvenanceEntry;
 use crate::core::registry::dispatch::CallOptions;
 use crate::core::registry::OpHandle;
 use crate::core::tensor::{Data, Scalar, Tensor};
+use op_contract::contract::DType;
 use thiserror::Error;
 
 /// Errors of a batched call; every variant names the op.
@@ -92,47 +94,12 @@ impl OpHandle {
     pub fn call_batched(&self, inputs: &[&Tensor], params: &[Scalar], opts: CallOptions) -> Result<BatchOutcome, BatchError> {
         let op = self.op();
         let names: Vec<&str> = op.contract.signature.inputs().map(|t| t.name.as_str()).collect();
-        let id = op.id.clone();
         if names.is_empty() {
-            return Err(BatchError::NoTensorInput { op: id });
+            return Err(BatchError::NoTensorInput { op: op.id.clone() });
         }
-        let name = |i: usize| names.get(i).copied().unwrap_or("?").to_string();
-        let mut batch = None;
-        for (i, t) in inputs.iter().enumerate() {
-            let Some(&b) = t.shape().first() else {
-                return Err(BatchError::NoBatchAxis { op: id, input: name(i) });
-            };
-            match batch {
-                None => batch = Some(b),
-                Some(expected) if expected != b => {
-                    return Err(BatchError::BatchMismatch { op: id, first: name(0), expected, input: name(i), found: b });
-                }
-                Some(_) => {}
-            }
-        }
-        // With too few inputs, dispatch of slice 0 reports the arity error.
-        let batch = batch.unwrap_or(1);
+        let batch = batch_size(&op.id, &names, inputs)?;
         if batch == 0 {
-            // No slice runs; the output shapes still follow from one slice's signature.
-            let operands: Vec<(op_contract::contract::DType, &[usize])> = inputs.iter().map(|t| (t.dtype(), &t.shape()[1..])).collect();
-            let bound = op.plan.validate(&operands, params, None).map_err(|source| BatchError::Slice {
-                op: id.clone(),
-                index: 0,
-                source: Box::new(source),
-            })?;
-            let mut outputs = Vec::new();
-            for (o, s) in op.contract.signature.outputs.iter().zip(&bound.out_shapes) {
-                let mut shape = vec![0];
-                shape.extend_from_slice(s);
-                outputs.push(Tensor::zeros(o.dtype, shape).map_err(|_| BatchError::Ragged {
-                    op: id.clone(),
-                    output: 0,
-                    index: 0,
-                    expected: s.clone(),
-                    found: Vec::new(),
-                })?);
-            }
-            return Ok(BatchOutcome { outputs, provenance: Vec::new() });
+            return empty_batch(&op, inputs, params);
         }
         let mut per_output: Vec<Vec<Tensor>> = Vec::new();
         let mut provenance = Vec::with_capacity(batch);
@@ -141,10 +108,10 @@ impl OpHandle {
                 .iter()
                 .map(|t| slice0(t, b))
                 .collect::<Option<_>>()
-                .ok_or_else(|| BatchError::NoBatchAxis { op: id.clone(), input: name(0) })?;
+                .ok_or_else(|| BatchError::NoBatchAxis { op: op.id.clone(), input: names[0].to_string() })?;
             let refs: Vec<&Tensor> = slices.iter().collect();
             let outcome = self.call_with(&refs, params, opts).map_err(|source| BatchError::Slice {
-                op: id.clone(),
+                op: op.id.clone(),
                 index: b,
                 source: Box::new(source),
             })?;
@@ -152,39 +119,69 @@ impl OpHandle {
             for (k, t) in outcome.outputs.into_iter().enumerate() {
                 if let Some(first) = per_output[k].first() {
                     if first.shape() != t.shape() || first.dtype() != t.dtype() {
-                        return Err(BatchError::Ragged {
-                            op: id,
-                            output: k,
-                            index: b,
-                            expected: first.shape().to_vec(),
-                            found: t.shape().to_vec(),
-                        });
+                        let (expected, found) = (first.shape().to_vec(), t.shape().to_vec());
+                        return Err(BatchError::Ragged { op: op.id.clone(), output: k, index: b, expected, found });
                     }
                 }
                 per_output[k].push(t);
             }
             provenance.push(outcome.provenance);
         }
-        let mut outputs = Vec::with_capacity(per_output.len());
-        for (k, slices) in per_output.into_iter().enumerate() {
-            let mut shape = vec![batch];
-            shape.extend_from_slice(slices[0].shape());
-            let parts: Vec<&Data> = slices.iter().map(|t| t.data()).collect();
-            let data = Data::concat(&parts).ok_or_else(|| BatchError::Ragged {
-                op: id.clone(),
-                output: k,
-                index: 0,
-                expected: shape.clone(),
-                found: Vec::new(),
-            })?;
-            outputs.push(Tensor::new(shape.clone(), data).map_err(|_| BatchError::Ragged {
-                op: id.clone(),
-                output: k,
-                index: 0,
-                expected: shape,
-                found: Vec::new(),
-            })?);
-        }
+        let outputs = per_output.into_iter().enumerate().map(|(k, slices)| stack(&op.id, k, batch, &slices)).collect::<Result<_, _>>()?;
         Ok(BatchOutcome { outputs, provenance })
     }
+}
+
+/// The leading axis every input shares (1 when there are too few inputs: dispatch of slice 0
+/// then reports the arity error).
+fn batch_size(id: &str, names: &[&str], inputs: &[&Tensor]) -> Result<usize, BatchError> {
+    let name = |i: usize| names.get(i).copied().unwrap_or("?").to_string();
+    let mut batch = None;
+    for (i, t) in inputs.iter().enumerate() {
+        let Some(&b) = t.shape().first() else {
+            return Err(BatchError::NoBatchAxis { op: id.to_string(), input: name(i) });
+        };
+        match batch {
+            None => batch = Some(b),
+            Some(expected) if expected != b => {
+                return Err(BatchError::BatchMismatch { op: id.to_string(), first: name(0), expected, input: name(i), found: b });
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(batch.unwrap_or(1))
+}
+
+/// A batch of size 0: no slice runs; the outputs' shapes still follow from one slice's signature.
+fn empty_batch(op: &RegisteredOp, inputs: &[&Tensor], params: &[Scalar]) -> Result<BatchOutcome, BatchError> {
+    let operands: Vec<(DType, &[usize])> = inputs.iter().map(|t| (t.dtype(), &t.shape()[1..])).collect();
+    let bound = op.plan.validate(&operands, params, None).map_err(|source| BatchError::Slice {
+        op: op.id.clone(),
+        index: 0,
+        source: Box::new(source),
+    })?;
+    let mut outputs = Vec::new();
+    for (k, (o, s)) in op.contract.signature.outputs.iter().zip(&bound.out_shapes).enumerate() {
+        let mut shape = vec![0];
+        shape.extend_from_slice(s);
+        outputs.push(Tensor::zeros(o.dtype, shape).map_err(|_| BatchError::Ragged {
+            op: op.id.clone(),
+            output: k,
+            index: 0,
+            expected: s.clone(),
+            found: Vec::new(),
+        })?);
+    }
+    Ok(BatchOutcome { outputs, provenance: Vec::new() })
+}
+
+/// Output `k`'s slices stacked along a new leading axis of size `batch`.
+fn stack(id: &str, k: usize, batch: usize, slices: &[Tensor]) -> Result<Tensor, BatchError> {
+    let mut shape = vec![batch];
+    shape.extend_from_slice(slices[0].shape());
+    let ragged =
+        |shape: &[usize]| BatchError::Ragged { op: id.to_string(), output: k, index: 0, expected: shape.to_vec(), found: Vec::new() };
+    let parts: Vec<&Data> = slices.iter().map(|t| t.data()).collect();
+    let data = Data::concat(&parts).ok_or_else(|| ragged(&shape))?;
+    Tensor::new(shape.clone(), data).map_err(|_| ragged(&shape))
 }

@@ -4,16 +4,29 @@
 //! plain SGD. It owns graph bookkeeping only: validation, backend choice and execution stay in
 //! `plan`/`dispatch`; shims are driven through `exec`.
 //!
-//! ```ignore
+//! ```
+//! use op_runtime::train::optim::Sgd;
+//! use op_runtime::{DType, Tape, Tensor};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let n = 64;
 //! let mut t = Tape::new();
 //! let x = t.input("x", DType::f32, [n]);
+//! let target = t.input("target", DType::f32, [n - 4]);
 //! let k = t.param("kernel", Tensor::vector(vec![0.2f32; 5]))?;
 //! let y = t.call1("builtin/conv1d", &[x, k], &[])?;
 //! let loss = t.call1("builtin/mse_loss", &[y, target], &[])?;
-//! let mut run = t.run(&[(x, &signal), (target, &clean)])?;   // plans first
+//! let signal = Tensor::vector((0..n).map(|i| (i as f32 * 0.3).sin()).collect::<Vec<f32>>());
+//! let clean = Tensor::vector(vec![0.0f32; n - 4]);
+//! let mut run = t.run(&[(x, &signal), (target, &clean)])?; // plans the memory first
+//! let before = run.scalar(loss).expect("a scalar loss");
 //! let grads = t.backward(&mut run, loss)?;
 //! Sgd::new(0.1).step(&mut t, &grads)?;
+//! let after = t.run(&[(x, &signal), (target, &clean)])?.scalar(loss).expect("a scalar loss");
+//! assert!(after < before, "one SGD step lowers the loss: {before} -> {after}");
 //! println!("{}", run.provenance);
+//! # Ok(())
+//! # }
 //! ```
 
 pub mod exec;
