@@ -167,7 +167,8 @@ fn hand_built(edit: impl Fn(&mut serde_json::Value)) -> &'static op_runtime::cor
 
 #[test]
 fn a_hand_built_description_is_validated_field_by_field_never_a_panic() {
-    let cases: [(&str, Box<dyn Fn(&mut serde_json::Value)>); 4] = [
+    type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+    let cases: [(&str, Edit); 4] = [
         ("constraint 0 has 0 term(s)", Box::new(|v| v["signature"]["constraints"] = serde_json::json!([{ "terms": [], "ops": [] }]))),
         ("declares no output", Box::new(|v| v["signature"]["outputs"] = serde_json::json!([]))),
         ("version 0", Box::new(|v| v["version"] = serde_json::json!(0))),
