@@ -8,6 +8,7 @@ pub mod canon;
 /// The span-free contract (re-exported from `op-contract`, the leaf crate the runtime reads).
 pub use op_contract::contract;
 pub mod check;
+pub mod closure;
 pub mod ctxt;
 pub mod model;
 pub mod parse;

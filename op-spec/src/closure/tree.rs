@@ -1,0 +1,179 @@
+//! The declaring crate's module tree: which target root holds the declaring file, and every
+//! module reached from it through `mod` declarations, each indexed. Files are cached by path,
+//! length and modification time across macro invocations (as plain data: spans never outlive
+//! the invocation that made them).
+
+use super::index::{index_file, Module};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::SystemTime;
+
+/// Most source files read for one crate (a guard against runaway `#[path]` graphs).
+const MAX_FILES: usize = 4096;
+
+/// A module of the crate with its absolute module path (from the crate root).
+#[derive(Debug)]
+pub(crate) struct CrateModule {
+    pub path: Vec<String>,
+    pub file: PathBuf,
+    pub items: Vec<super::index::Item>,
+    pub uses: Vec<(String, Vec<String>)>,
+    pub globs: Vec<Vec<String>>,
+}
+
+/// The crate's modules, the files read, and files that did not parse (as raw text).
+#[derive(Debug, Default)]
+pub(crate) struct Crate {
+    pub modules: Vec<CrateModule>,
+    pub by_path: HashMap<Vec<String>, usize>,
+    pub files: Vec<PathBuf>,
+    pub unparsed: Vec<String>,
+}
+
+impl Crate {
+    /// The module declaring `reference` in `file` (an inline module if the function is
+    /// declared in one), else the file's own module.
+    pub(crate) fn declaring_module(&self, file: &Path, reference: &str) -> usize {
+        let in_file: Vec<usize> = (0..self.modules.len()).filter(|&m| self.modules[m].file == file).collect();
+        in_file
+            .iter()
+            .copied()
+            .find(|&m| self.modules[m].items.iter().any(|i| i.name == reference && i.kind == super::index::Kind::Plain))
+            .or_else(|| in_file.iter().copied().min_by_key(|&m| self.modules[m].path.len()))
+            .unwrap_or(0)
+    }
+}
+
+/// A file's index, or its raw text when it does not parse.
+type Indexed = Result<Arc<Vec<Module>>, Arc<String>>;
+type Cache = HashMap<PathBuf, (u64, Option<SystemTime>, Indexed)>;
+
+fn cache() -> &'static Mutex<Cache> {
+    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Reads and indexes one file (cached while its length and mtime are unchanged); `None` if it
+/// cannot be read.
+fn read(path: &Path) -> Option<Indexed> {
+    let meta = std::fs::metadata(path).ok()?;
+    let (len, mtime) = (meta.len(), meta.modified().ok());
+    let mut c = cache().lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((l, t, idx)) = c.get(path) {
+        if *l == len && *t == mtime && mtime.is_some() {
+            return Some(idx.clone());
+        }
+    }
+    let text = std::fs::read_to_string(path).ok()?;
+    let idx = match syn::parse_file(&text) {
+        Ok(f) => Ok(Arc::new(index_file(&f))),
+        Err(_) => Err(Arc::new(format!("unparsed source: {text}"))),
+    };
+    c.insert(path.to_path_buf(), (len, mtime, idx.clone()));
+    Some(idx)
+}
+
+/// Whether a file's child modules live in its own directory (`lib.rs`, `main.rs`, `mod.rs`,
+/// and crate roots) rather than in a directory named after it.
+fn owns_dir(file: &Path, root: bool) -> bool {
+    root || matches!(file.file_name().and_then(|n| n.to_str()), Some("mod.rs" | "lib.rs" | "main.rs"))
+}
+
+/// The directory in which `file`'s out-of-line child modules of inline module `inline` live.
+fn child_dir(file: &Path, root: bool, inline: &[String]) -> PathBuf {
+    let parent = file.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut dir = if owns_dir(file, root) { parent } else { parent.join(file.file_stem().unwrap_or_default()) };
+    for m in inline {
+        dir = dir.join(m);
+    }
+    dir
+}
+
+/// The file of child module `name` (with its `#[path]`), declared in `file`.
+fn child_file(file: &Path, root: bool, inline: &[String], name: &str, path_attr: Option<&str>) -> Option<PathBuf> {
+    if let Some(p) = path_attr {
+        let base = if inline.is_empty() { file.parent().map(Path::to_path_buf).unwrap_or_default() } else { child_dir(file, root, inline) };
+        return Some(base.join(p));
+    }
+    let dir = child_dir(file, root, inline);
+    [dir.join(format!("{name}.rs")), dir.join(name).join("mod.rs")].into_iter().find(|p| p.is_file())
+}
+
+/// Loads the module tree under `root` (the crate root file).
+fn load_tree(root: &Path) -> Crate {
+    let mut krate = Crate::default();
+    let mut queue: Vec<(PathBuf, Vec<String>, bool)> = vec![(root.to_path_buf(), Vec::new(), true)];
+    while let Some((file, base, is_root)) = queue.pop() {
+        if krate.files.contains(&file) || krate.files.len() >= MAX_FILES {
+            continue;
+        }
+        krate.files.push(file.clone());
+        match read(&file) {
+            Some(Ok(mods)) => {
+                for m in mods.iter() {
+                    let mut path = base.clone();
+                    path.extend(m.path.iter().cloned());
+                    for (name, attr) in &m.children {
+                        if let Some(f) = child_file(&file, is_root, &m.path, name, attr.as_deref()) {
+                            let mut p = path.clone();
+                            p.push(name.clone());
+                            queue.push((f, p, false));
+                        }
+                    }
+                    krate.by_path.insert(path.clone(), krate.modules.len());
+                    krate.modules.push(CrateModule {
+                        path,
+                        file: file.clone(),
+                        items: m.items.clone(),
+                        uses: m.uses.clone(),
+                        globs: m.globs.clone(),
+                    });
+                }
+            }
+            Some(Err(raw)) => krate.unparsed.push((*raw).clone()),
+            None => {}
+        }
+    }
+    krate
+}
+
+/// Cargo's target roots under a manifest directory, with the crate name each compiles as.
+fn target_roots(manifest: &Path) -> Vec<(PathBuf, String)> {
+    let mut roots = Vec::new();
+    let name_of = |p: &Path| p.file_stem().and_then(|s| s.to_str()).unwrap_or_default().replace('-', "_");
+    let package = manifest.file_name().and_then(|s| s.to_str()).unwrap_or_default().replace('-', "_");
+    for f in ["src/lib.rs", "src/main.rs"] {
+        roots.push((manifest.join(f), package.clone()));
+    }
+    for dir in ["src/bin", "examples", "tests", "benches"] {
+        let Ok(entries) = std::fs::read_dir(manifest.join(dir)) else { continue };
+        let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        entries.sort();
+        for p in entries {
+            if p.extension().is_some_and(|e| e == "rs") {
+                roots.push((p.clone(), name_of(&p)));
+            } else if p.join("main.rs").is_file() {
+                roots.push((p.join("main.rs"), name_of(&p)));
+            }
+        }
+    }
+    roots.retain(|(p, _)| p.is_file());
+    roots
+}
+
+/// The crate whose module tree holds `file`: among the manifest's target roots, the one cargo is
+/// compiling (`crate_name`) if it holds the file, else the first that does; else `file` itself
+/// as the root (a crate outside the manifest's layout, e.g. a trybuild case).
+pub(crate) fn load(file: &Path, manifest: Option<&Path>, crate_name: Option<&str>) -> Crate {
+    let mut roots = manifest.map(target_roots).unwrap_or_default();
+    // The root cargo is compiling first: usually the only tree that needs reading.
+    roots.sort_by_key(|(_, name)| Some(name.as_str()) != crate_name);
+    for (root, _) in &roots {
+        let krate = load_tree(root);
+        if krate.files.iter().any(|f| f == file) {
+            return krate;
+        }
+    }
+    load_tree(file)
+}
