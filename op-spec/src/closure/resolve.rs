@@ -88,19 +88,19 @@ impl Resolver<'_> {
         let Some(first) = segs.first() else { return };
         let here = &self.k.modules[m].path;
         match first.as_str() {
-            "crate" => self.from_module(&[], &segs[1..], seen, out),
-            "self" => self.from_module(&here.clone(), &segs[1..], seen, out),
+            "crate" => self.within_module(&[], &segs[1..], seen, out),
+            "self" => self.within_module(&here.clone(), &segs[1..], seen, out),
             "super" => {
                 let ups = segs.iter().take_while(|s| *s == "super").count();
                 let base = &here[..here.len().saturating_sub(ups)];
-                self.from_module(base, &segs[ups..], seen, out)
+                self.within_module(base, &segs[ups..], seen, out)
             }
             "Self" if segs.len() > 1 => out.extend(self.names.assoc.get(&segs[segs.len() - 1]).into_iter().flatten()),
             _ => self.in_scope(m, segs, seen, out),
         }
     }
 
-    fn from_module(&self, base: &[String], rest: &[String], seen: &mut HashSet<(usize, Vec<String>)>, out: &mut Vec<Id>) {
+    fn within_module(&self, base: &[String], rest: &[String], seen: &mut HashSet<(usize, Vec<String>)>, out: &mut Vec<Id>) {
         if rest.is_empty() {
             return;
         }
