@@ -35,6 +35,14 @@ fn main() {
     let a: Vec<f32> = (0..16).map(|i| i as f32).collect();
     let b: Vec<f32> = (0..16).map(|i| (i * 3) as f32).collect();
     let (ta, tb) = (Tensor::vector(a.clone()), Tensor::vector(b.clone()));
+    // `DISPATCH_PROFILE_CALLS=N`: N registry calls and nothing else, for an instruction-count
+    // profile (`valgrind --tool=callgrind`), which machine noise does not move.
+    if let Some(n) = std::env::var("DISPATCH_PROFILE_CALLS").ok().and_then(|v| v.parse::<usize>().ok()) {
+        for _ in 0..n {
+            black_box(add.call_with(black_box(&[&ta, &tb]), &[], opts).expect("call"));
+        }
+        return;
+    }
     // Interleave the two measurements so machine noise hits both alike.
     let (mut via, mut direct) = (Vec::new(), Vec::new());
     for _ in 0..15 {

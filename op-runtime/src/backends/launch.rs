@@ -184,7 +184,7 @@ impl LaunchPlan {
         for (o, bytes) in reads {
             let dtype = *self.out_dtypes.get(o).ok_or_else(|| BackendError::Kernel(format!("read back an unknown output {o}")))?;
             let data = Data::from_le_bytes(dtype, &bytes).map_err(|e| BackendError::Kernel(format!("output {o}: {e}")))?;
-            let shape = if req.guard > 0 { vec![data.len()] } else { req.bound.out_shapes[o].clone() };
+            let shape = if req.guard > 0 { vec![data.len()] } else { req.bound.out_shapes[o].to_vec() };
             outs[o] = Some(Tensor::new(shape, data).map_err(|e| BackendError::Kernel(format!("output {o}: {e}")))?);
         }
         outs.into_iter().enumerate().map(|(o, t)| t.ok_or_else(|| BackendError::Kernel(format!("output {o} was not read back")))).collect()

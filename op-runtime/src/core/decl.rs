@@ -4,7 +4,8 @@
 use crate::core::error::ShimError;
 use crate::core::graph::{Graph, GraphError, Var};
 use crate::core::plan::{Bound, Plan};
-use crate::core::tensor::{checked_numel, Element, ParamValue, Scalar, Tensor};
+use crate::core::tensor::{checked_numel, Element, ParamValue, Scalar, Shape, Tensor};
+use smallvec::SmallVec;
 
 /// A generated shim: reads the call's inputs, calls the user's function, stores the result.
 pub type ShimFn = fn(&mut Call<'_>) -> Result<(), ShimError>;
@@ -69,17 +70,17 @@ pub struct Call<'a> {
     pub(crate) dim_names: &'a [String],
     pub(crate) dim_values: &'a [i128],
     pub(crate) out_names: &'a [String],
-    pub(crate) out_shapes: &'a [Vec<usize>],
+    pub(crate) out_shapes: &'a [Shape],
     /// Data-dependent output axes and their bound (see `plan::FreeAxis`).
     pub(crate) free: &'a [crate::core::plan::FreeAxis],
     pub(crate) free_limit: Option<usize>,
     /// Sizes the function chose for data-dependent symbols so far: (slot, size).
     pub(crate) free_values: Vec<(usize, usize)>,
-    pub(crate) outputs: Vec<Option<Tensor>>,
+    pub(crate) outputs: SmallVec<[Option<Tensor>; 2]>,
     pub(crate) cotangents: &'a [&'a Tensor],
     pub(crate) tangent: Option<&'a Tensor>,
     pub(crate) grad_shapes: &'a [Vec<usize>],
-    pub(crate) grads: Vec<Option<Tensor>>,
+    pub(crate) grads: SmallVec<[Option<Tensor>; 2]>,
 }
 
 impl<'a> Call<'a> {
@@ -105,11 +106,11 @@ impl<'a> Call<'a> {
             free: &bound.free,
             free_limit: bound.free_limit,
             free_values: Vec::new(),
-            outputs: vec![None; bound.out_shapes.len()],
+            outputs: smallvec::smallvec![None; bound.out_shapes.len()],
             cotangents,
             tangent,
             grad_shapes,
-            grads: vec![None; grad_shapes.len()],
+            grads: smallvec::smallvec![None; grad_shapes.len()],
         }
     }
 
@@ -164,7 +165,7 @@ impl<'a> Call<'a> {
                 v.len()
             )));
         }
-        self.outputs[i] = Some(Tensor::from_vec(shape.clone(), v).map_err(|e| ShimError(e.to_string()))?);
+        self.outputs[i] = Some(Tensor::with_shape(shape.clone(), E::wrap(v)).map_err(|e| ShimError(e.to_string()))?);
         Ok(())
     }
 
@@ -203,7 +204,7 @@ impl<'a> Call<'a> {
             None => self.free_values.push((f.slot, k)),
         }
         shape[f.axis] = k;
-        Ok(shape)
+        Ok(shape.to_vec())
     }
 
     /// Stores the gradient of differentiable input `i` (VJP shims).

@@ -3,8 +3,9 @@
 //! lookups. Owns validation only; it never runs an op.
 
 use crate::core::error::DispatchError;
-use crate::core::tensor::{Scalar, Tensor};
+use crate::core::tensor::{Scalar, Shape, Tensor};
 use op_contract::contract::{BinOp, Constraint, Contract, DType, Expr, ShapeClass};
+use smallvec::SmallVec;
 
 /// An expression over symbol slots.
 #[derive(Clone, Debug)]
@@ -51,8 +52,9 @@ impl IExpr {
 /// How one input axis is checked.
 #[derive(Clone, Debug)]
 enum DimRule {
-    /// Binds a symbol (first sight) or checks it (later sights).
-    Sym { slot: usize },
+    /// Binds a symbol (`bound_by: None`: its first sight in input order) or checks it against
+    /// the value the input axis `bound_by` gave it (later sights); fixed when the plan is built.
+    Sym { slot: usize, bound_by: Option<(usize, usize)> },
     /// Must equal an expression of symbols bound elsewhere.
     Expr { expr: IExpr, text: String },
 }
@@ -140,9 +142,9 @@ pub struct Plan {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Bound {
     /// Values of `Plan::syms`.
-    pub values: Vec<i128>,
+    pub values: SmallVec<[i128; 4]>,
     /// Shape of each output; a data-dependent axis holds its upper bound (0 when `dynamic`).
-    pub out_shapes: Vec<Vec<usize>>,
+    pub out_shapes: SmallVec<[Shape; 2]>,
     /// Data-dependent output axes (empty for `static` ops).
     pub free: Vec<FreeAxis>,
     /// Their upper bound (`bounded`), `None` when unbounded or static.
@@ -189,11 +191,17 @@ impl Plan {
         }
         let compile = |e: &Expr| IExpr::compile(e, &syms).ok_or_else(|| format!("expression `{e}` uses an unbound symbol"));
         let mut inputs = Vec::new();
-        for t in sig.inputs() {
+        let mut first_sight: Vec<Option<(usize, usize)>> = vec![None; syms.len()];
+        for (ii, t) in sig.inputs().enumerate() {
             let mut dims = Vec::new();
-            for d in &t.dims {
+            for (axis, d) in t.dims.iter().enumerate() {
                 dims.push(match d {
-                    Expr::Sym(s) => DimRule::Sym { slot: syms.iter().position(|x| x == s).ok_or("unbound")? },
+                    Expr::Sym(s) => {
+                        let slot = syms.iter().position(|x| x == s).ok_or("unbound")?;
+                        let bound_by = first_sight[slot];
+                        first_sight[slot].get_or_insert((ii, axis));
+                        DimRule::Sym { slot, bound_by }
+                    }
                     e => DimRule::Expr { expr: compile(e)?, text: e.to_string() },
                 });
             }
@@ -263,7 +271,7 @@ impl Plan {
     /// and byte count within `isize::MAX`).
     pub fn validate<S: Operand>(&self, inputs: &[S], params: &[Scalar], float_as: Option<DType>) -> Result<Bound, DispatchError> {
         self.check_arity(inputs.len(), params.len())?;
-        let mut values = vec![0i128; self.syms.len()];
+        let mut values: SmallVec<[i128; 4]> = smallvec::smallvec![0i128; self.syms.len()];
         self.bind_params(params, float_as, &mut values)?;
         self.bind_dims(inputs, float_as, &mut values)?;
         self.check_constraints(&values)?;
@@ -313,32 +321,20 @@ impl Plan {
     /// Checks input dtypes and ranks, binds dim symbols from bare-symbol axes (in input order),
     /// then checks expression axes (which may use symbols bound by later inputs).
     fn bind_dims<S: Operand>(&self, inputs: &[S], float_as: Option<DType>, values: &mut [i128]) -> Result<(), DispatchError> {
-        // Which input axis bound each symbol (on the stack for the usual handful of symbols).
-        let mut bound_small = [None; 16];
-        let mut bound_large: Vec<Option<(usize, usize)>> = Vec::new();
-        let bound_by: &mut [Option<(usize, usize)>] = if self.syms.len() <= 16 {
-            &mut bound_small[..self.syms.len()]
-        } else {
-            bound_large.resize(self.syms.len(), None);
-            &mut bound_large
-        };
-        for (ii, (ip, t)) in self.inputs.iter().zip(inputs).enumerate() {
+        for (ip, t) in self.inputs.iter().zip(inputs) {
             self.check_input_type(ip, t, float_as)?;
             for (axis, rule) in ip.dims.iter().enumerate() {
-                let DimRule::Sym { slot } = rule else { continue };
+                let DimRule::Sym { slot, bound_by } = *rule else { continue };
                 let got = t.shape()[axis];
-                match bound_by[*slot] {
-                    None => {
-                        values[*slot] = got as i128;
-                        bound_by[*slot] = Some((ii, axis));
-                    }
-                    Some((bi, ba)) if values[*slot] != got as i128 => {
+                match bound_by {
+                    None => values[slot] = got as i128,
+                    Some((bi, ba)) if values[slot] != got as i128 => {
                         return Err(DispatchError::DimMismatch {
                             op: self.op.clone(),
                             input: ip.name.clone(),
                             axis,
-                            dim: self.syms[*slot].clone(),
-                            expected: i64::try_from(values[*slot]).unwrap_or(i64::MAX),
+                            dim: self.syms[slot].clone(),
+                            expected: i64::try_from(values[slot]).unwrap_or(i64::MAX),
                             bound_by: format!("input `{}` axis {ba}", self.inputs[bi].name),
                             found: got,
                         });
@@ -430,10 +426,10 @@ impl Plan {
 
     /// Every output's shape; a negative or undefined dim, or an element or byte count beyond
     /// `isize::MAX` (what any allocation can hold), is a typed error before anything allocates.
-    fn output_shapes(&self, values: &[i128], float_as: Option<DType>) -> Result<Vec<Vec<usize>>, DispatchError> {
-        let mut out_shapes = Vec::with_capacity(self.outputs.len());
+    fn output_shapes(&self, values: &[i128], float_as: Option<DType>) -> Result<SmallVec<[Shape; 2]>, DispatchError> {
+        let mut out_shapes = SmallVec::with_capacity(self.outputs.len());
         for o in &self.outputs {
-            let mut shape = Vec::with_capacity(o.dims.len());
+            let mut shape = Shape::with_capacity(o.dims.len());
             for (e, text) in &o.dims {
                 match e.eval(values).and_then(|v| usize::try_from(v).ok()) {
                     Some(v) => shape.push(v),
@@ -453,7 +449,7 @@ impl Plan {
                 return Err(DispatchError::OutputTooLarge {
                     op: self.op.clone(),
                     output: o.name.clone(),
-                    shape: shape.clone(),
+                    shape: shape.to_vec(),
                     dtype,
                     limit: format!("{} bytes (isize::MAX, the most any allocation holds)", isize::MAX),
                 });

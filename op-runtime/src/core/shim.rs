@@ -47,9 +47,9 @@ pub(crate) fn run(
         Rule::Vjp { .. } => (call.grads, "gradient of differentiable input"),
         _ => (call.outputs, "output"),
     };
-    values
-        .into_iter()
-        .enumerate()
-        .map(|(i, t)| t.ok_or_else(|| ShimError(format!("op `{}`: {what} {i} was not produced", op.id))))
-        .collect()
+    let mut out = Vec::with_capacity(values.len());
+    for (i, t) in values.into_iter().enumerate() {
+        out.push(t.ok_or_else(|| ShimError(format!("op `{}`: {what} {i} was not produced", op.id)))?);
+    }
+    Ok(out)
 }

@@ -272,20 +272,27 @@ impl Data {
     }
 }
 
+/// A tensor's shape, stored inline up to 4 dims (no allocation on the call path).
+pub type Shape = smallvec::SmallVec<[usize; 4]>;
+
 /// A host tensor: dtype, shape, contiguous row-major storage.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Tensor {
-    shape: Vec<usize>,
+    shape: Shape,
     data: Data,
 }
 
 impl Tensor {
     /// A tensor from typed data; the shape must hold exactly `data.len()` elements.
     pub fn new(shape: impl Into<Vec<usize>>, data: Data) -> Result<Tensor, TensorError> {
-        let shape = shape.into();
-        let n = checked_numel(&shape).ok_or_else(|| TensorError::ShapeOverflow { shape: shape.clone() })?;
+        Tensor::with_shape(Shape::from_vec(shape.into()), data)
+    }
+
+    /// `new` with the shape as stored (no allocation for up to 4 dims).
+    pub(crate) fn with_shape(shape: Shape, data: Data) -> Result<Tensor, TensorError> {
+        let n = checked_numel(&shape).ok_or_else(|| TensorError::ShapeOverflow { shape: shape.to_vec() })?;
         if n != data.len() {
-            return Err(TensorError::ShapeMismatch { shape, elements: data.len() });
+            return Err(TensorError::ShapeMismatch { shape: shape.to_vec(), elements: data.len() });
         }
         Ok(Tensor { shape, data })
     }
@@ -297,7 +304,7 @@ impl Tensor {
 
     /// A rank-1 tensor.
     pub fn vector<E: Element>(v: Vec<E>) -> Tensor {
-        Tensor { shape: vec![v.len()], data: E::wrap(v) }
+        Tensor { shape: smallvec::smallvec![v.len()], data: E::wrap(v) }
     }
 
     /// A tensor from little-endian bytes. The dtype is named by string so that unsupported

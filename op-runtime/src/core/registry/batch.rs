@@ -168,7 +168,7 @@ fn empty_batch(op: &RegisteredOp, inputs: &[&Tensor], params: &[Scalar]) -> Resu
             op: op.id.clone(),
             output: k,
             index: 0,
-            expected: s.clone(),
+            expected: s.to_vec(),
             found: Vec::new(),
         })?);
     }

@@ -4,6 +4,7 @@
 
 use super::{OpHandle, Registry, Slot};
 use crate::core::backend::{Backend, BackendError, ExecRequest, Prepared};
+use crate::core::device::DeviceProfile;
 use crate::core::error::{DispatchError, KernelCompilationError, KernelFallbackExhaustedError};
 use crate::core::kind::BackendKind;
 use crate::core::op::RegisteredOp;
@@ -15,6 +16,19 @@ use std::sync::Arc;
 
 /// A chosen backend with the op's prepared kernel on it.
 type Chosen<'a> = (&'a Arc<dyn Backend>, Arc<dyn Prepared>);
+
+/// A slot's memoised choice: for calls with the same strict setting (per-call or effective
+/// setting; `None` for default selection), in the same generation of settings, of the same
+/// content, dispatch reuses the backend, its prepared kernel, device and allocation limit
+/// without looking anything up. Any setting change or replacement bumps the generation.
+pub(crate) struct Choice {
+    strict: Option<BackendKind>,
+    generation: u64,
+    kind: BackendKind,
+    prepared: Arc<dyn Prepared>,
+    device: Arc<DeviceProfile>,
+    limit: Option<u64>,
+}
 
 /// Per-call options.
 #[derive(Clone, Copy, Debug, Default)]
@@ -85,19 +99,32 @@ impl Registry {
     ) -> Result<Outcome, DispatchError> {
         let op: Arc<RegisteredOp> = slot.entry.read().map(|e| e.clone()).unwrap_or_else(|p| p.into_inner().clone());
         let bound = op.plan.validate(inputs, params, None)?;
-        let (backend, prepared) = self.choose(slot, &op, opts)?;
-        check_allocation(&op, &bound, backend.as_ref())?;
+        let c = self.choice(slot, &op, opts.backend.or_else(|| self.setting_for(slot)))?;
+        check_allocation(&op, &bound, c.kind, c.limit)?;
         let req = ExecRequest { op: &op, bound: &bound, inputs, params, guard };
-        let outputs =
-            prepared.execute(&req).map_err(|source| DispatchError::Execution { op: op.id.clone(), backend: backend.kind(), source })?;
+        let outputs = c.prepared.execute(&req).map_err(|source| DispatchError::Execution { op: op.id.clone(), backend: c.kind, source })?;
+        Ok(Outcome { outputs, provenance: ProvenanceEntry::new(&op, c.kind, c.device.clone()) })
+    }
+
+    /// The slot's memoised choice if it was made for this content, this strict setting and the
+    /// current generation of settings; else a fresh choice, memoised.
+    fn choice(&self, slot: &Slot, op: &Arc<RegisteredOp>, strict: Option<BackendKind>) -> Result<Arc<Choice>, DispatchError> {
+        let generation = self.inner.generation.load(Ordering::Acquire);
+        if let Some(c) = slot.chosen.read().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            if c.strict == strict && c.generation == generation && c.prepared.content_hash() == op.hash {
+                return Ok(c.clone());
+            }
+        }
+        let (backend, prepared) = self.choose(slot, op, strict)?;
         let device =
             backend.profile().map_err(|reason| DispatchError::Unavailable { op: op.id.clone(), backend: backend.kind(), reason })?;
-        Ok(Outcome { outputs, provenance: ProvenanceEntry::new(&op, backend.kind(), device) })
+        let c = Arc::new(Choice { strict, generation, kind: backend.kind(), prepared, device, limit: backend.allocation_limit() });
+        *slot.chosen.write().unwrap_or_else(|p| p.into_inner()) = Some(c.clone());
+        Ok(c)
     }
 
     /// Chooses the backend and its prepared kernel.
-    fn choose<'a>(&'a self, slot: &Slot, op: &Arc<RegisteredOp>, opts: CallOptions) -> Result<Chosen<'a>, DispatchError> {
-        let strict = opts.backend.or_else(|| self.setting_for(slot));
+    fn choose<'a>(&'a self, slot: &Slot, op: &Arc<RegisteredOp>, strict: Option<BackendKind>) -> Result<Chosen<'a>, DispatchError> {
         if let Some(kind) = strict {
             let b = self.backend(kind).ok_or_else(|| DispatchError::Unavailable {
                 op: op.id.clone(),
@@ -162,8 +189,8 @@ impl Registry {
 
 /// Refuses a call whose outputs together exceed what the backend can allocate, before anything
 /// is allocated (a 4 TiB matmul output is a typed error, not an aborted process).
-fn check_allocation(op: &RegisteredOp, bound: &Bound, backend: &dyn Backend) -> Result<(), DispatchError> {
-    let Some(limit) = backend.allocation_limit() else { return Ok(()) };
+fn check_allocation(op: &RegisteredOp, bound: &Bound, kind: BackendKind, limit: Option<u64>) -> Result<(), DispatchError> {
+    let Some(limit) = limit else { return Ok(()) };
     let mut total: u128 = 0;
     for (o, shape) in op.contract.signature.outputs.iter().zip(&bound.out_shapes) {
         let bytes = shape.iter().fold(o.dtype.size() as u128, |acc, &d| acc.saturating_mul(d as u128));
@@ -172,9 +199,9 @@ fn check_allocation(op: &RegisteredOp, bound: &Bound, backend: &dyn Backend) -> 
             return Err(DispatchError::OutputTooLarge {
                 op: op.id.clone(),
                 output: o.name.clone(),
-                shape: shape.clone(),
+                shape: shape.to_vec(),
                 dtype: o.dtype,
-                limit: format!("{limit} bytes for this call's outputs on {} ({})", backend.kind(), limit_source(backend.kind())),
+                limit: format!("{limit} bytes for this call's outputs on {kind} ({})", limit_source(kind)),
             });
         }
     }

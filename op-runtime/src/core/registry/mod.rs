@@ -20,8 +20,27 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 /// A registry slot: the current entry for one `name@version` and its per-op state.
 pub(crate) struct Slot {
     pub(crate) entry: RwLock<Arc<RegisteredOp>>,
-    pub(crate) setting: RwLock<Option<BackendKind>>,
+    pub(crate) setting: KindCell,
     pub(crate) prepared: Mutex<Vec<(BackendKind, Arc<dyn Prepared>)>>,
+    /// The last choice of backend, memoised (see `dispatch::Choice`).
+    pub(crate) chosen: RwLock<Option<Arc<dispatch::Choice>>>,
+}
+
+/// An `Option<BackendKind>` read without a lock on every call.
+#[derive(Default)]
+pub(crate) struct KindCell(std::sync::atomic::AtomicU8);
+
+impl KindCell {
+    pub(crate) fn get(&self) -> Option<BackendKind> {
+        match self.0.load(Ordering::Acquire) {
+            0 => None,
+            k => BackendKind::PRIORITY.get(usize::from(k) - 1).copied(),
+        }
+    }
+    pub(crate) fn set(&self, kind: Option<BackendKind>) {
+        let code = kind.and_then(|k| BackendKind::PRIORITY.iter().position(|p| *p == k)).map_or(0, |i| i as u8 + 1);
+        self.0.store(code, Ordering::Release);
+    }
 }
 
 /// A handle to a registered op. Calls re-read the slot, so backend switches and verified
@@ -65,7 +84,10 @@ pub struct Stats {
 pub(crate) struct Inner {
     pub(crate) slots: RwLock<HashMap<String, Arc<Slot>>>,
     pub(crate) latest: RwLock<HashMap<String, u32>>,
-    pub(crate) default_backend: RwLock<Option<BackendKind>>,
+    pub(crate) default_backend: KindCell,
+    /// Bumped by every setting change and replacement: a slot's memoised choice of backend is
+    /// valid only for the generation it was made in.
+    pub(crate) generation: std::sync::atomic::AtomicU64,
     pub(crate) backends: Vec<Arc<dyn Backend>>,
     pub(crate) order: OnceLock<Vec<Arc<dyn Backend>>>,
     pub(crate) stats: Stats,
@@ -91,7 +113,8 @@ impl Registry {
             inner: Arc::new(Inner {
                 slots: RwLock::new(HashMap::new()),
                 latest: RwLock::new(HashMap::new()),
-                default_backend: RwLock::new(None),
+                default_backend: KindCell::default(),
+                generation: std::sync::atomic::AtomicU64::new(0),
                 backends,
                 order: OnceLock::new(),
                 stats: Stats::default(),
@@ -124,7 +147,12 @@ impl Registry {
             return self.same_or_conflict(slot, &op);
         }
         let (name, version) = (op.contract.name.clone(), op.contract.version);
-        let slot = Arc::new(Slot { entry: RwLock::new(Arc::new(op)), setting: RwLock::new(None), prepared: Mutex::new(Vec::new()) });
+        let slot = Arc::new(Slot {
+            entry: RwLock::new(Arc::new(op)),
+            setting: KindCell::default(),
+            prepared: Mutex::new(Vec::new()),
+            chosen: RwLock::new(None),
+        });
         slots.insert(id, slot.clone());
         let mut latest = self.inner.latest.write().unwrap_or_else(|p| p.into_inner());
         let v = latest.entry(name).or_insert(version);
@@ -159,6 +187,7 @@ impl Registry {
             *entry = op;
             prepared.clear();
         }
+        self.inner.generation.fetch_add(1, Ordering::AcqRel);
         Ok(OpHandle { registry: self.clone(), slot })
     }
 
@@ -217,7 +246,7 @@ impl Registry {
     }
 
     fn effective_setting(&self, slot: &Slot) -> Option<BackendKind> {
-        read(&slot.setting).or_else(|| read(&self.inner.default_backend))
+        slot.setting.get().or_else(|| self.inner.default_backend.get())
     }
 
     fn invalidate_if_changed(&self, slot: &Slot, before: Option<BackendKind>) {
@@ -235,7 +264,8 @@ impl Registry {
     pub fn set_default_backend(&self, kind: Option<BackendKind>) {
         let slots: Vec<Arc<Slot>> = self.inner.slots.read().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
         let before: Vec<Option<BackendKind>> = slots.iter().map(|s| self.effective_setting(s)).collect();
-        *self.inner.default_backend.write().unwrap_or_else(|p| p.into_inner()) = kind;
+        self.inner.default_backend.set(kind);
+        self.inner.generation.fetch_add(1, Ordering::AcqRel);
         for (s, b) in slots.iter().zip(before) {
             self.invalidate_if_changed(s, b);
         }
@@ -244,7 +274,8 @@ impl Registry {
     /// Sets (or clears) one op's backend.
     pub fn set_op_backend(&self, handle: &OpHandle, kind: Option<BackendKind>) {
         let before = self.effective_setting(&handle.slot);
-        *handle.slot.setting.write().unwrap_or_else(|p| p.into_inner()) = kind;
+        handle.slot.setting.set(kind);
+        self.inner.generation.fetch_add(1, Ordering::AcqRel);
         self.invalidate_if_changed(&handle.slot, before);
     }
 

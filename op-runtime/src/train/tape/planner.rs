@@ -37,8 +37,14 @@ pub fn infer(
         // The tape plans and differentiates static shapes only.
         return Err(DispatchError::DynamicShape { op: op.id.clone(), class: op.plan.shape_class().unwrap_or("dynamic").to_string() });
     }
-    let outputs =
-        op.contract.signature.outputs.iter().zip(bound.out_shapes).map(|(o, shape)| (run_dtype(o.dtype, float_as), shape)).collect();
+    let outputs = op
+        .contract
+        .signature
+        .outputs
+        .iter()
+        .zip(bound.out_shapes)
+        .map(|(o, shape)| (run_dtype(o.dtype, float_as), shape.to_vec()))
+        .collect();
     Ok(Inferred { outputs })
 }
 

@@ -555,7 +555,12 @@ impl Checker {
     fn out_shapes(&self) -> Result<Vec<Vec<usize>>, GradcheckError> {
         let refs: Vec<&Tensor> = self.inputs.iter().collect();
         let params = exec::convert_params(&self.op, &self.params, Mode::ReferenceF64);
-        Ok(exec::bind(&self.op, &refs, &params, Mode::ReferenceF64).map_err(self.shim_err())?.out_shapes)
+        Ok(exec::bind(&self.op, &refs, &params, Mode::ReferenceF64)
+            .map_err(self.shim_err())?
+            .out_shapes
+            .iter()
+            .map(|s| s.to_vec())
+            .collect())
     }
 
     /// The backward's J^T u: one flat f64 vector per differentiable input.
