@@ -4,7 +4,7 @@
 
 use crate::core::error::DispatchError;
 use crate::core::tensor::{Scalar, Shape, Tensor};
-use op_contract::contract::{BinOp, Constraint, Contract, DType, Expr, ShapeClass};
+use op_contract::contract::{BinOp, Constraint, Contract, DType, Expr, ShapeClass, Signature};
 use smallvec::SmallVec;
 
 /// An expression over symbol slots.
@@ -167,47 +167,9 @@ impl Plan {
     /// Compiles a contract's signature. Fails only for a contract the checker would reject.
     pub fn new(c: &Contract) -> Result<Plan, String> {
         let sig = &c.signature;
-        let mut syms = sig.dim_symbols();
-        for p in sig.params() {
-            if p.dtype.is_int() {
-                syms.push(p.name.clone());
-            }
-        }
-        let op = c.id();
-        // Symbols only outputs use are data-dependent: they get slots after the bound ones.
-        let n_fixed = syms.len();
-        if sig.shape_class != ShapeClass::Static {
-            for o in &sig.outputs {
-                for d in &o.dims {
-                    let mut used = Vec::new();
-                    d.symbols(&mut used);
-                    for u in used {
-                        if !syms.iter().any(|s| s == u) {
-                            syms.push(u.to_string());
-                        }
-                    }
-                }
-            }
-        }
+        let (syms, n_fixed) = symbols(sig);
         let compile = |e: &Expr| IExpr::compile(e, &syms).ok_or_else(|| format!("expression `{e}` uses an unbound symbol"));
-        let mut inputs = Vec::new();
-        let mut first_sight: Vec<Option<(usize, usize)>> = vec![None; syms.len()];
-        for (ii, t) in sig.inputs().enumerate() {
-            let mut dims = Vec::new();
-            for (axis, d) in t.dims.iter().enumerate() {
-                dims.push(match d {
-                    Expr::Sym(s) => {
-                        let slot = syms.iter().position(|x| x == s).ok_or("unbound")?;
-                        let bound_by = first_sight[slot];
-                        first_sight[slot].get_or_insert((ii, axis));
-                        DimRule::Sym { slot, bound_by }
-                    }
-                    e => DimRule::Expr { expr: compile(e)?, text: e.to_string() },
-                });
-            }
-            let dims_text = format!("[{}]", t.dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "));
-            inputs.push(InputPlan { name: t.name.clone(), dtype: t.dtype, dims, dims_text });
-        }
+        let inputs = input_plans(sig, &syms, &compile)?;
         let params = sig
             .params()
             .map(|p| ParamPlan { name: p.name.clone(), dtype: p.dtype, slot: syms.iter().position(|x| *x == p.name) })
@@ -222,31 +184,13 @@ impl Plan {
             ShapeClass::Bounded(e) => Some(format!("bounded({e})")),
             ShapeClass::Dynamic => Some("dynamic".to_string()),
         };
-        let mut outputs = Vec::new();
-        let mut free = Vec::new();
-        for (oi, o) in sig.outputs.iter().enumerate() {
-            let dims = o.dims.iter().map(|d| Ok((compile(d)?, d.to_string()))).collect::<Result<Vec<_>, String>>()?;
-            for (axis, d) in o.dims.iter().enumerate() {
-                let mut used = Vec::new();
-                d.symbols(&mut used);
-                for u in used {
-                    let slot = syms.iter().position(|s| s == u).ok_or("unbound")?;
-                    if slot >= n_fixed {
-                        if !matches!(d, Expr::Sym(_)) {
-                            return Err(format!("data-dependent symbol `{u}` must be a whole output dim"));
-                        }
-                        free.push(FreeAxis { output: oi, axis, slot });
-                    }
-                }
-            }
-            outputs.push(OutputPlan { name: o.name.clone(), dtype: o.dtype, dims });
-        }
+        let (outputs, free) = output_plans(sig, &syms, n_fixed, &compile)?;
         let limit = match &sig.shape_class {
             ShapeClass::Bounded(e) => Some((compile(e)?, e.to_string())),
             _ => None,
         };
         Ok(Plan {
-            op,
+            op: c.id(),
             syms,
             inputs,
             params,
@@ -469,4 +413,79 @@ impl Plan {
     pub fn compile(&self, e: &Expr) -> Option<IExpr> {
         IExpr::compile(e, &self.syms)
     }
+}
+
+/// The plan's symbols: dim symbols, then integer parameters (`n_fixed` of them, bound by a
+/// call), then symbols only outputs use (data-dependent, sized by the reference).
+fn symbols(sig: &Signature) -> (Vec<String>, usize) {
+    let mut syms = sig.dim_symbols();
+    syms.extend(sig.params().filter(|p| p.dtype.is_int()).map(|p| p.name.clone()));
+    let n_fixed = syms.len();
+    if sig.shape_class != ShapeClass::Static {
+        for d in sig.outputs.iter().flat_map(|o| &o.dims) {
+            let mut used = Vec::new();
+            d.symbols(&mut used);
+            for u in used {
+                if !syms.iter().any(|s| s == u) {
+                    syms.push(u.to_string());
+                }
+            }
+        }
+    }
+    (syms, n_fixed)
+}
+
+type Compile<'a> = dyn Fn(&Expr) -> Result<IExpr, String> + 'a;
+
+/// Each input's dim rules; a bare symbol's first sight in input order binds it, later sights
+/// check against it.
+fn input_plans(sig: &Signature, syms: &[String], compile: &Compile<'_>) -> Result<Vec<InputPlan>, String> {
+    let mut inputs = Vec::new();
+    let mut first_sight: Vec<Option<(usize, usize)>> = vec![None; syms.len()];
+    for (ii, t) in sig.inputs().enumerate() {
+        let mut dims = Vec::new();
+        for (axis, d) in t.dims.iter().enumerate() {
+            dims.push(match d {
+                Expr::Sym(s) => {
+                    let slot = syms.iter().position(|x| x == s).ok_or("unbound")?;
+                    let bound_by = first_sight[slot];
+                    first_sight[slot].get_or_insert((ii, axis));
+                    DimRule::Sym { slot, bound_by }
+                }
+                e => DimRule::Expr { expr: compile(e)?, text: e.to_string() },
+            });
+        }
+        let dims_text = format!("[{}]", t.dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "));
+        inputs.push(InputPlan { name: t.name.clone(), dtype: t.dtype, dims, dims_text });
+    }
+    Ok(inputs)
+}
+
+/// Each output's dim expressions, and the axes a data-dependent symbol sizes (a whole dim).
+fn output_plans(
+    sig: &Signature,
+    syms: &[String],
+    n_fixed: usize,
+    compile: &Compile<'_>,
+) -> Result<(Vec<OutputPlan>, Vec<FreeAxis>), String> {
+    let mut outputs = Vec::new();
+    let mut free = Vec::new();
+    for (oi, o) in sig.outputs.iter().enumerate() {
+        let dims = o.dims.iter().map(|d| Ok((compile(d)?, d.to_string()))).collect::<Result<Vec<_>, String>>()?;
+        for (axis, d) in o.dims.iter().enumerate() {
+            let mut used = Vec::new();
+            d.symbols(&mut used);
+            for u in used {
+                let slot = syms.iter().position(|s| s == u).ok_or("unbound")?;
+                if slot >= n_fixed {
+                    if !matches!(d, Expr::Sym(_)) {
+                        return Err(format!("data-dependent symbol `{u}` must be a whole output dim"));
+                    }
+                    free.push(FreeAxis { output: oi, axis, slot });
+                }
+            }
+        }
+        outputs.push(OutputPlan { name: o.name.clone(), dtype: o.dtype, dims });
+    }
+    Ok((outputs, free))
 }

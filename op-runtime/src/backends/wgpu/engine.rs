@@ -233,32 +233,71 @@ fn round_up(n: u64, to: u64) -> u64 {
     n.div_ceil(to).max(1) * to
 }
 
+/// The adapter to use: hardware before software (`rank`), `WGPU_ADAPTER_NAME` (the variable
+/// wgpu's own helpers read) picking one by name, and an explicit fallback request last.
+fn choose_adapter(instance: &wgpu::Instance) -> Result<wgpu::Adapter, WgpuError> {
+    let mut adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+    adapters.sort_by_key(|a| rank(a.get_info().device_type));
+    if let Some(want) = std::env::var("WGPU_ADAPTER_NAME").ok().filter(|s| !s.is_empty()) {
+        let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+        let want_lc = want.to_lowercase();
+        adapters.retain(|a| a.get_info().name.to_lowercase().contains(&want_lc));
+        if adapters.is_empty() {
+            return Err(WgpuError::NoAdapter { hint: format!("WGPU_ADAPTER_NAME={want:?} matches none of the adapters {names:?}") });
+        }
+    }
+    match adapters.into_iter().next() {
+        Some(a) => Ok(a),
+        None => {
+            // Ask once more, explicitly for a fallback (software) adapter.
+            let opts = wgpu::RequestAdapterOptions { force_fallback_adapter: true, ..Default::default() };
+            pollster::block_on(instance.request_adapter(&opts)).map_err(|e| WgpuError::NoAdapter { hint: no_adapter_hint(&e.to_string()) })
+        }
+    }
+}
+
+/// Errors the device reports outside an error scope: recorded (wgpu's default handler panics),
+/// and a device-lost flag with its reason.
+type ErrorWatch = (Arc<Mutex<Vec<String>>>, Arc<Mutex<Option<String>>>, Arc<AtomicBool>);
+
+fn watch_errors(device: &wgpu::Device) -> ErrorWatch {
+    let uncaptured = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&uncaptured);
+    device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+        let mut v = lock(&sink);
+        if v.len() >= MAX_UNCAPTURED {
+            v.remove(0);
+        }
+        v.push(e.to_string());
+    }));
+    let lost = Arc::new(Mutex::new(None));
+    let lost_flag = Arc::new(AtomicBool::new(false));
+    let (l, flag) = (Arc::clone(&lost), Arc::clone(&lost_flag));
+    device.set_device_lost_callback(move |reason, msg| {
+        *lock(&l) = Some(format!("{reason:?}: {msg}"));
+        flag.store(true, Ordering::Release);
+    });
+    (uncaptured, lost, lost_flag)
+}
+
+/// The device profile of an adapter: name, driver (and driver info), PCI ids.
+fn wgpu_profile(info: &wgpu::AdapterInfo) -> DeviceProfile {
+    let driver = match (info.driver.trim(), info.driver_info.trim()) {
+        ("", "") => format!("{:?}", info.backend),
+        (d, "") => d.to_string(),
+        ("", i) => i.to_string(),
+        (d, i) => format!("{d} ({i})"),
+    };
+    DeviceProfile { backend: "wgpu".to_string(), adapter: info.name.clone(), driver, vendor_id: info.vendor, device_id: info.device }
+}
+
 impl WgpuEngine {
     /// Discovers an adapter on any backend wgpu was built with (Vulkan here), preferring a
     /// hardware one and falling back to a CPU/software one (lavapipe), then creates a device
     /// with the adapter's own limits (so large storage buffers work).
     pub fn new() -> Result<Self, WgpuError> {
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let mut adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
-        adapters.sort_by_key(|a| rank(a.get_info().device_type));
-        // `WGPU_ADAPTER_NAME` (the variable wgpu's own helpers read) picks an adapter by name.
-        if let Some(want) = std::env::var("WGPU_ADAPTER_NAME").ok().filter(|s| !s.is_empty()) {
-            let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
-            let want_lc = want.to_lowercase();
-            adapters.retain(|a| a.get_info().name.to_lowercase().contains(&want_lc));
-            if adapters.is_empty() {
-                return Err(WgpuError::NoAdapter { hint: format!("WGPU_ADAPTER_NAME={want:?} matches none of the adapters {names:?}") });
-            }
-        }
-        let adapter = match adapters.into_iter().next() {
-            Some(a) => a,
-            None => {
-                // Ask once more, explicitly for a fallback (software) adapter.
-                let opts = wgpu::RequestAdapterOptions { force_fallback_adapter: true, ..Default::default() };
-                pollster::block_on(instance.request_adapter(&opts))
-                    .map_err(|e| WgpuError::NoAdapter { hint: no_adapter_hint(&e.to_string()) })?
-            }
-        };
+        let adapter = choose_adapter(&instance)?;
         let info = adapter.get_info();
         let limits = adapter.limits();
         let desc = wgpu::DeviceDescriptor {
@@ -272,39 +311,8 @@ impl WgpuEngine {
         let (device, queue) = pollster::block_on(adapter.request_device(&desc))
             .map_err(|e| WgpuError::RequestDevice(format!("{e} (adapter {:?})", info.name)))?;
         let limits = device.limits();
-
-        let uncaptured = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&uncaptured);
-        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
-            let mut v = lock(&sink);
-            if v.len() >= MAX_UNCAPTURED {
-                v.remove(0);
-            }
-            v.push(e.to_string());
-        }));
-        let lost = Arc::new(Mutex::new(None));
-        let lost_flag = Arc::new(AtomicBool::new(false));
-        {
-            let (lost, flag) = (Arc::clone(&lost), Arc::clone(&lost_flag));
-            device.set_device_lost_callback(move |reason, msg| {
-                *lock(&lost) = Some(format!("{reason:?}: {msg}"));
-                flag.store(true, Ordering::Release);
-            });
-        }
-
-        let driver = match (info.driver.trim(), info.driver_info.trim()) {
-            ("", "") => format!("{:?}", info.backend),
-            (d, "") => d.to_string(),
-            ("", i) => i.to_string(),
-            (d, i) => format!("{d} ({i})"),
-        };
-        let profile = DeviceProfile {
-            backend: "wgpu".to_string(),
-            adapter: info.name.clone(),
-            driver,
-            vendor_id: info.vendor,
-            device_id: info.device,
-        };
+        let (uncaptured, lost, lost_flag) = watch_errors(&device);
+        let profile = wgpu_profile(&info);
         Ok(WgpuEngine {
             _instance: instance,
             _adapter: adapter,
