@@ -327,6 +327,7 @@ impl OpAttr {
                 Some(SShapeClass::Bounded(_, e)) => contract::ShapeClass::Bounded(e.to_expr()),
                 Some(SShapeClass::Dynamic(_)) => contract::ShapeClass::Dynamic,
             },
+            float_constraints: Vec::new(),
         };
         let backward = match self.backward.as_ref()? {
             SBackward::None(_) => contract::Backward::None,
