@@ -720,6 +720,10 @@ pub enum Binding {
         name: String,
         /// How the kernel may access the buffer.
         access: Access,
+        /// The kernel's own name for the buffer (WGSL global, CUDA parameter) when it differs
+        /// from the tensor's (`x: read as lhs`); absent from the JSON when it does not.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        global: Option<String>,
     },
     /// A uniform block (WGSL) or scalar parameters (CUDA) with these fields, each a dim or param.
     Uniform {
@@ -837,10 +841,12 @@ mod tests {
             shape_class: ShapeClass::Static,
             float_constraints: vec![lo_hi.clone()],
         };
-        let env = |lo: f64, hi: f64| move |s: &str| match s {
-            "lo" => Some(lo),
-            "hi" => Some(hi),
-            _ => None,
+        let env = |lo: f64, hi: f64| {
+            move |s: &str| match s {
+                "lo" => Some(lo),
+                "hi" => Some(hi),
+                _ => None,
+            }
         };
         assert_eq!(sig.violated_float_constraint(&env(0.0, 1.0)), None);
         assert_eq!(sig.violated_float_constraint(&env(2.0, 1.0)), Some(&lo_hi));

@@ -122,7 +122,11 @@ mod expand;
 ///   the same name: `my_op::DECL`).
 #[proc_macro_attribute]
 pub fn op(attr: TokenStream, item: TokenStream) -> TokenStream {
-    // Kernel paths resolve against the crate's Cargo.toml, then the declaring file's directory.
-    let source_dir = proc_macro::Span::call_site().local_file().and_then(|f| f.parent().map(|p| p.to_path_buf()));
-    expand::expand(attr.into(), item.into(), source_dir).into()
+    // Kernel paths resolve against the crate's Cargo.toml, then the declaring file's directory;
+    // the attribute's position lets the checker tell whether the op is at module level.
+    let site = proc_macro::Span::call_site();
+    let file = site.local_file();
+    let source_dir = file.as_ref().and_then(|f| f.parent().map(|p| p.to_path_buf()));
+    let location = file.map(|file| op_spec::check::Location { file, line: site.line(), column: site.column() });
+    expand::expand(attr.into(), item.into(), source_dir, location).into()
 }

@@ -10,6 +10,8 @@ pub use op_contract::contract;
 pub mod check;
 pub mod ctxt;
 pub mod model;
+pub mod nvrtc;
 pub mod parse;
+pub mod plan;
 pub mod reference;
 pub mod wgsl;
