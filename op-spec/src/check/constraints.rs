@@ -22,6 +22,8 @@ pub(super) struct Solver<'a> {
     lits: Vec<i128>,
     /// Ranges after propagating every constraint; `None` when they are refuted.
     ranges: Option<Vec<Iv>>,
+    /// The difference bounds propagation closed.
+    dbm: solve::Dbm,
     /// Input dims that are expressions (admissible inputs have them defined and >= 0).
     input_dims: Vec<Expr>,
 }
@@ -48,11 +50,12 @@ impl<'a> Solver<'a> {
         all.extend(&input_dims);
         let lits = solve::literals(all);
         let refs: Vec<&Constraint> = cs.iter().collect();
-        let ranges = match solve::propagate(&space, &refs) {
+        let (outcome, dbm) = solve::propagate_full(&space, &refs);
+        let ranges = match outcome {
             Outcome::Ranges(r) => Some(r),
             Outcome::Refuted(_) => None,
         };
-        Solver { sig, space, spanned, cs, lits, ranges, input_dims }
+        Solver { sig, space, spanned, cs, lits, ranges, dbm, input_dims }
     }
 
     /// An admissible assignment (every constraint holds, every input dim is defined and >= 0)
@@ -331,6 +334,9 @@ fn report_div_zero(cx: &Ctxt, solver: &Solver<'_>, node: &SExpr, env: Option<&BT
 // that can be zero for an admissible input (a constraint's own earlier comparisons guard it).
 pub(super) fn check_division_by_zero(cx: &Ctxt, attr: &OpAttr, solver: &Solver<'_>) {
     for (k, c) in solver.spanned.iter().enumerate() {
+        if !c.terms.iter().any(divides) {
+            continue;
+        }
         let others: Vec<&Constraint> = solver.cs.iter().enumerate().filter(|(i, _)| *i != k).map(|(_, c)| c).collect();
         let Outcome::Ranges(ranges) = solve::propagate(&solver.space, &others) else { continue };
         let mut hit = None;
@@ -350,7 +356,7 @@ pub(super) fn check_division_by_zero(cx: &Ctxt, attr: &OpAttr, solver: &Solver<'
         exprs.push(e);
     }
     for e in exprs {
-        if !solver.mentions_only_known(e) {
+        if !solver.mentions_only_known(e) || !divides(e) {
             continue;
         }
         let mut hit = None;
@@ -374,6 +380,31 @@ impl Solver<'_> {
         e.symbols(&mut v);
         v.iter().all(|s| self.space.syms.iter().any(|k| s == &k))
     }
+
+    /// The least value `e` can take over the propagated ranges (a bound, maybe not attained):
+    /// when it is large enough, no search is needed to know a rule holds.
+    fn lower_bound(&self, e: &Expr) -> Option<i128> {
+        let ranges = self.ranges.as_ref()?;
+        let iv = solve::interval(e, &|s| self.space.syms.iter().position(|k| k == s).map(|i| ranges[i])).map(|iv| iv.0);
+        let rel = solve::linear_lower_bound(&self.space, ranges, &self.dbm, e);
+        match (iv, rel) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// Whether `e` divides (or takes `%`) by anything but a nonzero literal.
+fn divides(e: &SExpr) -> bool {
+    match &e.kind {
+        SExprKind::Sym(_) | SExprKind::Lit(_) | SExprKind::Float(_) => false,
+        SExprKind::Neg(a) => divides(a),
+        SExprKind::Bin(op, a, b) => {
+            let risky = matches!(op, BinOp::Div | BinOp::Rem) && !matches!(b.kind, SExprKind::Lit(v) if v != 0);
+            risky || divides(a) || divides(b)
+        }
+        SExprKind::Min(a, b) | SExprKind::Max(a, b) => divides(a) || divides(b),
+    }
 }
 
 // Rule: every output dim is >= 0 for every admissible input (a bounded search finds
@@ -385,6 +416,9 @@ pub(super) fn check_output_dims_nonnegative(cx: &Ctxt, attr: &OpAttr, solver: &S
     for o in &solver.sig.outputs {
         for d in o.dims.iter().filter(|d| solver.mentions_only_known(d)) {
             let e = d.to_expr();
+            if solver.lower_bound(&e).is_some_and(|lo| lo >= 0) {
+                continue; // non-negative over every range: nothing to search
+            }
             let mut value = 0;
             let Some(env) = solver.witness(|env| {
                 value = e.eval_map(env).unwrap_or(0);
@@ -409,6 +443,9 @@ pub(super) fn check_bound_nonnegative(cx: &Ctxt, attr: &OpAttr, solver: &Solver<
         return; // unbound: reported by `symbols`
     }
     let e = b.to_expr();
+    if solver.lower_bound(&e).is_some_and(|lo| lo >= 0) {
+        return;
+    }
     let mut value = 0;
     if let Some(env) = solver.witness(|env| {
         value = e.eval_map(env).unwrap_or(0);
@@ -426,6 +463,14 @@ fn numel(o: &STensor, env: &BTreeMap<String, i128>) -> Option<i128> {
     o.dims.iter().try_fold(1i128, |acc, d| acc.checked_mul(d.to_expr().eval_map(env)?.max(0)))
 }
 
+/// Whether `threads = e` is zero only when output `o` is empty: `e` is one of its dims, or the
+/// product of all of them.
+fn counts(e: &Expr, o: &STensor) -> bool {
+    let dims: Vec<Expr> = o.dims.iter().map(SExpr::to_expr).collect();
+    let product = dims.iter().cloned().reduce(|a, b| Expr::Bin(BinOp::Mul, Box::new(a), Box::new(b)));
+    dims.contains(e) || product.as_ref() == Some(e)
+}
+
 // Rule: a kernel's `threads` is >= 0 for every admissible input, and >= 1 whenever an output
 // is non-empty (a launch of no threads writes nothing).
 pub(super) fn check_launch_geometry(cx: &Ctxt, attr: &OpAttr, solver: &Solver<'_>) {
@@ -435,6 +480,12 @@ pub(super) fn check_launch_geometry(cx: &Ctxt, attr: &OpAttr, solver: &Solver<'_
     }
     for t in attr.kernels.iter().filter_map(|k| k.threads.as_ref()).filter(|t| solver.mentions_only_known(t)) {
         let e = t.to_expr();
+        let lo = solver.lower_bound(&e);
+        // At least one thread always; or never negative and zero only with every output empty
+        // (`threads` is a dim of every output, or its element count): nothing to search.
+        if lo.is_some_and(|lo| lo >= 1) || (lo.is_some_and(|lo| lo >= 0) && sig.outputs.iter().all(|o| counts(&e, o))) {
+            continue;
+        }
         let mut found: Option<(i128, Option<(&STensor, i128)>)> = None;
         let env = solver.witness(|env| {
             let Some(v) = e.eval_map(env) else { return false };

@@ -194,6 +194,24 @@ pub(super) enum Outcome {
     Ranges(Vec<Iv>),
 }
 
+/// Closed difference bounds: `d[i][j]` bounds `x_j - x_i` (`None`: unbounded).
+pub(super) type Dbm = Vec<Vec<Option<i128>>>;
+
+/// The least value of `e` the difference bounds and ranges prove, when `e` is linear in at
+/// most two symbols with unit coefficients of opposite signs (`n - w + 1`), else `None`.
+pub(super) fn linear_lower_bound(space: &Space, ranges: &[Iv], dbm: &Dbm, e: &Expr) -> Option<i128> {
+    let l = linear(e)?;
+    let terms: Vec<(usize, i128)> = l.coef.iter().map(|(s, c)| Some((space.index(s)?, *c))).collect::<Option<_>>()?;
+    match terms.as_slice() {
+        [] => Some(l.k),
+        [(x, 1)] => l.k.checked_add(ranges[*x].0),
+        [(x, -1)] => l.k.checked_sub(ranges[*x].1),
+        // x - y + k >= k - max(y - x), and max(y - x) is d[x][y].
+        [(x, 1), (y, -1)] | [(y, -1), (x, 1)] => l.k.checked_sub(dbm.get(*x)?.get(*y)?.as_ref().copied()?),
+        _ => None,
+    }
+}
+
 /// One comparison `a op b` of a chain.
 struct Pair<'a> {
     a: &'a Expr,
@@ -236,6 +254,11 @@ fn ceil_div(a: i128, b: i128) -> i128 {
 /// Propagates `cs` over `space` to a fixpoint (at most a few rounds): difference bounds by
 /// shortest paths, single-symbol linear bounds, and interval narrowing of `sym op expr`.
 pub(super) fn propagate(space: &Space, cs: &[&Constraint]) -> Outcome {
+    propagate_full(space, cs).0
+}
+
+/// [`propagate`], with the final difference bounds when not refuted.
+pub(super) fn propagate_full(space: &Space, cs: &[&Constraint]) -> (Outcome, Dbm) {
     let ps = pairs(cs);
     let mut ranges = space.full.clone();
     let mut linear_forms: Vec<Lin> = Vec::new();
@@ -243,30 +266,32 @@ pub(super) fn propagate(space: &Space, cs: &[&Constraint]) -> Outcome {
         // Sides that always differ by a constant decide the comparison on their own.
         if let Some(d) = linear(p.a).and_then(|a| a.add(linear(p.b)?.scale(-1)?)) {
             if d.coef.is_empty() && !p.op.apply(d.k, 0) {
-                return Outcome::Refuted(Reason::Constant { k: d.k, op: p.op });
+                return (Outcome::Refuted(Reason::Constant { k: d.k, op: p.op }), Vec::new());
             }
         }
         linear_forms.extend(as_upper_bounds(p).unwrap_or_default());
     }
+    let mut dbm = Vec::new();
     for _round in 0..8 {
         let before = ranges.clone();
-        if let Err(r) = difference_bounds(space, &linear_forms, &mut ranges) {
-            return Outcome::Refuted(r);
+        match difference_bounds(space, &linear_forms, &mut ranges) {
+            Ok(d) => dbm = d,
+            Err(r) => return (Outcome::Refuted(r), Vec::new()),
         }
         if let Err(r) = narrow(space, &ps, &mut ranges) {
-            return Outcome::Refuted(r);
+            return (Outcome::Refuted(r), Vec::new());
         }
         if ranges == before {
             break;
         }
     }
-    Outcome::Ranges(ranges)
+    (Outcome::Ranges(ranges), dbm)
 }
 
 /// Applies the linear forms `l <= 0`: single-symbol ones as bounds, `x - y + k <= 0` ones as
 /// edges of a difference graph (with the ranges as edges to a zero node), closed by
 /// Floyd-Warshall; a negative cycle or an empty range refutes.
-fn difference_bounds(space: &Space, forms: &[Lin], ranges: &mut [Iv]) -> Result<(), Reason> {
+fn difference_bounds(space: &Space, forms: &[Lin], ranges: &mut [Iv]) -> Result<Dbm, Reason> {
     let n = space.syms.len();
     let z = n;
     let mut d: Vec<Vec<Option<i128>>> = vec![vec![None; n + 1]; n + 1];
@@ -299,13 +324,14 @@ fn difference_bounds(space: &Space, forms: &[Lin], ranges: &mut [Iv]) -> Result<
         }
     }
     for k in 0..=n {
-        for i in 0..=n {
-            let Some(ik) = d[i][k] else { continue };
-            for j in 0..=n {
-                if let Some(kj) = d[k][j] {
-                    let w = ik.saturating_add(kj);
-                    if d[i][j].is_none_or(|c| w < c) {
-                        d[i][j] = Some(w);
+        let row_k = d[k].clone();
+        for row in d.iter_mut() {
+            let Some(ik) = row[k] else { continue };
+            for (cell, kj) in row.iter_mut().zip(&row_k) {
+                if let Some(kj) = kj {
+                    let w = ik.saturating_add(*kj);
+                    if cell.is_none_or(|c| w < c) {
+                        *cell = Some(w);
                     }
                 }
             }
@@ -325,7 +351,7 @@ fn difference_bounds(space: &Space, forms: &[Lin], ranges: &mut [Iv]) -> Result<
             return Err(Reason::Empty);
         }
     }
-    Ok(())
+    Ok(d)
 }
 
 /// Interval pass: refutes a pair whose ranges cannot stand in the relation, and narrows a
@@ -460,10 +486,13 @@ pub(super) fn find(
     if cands.iter().any(Vec::is_empty) {
         return None;
     }
-    let mut env: BTreeMap<String, i128> = BTreeMap::new();
+    // The map keeps its keys; only the values change (no allocation per assignment). `order`
+    // maps the map's (sorted) keys to the symbols' positions.
+    let mut env: BTreeMap<String, i128> = space.syms.iter().map(|s| (s.clone(), 0)).collect();
+    let order: Vec<usize> = env.keys().map(|k| space.index(k).unwrap_or(0)).collect();
     let mut visit = |idx: &[usize], env: &mut BTreeMap<String, i128>| -> bool {
-        for (s, (c, &i)) in space.syms.iter().zip(cands.iter().zip(idx)) {
-            env.insert(s.clone(), c[i]);
+        for ((_, slot), &j) in env.iter_mut().zip(&order) {
+            *slot = cands[j][idx[j]];
         }
         cs.iter().all(|c| c.holds(&|s| env.get(s).copied()) == Some(true)) && f(env)
     };
