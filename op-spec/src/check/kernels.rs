@@ -290,4 +290,89 @@ mod tests {
         assert_eq!(e.len(), 1, "{e:?}");
         assert!(e[0].starts_with("kernel source `nope.wgsl` does not exist relative to the crate's Cargo.toml"), "{}", e[0]);
     }
+
+    /// A fresh crate directory (with a `Cargo.toml`) holding `kernels/k.wgsl` and `kernels/k.cu`.
+    fn crate_dir(tag: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("op-spec-kernels-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("kernels")).unwrap();
+        std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"k\"\n").unwrap();
+        std::fs::write(
+            dir.join("kernels/k.wgsl"),
+            "struct P { n: u32 }\n@group(0) @binding(0) var<storage, read> x: array<f32>;\n@group(0) @binding(1) var<storage, read_write> out: array<f32>;\n@group(0) @binding(2) var<uniform> p: P;\n@compute @workgroup_size(64) fn main(@builtin(global_invocation_id) g: vec3<u32>) { if (g.x < p.n) { out[g.x] = x[g.x]; } }\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("kernels/k.cu"),
+            "extern \"C\" __global__ void k(const float* x, float* out, unsigned int n) { unsigned int i = threadIdx.x; if (i < n) out[i] = undefined_helper(x[i]); }\n",
+        )
+        .unwrap();
+        dir
+    }
+
+    fn errors(kernel: proc_macro2::TokenStream, bases: &[std::path::PathBuf]) -> Vec<String> {
+        let attr = quote!(name = "a/b", version = 1, signature(x: f32[n]) -> f32[n], category = elementwise, tolerance = ulp(0), backward = none, #kernel);
+        let item = quote!(
+            fn f<T: Real>(x: &[T]) -> Vec<T> {
+                todo!()
+            }
+        );
+        check_tokens(attr, item, bases).err().unwrap_or_default().into_iter().map(|e| e.to_string()).collect()
+    }
+
+    #[test]
+    fn kernel_paths_are_relative_and_inside_the_crate() {
+        let dir = crate_dir("paths");
+        let bases = [dir.clone()];
+        assert!(
+            errors(quote!(kernel(wgsl = "kernels/k.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n)), &bases).is_empty()
+        );
+        let abs = dir.join("kernels/k.wgsl").to_string_lossy().to_string();
+        let e = errors(quote!(kernel(wgsl = #abs, bindings(x: read, out: read_write, uniform(n)), threads = n)), &bases);
+        assert!(e[0].contains("is an absolute path"), "{e:?}");
+        // `..` that stays inside is fine; past the crate's root it is refused, even if the file exists.
+        let e =
+            errors(quote!(kernel(wgsl = "kernels/../kernels/k.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n)), &bases);
+        assert!(e.is_empty(), "{e:?}");
+        let sibling = format!("op-spec-kernels-outside-{}.wgsl", std::process::id());
+        std::fs::copy(dir.join("kernels/k.wgsl"), std::env::temp_dir().join(&sibling)).unwrap();
+        let outside = format!("../{sibling}");
+        let e = errors(quote!(kernel(wgsl = #outside, bindings(x: read, out: read_write, uniform(n)), threads = n)), &bases);
+        assert!(e[0].contains("leaves the crate"), "{e:?}");
+    }
+
+    #[test]
+    fn launch_geometry_covers_non_empty_outputs() {
+        let bases = [crate_dir("threads")];
+        let e = errors(quote!(kernel(wgsl = "kernels/k.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n / 2)), &bases);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].starts_with("`threads = n / 2` is 0 with n = 1 (admissible under the constraints) while output `out` has 1 element(s)"),
+            "{}",
+            e[0]
+        );
+        let e = errors(quote!(kernel(wgsl = "kernels/k.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n - 1)), &bases);
+        assert!(e[0].starts_with("`threads = n - 1` is -1 with n = 0"), "{e:?}");
+        // Zero threads for an empty output is fine; a constant launch of 256 is fine.
+        assert!(
+            errors(quote!(kernel(wgsl = "kernels/k.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n)), &bases).is_empty()
+        );
+        assert!(errors(quote!(kernel(wgsl = "kernels/k.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = 256)), &bases)
+            .is_empty());
+    }
+
+    /// Where NVRTC loads, a kernel that passes the lexical checks but does not compile is
+    /// reported on its path (`OP_REQUIRE_NVRTC=1` makes a missing NVRTC a failure).
+    #[test]
+    fn cuda_kernels_compile_where_nvrtc_loads() {
+        let bases = [crate_dir("nvrtc")];
+        let e = errors(quote!(kernel(cuda = "kernels/k.cu", bindings(x: read, out: read_write, uniform(n)), threads = n)), &bases);
+        if crate::nvrtc::version().is_none() {
+            assert!(std::env::var("OP_REQUIRE_NVRTC").is_err(), "OP_REQUIRE_NVRTC is set but NVRTC does not load");
+            assert!(e.is_empty(), "{e:?}");
+            return;
+        }
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].starts_with("the CUDA kernel `kernels/k.cu` does not compile (NVRTC"), "{}", e[0]);
+        assert!(e[0].contains("undefined_helper"), "{}", e[0]);
+    }
 }

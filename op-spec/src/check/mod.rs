@@ -407,4 +407,70 @@ mod tests {
             "{e:?}"
         );
     }
+
+    #[test]
+    fn one_broken_argument_hides_no_other_error() {
+        let e = errs(
+            quote!(name = "a/b", version = 1, signature(x: f32[n], w: u3, y: f32[n] where n < n) -> f32[n],
+                category = selection, tolerance = exact, backward = none),
+            quote!(
+                fn f(x: &[f64], w: u32, y: &[f32]) -> Vec<f32> {
+                    todo!()
+                }
+            ),
+        );
+        assert_eq!(e.len(), 3, "{e:?}");
+        assert!(e[0].starts_with("unknown dtype `u3`"));
+        assert!(e[1].starts_with("constraint `n < n` can never hold"));
+        assert!(e[2].starts_with("parameter 1 of reference `f` is tensor input `x: f32[..]` and must be `&[f32]`"));
+        // A broken output: the other outputs and the arguments are still checked.
+        let e = errs(
+            quote!(name = "a/b", version = 1, signature(x: f32[n], w: u32 where w > 4294967295) -> (a: f32[n], b: f33[n]),
+                category = selection, tolerance = exact, backward = none),
+            quote!(
+                fn f(x: &[f32], w: i8) -> Vec<f32> {
+                    todo!()
+                }
+            ),
+        );
+        assert_eq!(e.len(), 3, "{e:?}");
+        assert!(e[0].starts_with("unknown dtype `f33`"));
+    }
+
+    #[test]
+    fn aliased_element_types_are_left_to_the_type_checker() {
+        let e = errs(
+            quote!(name = "a/b", version = 1, signature(x: u16[n], k: u16) -> u16[n], category = integer, tolerance = exact, backward = none),
+            quote!(
+                fn f(x: &[Elem], k: crate::Elem) -> Vec<Elem> {
+                    todo!()
+                }
+            ),
+        );
+        assert!(e.is_empty(), "{e:?}");
+        // A known type that is not the dtype's is still refused here.
+        let e = errs(
+            quote!(name = "a/b", version = 1, signature(x: u16[n]) -> u16[n], category = integer, tolerance = exact, backward = none),
+            quote!(
+                fn f(x: &[u32]) -> Vec<u16> {
+                    todo!()
+                }
+            ),
+        );
+        assert_eq!(e, vec!["parameter 1 of reference `f` is tensor input `x: u16[..]` and must be `&[u16]`".to_string()]);
+    }
+
+    #[test]
+    fn methods_are_not_ops() {
+        let e = errs(
+            quote!(name = "a/b", version = 1, signature(x: f32[n]) -> f32[n], category = elementwise, tolerance = ulp(1), backward = none),
+            quote!(
+                fn f<T: Real>(&self, x: &[T]) -> Vec<T> {
+                    todo!()
+                }
+            ),
+        );
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].starts_with("declare the op at module level: `f` is a method"), "{}", e[0]);
+    }
 }
