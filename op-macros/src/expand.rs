@@ -103,7 +103,7 @@ impl Gen<'_> {
     }
 
     /// `Vec<E>` per item, a tuple of them for several.
-    fn vecs<'t>(&self, mode: Mode, dtypes: impl Iterator<Item = DType>) -> TokenStream {
+    fn vecs(&self, mode: Mode, dtypes: impl Iterator<Item = DType>) -> TokenStream {
         let vs: Vec<TokenStream> = dtypes
             .map(|d| {
                 let e = self.elem(d, mode);

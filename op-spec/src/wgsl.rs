@@ -329,24 +329,7 @@ fn check_uniform(
     span: SpanRange,
     fields: &[Ident],
 ) {
-    // What each field must be in WGSL: `None` when the parameter's dtype has no uniform form.
-    let wanted: Vec<Option<Scalar>> = fields
-        .iter()
-        .map(|f| match param_dtype(sig, f) {
-            None => Some(Scalar::U32),
-            Some(d) => {
-                let s = uniform_scalar(d.value);
-                if s.is_none() {
-                    let msg = format!(
-                        "uniform field `{f}` is a `{}` parameter, which a WGSL uniform block cannot hold (u32, i32 and f32 only); change the parameter's dtype",
-                        d.value.name()
-                    );
-                    cx.error(syn::Error::new(f.span(), msg));
-                }
-                s
-            }
-        })
-        .collect();
+    let wanted = uniform_wanted(cx, sig, fields);
     let Some((var, rb)) = global else {
         let members = fields
             .iter()
@@ -378,6 +361,44 @@ fn check_uniform(
         return;
     };
     let struct_name = ty.name.as_deref().unwrap_or("<anonymous>");
+    check_uniform_members(cx, module, sig, (var, rb), span, fields, &wanted, (struct_name, members));
+}
+
+/// What each uniform field must be in WGSL: `u32` for a dim, the parameter's scalar for a
+/// parameter, `None` (reported) when the parameter's dtype has no uniform form.
+fn uniform_wanted(cx: &Ctxt, sig: &SSignature, fields: &[Ident]) -> Vec<Option<Scalar>> {
+    fields
+        .iter()
+        .map(|f| match param_dtype(sig, f) {
+            None => Some(Scalar::U32),
+            Some(d) => {
+                let s = uniform_scalar(d.value);
+                if s.is_none() {
+                    let msg = format!(
+                        "uniform field `{f}` is a `{}` parameter, which a WGSL uniform block cannot hold (u32, i32 and f32 only); change the parameter's dtype",
+                        d.value.name()
+                    );
+                    cx.error(syn::Error::new(f.span(), msg));
+                }
+                s
+            }
+        })
+        .collect()
+}
+
+/// The uniform struct's members against the fields: count, order (one error when the same
+/// names are permuted), then each member's type.
+#[allow(clippy::too_many_arguments)]
+fn check_uniform_members(
+    cx: &Ctxt,
+    module: &Module,
+    sig: &SSignature,
+    (var, rb): (&GlobalVariable, ResourceBinding),
+    span: SpanRange,
+    fields: &[Ident],
+    wanted: &[Option<Scalar>],
+    (struct_name, members): (&str, &[naga::StructMember]),
+) {
     if members.len() != fields.len() {
         let names = members.iter().map(|m| format!("`{}`", m.name.as_deref().unwrap_or("_"))).collect::<Vec<_>>().join(", ");
         let msg = format!(
@@ -404,7 +425,7 @@ fn check_uniform(
         cx.error(span.error(msg));
         return;
     }
-    for (j, ((field, want), member)) in fields.iter().zip(&wanted).zip(members).enumerate() {
+    for (j, ((field, want), member)) in fields.iter().zip(wanted).zip(members).enumerate() {
         let member_name = member.name.as_deref().unwrap_or("_");
         if field != member_name {
             let msg =

@@ -195,7 +195,8 @@ fn global_at(src: &str, toks: &[CTok], at: usize, extern_c: bool) -> Option<Glob
         }
         cur.push(t.clone());
     }
-    if !cur.is_empty() && !(cur.len() == 1 && cur[0].text == "void") {
+    let only_void = cur.len() == 1 && cur[0].text == "void";
+    if !cur.is_empty() && !only_void {
         params.push(parse_param(src, &cur));
     }
     Some(Global { name, extern_c, returns_void, params })

@@ -64,10 +64,12 @@ pub(super) fn check_module_level(cx: &Ctxt, attr: &OpAttr, func: &RefFn, at: Opt
     ));
 }
 
+/// The scope of every `#` token of a file, by (line, column).
+type HashScopes = HashMap<(usize, usize), Scope>;
+
 thread_local! {
-    /// Per file: the scope of every `#` token, by (line, column). One read and lex per file
-    /// per compiler process, however many ops it declares.
-    static SCOPES: RefCell<HashMap<PathBuf, HashMap<(usize, usize), Scope>>> = RefCell::new(HashMap::new());
+    /// Per file, read and lexed once per compiler process however many ops it declares.
+    static SCOPES: RefCell<HashMap<PathBuf, HashScopes>> = RefCell::new(HashMap::new());
 }
 
 fn scope_at(at: &Location) -> Scope {
@@ -214,7 +216,7 @@ fn classify(header: &[&Tok]) -> Scope {
 
 /// The scope of every `#` of `src`: the innermost enclosing non-module scope, `Unknown` if a
 /// macro body encloses it anywhere, else `Module`.
-fn hash_scopes(src: &str) -> HashMap<(usize, usize), Scope> {
+fn hash_scopes(src: &str) -> HashScopes {
     let toks = lex(src);
     let mut stack: Vec<Scope> = Vec::new();
     let mut header_start = 0;
