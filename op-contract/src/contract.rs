@@ -47,12 +47,17 @@ impl Contract {
 pub struct Signature {
     /// Tensor inputs and scalar parameters, in the order the reference takes them.
     pub args: Vec<Arg>,
-    /// Every `where` constraint, in declaration order.
+    /// Every integer `where` constraint (over dims and integer parameters), in declaration order.
     pub constraints: Vec<Constraint>,
     /// Outputs with their dim expressions.
     pub outputs: Vec<TensorSig>,
     /// Whether output sizes are known before running.
     pub shape_class: ShapeClass,
+    /// Every `where` constraint over float parameters (`lo <= hi`, `0 <= p <= 1`), in
+    /// declaration order. Absent from the JSON when empty, so contracts without one keep the
+    /// encoding (and identity) they had before float constraints existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub float_constraints: Vec<FloatConstraint>,
 }
 
 impl Signature {
@@ -73,6 +78,12 @@ impl Signature {
     /// Tensor inputs of a float dtype: the ones gradients flow to.
     pub fn differentiable_inputs(&self) -> impl Iterator<Item = &TensorSig> {
         self.inputs().filter(|t| t.dtype.is_float())
+    }
+    /// The first float constraint that `env` (float parameter values by name) violates, if any.
+    /// A NaN value violates every constraint that mentions it; a name `env` does not know
+    /// violates the constraint too (the call cannot be checked, so it is refused).
+    pub fn violated_float_constraint(&self, env: &dyn Fn(&str) -> Option<f64>) -> Option<&FloatConstraint> {
+        self.float_constraints.iter().find(|c| c.holds(env) != Some(true))
     }
     /// Symbols bound by input dims (a bare symbol in some input's dim list), in first-seen order.
     pub fn dim_symbols(&self) -> Vec<String> {
@@ -163,6 +174,82 @@ impl fmt::Display for Constraint {
     }
 }
 
+/// A comparison chain over float parameters and literals, e.g. `0 <= p <= 1` or `lo <= hi`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FloatConstraint {
+    /// The compared terms.
+    pub terms: Vec<FloatTerm>,
+    /// The operators between consecutive terms (one fewer than `terms`).
+    pub ops: Vec<CmpOp>,
+}
+
+/// One term of a float constraint.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FloatTerm {
+    /// A float parameter, by name.
+    Param(String),
+    /// A literal (integer literals are converted exactly to f64).
+    Lit(FloatLit),
+}
+
+/// A finite f64 literal compared by its bits, so contracts stay `Eq`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct FloatLit(pub f64);
+
+impl PartialEq for FloatLit {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+impl Eq for FloatLit {}
+
+impl FloatTerm {
+    /// The term's value: the parameter's from `env`, or the literal.
+    pub fn value(&self, env: &dyn Fn(&str) -> Option<f64>) -> Option<f64> {
+        match self {
+            FloatTerm::Param(p) => env(p),
+            FloatTerm::Lit(l) => Some(l.0),
+        }
+    }
+}
+
+impl FloatConstraint {
+    /// Evaluates the chain in IEEE arithmetic (a NaN makes a comparison false); `None` when
+    /// `env` lacks a parameter.
+    pub fn holds(&self, env: &dyn Fn(&str) -> Option<f64>) -> Option<bool> {
+        let mut prev = self.terms.first()?.value(env)?;
+        for (op, t) in self.ops.iter().zip(self.terms.get(1..).unwrap_or_default()) {
+            let next = t.value(env)?;
+            if !op.apply_f64(prev, next) {
+                return Some(false);
+            }
+            prev = next;
+        }
+        Some(true)
+    }
+}
+
+impl fmt::Display for FloatTerm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FloatTerm::Param(p) => f.write_str(p),
+            FloatTerm::Lit(l) => write!(f, "{:?}", l.0),
+        }
+    }
+}
+
+impl fmt::Display for FloatConstraint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Some(first) = self.terms.first() else { return Ok(()) };
+        write!(f, "{first}")?;
+        for (op, t) in self.ops.iter().zip(&self.terms[1..]) {
+            write!(f, " {op} {t}")?;
+        }
+        Ok(())
+    }
+}
+
 /// Comparison operators of constraints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CmpOp {
@@ -192,6 +279,22 @@ impl CmpOp {
             CmpOp::Ge => a >= b,
         }
     }
+
+    /// Applies the comparison to floats (IEEE: every comparison with NaN is false, `!=` too,
+    /// so a NaN parameter never satisfies a constraint).
+    pub fn apply_f64(self, a: f64, b: f64) -> bool {
+        if a.is_nan() || b.is_nan() {
+            return false;
+        }
+        match self {
+            CmpOp::Lt => a < b,
+            CmpOp::Le => a <= b,
+            CmpOp::Eq => a == b,
+            CmpOp::Ne => a != b,
+            CmpOp::Gt => a > b,
+            CmpOp::Ge => a >= b,
+        }
+    }
 }
 
 impl fmt::Display for CmpOp {
@@ -206,6 +309,13 @@ impl fmt::Display for CmpOp {
         })
     }
 }
+
+/// The deepest expression (`Expr::depth`) a contract may hold; `#[op]` refuses deeper ones.
+/// Each level costs at most two levels of JSON nesting and a contract puts at most six around
+/// an expression, so every contract the macro accepts stays below serde_json's default
+/// recursion limit (128) and reads back (`tests::deepest_contract_round_trips`: about 60 levels
+/// would be the breaking point).
+pub const MAX_EXPR_DEPTH: usize = 32;
 
 /// Integer expressions over dim symbols and integer parameters.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -265,6 +375,15 @@ impl Expr {
             Expr::Min(a, b) => a.eval(env)?.min(b.eval(env)?),
             Expr::Max(a, b) => a.eval(env)?.max(b.eval(env)?),
         })
+    }
+
+    /// Nesting depth: 1 for a symbol or literal, one more per operator above it.
+    pub fn depth(&self) -> usize {
+        match self {
+            Expr::Sym(_) | Expr::Lit(_) => 1,
+            Expr::Neg(e) => 1 + e.depth(),
+            Expr::Bin(_, a, b) | Expr::Min(a, b) | Expr::Max(a, b) => 1 + a.depth().max(b.depth()),
+        }
     }
 
     /// Evaluates with a map environment.
@@ -601,6 +720,10 @@ pub enum Binding {
         name: String,
         /// How the kernel may access the buffer.
         access: Access,
+        /// The kernel's own name for the buffer (WGSL global, CUDA parameter) when it differs
+        /// from the tensor's (`x: read as lhs`); absent from the JSON when it does not.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        global: Option<String>,
     },
     /// A uniform block (WGSL) or scalar parameters (CUDA) with these fields, each a dim or param.
     Uniform {
@@ -617,4 +740,115 @@ pub enum Access {
     Read,
     /// Read and written (`read_write`).
     ReadWrite,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A left-deep sum `n + n + ... + n` of the given depth.
+    fn deep(depth: usize) -> Expr {
+        let mut e = Expr::Sym("n".into());
+        for _ in 1..depth {
+            e = Expr::Bin(BinOp::Add, Box::new(e), Box::new(Expr::Sym("n".into())));
+        }
+        e
+    }
+
+    fn contract_with(e: &Expr) -> Contract {
+        let t = |name: &str, dims: Vec<Expr>| TensorSig { name: name.into(), dtype: DType::f32, dims };
+        Contract {
+            name: "a/b".into(),
+            version: 1,
+            signature: Signature {
+                args: vec![Arg::Tensor(t("x", vec![Expr::Sym("n".into()), e.clone()]))],
+                constraints: vec![Constraint { terms: vec![e.clone(), Expr::Neg(Box::new(e.clone()))], ops: vec![CmpOp::Ge] }],
+                outputs: vec![t("out", vec![e.clone()])],
+                shape_class: ShapeClass::Bounded(e.clone()),
+                float_constraints: vec![FloatConstraint {
+                    terms: vec![FloatTerm::Lit(FloatLit(0.0)), FloatTerm::Param("p".into())],
+                    ops: vec![CmpOp::Le],
+                }],
+            },
+            category: Category::Elementwise,
+            tolerance: Tolerance::Loose { rtol: 1e-3, atol: 0.0 },
+            backward: Backward::None,
+            subgradient: None,
+            nan: None,
+            cpu: None,
+            kernels: vec![Kernel {
+                lang: KernelLang::Wgsl,
+                path: "k.wgsl".into(),
+                entry: "main".into(),
+                bindings: vec![],
+                threads: e.clone(),
+                block: None,
+            }],
+            license: None,
+            visibility: Visibility::Private,
+        }
+    }
+
+    #[test]
+    fn deepest_contract_round_trips() {
+        // The deepest expression the macro accepts, in every position an expression can take
+        // (a constraint term holds `-e`, one level deeper: the parser counts it in the limit, so
+        // `MAX_EXPR_DEPTH` there is `-` over a `MAX_EXPR_DEPTH - 1` operand).
+        let e = deep(MAX_EXPR_DEPTH);
+        assert_eq!(e.depth(), MAX_EXPR_DEPTH);
+        let c = contract_with(&e);
+        let json = serde_json::to_string(&c).expect("serialises");
+        let back: Contract = serde_json::from_str(&json).expect("the deepest accepted contract reads back");
+        assert_eq!(back, c);
+        // The margin is real: the deepest expression that still reads back is well past the limit
+        // (the constraint term `-e` is the deepest position), and a deeper one fails as expected.
+        let reads_back = |d: usize| {
+            let json = serde_json::to_string(&contract_with(&deep(d))).expect("serialises");
+            serde_json::from_str::<Contract>(&json).is_ok()
+        };
+        let deepest = (1..200).take_while(|d| reads_back(*d)).last().unwrap_or(0);
+        assert!(deepest >= MAX_EXPR_DEPTH + 16, "only depth {deepest} reads back");
+        assert!(!reads_back(deepest + 1));
+    }
+
+    #[test]
+    fn empty_float_constraints_keep_the_old_encoding() {
+        let mut c = contract_with(&Expr::Sym("n".into()));
+        c.signature.float_constraints.clear();
+        let json = serde_json::to_string(&c).expect("serialises");
+        assert!(!json.contains("float_constraints"), "{json}");
+        let back: Contract = serde_json::from_str(&json).expect("reads back");
+        assert_eq!(back, c);
+    }
+
+    #[test]
+    fn float_constraints_evaluate_in_ieee() {
+        let c = FloatConstraint {
+            terms: vec![FloatTerm::Lit(FloatLit(0.0)), FloatTerm::Param("p".into()), FloatTerm::Lit(FloatLit(1.0))],
+            ops: vec![CmpOp::Le, CmpOp::Le],
+        };
+        assert_eq!(c.to_string(), "0.0 <= p <= 1.0");
+        let env = |v: f64| move |s: &str| (s == "p").then_some(v);
+        assert_eq!(c.holds(&env(0.5)), Some(true));
+        assert_eq!(c.holds(&env(1.5)), Some(false));
+        assert_eq!(c.holds(&env(f64::NAN)), Some(false));
+        assert_eq!(c.holds(&|_| None), None);
+        let lo_hi = FloatConstraint { terms: vec![FloatTerm::Param("lo".into()), FloatTerm::Param("hi".into())], ops: vec![CmpOp::Le] };
+        let sig = Signature {
+            args: vec![],
+            constraints: vec![],
+            outputs: vec![],
+            shape_class: ShapeClass::Static,
+            float_constraints: vec![lo_hi.clone()],
+        };
+        let env = |lo: f64, hi: f64| {
+            move |s: &str| match s {
+                "lo" => Some(lo),
+                "hi" => Some(hi),
+                _ => None,
+            }
+        };
+        assert_eq!(sig.violated_float_constraint(&env(0.0, 1.0)), None);
+        assert_eq!(sig.violated_float_constraint(&env(2.0, 1.0)), Some(&lo_hi));
+    }
 }

@@ -1,50 +1,44 @@
 //! Code generation only: turns a checked declaration into the user's function plus a hidden
-//! module holding the op's static description and the typed call shims. No decisions here:
-//! every rule lives in `op_spec::check`; shims call `::op_runtime::__private` helpers.
+//! module holding the op's static description and the typed call shims. Nothing is decided
+//! here: `op_spec::check` validates and `op_spec::plan` decides how each shim instantiates the
+//! user's functions; every shim comes from one template (`Gen::shim`) and calls
+//! `::op_runtime::__private` helpers.
 
-use op_spec::check::{check, CheckInput, Checked};
-use op_spec::contract::{Arg, Backward, DType};
-use op_spec::ctxt::Ctxt;
-use op_spec::model::{OpAttr, SBackward};
+use op_spec::check::{check_declaration, parse_item, Checked, Location};
+use op_spec::contract::{Arg, DType};
+use op_spec::plan::{Elem, F64Path};
+use op_spec::reference::RefFn;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 
-/// The whole macro: parse, check, expand; on error, the function unchanged plus the errors.
-pub fn expand(attr: TokenStream, item: TokenStream, source_dir: Option<std::path::PathBuf>) -> TokenStream {
-    let func: syn::ItemFn = match syn::parse2(item.clone()) {
+/// The whole macro (thiserror's shape): the item as the reference function, the declaration
+/// checked into the validated model, then generation; on error, the function unchanged plus
+/// every error.
+pub fn expand(attr: TokenStream, item: TokenStream, source_dir: Option<std::path::PathBuf>, location: Option<Location>) -> TokenStream {
+    let func = match parse_item(item.clone()) {
         Ok(f) => f,
         Err(e) => {
-            let msg = syn::Error::new(
-                e.span(),
-                "`#[op]` goes on a free function, the op's reference implementation, not on this item; put it on a `fn`",
-            );
-            let err = msg.to_compile_error();
+            let err = e.to_compile_error();
             return quote!(#item #err);
         }
     };
-    let cx = Ctxt::new();
-    let parsed = op_spec::parse::parse_attr(&cx, attr);
-    let description = op_spec::canon::doc_comment(&func.attrs);
     let mut bases: Vec<std::path::PathBuf> = std::env::var_os("CARGO_MANIFEST_DIR").map(std::path::PathBuf::from).into_iter().collect();
     bases.extend(source_dir);
-    let checked = check(&cx, &CheckInput { attr: &parsed, func: &func, description: &description, base_dirs: &bases });
-    match (cx.check(), checked) {
-        (Ok(()), Some(c)) => generate(&func, &parsed, &c, &description),
-        (Err(errors), _) => fallback(&func, errors),
-        (Ok(()), None) => fallback(
-            &func,
-            vec![syn::Error::new(Span::call_site(), "internal error in #[op]: the declaration did not check but no error was recorded")],
-        ),
+    // The declaring crate's own sources feed the identity's code closure.
+    let site = op_spec::closure::Site::from_env(location.as_ref().map(|l| l.file.clone()));
+    match check_declaration(attr, &func, &bases, location.as_ref(), Some(&site)) {
+        Ok(checked) => generate(&func, &checked),
+        Err(errors) => fallback(&func, errors),
     }
 }
 
 /// The function unchanged, plus every error (tokio-macros style: the IDE keeps the item).
-fn fallback(func: &syn::ItemFn, errors: Vec<syn::Error>) -> TokenStream {
+fn fallback(func: &RefFn, errors: Vec<syn::Error>) -> TokenStream {
     let errs = errors.iter().map(syn::Error::to_compile_error);
     quote!(#func #(#errs)*)
 }
 
-fn elem_type(d: DType) -> TokenStream {
+fn dtype_tokens(d: DType) -> TokenStream {
     match d {
         DType::f16 => quote!(::op_runtime::__private::f16),
         DType::bf16 => quote!(::op_runtime::__private::bf16),
@@ -55,105 +49,100 @@ fn elem_type(d: DType) -> TokenStream {
     }
 }
 
-/// How the shims instantiate the reference: the declared dtype or f64 (gradcheck).
+/// Whether a shim is generic over the plan's `T` or concrete at the declared dtypes.
 #[derive(Clone, Copy, PartialEq)]
-enum Inst {
-    Declared,
-    F64,
+enum Mode {
+    Generic,
+    Concrete,
 }
 
-struct Ctx<'a> {
-    checked: &'a Checked,
-    generic: bool,
+/// Generation context of one declaration.
+struct Gen<'a> {
+    c: &'a Checked,
 }
 
-impl Ctx<'_> {
-    /// The element type of a dtype under an instantiation.
-    fn ty(&self, d: DType, inst: Inst) -> TokenStream {
-        if d.is_float() && self.generic && inst == Inst::F64 {
-            quote!(f64)
-        } else {
-            elem_type(d)
+impl Gen<'_> {
+    fn elem(&self, d: DType, mode: Mode) -> TokenStream {
+        match (self.c.plan.elem(d), mode) {
+            (Elem::T, Mode::Generic) => quote!(T),
+            _ => dtype_tokens(d),
         }
     }
 
-    /// The fn-pointer type of the reference under `inst`, plus `extra` trailing slice params.
-    fn ref_fn_type(&self, inst: Inst, extra: &[TokenStream], ret: Option<TokenStream>) -> TokenStream {
-        let sig = &self.checked.contract.signature;
+    fn mode(&self) -> Mode {
+        if self.c.plan.generic {
+            Mode::Generic
+        } else {
+            Mode::Concrete
+        }
+    }
+
+    fn generics(&self, mode: Mode) -> TokenStream {
+        match (mode, self.c.plan.float_params) {
+            (Mode::Concrete, _) => quote!(),
+            (Mode::Generic, false) => quote!(<T: ::op_runtime::__private::Real>),
+            (Mode::Generic, true) => quote!(<T: ::op_runtime::__private::Real + ::op_runtime::__private::ParamValue>),
+        }
+    }
+
+    /// The reference's parameter types, plus `extra` trailing ones.
+    fn fn_type(&self, mode: Mode, extra: &[TokenStream], ret: TokenStream) -> TokenStream {
+        let sig = &self.c.contract.signature;
         let mut params: Vec<TokenStream> = sig
             .args
             .iter()
             .map(|a| match a {
                 Arg::Tensor(t) => {
-                    let e = self.ty(t.dtype, inst);
+                    let e = self.elem(t.dtype, mode);
                     quote!(&[#e])
                 }
-                Arg::Param(p) => self.ty(p.dtype, inst),
+                Arg::Param(p) => self.elem(p.dtype, mode),
             })
             .collect();
-        params.extend(self.checked.reference.extra_dims.iter().map(|_| quote!(usize)));
+        params.extend(self.c.reference.extra_dims.iter().map(|_| quote!(usize)));
         params.extend(extra.iter().cloned());
-        let ret = ret.unwrap_or_else(|| self.outputs_type(inst));
         quote!(fn(#(#params),*) -> #ret)
     }
 
-    fn outputs_type(&self, inst: Inst) -> TokenStream {
-        let outs: Vec<TokenStream> = self
-            .checked
-            .contract
-            .signature
-            .outputs
-            .iter()
-            .map(|o| {
-                let e = self.ty(o.dtype, inst);
+    /// `Vec<E>` per item, a tuple of them for several.
+    fn vecs(&self, mode: Mode, dtypes: impl Iterator<Item = DType>) -> TokenStream {
+        let vs: Vec<TokenStream> = dtypes
+            .map(|d| {
+                let e = self.elem(d, mode);
                 quote!(::std::vec::Vec<#e>)
             })
             .collect();
-        if outs.len() == 1 {
-            outs[0].clone()
+        if vs.len() == 1 {
+            vs[0].clone()
         } else {
-            quote!((#(#outs),*))
+            quote!((#(#vs),*))
         }
     }
 
-    fn grads_type(&self, inst: Inst) -> TokenStream {
-        let gs: Vec<TokenStream> = self
-            .checked
-            .contract
-            .signature
-            .differentiable_inputs()
-            .map(|t| {
-                let e = self.ty(t.dtype, inst);
-                quote!(::std::vec::Vec<#e>)
-            })
-            .collect();
-        if gs.len() == 1 {
-            gs[0].clone()
-        } else {
-            quote!((#(#gs),*))
-        }
+    fn outputs_type(&self, mode: Mode) -> TokenStream {
+        self.vecs(mode, self.c.contract.signature.outputs.iter().map(|o| o.dtype))
     }
 
     /// Argument expressions reading the call's inputs, params and dims.
-    fn call_args(&self, inst: Inst) -> Vec<TokenStream> {
-        let sig = &self.checked.contract.signature;
+    fn call_args(&self, mode: Mode) -> Vec<TokenStream> {
+        let sig = &self.c.contract.signature;
         let (mut ti, mut pi) = (0usize, 0usize);
         let mut args: Vec<TokenStream> = Vec::new();
         for a in &sig.args {
             match a {
                 Arg::Tensor(t) => {
-                    let e = self.ty(t.dtype, inst);
+                    let e = self.elem(t.dtype, mode);
                     args.push(quote!(__cx.input::<#e>(#ti)?));
                     ti += 1;
                 }
                 Arg::Param(p) => {
-                    let e = self.ty(p.dtype, inst);
+                    let e = self.elem(p.dtype, mode);
                     args.push(quote!(__cx.param::<#e>(#pi)?));
                     pi += 1;
                 }
             }
         }
-        for d in &self.checked.reference.extra_dims {
+        for d in &self.c.reference.extra_dims {
             args.push(quote!(__cx.dim(#d)?));
         }
         args
@@ -168,6 +157,57 @@ impl Ctx<'_> {
             let idx: Vec<syn::Index> = (0..n).map(syn::Index::from).collect();
             let pos: Vec<usize> = (0..n).collect();
             quote!(#(__cx.#setter(#pos, __r.#idx)?;)*)
+        }
+    }
+
+    /// The one shim template: type-check the user's function (`check`), call it, store. A
+    /// generic shim declares `T` at `t_span` (where rustc points when it names `T`).
+    fn shim(&self, name: &syn::Ident, mode: Mode, t_span: Span, check: TokenStream, call: TokenStream, store: TokenStream) -> TokenStream {
+        let generics = respan_ident(self.generics(mode), "T", t_span);
+        quote! {
+            fn #name #generics (__cx: &mut ::op_runtime::__private::Call<'_>) -> ::core::result::Result<(), ::op_runtime::__private::ShimError> {
+                #check
+                let __r = #call;
+                #store
+                ::core::result::Result::Ok(())
+            }
+        }
+    }
+
+    /// A shim calling user path `p` through a binding typed `fty`, the type check spanned on
+    /// the path so an error lands there (once: a generic shim is checked once).
+    fn path_shim(
+        &self,
+        name: &syn::Ident,
+        mode: Mode,
+        p: &syn::Path,
+        fty: TokenStream,
+        args: Vec<TokenStream>,
+        store: TokenStream,
+    ) -> TokenStream {
+        let p = rebase(p);
+        let span = path_span(&p);
+        let check = typed_binding(span, &respan(fty, span), &quote!(#p));
+        self.shim(name, mode, span, check, quote!(__f(#(#args),*)), store)
+    }
+
+    /// Shim `name` on the declared path.
+    fn declared(&self, name: &syn::Ident) -> TokenStream {
+        match self.c.plan.declared {
+            Some(d) if self.c.plan.generic => {
+                let t = dtype_tokens(d);
+                quote!(#name::<#t>)
+            }
+            _ => quote!(#name),
+        }
+    }
+
+    /// Shim `name` on the f64 path, if there is one.
+    fn f64(&self, name: &syn::Ident) -> Option<TokenStream> {
+        match self.c.plan.f64 {
+            F64Path::None => None,
+            F64Path::Generic => Some(quote!(#name::<f64>)),
+            F64Path::Declared => Some(quote!(#name)),
         }
     }
 }
@@ -207,6 +247,20 @@ fn respan(ts: TokenStream, span: Span) -> TokenStream {
         .collect()
 }
 
+/// `ts` with the top-level identifier `name` given `span`.
+fn respan_ident(ts: TokenStream, name: &str, span: Span) -> TokenStream {
+    ts.into_iter()
+        .map(|mut tt| {
+            if let proc_macro2::TokenTree::Ident(i) = &mut tt {
+                if i == name {
+                    i.set_span(span);
+                }
+            }
+            tt
+        })
+        .collect()
+}
+
 /// `let __f: <fn type> = <path>;` with the user's span on the type check but a call-site
 /// `__f`, so the binding resolves from the (call-site) shim body even inside `macro_rules!`.
 fn typed_binding(span: Span, fty: &TokenStream, path: &TokenStream) -> TokenStream {
@@ -214,217 +268,130 @@ fn typed_binding(span: Span, fty: &TokenStream, path: &TokenStream) -> TokenStre
     quote_spanned!(span=> let #f: #fty = #path;)
 }
 
-fn path_spanned(p: &syn::Path) -> Span {
+fn path_span(p: &syn::Path) -> Span {
     p.segments.last().map(|s| s.ident.span()).unwrap_or_else(Span::call_site)
 }
 
-fn generate(func: &syn::ItemFn, attr: &OpAttr, checked: &Checked, description: &str) -> TokenStream {
-    let c = &checked.contract;
+/// Every shim of the declaration and the `OpDecl` fields that name them.
+struct Shims {
+    items: Vec<TokenStream>,
+    fields: TokenStream,
+}
+
+fn option(v: Option<TokenStream>) -> TokenStream {
+    match v {
+        Some(v) => quote!(::core::option::Option::Some(#v)),
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+/// The reference shim, checked against the reference (an alias element type is caught here,
+/// on the function's name) and called directly so it inlines like a plain call.
+fn reference_shim(g: &Gen<'_>, fname: &syn::Ident) -> TokenStream {
+    let mode = g.mode();
+    let fty = g.fn_type(mode, &[], g.outputs_type(mode));
+    let check = quote_spanned!(fname.span()=> let _: #fty = super::#fname;);
+    let turbofish = if mode == Mode::Generic { quote!(::<T>) } else { quote!() };
+    let args = g.call_args(mode);
+    let call = quote!(super::#fname #turbofish (#(#args),*));
+    g.shim(&format_ident!("__reference"), mode, fname.span(), check, call, g.store(g.c.contract.signature.outputs.len(), "set_output"))
+}
+
+fn shims(g: &Gen<'_>, fname: &syn::Ident) -> Shims {
+    let plan = &g.c.plan;
+    let sig = &g.c.contract.signature;
+    let mode = g.mode();
+    let n_out = sig.outputs.len();
+    let mut items = vec![reference_shim(g, fname)];
+    let reference_name = format_ident!("__reference");
+    let (reference, reference_f64) = (g.declared(&reference_name), option(g.f64(&reference_name)));
+    // The fast CPU kernel: the reference's signature at the declared dtype.
+    let cpu = plan.cpu.as_ref().map(|p| {
+        let name = format_ident!("__cpu");
+        let fty = g.fn_type(Mode::Concrete, &[], g.outputs_type(Mode::Concrete));
+        items.push(g.path_shim(&name, Mode::Concrete, p, fty, g.call_args(Mode::Concrete), g.store(n_out, "set_output")));
+        quote!(#name)
+    });
+    // VJP: reference args + one cotangent per output -> one gradient per differentiable input.
+    let (vjp, vjp_f64) = match &plan.vjp {
+        Some(p) => {
+            let name = format_ident!("__vjp");
+            let cots: Vec<TokenStream> = sig.outputs.iter().map(|o| g.elem(o.dtype, mode)).map(|e| quote!(&[#e])).collect();
+            let fty = g.fn_type(mode, &cots, g.vecs(mode, sig.differentiable_inputs().map(|t| t.dtype)));
+            let mut args = g.call_args(mode);
+            for (k, o) in sig.outputs.iter().enumerate() {
+                let e = g.elem(o.dtype, mode);
+                args.push(quote!(__cx.cotangent::<#e>(#k)?));
+            }
+            items.push(g.path_shim(&name, mode, p, fty, args, g.store(sig.differentiable_inputs().count(), "set_grad")));
+            (option(Some(g.declared(&name))), option(g.f64(&name)))
+        }
+        None => (quote!(::core::option::Option::None), quote!(::core::option::Option::None)),
+    };
+    // JVP rules: reference args + the tangent of differentiable input k -> output tangents.
+    let (mut jvp, mut jvp_f64) = (Vec::new(), Vec::new());
+    for (k, (p, t)) in plan.jvp.iter().zip(sig.differentiable_inputs()).enumerate() {
+        let name = format_ident!("__jvp_{}", k);
+        let e = g.elem(t.dtype, mode);
+        let fty = g.fn_type(mode, &[quote!(&[#e])], g.outputs_type(mode));
+        let mut args = g.call_args(mode);
+        args.push(quote!(__cx.tangent::<#e>()?));
+        items.push(g.path_shim(&name, mode, p, fty, args, g.store(n_out, "set_output")));
+        jvp.push(g.declared(&name));
+        jvp_f64.extend(g.f64(&name));
+    }
+    let composite = plan.composite.as_ref().map(|p| {
+        let p = rebase(p);
+        let span = path_span(&p);
+        quote_spanned!(span=> { let __g: ::op_runtime::__private::CompositeFn = #p; __g })
+    });
+    let (cpu, composite) = (option(cpu), option(composite));
+    let fields = quote! {
+        reference: #reference,
+        reference_f64: #reference_f64,
+        cpu: #cpu,
+        vjp: #vjp,
+        vjp_f64: #vjp_f64,
+        jvp: &[#(#jvp),*],
+        jvp_f64: &[#(#jvp_f64),*],
+        composite: #composite,
+    };
+    Shims { items, fields }
+}
+
+/// Kernel sources enter the build through `include_bytes!`, so editing one rebuilds.
+fn kernel_sources(c: &Checked) -> Vec<TokenStream> {
+    c.kernels
+        .iter()
+        .zip(&c.contract.kernels)
+        .map(|(lk, k)| {
+            let abs = lk.abs_path.to_string_lossy().to_string();
+            let path = &k.path;
+            let entry = &lk.info.entry;
+            let [x, y, z] = lk.info.workgroup_size;
+            let headers = lk.headers.iter().map(|(rel, abs, _)| {
+                let abs = abs.to_string_lossy().to_string();
+                quote!((#rel, include_bytes!(#abs)))
+            });
+            quote!(::op_runtime::__private::KernelSource {
+                path: #path,
+                source: include_bytes!(#abs),
+                headers: &[#(#headers),*],
+                entry: #entry,
+                workgroup_size: [#x, #y, #z],
+            })
+        })
+        .collect()
+}
+
+fn generate(func: &RefFn, c: &Checked) -> TokenStream {
     let fname = &func.sig.ident;
     let vis = &func.vis;
-    let cx = Ctx { checked, generic: checked.reference.float_generic.is_some() };
-    let has_float = c.signature.args.iter().any(|a| matches!(a, Arg::Tensor(t) if t.dtype.is_float()))
-        || c.signature.outputs.iter().any(|o| o.dtype.is_float());
-    let declared_is_f64 =
-        c.signature.inputs().chain(c.signature.outputs.iter()).filter(|t| t.dtype.is_float()).all(|t| t.dtype == DType::f64);
-    let insts: Vec<(Inst, &str)> = if has_float && (cx.generic || declared_is_f64) {
-        vec![(Inst::Declared, "declared"), (Inst::F64, "f64")]
-    } else {
-        vec![(Inst::Declared, "declared")]
-    };
-
-    let contract_json = op_spec::canon::contract_json(c);
-    let body = op_spec::canon::body_tokens(func);
-    let kbytes: Vec<op_spec::canon::KernelBytes<'_>> = checked
-        .kernels
-        .iter()
-        .zip(&c.kernels)
-        .map(|(lk, k)| op_spec::canon::KernelBytes {
-            path: &k.path,
-            bytes: &lk.bytes,
-            headers: lk.headers.iter().map(|(p, _, b)| (p.as_str(), b.as_slice())).collect(),
-        })
-        .collect();
-    let hash = op_spec::canon::identity(&contract_json, &body, &kbytes);
-    let hash_bytes = hash.iter();
-
-    // Kernel sources enter the build through include_bytes! so editing one rebuilds.
-    let kernels = checked.kernels.iter().zip(&c.kernels).map(|(lk, k)| {
-        let abs = lk.abs_path.to_string_lossy().to_string();
-        let path = &k.path;
-        let entry = &lk.info.entry;
-        let [x, y, z] = lk.info.workgroup_size;
-        let headers = lk.headers.iter().map(|(rel, abs, _)| {
-            let abs = abs.to_string_lossy().to_string();
-            quote!((#rel, include_bytes!(#abs)))
-        });
-        quote!(::op_runtime::__private::KernelSource {
-            path: #path,
-            source: include_bytes!(#abs),
-            headers: &[#(#headers),*],
-            entry: #entry,
-            workgroup_size: [#x, #y, #z],
-        })
-    });
-
-    // Reference shims: one per instantiation.
-    let mut shims = Vec::new();
-    let mut ref_fields = Vec::new();
-    for (inst, tag) in &insts {
-        let shim = format_ident!("__reference_{}", tag);
-        let fty = cx.ref_fn_type(*inst, &[], None);
-        let args = cx.call_args(*inst);
-        let store = cx.store(c.signature.outputs.len(), "set_output");
-        let span = fname.span();
-        let turbofish = match &checked.reference.float_generic {
-            Some(_) => {
-                let t = if *inst == Inst::F64 {
-                    quote!(f64)
-                } else {
-                    c.signature
-                        .inputs()
-                        .chain(c.signature.outputs.iter())
-                        .find(|t| t.dtype.is_float())
-                        .map(|t| elem_type(t.dtype))
-                        .unwrap_or(quote!(f32))
-                };
-                quote!(::<#t>)
-            }
-            None => quote!(),
-        };
-        // The coercion type-checks the reference against the signature (errors land on its
-        // name); the call itself is direct so it inlines like a plain call. Only the check
-        // carries the user's span: locals stay call-site so the shim is hygienic inside
-        // `macro_rules!` expansions too.
-        let check = quote_spanned!(span=> let _: #fty = super::#fname;);
-        shims.push(quote! {
-            fn #shim(__cx: &mut ::op_runtime::__private::Call<'_>) -> ::core::result::Result<(), ::op_runtime::__private::ShimError> {
-                #check
-                let __r = super::#fname #turbofish (#(#args),*);
-                #store
-                ::core::result::Result::Ok(())
-            }
-        });
-        ref_fields.push(shim);
-    }
-    let reference = &ref_fields[0];
-    let reference_f64 = match ref_fields.get(1) {
-        Some(s) => quote!(::core::option::Option::Some(#s)),
-        None => quote!(::core::option::Option::None),
-    };
-
-    // The optional fast CPU kernel: same signature as the reference at the declared dtype.
-    let cpu = match &attr.cpu {
-        Some(p) => {
-            let p = &rebase(p);
-            let fty = cx.ref_fn_type(Inst::Declared, &[], None);
-            let args = cx.call_args(Inst::Declared);
-            let store = cx.store(c.signature.outputs.len(), "set_output");
-            let span = path_spanned(p);
-            let fty = respan(fty, span);
-            let check = typed_binding(span, &fty, &quote!(#p));
-            shims.push(quote! {
-                fn __cpu(__cx: &mut ::op_runtime::__private::Call<'_>) -> ::core::result::Result<(), ::op_runtime::__private::ShimError> {
-                    #check
-                    let __r = __f(#(#args),*);
-                    #store
-                    ::core::result::Result::Ok(())
-                }
-            });
-            quote!(::core::option::Option::Some(__cpu))
-        }
-        None => quote!(::core::option::Option::None),
-    };
-
-    // Backward shims: VJP (reference args + one cotangent per output -> one grad per
-    // differentiable input) and JVP rules (reference args + one tangent -> one tangent per output).
-    let n_out = c.signature.outputs.len();
-    let n_diff = c.signature.differentiable_inputs().count();
-    let mut vjp_fields = Vec::new();
-    let mut jvp_fields: Vec<Vec<syn::Ident>> = Vec::new();
-    if let Some(SBackward::Declared { vjp, jvp, .. }) = &attr.backward {
-        for (inst, tag) in &insts {
-            if let Some(p) = vjp.as_ref().map(rebase) {
-                let p = &p;
-                let shim = format_ident!("__vjp_{}", tag);
-                let cots: Vec<TokenStream> = c
-                    .signature
-                    .outputs
-                    .iter()
-                    .map(|o| {
-                        let e = cx.ty(o.dtype, *inst);
-                        quote!(&[#e])
-                    })
-                    .collect();
-                let fty = cx.ref_fn_type(*inst, &cots, Some(cx.grads_type(*inst)));
-                let mut args = cx.call_args(*inst);
-                for (k, o) in c.signature.outputs.iter().enumerate() {
-                    let e = cx.ty(o.dtype, *inst);
-                    args.push(quote!(__cx.cotangent::<#e>(#k)?));
-                }
-                let store = cx.store(n_diff, "set_grad");
-                let span = path_spanned(p);
-                let fty = respan(fty, span);
-                let check = typed_binding(span, &fty, &quote!(#p));
-                shims.push(quote! {
-                    fn #shim(__cx: &mut ::op_runtime::__private::Call<'_>) -> ::core::result::Result<(), ::op_runtime::__private::ShimError> {
-                        #check
-                        let __r = __f(#(#args),*);
-                        #store
-                        ::core::result::Result::Ok(())
-                    }
-                });
-                vjp_fields.push(shim);
-            }
-            if let Some((_, rules)) = jvp {
-                let mut per = Vec::new();
-                for (k, p) in rules.iter().map(rebase).enumerate() {
-                    let p = &p;
-                    let shim = format_ident!("__jvp_{}_{}", tag, k);
-                    let diff: Vec<_> = c.signature.differentiable_inputs().collect();
-                    let Some(t) = diff.get(k) else { continue };
-                    let e = cx.ty(t.dtype, *inst);
-                    let fty = cx.ref_fn_type(*inst, &[quote!(&[#e])], None);
-                    let mut args = cx.call_args(*inst);
-                    args.push(quote!(__cx.tangent::<#e>()?));
-                    let store = cx.store(n_out, "set_output");
-                    let span = path_spanned(p);
-                    let fty = respan(fty, span);
-                    let check = typed_binding(span, &fty, &quote!(#p));
-                    shims.push(quote! {
-                        fn #shim(__cx: &mut ::op_runtime::__private::Call<'_>) -> ::core::result::Result<(), ::op_runtime::__private::ShimError> {
-                            #check
-                            let __r = __f(#(#args),*);
-                            #store
-                            ::core::result::Result::Ok(())
-                        }
-                    });
-                    per.push(shim);
-                }
-                jvp_fields.push(per);
-            }
-        }
-    }
-    let opt = |v: Option<&syn::Ident>| match v {
-        Some(s) => quote!(::core::option::Option::Some(#s)),
-        None => quote!(::core::option::Option::None),
-    };
-    let vjp_declared = opt(vjp_fields.first());
-    let vjp_f64 = opt(vjp_fields.get(1));
-    let jvp_declared = jvp_fields.first().cloned().unwrap_or_default();
-    let jvp_f64 = jvp_fields.get(1).cloned().unwrap_or_default();
-
-    let composite = match &attr.backward {
-        Some(SBackward::Composite { graph: Some(p), .. }) => {
-            let p = &rebase(p);
-            let span = path_spanned(p);
-            let g = quote_spanned!(span=> { let __g: ::op_runtime::__private::CompositeFn = #p; __g });
-            quote!(::core::option::Option::Some(#g))
-        }
-        _ => quote!(::core::option::Option::None),
-    };
-    let _ = Backward::None;
-
+    let g = Gen { c };
+    let Shims { items, fields } = shims(&g, fname);
+    let kernels = kernel_sources(c);
+    let (contract_json, body, description) = (&c.contract_json, &c.body_tokens, &c.description);
+    let hash_bytes = c.hash.iter();
     let name_str = fname.to_string();
     quote! {
         #func
@@ -442,17 +409,10 @@ fn generate(func: &syn::ItemFn, attr: &OpAttr, checked: &Checked, description: &
                 hash: [#(#hash_bytes),*],
                 description: #description,
                 kernels: &[#(#kernels),*],
-                reference: #reference,
-                reference_f64: #reference_f64,
-                cpu: #cpu,
-                vjp: #vjp_declared,
-                vjp_f64: #vjp_f64,
-                jvp: &[#(#jvp_declared),*],
-                jvp_f64: &[#(#jvp_f64),*],
-                composite: #composite,
+                #fields
             };
 
-            #(#shims)*
+            #(#items)*
 
             /// Conformance of every kernel of this op on every available backend.
             #[cfg(test)]
@@ -498,7 +458,7 @@ mod tests {
 
     fn expand_str(attr: TokenStream, item: TokenStream) -> String {
         let (a, i) = (attr.clone(), item.clone());
-        match catch_unwind(AssertUnwindSafe(|| expand(a, i, None).to_string())) {
+        match catch_unwind(AssertUnwindSafe(|| expand(a, i, None, None).to_string())) {
             Ok(s) => s,
             Err(_) => panic!("expand panicked on #[op({attr})] {item}"),
         }

@@ -7,10 +7,13 @@ mod expand;
 
 /// Declares a compute op: the annotated function is its **reference implementation**, the
 /// attribute its **contract**. The contract is checked at compile time (errors point at the
-/// offending token; every error of a declaration is reported in one compile, and the function
-/// is always re-emitted so the IDE keeps it). The expansion is the function unchanged plus a
-/// hidden module of the same name holding `DECL`, the op's static description, which
-/// `op_runtime` registers and dispatches like any built-in.
+/// offending token, and the function is always re-emitted so the IDE keeps it). One compile
+/// reports every malformed entry, every malformed argument, constraint and output of
+/// `signature(...)` (each parses on its own), and every rule broken by the parts that did parse;
+/// a rule that needs a part that did not parse is skipped rather than reported as a follow-on.
+/// The expansion is the function unchanged plus a hidden module of the same name holding
+/// `DECL`, the op's static description, which `op_runtime` registers and dispatches like any
+/// built-in.
 ///
 /// # Example
 ///
@@ -60,7 +63,8 @@ mod expand;
 /// dims        = [ expr { "," expr } ] ;          (* `[]` is a rank-0 tensor *)
 /// dtype       = "bool" | "u8" | "i8" | "u16" | "i16" | "u32" | "i32" | "u64" | "i64"
 ///             | "f16" | "bf16" | "f32" | "f64" ;  (* packed sub-byte and fp8 are refused *)
-/// constraint  = expr cmp expr { cmp expr } ;     (* chains: `1 <= w <= 31` *)
+/// constraint  = term cmp term { cmp term } ;     (* chains: `1 <= w <= 31` *)
+/// term        = expr | [ "-" ] FLOAT ;           (* floats only in float constraints, below *)
 /// cmp         = "<" | "<=" | "==" | "!=" | ">" | ">=" ;
 /// expr        = term { ( "+" | "-" ) term } ;
 /// term        = unary { ( "*" | "/" | "%" ) unary } ;
@@ -77,7 +81,8 @@ mod expand;
 ///             | "bindings" "(" slot { "," slot } ")"
 ///             | "threads" "=" expr                (* invocations to launch *)
 ///             | "block" "=" INT ;                 (* CUDA threads per block, default 256 *)
-/// slot        = IDENT ":" ( "read" | "read_write" ) | "uniform" "(" IDENT { "," IDENT } ")" ;
+/// slot        = IDENT ":" ( "read" | "read_write" ) [ "as" IDENT ]   (* `as`: the kernel's name for it *)
+///             | "uniform" "(" IDENT { "," IDENT } ")" ;
 ///
 /// (* Grammar 3: backward representation *)
 /// backward    = "none" | "composite" [ "(" PATH ")" ]
@@ -91,26 +96,44 @@ mod expand;
 ///   an integer parameter. Repeated symbols must agree at run time (`a: f32[m, k], b: f32[k, n]`).
 ///   Every other use of a symbol (output dims, constraints, `threads`, `uniform`) must be bound.
 ///   Division and `%` truncate toward zero.
-/// - **Checks**: constant-false and contradictory constraints are errors; output dims that can
-///   be negative for an admissible input are errors with a counterexample (`n - w + 1` needs
-///   `w <= n`). With `output = bounded(e)` or `dynamic`, output dims may use unbound
+/// - **Float constraints** compare float parameters and numbers, nothing else (`lo <= hi`,
+///   `0 <= p <= 1`, `eps > 0`); a constraint compares either integers or floats. They are
+///   checked for satisfiability in each parameter's own format (`eps == 0.1` on an `f32` never
+///   holds) and stored apart in the contract (`float_constraints`).
+/// - **Limits**: an attribute entry nests at most 64 groups, an expression at most 32 levels
+///   (parentheses, unary `-`, `min`/`max`, operators: a chain of `k` terms nests `k - 1`) and
+///   256 nodes, so the macro cannot exhaust its stack and the runtime reads every contract back.
+/// - **Checks**, over the full range of every symbol (dims `0..=2^63-1`, parameters their
+///   type's): constant-false, never-holding (`w % 2 == 2`) and contradictory (`n < m, m < n`)
+///   constraints are errors; so are a division or `%` by a value that can be zero, output dims
+///   and `bounded(e)` limits that can be negative, and `threads` that can be negative or zero
+///   while an output is non-empty, each with a counterexample (`n - w + 1` needs `w <= n`). With `output = bounded(e)` or `dynamic`, output dims may use unbound
 ///   (data-dependent) symbols: each a whole output dim, one per output; the reference's
 ///   returned length decides it at run time (within `e` for `bounded`, equal across outputs).
 ///   Such ops are `backward = none`, declare no GPU kernel, run on host backends, and the tape
 ///   refuses them (it plans static shapes).
 /// - **Category x tolerance**: `exact` only for `selection` and `integer` (and `selection` must
 ///   be `exact`); `reduction`/`contraction` need `accum(k)`; `loose` only for `approximate`.
+///   `integer` ops have no float output; the rounding categories (and `ulp`, `accum`, `loose`)
+///   need one; `nan = propagate` needs a float input and a float output; a backward needs a
+///   float input and a float output.
 /// - **The reference** takes, in signature order, `&[E]` per tensor input and `E` per param,
 ///   then optionally `usize` params named after dim symbols (`m: usize`), and returns `Vec<E>`
 ///   (a tuple of `Vec`s for several outputs). Float ops should be generic over one type
 ///   parameter (`<T: Real>`): conformance runs it at the declared dtype, gradcheck in `f64`.
 /// - **Bindings**: slot `i` of `bindings(...)` is WGSL `@group(0) @binding(i)` (CUDA: parameter
 ///   `i`, a uniform's fields each one scalar parameter). Inputs are `read`, outputs
-///   `read_write`, each tensor exactly once; the uniform block's struct has one `u32` per dim
-///   field and the parameter's type per param field, in order. WGSL files are parsed and
-///   validated with naga at compile time and must match; they enter the build through
-///   `include_bytes!`, so editing one rebuilds. Paths are relative to the crate's
-///   `Cargo.toml` (if absent there, to the declaring source file's directory).
+///   `read_write`, each tensor exactly once; the kernel's global (CUDA: parameter) carries the
+///   tensor's name, or the one given with `as`, so swapped slots cannot compile. A tensor is a
+///   runtime-sized `array<E>` of its element type; the uniform block's struct has one `u32` per
+///   dim field and the parameter's type per param field, in order. Workgroups are 1-D. WGSL
+///   files are parsed and validated with naga at compile time and must match. A CUDA entry is
+///   `extern "C" __global__ void`, each buffer a pointer to the element type (`const` when
+///   read), each field `unsigned int` (dims) or the parameter's `int`/`unsigned int`/`float`;
+///   where NVRTC loads at build time the kernel is compiled and its errors reported
+///   (`OP_NVRTC=0` turns that off). Kernel files enter the build through `include_bytes!`, so
+///   editing one rebuilds. Paths are relative (never absolute) to the crate's `Cargo.toml` (if
+///   absent there, to the declaring source file's directory) and stay inside the crate.
 /// - **Backward rules** are type-checked where they are named: a VJP takes the reference's
 ///   parameters then one cotangent `&[T]` per output and returns one `Vec<T>` per float input
 ///   (a tuple for several); a JVP lists one rule per float input, each taking the reference's
@@ -119,10 +142,16 @@ mod expand;
 /// - **Identity**: blake3 over the canonical contract, the reference's tokens and every
 ///   kernel byte (CUDA `#include "..."` headers too); see `op_spec::canon`.
 /// - The op must be declared at module level (the description lives in a sibling module of
-///   the same name: `my_op::DECL`).
+///   the same name: `my_op::DECL`); on a method or in a function body it is an error.
+/// - **The reference's element types** may be written through a type alias (`&[Elem]`): the
+///   generated code type-checks it against the signature (a mismatch is an error on the name).
 #[proc_macro_attribute]
 pub fn op(attr: TokenStream, item: TokenStream) -> TokenStream {
-    // Kernel paths resolve against the crate's Cargo.toml, then the declaring file's directory.
-    let source_dir = proc_macro::Span::call_site().local_file().and_then(|f| f.parent().map(|p| p.to_path_buf()));
-    expand::expand(attr.into(), item.into(), source_dir).into()
+    // Kernel paths resolve against the crate's Cargo.toml, then the declaring file's directory;
+    // the attribute's position lets the checker tell whether the op is at module level.
+    let site = proc_macro::Span::call_site();
+    let file = site.local_file();
+    let source_dir = file.as_ref().and_then(|f| f.parent().map(|p| p.to_path_buf()));
+    let location = file.map(|file| op_spec::check::Location { file, line: site.line(), column: site.column() });
+    expand::expand(attr.into(), item.into(), source_dir, location).into()
 }

@@ -1,5 +1,7 @@
-// builtin/sum (entry `sum_main`): out[0] = sum of x; builtin/mean (entry `mean_main`): that sum
-// divided by n. Both share the reduction `total`. One workgroup of 256 invocations: each accumulates a strided
+// builtin/sum (entry `sum_main`): out[0] = sum of x; builtin/mean (entry `mean_main`): the sum of
+// x[i] / n, each term divided first (correctly rounded), so no partial sum can overflow when the
+// mean itself is finite (summing first, in this order, overflows where the reference's order may
+// not). Both share the reduction `total`. One workgroup of 256 invocations: each accumulates a strided
 // partial sum, then a tree reduction in workgroup memory. The order differs from the
 // reference's left-to-right loop; `accum` bounds exactly that difference. The strided loop
 // takes 8 terms per iteration (same order as one at a time): lavapipe (llvmpipe) ends a
@@ -15,22 +17,23 @@ struct Params { n: u32 }
 const WG: u32 = 256u;
 var<workgroup> part: array<f32, 256>;
 
-/// The sum of x, returned to every invocation of the workgroup (call in uniform control flow).
-fn total(lid: u32) -> f32 {
+/// The sum of x[i] / d, returned to every invocation of the workgroup (call in uniform control
+/// flow). d = 1 divides exactly.
+fn total(lid: u32, d: f32) -> f32 {
     var s = 0.0;
     var i = lid;
     for (; i + 7u * WG < p.n; i = i + 8u * WG) {
-        s = s + x[i];
-        s = s + x[i + 1u * WG];
-        s = s + x[i + 2u * WG];
-        s = s + x[i + 3u * WG];
-        s = s + x[i + 4u * WG];
-        s = s + x[i + 5u * WG];
-        s = s + x[i + 6u * WG];
-        s = s + x[i + 7u * WG];
+        s = s + x[i] / d;
+        s = s + x[i + 1u * WG] / d;
+        s = s + x[i + 2u * WG] / d;
+        s = s + x[i + 3u * WG] / d;
+        s = s + x[i + 4u * WG] / d;
+        s = s + x[i + 5u * WG] / d;
+        s = s + x[i + 6u * WG] / d;
+        s = s + x[i + 7u * WG] / d;
     }
     for (; i < p.n; i = i + WG) {
-        s = s + x[i];
+        s = s + x[i] / d;
     }
     part[lid] = s;
     workgroupBarrier();
@@ -45,7 +48,7 @@ fn total(lid: u32) -> f32 {
 
 @compute @workgroup_size(256)
 fn sum_main(@builtin(local_invocation_index) lid: u32) {
-    let t = total(lid);
+    let t = total(lid, 1.0);
     if (lid == 0u) {
         out[0] = t;
     }
@@ -53,8 +56,8 @@ fn sum_main(@builtin(local_invocation_index) lid: u32) {
 
 @compute @workgroup_size(256)
 fn mean_main(@builtin(local_invocation_index) lid: u32) {
-    let t = total(lid);
+    let t = total(lid, f32(p.n));
     if (lid == 0u) {
-        out[0] = t / f32(p.n);
+        out[0] = t;
     }
 }

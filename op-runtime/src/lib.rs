@@ -56,6 +56,8 @@ pub use op_contract::contract::DType;
 pub mod __private {
     pub use crate::core::decl::{Call, CompositeFn, KernelSource, OpDecl, ShimFn};
     pub use crate::core::error::ShimError;
+    pub use crate::core::real::Real;
+    pub use crate::core::tensor::ParamValue;
     pub use crate::testing::{conformance_test, gradcheck_test};
     pub use half::{bf16, f16};
 }

@@ -3,21 +3,26 @@
 //! `op_contract::identity` and is re-exported here. This module computes and must not decide
 //! anything.
 
+use crate::reference::RefFn;
 pub use op_contract::identity::{contract_json, hex, identity, KernelBytes, IDENTITY_TAG};
 use proc_macro2::{Delimiter, Spacing, TokenStream, TokenTree};
 
 /// Canonical text of a token stream: tokens separated by single spaces, joint punctuation
-/// kept together, groups as their delimiters; independent of whitespace and comments.
+/// kept together, groups as their delimiters; independent of whitespace and comments. Walks
+/// nested groups with an explicit stack, so no nesting depth can exhaust the macro's stack.
 pub fn canonical_tokens(ts: TokenStream) -> String {
     let mut out = String::new();
-    write_tokens(ts, &mut out);
-    out
-}
-
-fn write_tokens(ts: TokenStream, out: &mut String) {
+    // Each frame: the remaining tokens of a group and its closing delimiter.
+    let mut stack: Vec<(proc_macro2::token_stream::IntoIter, &'static str)> = vec![(ts.into_iter(), "")];
     let mut joint = false;
-    for tt in ts {
-        if !out.is_empty() && !joint && !out.ends_with(' ') {
+    while let Some((iter, close)) = stack.last_mut() {
+        let Some(tt) = iter.next() else {
+            out.push_str(close);
+            stack.pop();
+            joint = false;
+            continue;
+        };
+        if !out.is_empty() && !joint && !out.ends_with(' ') && !out.ends_with(['(', '{', '[']) {
             out.push(' ');
         }
         joint = false;
@@ -30,10 +35,7 @@ fn write_tokens(ts: TokenStream, out: &mut String) {
                     Delimiter::None => ("", ""),
                 };
                 out.push_str(o);
-                let mut inner = String::new();
-                write_tokens(g.stream(), &mut inner);
-                out.push_str(&inner);
-                out.push_str(c);
+                stack.push((g.stream().into_iter(), c));
             }
             TokenTree::Ident(i) => out.push_str(&i.to_string()),
             TokenTree::Punct(p) => {
@@ -43,16 +45,42 @@ fn write_tokens(ts: TokenStream, out: &mut String) {
             TokenTree::Literal(l) => out.push_str(&l.to_string()),
         }
     }
+    out
 }
 
 /// The reference body's canonical tokens: signature and block, without outer attributes.
-pub fn body_tokens(func: &syn::ItemFn) -> String {
+pub fn body_tokens(func: &RefFn) -> String {
     let sig = &func.sig;
-    let block = &func.block;
-    canonical_tokens(quote::quote!(#sig #block))
+    let body = &func.body;
+    canonical_tokens(quote::quote!(#sig #body))
 }
 
-/// The doc comment of an item, lines joined with `\n`, common leading space removed.
+/// The canonical code an op runs: the reference's tokens, then (when the declaring crate can be
+/// read) the closure of crate-local items that the reference, its backward rules, its `cpu`
+/// kernel and its composite builder reach, each on its own line after a `//~ closure` marker.
+pub fn code_tokens(func: &RefFn, attr: &crate::model::OpAttr, site: Option<&crate::closure::Site>) -> String {
+    let mut code = body_tokens(func);
+    let Some(site) = site else { return code };
+    let mut paths: Vec<&syn::Path> = attr.cpu.iter().collect();
+    match &attr.backward {
+        Some(crate::model::SBackward::Declared { vjp, jvp, .. }) => {
+            paths.extend(vjp.iter());
+            paths.extend(jvp.iter().flat_map(|(_, rules)| rules.iter()));
+        }
+        Some(crate::model::SBackward::Composite { graph: Some(g), .. }) => paths.push(g),
+        _ => {}
+    }
+    let (sig, body) = (&func.sig, &func.body);
+    let closure = crate::closure::closure(site, &func.sig.ident.to_string(), &[quote::quote!(#sig #body)], &paths);
+    if !closure.text.is_empty() {
+        code.push_str("\n//~ closure\n");
+        code.push_str(&closure.text);
+    }
+    code
+}
+
+/// The doc comment of an item, lines joined with `\n`, common leading whitespace removed
+/// (counted in characters, so any Unicode whitespace is removed whole).
 pub fn doc_comment(attrs: &[syn::Attribute]) -> String {
     let lines: Vec<String> = attrs
         .iter()
@@ -65,14 +93,9 @@ pub fn doc_comment(attrs: &[syn::Attribute]) -> String {
             _ => None,
         })
         .collect();
-    let strip = lines.iter().filter(|l| !l.trim().is_empty()).map(|l| l.len() - l.trim_start().len()).min().unwrap_or(0);
-    lines
-        .iter()
-        .map(|l| if l.len() >= strip { l[strip..].to_string() } else { String::new() })
-        .collect::<Vec<_>>()
-        .join("\n")
-        .trim()
-        .to_string()
+    let indent = |l: &str| l.chars().take_while(|c| c.is_whitespace()).count();
+    let strip = lines.iter().filter(|l| !l.trim().is_empty()).map(|l| indent(l)).min().unwrap_or(0);
+    lines.iter().map(|l| l.chars().skip(strip.min(indent(l))).collect::<String>()).collect::<Vec<_>>().join("\n").trim().to_string()
 }
 
 #[cfg(test)]
@@ -82,15 +105,15 @@ mod tests {
 
     #[test]
     fn tokens_ignore_layout_but_not_content() {
-        let a: syn::ItemFn = syn::parse2(quote!(
+        let a: RefFn = syn::parse2(quote!(
             fn f(x: &[f32]) -> Vec<f32> {
                 x.iter().map(|v| v * 2.0).collect()
             }
         ))
         .unwrap();
-        let b: syn::ItemFn =
+        let b: RefFn =
             syn::parse_str("/// doc\nfn f(x:&[f32])->Vec<f32>{\n  // comment\n  x.iter()\n   .map(|v|v*2.0).collect()\n}").unwrap();
-        let c: syn::ItemFn = syn::parse2(quote!(
+        let c: RefFn = syn::parse2(quote!(
             fn f(x: &[f32]) -> Vec<f32> {
                 x.iter().map(|v| v * 3.0).collect()
             }
@@ -99,5 +122,14 @@ mod tests {
         assert_eq!(body_tokens(&a), body_tokens(&b));
         assert_ne!(body_tokens(&a), body_tokens(&c));
         assert!(body_tokens(&a).contains("-> Vec < f32 >"), "{}", body_tokens(&a));
+    }
+
+    #[test]
+    fn doc_comments_with_unicode_indentation() {
+        let f: RefFn = syn::parse_str("/// \u{3000}Ideographic space first.\n///  \u{3000}b\n/// \n fn f() {}").unwrap();
+        // `///` leaves one space; the lines share two characters of indentation, the second has a third.
+        assert_eq!(doc_comment(&f.attrs), "Ideographic space first.\n\u{3000}b");
+        let deep: TokenStream = format!("{}x{}", "(".repeat(20_000), ")".repeat(20_000)).parse().unwrap();
+        assert_eq!(canonical_tokens(deep).len(), 40_001);
     }
 }

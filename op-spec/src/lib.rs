@@ -11,6 +11,8 @@ pub mod check;
 pub mod closure;
 pub mod ctxt;
 pub mod model;
+pub mod nvrtc;
 pub mod parse;
+pub mod plan;
 pub mod reference;
 pub mod wgsl;

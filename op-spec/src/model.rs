@@ -2,7 +2,7 @@
 //! tokens it came from so the checker can point at the smallest offending token. It holds no
 //! rules (see `check`) and converts to the span-free [`Contract`](crate::contract::Contract).
 
-use crate::contract::{self, Access, BinOp, Category, CmpOp, DType, KernelLang, NanPolicy, Tolerance, Visibility};
+use crate::contract::{self, Access, BinOp, Category, CmpOp, DType, FloatLit, FloatTerm, KernelLang, NanPolicy, Tolerance, Visibility};
 use proc_macro2::{Span, TokenStream};
 use quote::quote_spanned;
 
@@ -66,6 +66,9 @@ pub enum SExprKind {
     Sym(syn::Ident),
     /// An integer literal.
     Lit(i64),
+    /// A float literal: parsed only in constraint terms, where it makes the constraint a float
+    /// constraint (`check` refuses it anywhere else).
+    Float(f64),
     /// Negation `-e`.
     Neg(Box<SExpr>),
     /// A binary operation `a op b`.
@@ -83,6 +86,9 @@ impl SExpr {
         match &self.kind {
             SExprKind::Sym(i) => E::Sym(i.to_string()),
             SExprKind::Lit(v) => E::Lit(*v),
+            // Float literals live only in float constraints, which convert with
+            // `SConstraint::to_float_constraint`; this arm keeps the conversion total.
+            SExprKind::Float(v) => E::Lit(*v as i64),
             SExprKind::Neg(e) => E::Neg(Box::new(e.to_expr())),
             SExprKind::Bin(op, a, b) => E::Bin(*op, Box::new(a.to_expr()), Box::new(b.to_expr())),
             SExprKind::Min(a, b) => E::Min(Box::new(a.to_expr()), Box::new(b.to_expr())),
@@ -94,12 +100,57 @@ impl SExpr {
     pub fn symbols<'a>(&'a self, out: &mut Vec<&'a syn::Ident>) {
         match &self.kind {
             SExprKind::Sym(i) => out.push(i),
-            SExprKind::Lit(_) => {}
+            SExprKind::Lit(_) | SExprKind::Float(_) => {}
             SExprKind::Neg(e) => e.symbols(out),
             SExprKind::Bin(_, a, b) | SExprKind::Min(a, b) | SExprKind::Max(a, b) => {
                 a.symbols(out);
                 b.symbols(out);
             }
+        }
+    }
+}
+
+impl SExpr {
+    /// Nesting depth, counted as `contract::Expr::depth` counts it.
+    pub fn depth(&self) -> usize {
+        match &self.kind {
+            SExprKind::Sym(_) | SExprKind::Lit(_) | SExprKind::Float(_) => 1,
+            SExprKind::Neg(e) => 1 + e.depth(),
+            SExprKind::Bin(_, a, b) | SExprKind::Min(a, b) | SExprKind::Max(a, b) => 1 + a.depth().max(b.depth()),
+        }
+    }
+
+    /// Number of nodes (symbols, literals and operators).
+    pub fn nodes(&self) -> usize {
+        match &self.kind {
+            SExprKind::Sym(_) | SExprKind::Lit(_) | SExprKind::Float(_) => 1,
+            SExprKind::Neg(e) => 1 + e.nodes(),
+            SExprKind::Bin(_, a, b) | SExprKind::Min(a, b) | SExprKind::Max(a, b) => 1 + a.nodes() + b.nodes(),
+        }
+    }
+
+    /// The first float literal in the expression, if any.
+    pub fn float_literal(&self) -> Option<&SExpr> {
+        match &self.kind {
+            SExprKind::Float(_) => Some(self),
+            SExprKind::Sym(_) | SExprKind::Lit(_) => None,
+            SExprKind::Neg(e) => e.float_literal(),
+            SExprKind::Bin(_, a, b) | SExprKind::Min(a, b) | SExprKind::Max(a, b) => a.float_literal().or_else(|| b.float_literal()),
+        }
+    }
+
+    /// The term of a float constraint this expression is: a symbol (taken as a float
+    /// parameter), a literal or a negated literal; `None` for anything else.
+    pub fn to_float_term(&self) -> Option<FloatTerm> {
+        match &self.kind {
+            SExprKind::Sym(i) => Some(FloatTerm::Param(i.to_string())),
+            SExprKind::Lit(v) => Some(FloatTerm::Lit(FloatLit(*v as f64))),
+            SExprKind::Float(v) => Some(FloatTerm::Lit(FloatLit(*v))),
+            SExprKind::Neg(e) => match e.to_float_term()? {
+                FloatTerm::Lit(l) => Some(FloatTerm::Lit(FloatLit(-l.0))),
+                FloatTerm::Param(_) => None,
+            },
+            _ => None,
         }
     }
 }
@@ -147,10 +198,83 @@ pub struct SSignature {
     pub span: SpanRange,
     /// Tensor inputs and scalar parameters, in declaration order.
     pub args: Vec<SArg>,
-    /// Every `where` constraint, in declaration order.
+    /// Every `where` constraint, in declaration order: integer ones and float ones (see
+    /// [`SSignature::is_float_constraint`]).
     pub constraints: Vec<SConstraint>,
     /// The outputs after `->`.
     pub outputs: Vec<STensor>,
+    /// Which parts did not parse (each reported where it is).
+    pub gaps: Gaps,
+}
+
+/// Parts of a signature that did not parse. Each was reported where it is; the rules that
+/// would need the missing part skip it instead of reporting follow-on errors.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Gaps {
+    /// Some argument's type did not parse (it is an [`SArg::Broken`]).
+    pub args: bool,
+    /// Some constraint did not parse: the admissible inputs are not known exactly.
+    pub constraints: bool,
+    /// Some output did not parse.
+    pub outputs: bool,
+}
+
+impl Gaps {
+    /// Whether everything parsed.
+    pub fn none(&self) -> bool {
+        !(self.args || self.constraints || self.outputs)
+    }
+}
+
+impl SSignature {
+    /// The tensor inputs, in order.
+    pub fn inputs(&self) -> impl Iterator<Item = &STensor> {
+        self.args.iter().filter_map(|a| match a {
+            SArg::Tensor(t) => Some(t),
+            _ => None,
+        })
+    }
+
+    /// The scalar parameters, in order.
+    pub fn params(&self) -> impl Iterator<Item = &SParam> {
+        self.args.iter().filter_map(|a| match a {
+            SArg::Param(p) => Some(p),
+            _ => None,
+        })
+    }
+
+    /// The parameter named `name`.
+    pub fn param(&self, name: &str) -> Option<&SParam> {
+        self.params().find(|p| p.name == name)
+    }
+
+    /// Whether `name` is a float parameter.
+    pub fn is_float_param(&self, name: &str) -> bool {
+        self.param(name).is_some_and(|p| p.dtype.value.is_float())
+    }
+
+    /// A float constraint mentions a float parameter or a float literal; the others compare
+    /// integers (dims and integer parameters).
+    pub fn is_float_constraint(&self, c: &SConstraint) -> bool {
+        let mut syms = Vec::new();
+        c.terms.iter().for_each(|t| t.symbols(&mut syms));
+        syms.iter().any(|s| self.is_float_param(&s.to_string())) || c.terms.iter().any(|t| t.float_literal().is_some())
+    }
+
+    /// The integer constraints, in order.
+    pub fn int_constraints(&self) -> impl Iterator<Item = &SConstraint> {
+        self.constraints.iter().filter(|c| !self.is_float_constraint(c))
+    }
+
+    /// The float constraints, in order.
+    pub fn float_constraints(&self) -> impl Iterator<Item = &SConstraint> {
+        self.constraints.iter().filter(|c| self.is_float_constraint(c))
+    }
+
+    /// Whether the signature has a tensor (input or output) named `name`.
+    pub fn has_tensor(&self, name: &str) -> bool {
+        self.inputs().chain(&self.outputs).any(|t| t.name == name)
+    }
 }
 
 /// One argument.
@@ -160,6 +284,8 @@ pub enum SArg {
     Tensor(STensor),
     /// A scalar parameter.
     Param(SParam),
+    /// An argument whose type did not parse (reported); it keeps its name and position.
+    Broken(syn::Ident),
 }
 
 impl SArg {
@@ -168,6 +294,7 @@ impl SArg {
         match self {
             SArg::Tensor(t) => &t.name,
             SArg::Param(p) => &p.name,
+            SArg::Broken(i) => i,
         }
     }
 }
@@ -209,6 +336,13 @@ impl SConstraint {
     /// The span-free constraint.
     pub fn to_constraint(&self) -> contract::Constraint {
         contract::Constraint { terms: self.terms.iter().map(SExpr::to_expr).collect(), ops: self.ops.clone() }
+    }
+
+    /// The span-free float constraint; `None` if a term is not a parameter or a literal (the
+    /// checker reports those).
+    pub fn to_float_constraint(&self) -> Option<contract::FloatConstraint> {
+        let terms = self.terms.iter().map(SExpr::to_float_term).collect::<Option<Vec<_>>>()?;
+        Some(contract::FloatConstraint { terms, ops: self.ops.clone() })
     }
 }
 
@@ -280,12 +414,14 @@ pub struct SKernel {
 /// One descriptor slot with spans.
 #[derive(Clone, Debug)]
 pub enum SBinding {
-    /// `name: read` or `name: read_write`.
+    /// `name: read` or `name: read_write`, optionally `as global`.
     Buffer {
         /// The tensor's name.
         name: syn::Ident,
         /// The access mode, spanning its keyword.
         access: Spanned<Access>,
+        /// `as global`: the kernel's name for the buffer when it differs from the tensor's.
+        global: Option<syn::Ident>,
     },
     /// `uniform(fields...)`.
     Uniform {
@@ -310,23 +446,25 @@ impl OpAttr {
     /// The span-free contract, defaults applied. `None` when a required key is missing (the
     /// checker has reported it then).
     pub fn to_contract(&self) -> Option<contract::Contract> {
-        let sig = self.signature.as_ref()?;
+        let sig = self.signature.as_ref().filter(|s| s.gaps.none())?;
         let signature = contract::Signature {
             args: sig
                 .args
                 .iter()
                 .map(|a| match a {
-                    SArg::Tensor(t) => contract::Arg::Tensor(t.to_sig()),
-                    SArg::Param(p) => contract::Arg::Param(contract::ParamSig { name: p.name.to_string(), dtype: p.dtype.value }),
+                    SArg::Tensor(t) => Some(contract::Arg::Tensor(t.to_sig())),
+                    SArg::Param(p) => Some(contract::Arg::Param(contract::ParamSig { name: p.name.to_string(), dtype: p.dtype.value })),
+                    SArg::Broken(_) => None,
                 })
-                .collect(),
-            constraints: sig.constraints.iter().map(SConstraint::to_constraint).collect(),
+                .collect::<Option<Vec<_>>>()?,
+            constraints: sig.int_constraints().map(SConstraint::to_constraint).collect(),
             outputs: sig.outputs.iter().map(STensor::to_sig).collect(),
             shape_class: match &self.output {
                 None | Some(SShapeClass::Static(_)) => contract::ShapeClass::Static,
                 Some(SShapeClass::Bounded(_, e)) => contract::ShapeClass::Bounded(e.to_expr()),
                 Some(SShapeClass::Dynamic(_)) => contract::ShapeClass::Dynamic,
             },
+            float_constraints: sig.float_constraints().map(SConstraint::to_float_constraint).collect::<Option<Vec<_>>>()?,
         };
         let backward = match self.backward.as_ref()? {
             SBackward::None(_) => contract::Backward::None,
@@ -371,7 +509,11 @@ impl SKernel {
                 .bindings
                 .iter()
                 .map(|b| match b {
-                    SBinding::Buffer { name, access } => contract::Binding::Buffer { name: name.to_string(), access: access.value },
+                    SBinding::Buffer { name, access, global } => contract::Binding::Buffer {
+                        name: name.to_string(),
+                        access: access.value,
+                        global: global.as_ref().map(|g| g.to_string()),
+                    },
                     SBinding::Uniform { fields, .. } => {
                         contract::Binding::Uniform { fields: fields.iter().map(|f| f.to_string()).collect() }
                     }

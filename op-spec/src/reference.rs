@@ -1,12 +1,88 @@
 //! The reference function's Rust signature against the op's shape signature: one slice per
 //! tensor input, one value per parameter, then optional `usize` dims, returning one `Vec` per
-//! output. Owns that rule and the facts the expansion needs; it generates no code.
+//! output. Owns [`RefFn`] (the item, with its body kept as unparsed tokens), that rule and the
+//! facts the expansion needs; it generates no code.
 
 use crate::contract::DType;
 use crate::ctxt::Ctxt;
-use crate::model::{SArg, SSignature};
+use crate::model::{SArg, SSignature, STensor};
+use proc_macro2::{Delimiter, Group, TokenStream};
+use quote::ToTokens;
+use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
 use syn::{FnArg, GenericParam, Pat, ReturnType, Type};
+
+/// The annotated function: attributes, visibility and signature parsed, the body kept as the
+/// braced token group (never parsed: it is the author's, and re-emitted unchanged).
+#[derive(Clone, Debug)]
+pub struct RefFn {
+    /// Outer attributes (doc comments included).
+    pub attrs: Vec<syn::Attribute>,
+    /// Visibility.
+    pub vis: syn::Visibility,
+    /// The signature.
+    pub sig: syn::Signature,
+    /// The `{ ... }` body.
+    pub body: Group,
+}
+
+impl RefFn {
+    /// Parses an item without handing its body to `syn` (whose token buffer recurses into
+    /// every group): the body is the last token tree, and the rest must nest no deeper than
+    /// `parse::MAX_GROUP_DEPTH`.
+    pub fn from_tokens(item: TokenStream) -> syn::Result<RefFn> {
+        let mut trees: Vec<proc_macro2::TokenTree> = item.into_iter().collect();
+        let body = match trees.pop() {
+            Some(proc_macro2::TokenTree::Group(g)) if g.delimiter() == Delimiter::Brace => g,
+            Some(other) => return Err(syn::Error::new(other.span(), "expected a function with a body `{ ... }`")),
+            None => return Err(syn::Error::new(proc_macro2::Span::call_site(), "expected a function")),
+        };
+        let head: TokenStream = trees.into_iter().collect();
+        if let Some(e) = crate::parse::too_deep(&head, crate::parse::MAX_GROUP_DEPTH) {
+            return Err(e);
+        }
+        let (attrs, vis, sig) = syn::parse::Parser::parse2(
+            |input: ParseStream| {
+                let attrs = input.call(syn::Attribute::parse_outer)?;
+                let vis: syn::Visibility = input.parse()?;
+                let sig: syn::Signature = input.parse()?;
+                if !input.is_empty() {
+                    return Err(input.error("unexpected tokens before the function's body"));
+                }
+                Ok((attrs, vis, sig))
+            },
+            head,
+        )?;
+        Ok(RefFn { attrs, vis, sig, body })
+    }
+}
+
+impl Parse for RefFn {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let attrs = input.call(syn::Attribute::parse_outer)?;
+        let vis: syn::Visibility = input.parse()?;
+        let sig: syn::Signature = input.parse()?;
+        let body: Group = input.parse()?;
+        if body.delimiter() != Delimiter::Brace {
+            return Err(syn::Error::new(body.span(), "expected the function's body `{ ... }`"));
+        }
+        if !input.is_empty() {
+            return Err(input.error("unexpected tokens after the function"));
+        }
+        Ok(RefFn { attrs, vis, sig, body })
+    }
+}
+
+impl ToTokens for RefFn {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        for a in &self.attrs {
+            a.to_tokens(tokens);
+        }
+        self.vis.to_tokens(tokens);
+        self.sig.to_tokens(tokens);
+        self.body.to_tokens(tokens);
+    }
+}
 
 /// What the expansion needs to know about the reference function.
 #[derive(Clone, Debug, Default)]
@@ -22,6 +98,13 @@ pub fn rust_elem_name(d: DType) -> &'static str {
     d.name()
 }
 
+/// Type names the reference check knows: any other name may be an alias, which it accepts and
+/// leaves to the generated type check (rustc then reports a mismatch on the function's name).
+const KNOWN_TYPES: [&str; 22] = [
+    "bool", "u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64", "f16", "bf16", "f32", "f64", "usize", "isize", "u128", "i128", "char",
+    "str", "String", "Vec", "Box",
+];
+
 fn last_ident(ty: &Type) -> Option<String> {
     match ty {
         Type::Path(p) if p.qself.is_none() => p.path.segments.last().map(|s| s.ident.to_string()),
@@ -31,17 +114,33 @@ fn last_ident(ty: &Type) -> Option<String> {
     }
 }
 
+/// How a written type compares with the one the signature needs.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Fit {
+    /// It names the right type.
+    Yes,
+    /// It names another type the check knows.
+    No,
+    /// A name the check does not know (an alias, e.g. `type Elem = u16;`): accepted here and
+    /// type-checked by the generated code.
+    Alias,
+}
+
 /// Whether `ty` names the element type for `dtype` (the generic parameter for floats if any).
-fn elem_matches(ty: &Type, dtype: DType, generic: Option<&syn::Ident>) -> bool {
-    let Some(name) = last_ident(ty) else { return false };
-    if dtype.is_float() {
-        if let Some(g) = generic {
-            if *g == name {
-                return true;
-            }
+fn elem_fits(ty: &Type, dtype: DType, generic: Option<&syn::Ident>) -> Fit {
+    let Some(name) = last_ident(ty) else { return Fit::No };
+    if let Some(g) = generic {
+        if *g == name {
+            return if dtype.is_float() { Fit::Yes } else { Fit::No };
         }
     }
-    name == rust_elem_name(dtype)
+    if name == rust_elem_name(dtype) {
+        Fit::Yes
+    } else if KNOWN_TYPES.contains(&name.as_str()) || name == "Self" {
+        Fit::No
+    } else {
+        Fit::Alias
+    }
 }
 
 fn expected_elem(dtype: DType, generic: Option<&syn::Ident>) -> String {
@@ -53,10 +152,26 @@ fn expected_elem(dtype: DType, generic: Option<&syn::Ident>) -> String {
 
 /// Checks the reference function against the signature: it must agree on parameter count,
 /// order and types, and return one `Vec` per output.
-pub fn check_reference_fn(cx: &Ctxt, func: &syn::ItemFn, sig: &SSignature, dim_symbols: &[String]) -> RefShape {
+pub fn check_reference_fn(cx: &Ctxt, func: &RefFn, sig: &SSignature, dim_symbols: &[String]) -> RefShape {
+    let float_generic = check_generics(cx, func, sig);
+    let generic = float_generic.as_ref();
+    if func.sig.receiver().is_some() {
+        // A method: the placement rule says to declare the op at module level.
+        return RefShape { float_generic, extra_dims: Vec::new() };
+    }
+    check_params(cx, func, sig, generic);
+    let extra_dims = check_extra_params(cx, func, sig, dim_symbols);
+    if !sig.gaps.outputs {
+        check_return(cx, func, sig, generic);
+    }
+    RefShape { float_generic, extra_dims }
+}
+
+// Rule: at most one type parameter, the float element type, used only if the signature has a
+// float; no const generics; not `async`. With the type parameter, every float of the signature
+// has one dtype (the parameter is instantiated once, at it).
+fn check_generics(cx: &Ctxt, func: &RefFn, sig: &SSignature) -> Option<syn::Ident> {
     let fname = &func.sig.ident;
-    let mut shape = RefShape::default();
-    // Rule: at most one type parameter, the float element type.
     let types: Vec<&syn::TypeParam> = func
         .sig
         .generics
@@ -82,83 +197,85 @@ pub fn check_reference_fn(cx: &Ctxt, func: &syn::ItemFn, sig: &SSignature, dim_s
             format!("reference `{fname}` cannot take const generics; declare a parameter in the signature instead"),
         ));
     }
-    shape.float_generic = types.first().map(|t| t.ident.clone());
-    let generic = shape.float_generic.as_ref();
-    if let Some(g) = generic {
-        let any_float = sig.args.iter().any(|a| match a {
-            SArg::Tensor(t) => t.dtype.value.is_float(),
-            SArg::Param(p) => p.dtype.value.is_float(),
-        }) || sig.outputs.iter().any(|o| o.dtype.value.is_float());
-        if !any_float {
-            cx.error(syn::Error::new(
-                g.span(),
-                format!("reference `{fname}` is generic over `{g}` but the signature has no float tensor; remove the type parameter"),
-            ));
-        }
-    }
     if let Some(a) = &func.sig.asyncness {
         cx.error(syn::Error::new(a.span, format!("reference `{fname}` must be a plain function, not `async`")));
     }
+    let g = types.first().map(|t| t.ident.clone())?;
+    let floats: Vec<(String, DType)> = sig
+        .args
+        .iter()
+        .filter_map(|a| match a {
+            SArg::Tensor(t) => Some((t.name.to_string(), t.dtype.value)),
+            SArg::Param(p) => Some((p.name.to_string(), p.dtype.value)),
+            SArg::Broken(_) => None,
+        })
+        .chain(sig.outputs.iter().map(|o| (o.name.to_string(), o.dtype.value)))
+        .filter(|(_, d)| d.is_float())
+        .collect();
+    if floats.is_empty() && !sig.gaps.args && !sig.gaps.outputs {
+        cx.error(syn::Error::new(
+            g.span(),
+            format!("reference `{fname}` is generic over `{g}` but the signature has no float tensor; remove the type parameter"),
+        ));
+    }
+    if let Some((name, d)) = floats.iter().find(|(_, d)| *d != floats[0].1) {
+        cx.error(syn::Error::new(
+            g.span(),
+            format!("reference `{fname}` is generic over one float type `{g}`, but the signature mixes `{}` (`{}`) and `{d}` (`{name}`); give every float the same dtype, or make the reference non-generic with explicit types", floats[0].1, floats[0].0),
+        ));
+    }
+    Some(g)
+}
 
+// Rule: parameter `i` of the reference is `&[E]` for tensor input `i` and `E` for parameter `i`,
+// `E` the dtype's Rust type (the type parameter for floats of a generic reference).
+fn check_params(cx: &Ctxt, func: &RefFn, sig: &SSignature, generic: Option<&syn::Ident>) {
+    let fname = &func.sig.ident;
     let params: Vec<&FnArg> = func.sig.inputs.iter().collect();
-    let expected = sig.args.len();
     for (i, arg) in sig.args.iter().enumerate() {
         let Some(fa) = params.get(i) else {
             let missing: Vec<String> = sig.args[i..].iter().map(|a| format!("`{}`", a.ident())).collect();
             cx.error(syn::Error::new(
                 func.sig.paren_token.span.close(),
                 format!(
-                    "reference `{fname}` takes {} parameter(s) but the signature declares {expected}; add {} (a slice per tensor input, a value per parameter, in signature order)",
+                    "reference `{fname}` takes {} parameter(s) but the signature declares {}; add {} (a slice per tensor input, a value per parameter, in signature order)",
                     params.len(),
+                    sig.args.len(),
                     missing.join(", ")
                 ),
             ));
-            break;
+            return;
         };
-        let FnArg::Typed(pt) = fa else {
-            cx.error(syn::Error::new(fa.span(), format!("reference `{fname}` must be a free function, not a method")));
-            continue;
-        };
-        match arg {
+        let FnArg::Typed(pt) = fa else { continue };
+        let (want, fits, what) = match arg {
             SArg::Tensor(t) => {
-                let want = format!("&[{}]", expected_elem(t.dtype.value, generic));
-                let ok = match &*pt.ty {
+                let fits = match &*pt.ty {
                     Type::Reference(r) if r.mutability.is_none() => match &*r.elem {
-                        Type::Slice(s) => elem_matches(&s.elem, t.dtype.value, generic),
-                        _ => false,
+                        Type::Slice(s) => elem_fits(&s.elem, t.dtype.value, generic),
+                        _ => Fit::No,
                     },
-                    _ => false,
+                    _ => Fit::No,
                 };
-                if !ok {
-                    cx.error(syn::Error::new_spanned(
-                        &pt.ty,
-                        format!(
-                            "parameter {} of reference `{fname}` is tensor input `{}: {}[..]` and must be `{want}`",
-                            i + 1,
-                            t.name,
-                            t.dtype.value
-                        ),
-                    ));
-                }
+                (format!("&[{}]", expected_elem(t.dtype.value, generic)), fits, format!("tensor input `{}: {}[..]`", t.name, t.dtype.value))
             }
             SArg::Param(p) => {
-                let want = expected_elem(p.dtype.value, generic);
-                if !elem_matches(&pt.ty, p.dtype.value, generic) || matches!(&*pt.ty, Type::Reference(_)) {
-                    cx.error(syn::Error::new_spanned(
-                        &pt.ty,
-                        format!(
-                            "parameter {} of reference `{fname}` is scalar parameter `{}: {}` and must be `{want}`",
-                            i + 1,
-                            p.name,
-                            p.dtype.value
-                        ),
-                    ));
-                }
+                let fits = if matches!(&*pt.ty, Type::Reference(_)) { Fit::No } else { elem_fits(&pt.ty, p.dtype.value, generic) };
+                (expected_elem(p.dtype.value, generic), fits, format!("scalar parameter `{}: {}`", p.name, p.dtype.value))
             }
+            SArg::Broken(_) => continue,
+        };
+        if fits == Fit::No {
+            cx.error(syn::Error::new_spanned(&pt.ty, format!("parameter {} of reference `{fname}` is {what} and must be `{want}`", i + 1)));
         }
     }
-    // Rule: extra trailing parameters are `usize` dims named after bound dim symbols.
-    for fa in params.iter().skip(expected) {
+}
+
+// Rule: extra trailing parameters are `usize` dims named after bound dim symbols.
+fn check_extra_params(cx: &Ctxt, func: &RefFn, sig: &SSignature, dim_symbols: &[String]) -> Vec<String> {
+    let fname = &func.sig.ident;
+    let expected = sig.args.len();
+    let mut extra = Vec::new();
+    for fa in func.sig.inputs.iter().skip(expected) {
         let FnArg::Typed(pt) = fa else { continue };
         let name = match &*pt.pat {
             Pat::Ident(pi) => Some(pi.ident.to_string()),
@@ -166,7 +283,7 @@ pub fn check_reference_fn(cx: &Ctxt, func: &syn::ItemFn, sig: &SSignature, dim_s
         };
         let is_usize = last_ident(&pt.ty).as_deref() == Some("usize");
         match name {
-            Some(n) if is_usize && dim_symbols.contains(&n) => shape.extra_dims.push(n),
+            Some(n) if is_usize && dim_symbols.contains(&n) => extra.push(n),
             Some(n) if is_usize => cx.error(syn::Error::new(
                 pt.pat.span(),
                 format!(
@@ -180,47 +297,58 @@ pub fn check_reference_fn(cx: &Ctxt, func: &syn::ItemFn, sig: &SSignature, dim_s
             )),
         }
     }
-    // Rule: the return type is one `Vec` per output.
-    let want_one = |o: &crate::model::STensor| format!("Vec<{}>", expected_elem(o.dtype.value, generic));
-    let vec_ok = |ty: &Type, o: &crate::model::STensor| -> bool {
-        if let Type::Path(p) = ty {
-            if let Some(seg) = p.path.segments.last() {
-                if seg.ident == "Vec" {
-                    if let syn::PathArguments::AngleBracketed(ab) = &seg.arguments {
-                        if let Some(syn::GenericArgument::Type(t)) = ab.args.first() {
-                            return elem_matches(t, o.dtype.value, generic);
-                        }
-                    }
-                }
-            }
-        }
-        false
-    };
+    extra
+}
+
+/// How `ty` compares with `Vec<E>` for output `o`.
+fn vec_fits(ty: &Type, o: &STensor, generic: Option<&syn::Ident>) -> Fit {
+    let Type::Path(p) = ty else { return Fit::No };
+    let Some(seg) = p.path.segments.last() else { return Fit::No };
+    if seg.ident != "Vec" {
+        return if KNOWN_TYPES.contains(&seg.ident.to_string().as_str()) { Fit::No } else { Fit::Alias };
+    }
+    match &seg.arguments {
+        syn::PathArguments::AngleBracketed(ab) => match ab.args.first() {
+            Some(syn::GenericArgument::Type(t)) => elem_fits(t, o.dtype.value, generic),
+            _ => Fit::No,
+        },
+        _ => Fit::No,
+    }
+}
+
+// Rule: the return type is one `Vec` per output (a tuple of them for several), in order.
+fn check_return(cx: &Ctxt, func: &RefFn, sig: &SSignature, generic: Option<&syn::Ident>) {
+    let fname = &func.sig.ident;
+    let want_one = |o: &STensor| format!("Vec<{}>", expected_elem(o.dtype.value, generic));
     let want_all = if sig.outputs.len() == 1 {
         want_one(&sig.outputs[0])
     } else {
         format!("({})", sig.outputs.iter().map(want_one).collect::<Vec<_>>().join(", "))
     };
-    match &func.sig.output {
-        ReturnType::Default => cx.error(syn::Error::new(
+    let ReturnType::Type(_, ty) = &func.sig.output else {
+        cx.error(syn::Error::new(
             func.sig.ident.span(),
             format!("reference `{fname}` returns nothing but the signature declares output(s); return `{want_all}`"),
-        )),
-        ReturnType::Type(_, ty) => {
-            let ok = if sig.outputs.len() == 1 {
-                vec_ok(ty, &sig.outputs[0])
-            } else if let Type::Tuple(t) = &**ty {
-                t.elems.len() == sig.outputs.len() && t.elems.iter().zip(&sig.outputs).all(|(e, o)| vec_ok(e, o))
+        ));
+        return;
+    };
+    let fit = match (&**ty, sig.outputs.as_slice()) {
+        (ty, [one]) => vec_fits(ty, one, generic),
+        (Type::Tuple(t), outs) if t.elems.len() == outs.len() => {
+            let fits: Vec<Fit> = t.elems.iter().zip(outs).map(|(e, o)| vec_fits(e, o, generic)).collect();
+            if fits.contains(&Fit::No) {
+                Fit::No
             } else {
-                false
-            };
-            if !ok {
-                cx.error(syn::Error::new_spanned(
-                    ty,
-                    format!("reference `{fname}` must return `{want_all}` (one `Vec` per declared output), in output order"),
-                ));
+                Fit::Yes
             }
         }
+        (Type::Path(_), _) if last_ident(ty).is_some_and(|n| !KNOWN_TYPES.contains(&n.as_str())) => Fit::Alias,
+        _ => Fit::No,
+    };
+    if fit == Fit::No {
+        cx.error(syn::Error::new_spanned(
+            ty,
+            format!("reference `{fname}` must return `{want_all}` (one `Vec` per declared output), in output order"),
+        ));
     }
-    shape
 }

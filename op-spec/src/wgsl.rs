@@ -1,12 +1,13 @@
 //! The compile-time check of a WGSL kernel against its `kernel(...)` binding descriptor and the
-//! op's signature (naga parse and validation, entry point, every binding); it reads no files.
+//! op's signature (naga parse and validation, entry point and its 1-D workgroup, every binding:
+//! slot, address space, access, runtime-sized element type, name); it reads no files.
 
 use crate::contract::{Access, DType};
 use crate::ctxt::Ctxt;
-use crate::model::{SArg, SBinding, SKernel, SSignature, SpanRange, Spanned};
+use crate::model::{SBinding, SKernel, SSignature, SpanRange, Spanned};
 use naga::common::wgsl::{TryToWgsl as _, TypeContext as _};
 use naga::valid::{Capabilities, FunctionInfo, ModuleInfo, ValidationFlags, Validator};
-use naga::{AddressSpace, GlobalVariable, Module, ResourceBinding, Scalar, ShaderStage, StorageAccess, TypeInner};
+use naga::{AddressSpace, ArraySize, GlobalVariable, Module, ResourceBinding, Scalar, ShaderStage, StorageAccess, TypeInner};
 use std::panic::catch_unwind;
 use syn::Ident;
 
@@ -35,13 +36,27 @@ pub fn check_wgsl(cx: &Ctxt, kernel: &SKernel, sig: &SSignature, source: &str) -
     for (slot, binding) in kernel.bindings.iter().enumerate() {
         let global = global_at(&module, 0, slot);
         match binding {
-            SBinding::Buffer { name, access } => check_buffer(cx, &module, sig, slot, global, name, access),
+            SBinding::Buffer { name, access, global: alias } => {
+                check_buffer(cx, &module, sig, slot, global, name, access);
+                check_global_name(cx, slot, global, name, access, alias.as_ref());
+            }
             SBinding::Uniform { span, fields } => check_uniform(cx, &module, sig, slot, global, *span, fields),
         }
     }
     let index = entry?;
     let ep = module.entry_points.get(index)?;
     check_unbound(cx, kernel, &module, &ep.name, info.get_entry_point(index));
+    let [_, y, z] = ep.workgroup_size;
+    if y != 1 || z != 1 {
+        let [x, y, z] = ep.workgroup_size;
+        let msg = format!(
+            "WGSL entry `{}` has `@workgroup_size({x}, {y}, {z})`, but kernels launch 1-D workgroups (`threads` counts invocations along x, and the runtime refuses any other shape); write `@workgroup_size({})` and index with `global_invocation_id.x`",
+            ep.name,
+            x.saturating_mul(y).saturating_mul(z)
+        );
+        cx.error(syn::Error::new(kernel.path.span(), msg));
+        return None;
+    }
     if ep.workgroup_size_overrides.is_some() {
         let msg = format!(
             "the workgroup size of WGSL entry `{}` depends on `override` constants; the launch geometry needs literal sizes: write `@workgroup_size(64)` (or `const` expressions)",
@@ -198,19 +213,41 @@ fn uniform_scalar(dtype: DType) -> Option<Scalar> {
 
 /// The dtype of the signature's tensor (input or output) named `name`.
 fn tensor_dtype<'a>(sig: &'a SSignature, name: &Ident) -> Option<&'a Spanned<DType>> {
-    let inputs = sig.args.iter().filter_map(|a| match a {
-        SArg::Tensor(t) => Some(t),
-        SArg::Param(_) => None,
-    });
-    inputs.chain(&sig.outputs).find(|t| t.name == *name).map(|t| &t.dtype)
+    sig.inputs().chain(&sig.outputs).find(|t| t.name == *name).map(|t| &t.dtype)
 }
 
 /// The dtype of the signature's parameter named `name`.
 fn param_dtype<'a>(sig: &'a SSignature, name: &Ident) -> Option<&'a Spanned<DType>> {
-    sig.args.iter().find_map(|a| match a {
-        SArg::Param(p) if p.name == *name => Some(&p.dtype),
-        _ => None,
-    })
+    sig.param(&name.to_string()).map(|p| &p.dtype)
+}
+
+/// Rule: the WGSL global at a buffer's slot carries the tensor's name (or the name given with
+/// `as`): slots bind by position, so two inputs listed in the other order would otherwise
+/// compile and silently compute the wrong thing (`a - b` as `b - a`).
+fn check_global_name(
+    cx: &Ctxt,
+    slot: usize,
+    global: Option<(&GlobalVariable, ResourceBinding)>,
+    name: &Ident,
+    access: &Spanned<Access>,
+    alias: Option<&Ident>,
+) {
+    let Some((var, rb)) = global else { return };
+    let Some(wgsl_name) = var.name.as_deref() else { return };
+    let want = alias.map_or_else(|| name.to_string(), Ident::to_string);
+    if !matches!(var.space, AddressSpace::Storage { .. }) || wgsl_name == want {
+        return;
+    }
+    let acc = if access.value == Access::Read { "read" } else { "read_write" };
+    let (at, hint) = match alias {
+        Some(a) => (a.span(), format!("change `as {a}` to `as {wgsl_name}`")),
+        None => (name.span(), format!("reorder `bindings(...)` to match the kernel, rename the global to `{name}`, or write `{name}: {acc} as {wgsl_name}` if the kernel names it differently on purpose")),
+    };
+    let msg = format!(
+        "`{name}` is descriptor slot {slot}, but WGSL {} is named `{wgsl_name}`: slots bind by position, so a kernel whose buffers are listed in another order would silently read the wrong tensor; {hint}",
+        describe(var, rb)
+    );
+    cx.error(syn::Error::new(at, msg));
 }
 
 /// Rule: descriptor slot `slot` binding tensor `name` is a WGSL storage array at
@@ -258,10 +295,19 @@ fn check_buffer(
         cx.error(access.span.error(msg));
     }
     let Some(scalar) = scalar else { return };
-    let ok = match module.types[var.ty].inner {
-        TypeInner::Array { base, .. } => module.types[base].inner == TypeInner::Scalar(scalar),
-        _ => false,
+    let (ok, sized) = match module.types[var.ty].inner {
+        TypeInner::Array { base, size, .. } => (module.types[base].inner == TypeInner::Scalar(scalar), !matches!(size, ArraySize::Dynamic)),
+        _ => (false, false),
     };
+    if ok && sized {
+        let msg = format!(
+            "`{name}` is bound to WGSL {} of type `{}`, a fixed-size array, but a tensor holds as many elements as its dims say (a fixed size silently drops the rest); declare it runtime-sized: `array<{elem}>`",
+            describe(var, rb),
+            module.types.type_to_string(var.ty)
+        );
+        cx.error(syn::Error::new(name.span(), msg));
+        return;
+    }
     if !ok {
         let msg = format!(
             "`{name}` holds `{elem}` in the signature but WGSL {} has type `{}`; declare it `array<{elem}>`",
@@ -283,24 +329,7 @@ fn check_uniform(
     span: SpanRange,
     fields: &[Ident],
 ) {
-    // What each field must be in WGSL: `None` when the parameter's dtype has no uniform form.
-    let wanted: Vec<Option<Scalar>> = fields
-        .iter()
-        .map(|f| match param_dtype(sig, f) {
-            None => Some(Scalar::U32),
-            Some(d) => {
-                let s = uniform_scalar(d.value);
-                if s.is_none() {
-                    let msg = format!(
-                        "uniform field `{f}` is a `{}` parameter, which a WGSL uniform block cannot hold (u32, i32 and f32 only); change the parameter's dtype",
-                        d.value.name()
-                    );
-                    cx.error(syn::Error::new(f.span(), msg));
-                }
-                s
-            }
-        })
-        .collect();
+    let wanted = uniform_wanted(cx, sig, fields);
     let Some((var, rb)) = global else {
         let members = fields
             .iter()
@@ -332,6 +361,44 @@ fn check_uniform(
         return;
     };
     let struct_name = ty.name.as_deref().unwrap_or("<anonymous>");
+    check_uniform_members(cx, module, sig, (var, rb), span, fields, &wanted, (struct_name, members));
+}
+
+/// What each uniform field must be in WGSL: `u32` for a dim, the parameter's scalar for a
+/// parameter, `None` (reported) when the parameter's dtype has no uniform form.
+fn uniform_wanted(cx: &Ctxt, sig: &SSignature, fields: &[Ident]) -> Vec<Option<Scalar>> {
+    fields
+        .iter()
+        .map(|f| match param_dtype(sig, f) {
+            None => Some(Scalar::U32),
+            Some(d) => {
+                let s = uniform_scalar(d.value);
+                if s.is_none() {
+                    let msg = format!(
+                        "uniform field `{f}` is a `{}` parameter, which a WGSL uniform block cannot hold (u32, i32 and f32 only); change the parameter's dtype",
+                        d.value.name()
+                    );
+                    cx.error(syn::Error::new(f.span(), msg));
+                }
+                s
+            }
+        })
+        .collect()
+}
+
+/// The uniform struct's members against the fields: count, order (one error when the same
+/// names are permuted), then each member's type.
+#[allow(clippy::too_many_arguments)]
+fn check_uniform_members(
+    cx: &Ctxt,
+    module: &Module,
+    sig: &SSignature,
+    (var, rb): (&GlobalVariable, ResourceBinding),
+    span: SpanRange,
+    fields: &[Ident],
+    wanted: &[Option<Scalar>],
+    (struct_name, members): (&str, &[naga::StructMember]),
+) {
     if members.len() != fields.len() {
         let names = members.iter().map(|m| format!("`{}`", m.name.as_deref().unwrap_or("_"))).collect::<Vec<_>>().join(", ");
         let msg = format!(
@@ -358,7 +425,7 @@ fn check_uniform(
         cx.error(span.error(msg));
         return;
     }
-    for (j, ((field, want), member)) in fields.iter().zip(&wanted).zip(members).enumerate() {
+    for (j, ((field, want), member)) in fields.iter().zip(wanted).zip(members).enumerate() {
         let member_name = member.name.as_deref().unwrap_or("_");
         if field != member_name {
             let msg =
@@ -613,7 +680,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         let err = one_error(k, MEDIAN);
         assert_eq!(err, "the WGSL kernel `k.wgsl` has no compute entry point `median`; compute entry points found: `main`; name one of them, or mark the function `@compute @workgroup_size(...)`");
 
-        let two = format!("{MEDIAN}\n@compute @workgroup_size(8, 8) fn other() {{}}\n");
+        let two = format!("{MEDIAN}\n@compute @workgroup_size(32) fn other() {{}}\n");
         let err = one_error(median_kernel(), &two);
         assert_eq!(
             err,
@@ -622,7 +689,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         let k = quote!(kernel(wgsl = "k.wgsl", entry = "other", bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1));
         let (info, errs) = check(k, &two);
         assert!(errs.is_empty(), "{errs:#?}");
-        assert_eq!(info, Some(KernelInfo { entry: "other".into(), workgroup_size: [8, 8, 1] }));
+        assert_eq!(info, Some(KernelInfo { entry: "other".into(), workgroup_size: [32, 1, 1] }));
 
         let frag = MEDIAN
             .replace(
@@ -638,6 +705,39 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         let err = one_error(k, &frag);
         assert!(
             err.starts_with("the WGSL kernel `k.wgsl` has no compute entry point `main` (`main` is a fragment entry point); compute entry points found: none"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn two_dimensional_workgroups_are_refused() {
+        let src = MEDIAN.replace("@compute @workgroup_size(64)", "@compute @workgroup_size(8, 8)");
+        let (info, errs) = check(median_kernel(), &src);
+        assert_eq!(info, None);
+        assert_eq!(errs.len(), 1, "{errs:#?}");
+        assert!(errs[0].starts_with("WGSL entry `main` has `@workgroup_size(8, 8, 1)`, but kernels launch 1-D workgroups"), "{}", errs[0]);
+    }
+
+    #[test]
+    fn buffers_bind_by_name_and_are_runtime_sized() {
+        let src = MEDIAN.replace("var<storage, read> x: array<f32>", "var<storage, read> y: array<f32>").replace("x[i + k]", "y[i + k]");
+        let err = one_error(median_kernel(), &src);
+        assert!(
+            err.starts_with(
+                "`x` is descriptor slot 0, but WGSL `@group(0) @binding(0) var<storage, read> y` is named `y`: slots bind by position"
+            ),
+            "{err}"
+        );
+        let k = quote!(kernel(wgsl = "k.wgsl", bindings(x: read as y, out: read_write, uniform(n, w)), threads = n - w + 1));
+        assert_eq!(check(k, &src).1, Vec::<String>::new());
+        let k = quote!(kernel(wgsl = "k.wgsl", bindings(x: read as z, out: read_write, uniform(n, w)), threads = n - w + 1));
+        assert!(one_error(k, &src).contains("change `as z` to `as y`"));
+        let src = MEDIAN.replace("var<storage, read> x: array<f32>", "var<storage, read> x: array<f32, 4>");
+        let err = one_error(median_kernel(), &src);
+        assert!(
+            err.starts_with(
+                "`x` is bound to WGSL `@group(0) @binding(0) var<storage, read> x` of type `array<f32, 4>`, a fixed-size array"
+            ),
             "{err}"
         );
     }

@@ -120,7 +120,7 @@ fn hash_of(attr: &str, item: &str, dir: &Path) -> [u8; 32] {
     let (checked, _) = check_tokens(tokens(attr), item_ts.clone(), &[dir.to_path_buf()]).unwrap_or_else(|errs| {
         panic!("declaration does not check:\n{attr}\n{:#?}", errs.iter().map(|e| e.to_string()).collect::<Vec<_>>())
     });
-    let func: syn::ItemFn = syn::parse2(item_ts).expect("item is a fn");
+    let func: op_spec::reference::RefFn = syn::parse2(item_ts).expect("item is a fn");
     let json = contract_json(&checked.contract);
     let body = body_tokens(&func);
     let kernels: Vec<KernelBytes<'_>> = checked
@@ -133,7 +133,9 @@ fn hash_of(attr: &str, item: &str, dir: &Path) -> [u8; 32] {
             headers: lk.headers.iter().map(|(p, _, b)| (p.as_str(), b.as_slice())).collect(),
         })
         .collect();
-    identity(&json, &body, &kernels)
+    let hash = identity(&json, &body, &kernels);
+    assert_eq!(hash, checked.hash, "the checker's identity is this computation");
+    hash
 }
 
 fn join(entries: &[&str]) -> String {
@@ -219,7 +221,8 @@ fn every_contract_change_changes_identity() {
         ("constraint form", with_entry(&MEDIAN_ENTRIES, "signature", &sig.replace("w % 2 == 1", "w % 2 != 0"))),
         (
             "output name",
-            with_entry(&MEDIAN_ENTRIES, "signature", &sig.replace("-> f32[", "-> y: f32[")).replace("out: read_write", "y: read_write"),
+            with_entry(&MEDIAN_ENTRIES, "signature", &sig.replace("-> f32[", "-> y: f32["))
+                .replace("out: read_write", "y: read_write as out"),
         ),
         ("backward", with_entry(&MEDIAN_ENTRIES, "backward", "backward = vjp(other_vjp)")),
         ("backward form", with_entry(&MEDIAN_ENTRIES, "backward", "backward = vjp(windowed_median_vjp) + jvp(windowed_median_jvp)")),
@@ -259,9 +262,10 @@ fn every_contract_change_changes_identity() {
             assert_ne!(hs[i], hs[j], "category/tolerance variants {i} and {j} collide");
         }
     }
-    // A binding: swapping the two inputs' CUDA parameter slots is a different contract.
+    // A binding: swapping the two inputs' CUDA parameter slots (saying so with `as`, since the
+    // parameters keep their names) is a different contract.
     let mul_base = mul_hash(&dir);
-    let swapped = with_entry(&MUL_ENTRIES, "kernel", &MUL_ENTRIES[6].replace("a: read, b: read", "b: read, a: read"));
+    let swapped = with_entry(&MUL_ENTRIES, "kernel", &MUL_ENTRIES[6].replace("a: read, b: read", "b: read as a, a: read as b"));
     assert_ne!(hash_of(&swapped, MUL_FN, &dir), mul_base, "binding order");
     let block = with_entry(&MUL_ENTRIES, "kernel", &MUL_ENTRIES[6].replace("block = 128", "block = 256"));
     assert_ne!(hash_of(&block, MUL_FN, &dir), mul_base, "block size");

@@ -1,12 +1,17 @@
 //! The macro must never panic: `check_tokens` (parse + every checker rule, the whole of what
-//! `#[op]` runs before generating code) is fed thousands of malformed token streams, mutations
-//! of valid declarations (dropped, swapped, duplicated, replaced and truncated tokens at every
-//! nesting depth), and must return `Ok` or errors each time, never unwind.
+//! `#[op]` runs before generating code) is fed mutations of valid declarations (dropped,
+//! swapped, duplicated, replaced and truncated tokens at every nesting depth), expressions built
+//! to hit the limits (thousands of parentheses, unary minuses, `min(min(..))`, long sums),
+//! doc comments with Unicode whitespace and mutated kernel sources, and must return `Ok` or
+//! errors each time, never unwind or overflow its stack. The random test is seeded
+//! (`OP_FUZZ_SEED`, printed on failure) and bounded in time (`OP_FUZZ_SECONDS`, default 30;
+//! `.ci/run` gives it 60).
 
 use op_spec::check::check_tokens;
 use proc_macro2::{Group, TokenStream, TokenTree};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 const MEDIAN_WGSL: &str = "struct Params { n: u32, w: u32 }
 @group(0) @binding(0) var<storage, read> x: array<f32>;
@@ -180,24 +185,152 @@ fn single_token_drops_and_swaps_never_panic() {
     }
 }
 
+/// Declarations with a slot `__E__` for a stress expression, in each position one can take.
+const EXPR_SLOTS: [(&str, &str); 3] = [
+    (
+        r#"name = "a/e", version = 1, signature(x: f32[n], w: u32 where w <= __E__) -> f32[__E__], category = selection,
+           tolerance = exact, backward = none, kernel(wgsl = "kernels/median.wgsl", bindings(x: read, out: read_write, uniform(n, w)), threads = __E__)"#,
+        "fn e<T: Real>(x: &[T], w: u32) -> Vec<T> { todo!() }",
+    ),
+    (
+        r#"name = "a/e", version = 1, signature(x: f32[n]) -> f32[k], output = bounded(__E__), category = selection, tolerance = exact, backward = none"#,
+        "fn e<T: Real>(x: &[T]) -> Vec<T> { todo!() }",
+    ),
+    (
+        r#"name = "a/e", version = 1, signature(x: f32[n], lo: f32, hi: f32 where lo <= hi, __E__ >= 0) -> f32[n], category = selection, tolerance = exact, backward = none"#,
+        "fn e<T: Real>(x: &[T], lo: T, hi: T) -> Vec<T> { todo!() }",
+    ),
+];
+
+/// An expression built to hit a limit: deep parentheses, unary minuses, `min` nesting, long
+/// sums, huge or fractional literals.
+fn stress_expr(rng: &mut Rng) -> String {
+    let k = [1, 2, 31, 32, 33, 63, 64, 65, 200, 2_000, 3_000][rng.below(11)];
+    match rng.below(7) {
+        0 => format!("{}n{}", "(".repeat(k), ")".repeat(k)),
+        1 => format!("{}n", "- ".repeat(k)),
+        2 => format!("{}n{}", "min(n, ".repeat(k.min(300)), ")".repeat(k.min(300))),
+        3 => vec!["n"; k.max(1)].join(" + "),
+        4 => format!("n / (w - {k}) % (n - n)"),
+        5 => ["9223372036854775807 * 9223372036854775807", "1e308", "0.5", "n % 0", "-9223372036854775807 - 1"][rng.below(5)].to_string(),
+        _ => format!("max({}, n) * (w + {k})", vec!["1"; k.min(300)].join(" * ")),
+    }
+}
+
+/// A doc comment of random Unicode whitespace and text.
+fn doc_comment(rng: &mut Rng) -> String {
+    const WS: [&str; 7] = [" ", "\t", "\u{3000}", "\u{2003}", "\u{a0}", "\u{85}", "\u{feff}"];
+    (0..1 + rng.below(4))
+        .map(|_| {
+            let lead: String = (0..rng.below(4)).map(|_| WS[rng.below(WS.len())]).collect();
+            format!("///{lead}é{}\n", WS[rng.below(WS.len())])
+        })
+        .collect()
+}
+
+/// A kernel source with random edits: deleted and duplicated ranges, inserted pieces of C, WGSL
+/// and Unicode.
+fn mutate_source(src: &str, rng: &mut Rng) -> String {
+    const PIECES: [&str; 14] = [
+        "\"",
+        "'",
+        "/*",
+        "*/",
+        "//",
+        "{",
+        "}",
+        "(",
+        ")",
+        "__global__",
+        "extern \"C\"",
+        "typedef float T;",
+        "é\u{3000}",
+        "@workgroup_size(8, 8)",
+    ];
+    let mut s: Vec<char> = src.chars().collect();
+    for _ in 0..1 + rng.below(4) {
+        let n = s.len();
+        let (a, b) = (rng.below(n + 1), rng.below(n + 1));
+        let (a, b) = (a.min(b), a.max(b));
+        match rng.below(3) {
+            0 => {
+                s.drain(a..b.min(a + 40));
+            }
+            1 => {
+                let copy: Vec<char> = s[a..b.min(a + 40)].to_vec();
+                s.splice(a..a, copy);
+            }
+            _ => {
+                s.splice(a..a, PIECES[rng.below(PIECES.len())].chars());
+            }
+        }
+    }
+    s.into_iter().collect()
+}
+
+fn fuzz_budget() -> (u64, Duration) {
+    let seed = std::env::var("OP_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x2545_F491_4F6C_DD1D);
+    let secs = std::env::var("OP_FUZZ_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(30);
+    (seed, Duration::from_secs(secs))
+}
+
+fn mutated_kernel_dir(round: usize, rng: &mut Rng) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("op-spec-no-panic-src-{}-{}", std::process::id(), round % 4));
+    std::fs::create_dir_all(dir.join("kernels")).expect("temp dir");
+    let write = |rel: &str, text: String| std::fs::write(Path::new(&dir).join(rel), text).expect("write");
+    write("kernels/median.wgsl", mutate_source(MEDIAN_WGSL, rng));
+    write("kernels/mul.cu", mutate_source(MUL_CU, rng));
+    write("kernels/common.cuh", mutate_source("#pragma once\ntypedef float real;\n", rng));
+    dir
+}
+
+/// One random case: a mutated seed, a stress expression in a slot, or a seed against mutated
+/// kernel sources.
+fn random_case(round: usize, rng: &mut Rng, pool: &[TokenTree], bases: &[PathBuf]) -> (TokenStream, TokenStream, Vec<PathBuf>) {
+    match round % 5 {
+        0 => {
+            let (attr, item) = EXPR_SLOTS[rng.below(EXPR_SLOTS.len())];
+            let attr = attr.replace("__E__", &stress_expr(rng));
+            (attr.parse().expect("lexes"), item.parse().expect("lexes"), bases.to_vec())
+        }
+        1 if round % 25 == 1 => {
+            let (attr, item) = SEEDS[rng.below(2)];
+            (attr.parse().expect("lexes"), item.parse().expect("lexes"), vec![mutated_kernel_dir(round, rng)])
+        }
+        _ => {
+            let (attr, item) = SEEDS[round % SEEDS.len()];
+            let item = if rng.below(4) == 0 { format!("{}{item}", doc_comment(rng)) } else { item.to_string() };
+            let mut attr: TokenStream = attr.parse().expect("lexes");
+            let mut item: TokenStream = item.parse().expect("lexes");
+            for _ in 0..1 + rng.below(4) {
+                if rng.below(5) == 0 {
+                    item = mutate(item, rng, pool);
+                } else {
+                    attr = mutate(attr, rng, pool);
+                }
+            }
+            (attr, item, bases.to_vec())
+        }
+    }
+}
+
 #[test]
 fn random_mutations_never_panic() {
     let bases = [kernel_dir(), PathBuf::from("/nonexistent")];
     let pool = pool();
-    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
-    for round in 0..6000 {
-        let (attr, item) = SEEDS[round % SEEDS.len()];
-        let mut attr: TokenStream = attr.parse().expect("lexes");
-        let mut item: TokenStream = item.parse().expect("lexes");
-        for _ in 0..1 + rng.below(4) {
-            if rng.below(5) == 0 {
-                item = mutate(item, &mut rng, &pool);
-            } else {
-                attr = mutate(attr, &mut rng, &pool);
-            }
+    let (seed, budget) = fuzz_budget();
+    let mut rng = Rng(seed);
+    let start = Instant::now();
+    let mut round = 0;
+    while start.elapsed() < budget {
+        let (attr, item, bases) = random_case(round, &mut rng, &pool, &bases);
+        let (a, i) = (attr.clone(), item.clone());
+        if catch_unwind(AssertUnwindSafe(|| check_tokens(a, i, &bases).map(|_| ()))).is_err() {
+            panic!("check_tokens panicked (OP_FUZZ_SEED={seed}, round {round}) on\n#[op({attr})]\n{item}");
         }
-        run(&attr, &item, &bases);
+        round += 1;
     }
+    assert!(round >= 100, "only {round} rounds in {budget:?}");
     // Degenerate inputs.
     for (attr, item) in
         [("", ""), ("", "fn f() {}"), (",,,", "struct S;"), ("name", "fn f()"), ("kernel()", "fn f() {}"), ("signature() ->", "fn f() {}")]

@@ -6,18 +6,25 @@ use crate::ctxt::Ctxt;
 use crate::model::*;
 use crate::reference::RefShape;
 
-// Rule: a differentiable op needs a float input to differentiate and float outputs.
+// Rule: a differentiable op needs a float input to differentiate and a float output to carry
+// a gradient (an op whose outputs are all integers has zero or no derivative: `backward = none`).
 pub(super) fn check_backward_fits_signature(cx: &Ctxt, attr: &OpAttr, sig: &SSignature) {
     let Some(bw) = &attr.backward else { return };
     if matches!(bw, SBackward::None(_)) {
         return;
     }
-    let has_float_input = sig.args.iter().any(|a| matches!(a, SArg::Tensor(t) if t.dtype.value.is_float()));
-    if !has_float_input {
+    let has_float_input = sig.inputs().any(|t| t.dtype.value.is_float());
+    if !has_float_input && !sig.gaps.args {
         cx.error(
             bw.span()
                 .error("this backward needs a float tensor input to differentiate, and the signature has none; declare `backward = none`"),
         );
+    } else if !sig.gaps.outputs && !sig.outputs.is_empty() && sig.outputs.iter().all(|o| !o.dtype.value.is_float()) {
+        let outs: Vec<String> = sig.outputs.iter().map(|o| format!("`{}: {}`", o.name, o.dtype.value)).collect();
+        cx.error(bw.span().error(format!(
+            "this backward needs a float output to carry a gradient, and every output is an integer ({}): integer results have no derivative; declare `backward = none`",
+            outs.join(", ")
+        )));
     }
     if let SBackward::Declared { vjp: None, jvp: None, span } = bw {
         cx.error(span.error("declare at least one rule: `vjp(path)` or `jvp(path, ...)`"));
@@ -31,7 +38,7 @@ pub(super) fn check_differentiable_reference_is_generic(
     attr: &OpAttr,
     sig: &SSignature,
     reference: &RefShape,
-    func: &syn::ItemFn,
+    func: &crate::reference::RefFn,
 ) {
     let Some(bw) = &attr.backward else { return };
     if matches!(bw, SBackward::None(_)) || reference.float_generic.is_some() {
@@ -59,6 +66,9 @@ pub(super) fn check_differentiable_reference_is_generic(
 // Rule: `jvp` lists exactly one rule per differentiable (float tensor) input.
 pub(super) fn check_jvp_arity(cx: &Ctxt, attr: &OpAttr, sig: &SSignature) {
     let Some(SBackward::Declared { jvp: Some((span, rules)), .. }) = &attr.backward else { return };
+    if sig.gaps.args {
+        return;
+    }
     let diff: Vec<String> = sig
         .args
         .iter()

@@ -1,15 +1,107 @@
-//! Constraint soundness: constant-false and contradictory constraints, and non-negative output
-//! dims via the bounded search. Assumes symbols are bound (`symbols` reports those); reads no files.
+//! Integer constraint soundness over the full range of every symbol (dims `0..=2^63-1`,
+//! parameters their type's): constant-false, never-holding and contradictory constraints, and
+//! divisions by a value that can be zero; then what must hold for every admissible input:
+//! output dims and `bounded(..)` limits are >= 0, and a kernel launches at least one thread
+//! whenever an output is non-empty (each with a counterexample). Float constraints are
+//! `floats`'. Assumes symbols are bound (`symbols` reports those); reads no files.
 
+use super::solve::{self, dtype_range, Iv, Outcome, Reason, Space, DIM_RANGE};
 use super::symbols::int_params;
-use crate::contract::{DType, Expr};
+use crate::contract::{BinOp, CmpOp, Constraint, Expr};
 use crate::ctxt::Ctxt;
 use crate::model::*;
 use std::collections::BTreeMap;
 
+/// The integer constraints of a signature, ready for reasoning.
+pub(super) struct Solver<'a> {
+    sig: &'a SSignature,
+    space: Space,
+    /// The integer constraints (those whose symbols are all in the space), with spans.
+    spanned: Vec<&'a SConstraint>,
+    cs: Vec<Constraint>,
+    lits: Vec<i128>,
+    /// Ranges after propagating every constraint; `None` when they are refuted.
+    ranges: Option<Vec<Iv>>,
+    /// The difference bounds propagation closed.
+    dbm: solve::Dbm,
+    /// Input dims that are expressions (admissible inputs have them defined and >= 0).
+    input_dims: Vec<Expr>,
+}
+
+impl<'a> Solver<'a> {
+    pub(super) fn new(sig: &'a SSignature, dims: &[String]) -> Solver<'a> {
+        let mut space = Space { syms: dims.to_vec(), full: vec![DIM_RANGE; dims.len()] };
+        for p in sig.params().filter(|p| p.dtype.value.is_int()) {
+            space.syms.push(p.name.to_string());
+            space.full.push(dtype_range(p.dtype.value));
+        }
+        let known = |c: &SConstraint| {
+            let mut v = Vec::new();
+            c.terms.iter().for_each(|t| t.symbols(&mut v));
+            v.iter().all(|s| space.syms.iter().any(|k| s == &k))
+        };
+        let spanned: Vec<&SConstraint> = sig.int_constraints().filter(|c| known(c)).collect();
+        let cs: Vec<Constraint> = spanned.iter().map(|c| c.to_constraint()).collect();
+        let input_dims: Vec<Expr> =
+            sig.inputs().flat_map(|t| t.dims.iter()).filter(|d| !matches!(d.kind, SExprKind::Sym(_))).map(SExpr::to_expr).collect();
+        let mut all: Vec<&Expr> = cs.iter().flat_map(|c| c.terms.iter()).collect();
+        let outs: Vec<Expr> = sig.outputs.iter().flat_map(|o| o.dims.iter()).map(SExpr::to_expr).collect();
+        all.extend(&outs);
+        all.extend(&input_dims);
+        let lits = solve::literals(all);
+        let refs: Vec<&Constraint> = cs.iter().collect();
+        let (outcome, dbm) = solve::propagate_full(&space, &refs);
+        let ranges = match outcome {
+            Outcome::Ranges(r) => Some(r),
+            Outcome::Refuted(_) => None,
+        };
+        Solver { sig, space, spanned, cs, lits, ranges, dbm, input_dims }
+    }
+
+    /// An admissible assignment (every constraint holds, every input dim is defined and >= 0)
+    /// for which `f` holds.
+    fn witness(&self, mut f: impl FnMut(&BTreeMap<String, i128>) -> bool) -> Option<BTreeMap<String, i128>> {
+        let ranges = self.ranges.as_ref()?;
+        let refs: Vec<&Constraint> = self.cs.iter().collect();
+        solve::find(&self.space, ranges, &refs, &self.lits, |env| {
+            self.input_dims.iter().all(|d| d.eval_map(env).is_some_and(|v| v >= 0)) && f(env)
+        })
+    }
+
+    /// `s = v` for each symbol `e` mentions, in the space's order.
+    fn assignment(&self, env: &BTreeMap<String, i128>, exprs: &[&Expr]) -> String {
+        let mut used: Vec<&str> = Vec::new();
+        exprs.iter().for_each(|e| e.symbols(&mut used));
+        let parts: Vec<String> =
+            self.space.syms.iter().filter(|s| used.contains(&s.as_str())).map(|s| format!("{s} = {}", env[s])).collect();
+        if parts.is_empty() {
+            "any input".to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
+
+    /// `` `w: u32` `` or `` dim `n` `` for each symbol of `c`, for messages.
+    fn describe_symbols(&self, cs: &[&Constraint]) -> String {
+        let mut used: Vec<&str> = Vec::new();
+        cs.iter().flat_map(|c| c.terms.iter()).for_each(|e| e.symbols(&mut used));
+        let parts: Vec<String> = self
+            .space
+            .syms
+            .iter()
+            .filter(|s| used.contains(&s.as_str()))
+            .map(|s| match self.sig.param(s) {
+                Some(p) => format!("`{s}: {}`", p.dtype.value),
+                None => format!("dim `{s}`"),
+            })
+            .collect();
+        parts.join(", ")
+    }
+}
+
 // Rule: a constraint without symbols must hold (a constant-false constraint admits no input).
 pub(super) fn check_constant_constraints(cx: &Ctxt, sig: &SSignature) {
-    for c in &sig.constraints {
+    for c in sig.int_constraints() {
         let mut syms = Vec::new();
         c.terms.iter().for_each(|t| t.symbols(&mut syms));
         if syms.is_empty() {
@@ -27,243 +119,128 @@ pub(super) fn check_constant_constraints(cx: &Ctxt, sig: &SSignature) {
     }
 }
 
-/// The range of values a symbol may take: dims are `0..=i64::MAX`, parameters their dtype's.
-fn default_range(sig: &SSignature, sym: &str) -> (i128, i128) {
-    for a in &sig.args {
-        if let SArg::Param(p) = a {
-            if p.name == sym {
-                return match p.dtype.value {
-                    DType::u8 => (0, u8::MAX as i128),
-                    DType::i8 => (i8::MIN as i128, i8::MAX as i128),
-                    DType::u16 => (0, u16::MAX as i128),
-                    DType::i16 => (i16::MIN as i128, i16::MAX as i128),
-                    DType::u32 => (0, u32::MAX as i128),
-                    DType::i32 => (i32::MIN as i128, i32::MAX as i128),
-                    DType::u64 => (0, u64::MAX as i128),
-                    _ => (i64::MIN as i128, i64::MAX as i128),
-                };
-            }
-        }
-    }
-    (0, i64::MAX as i128)
-}
-
-/// Interval bounds implied by simple constraints `sym op lit` / `lit op sym`, per symbol,
-/// plus the constraint that set each bound (for error spans).
-fn intervals(sig: &SSignature, syms: &[String]) -> BTreeMap<String, (i128, i128)> {
-    let mut iv: BTreeMap<String, (i128, i128)> = syms.iter().map(|s| (s.clone(), default_range(sig, s))).collect();
-    for c in &sig.constraints {
-        let cc = c.to_constraint();
-        for (i, op) in cc.ops.iter().enumerate() {
-            let (a, b) = (&cc.terms[i], &cc.terms[i + 1]);
-            use crate::contract::CmpOp::*;
-            let (sym, lit, op) = match (a, b) {
+/// Interval bounds implied by the simple constraints `sym op lit` / `lit op sym`, per symbol.
+fn simple_bounds(cs: &[Constraint], space: &Space) -> BTreeMap<String, Iv> {
+    let mut iv: BTreeMap<String, Iv> = space.syms.iter().cloned().zip(space.full.iter().copied()).collect();
+    for c in cs {
+        for (i, op) in c.ops.iter().enumerate() {
+            let (sym, lit, op) = match (&c.terms[i], &c.terms[i + 1]) {
                 (Expr::Sym(s), Expr::Lit(v)) => (s, *v as i128, *op),
-                (Expr::Lit(v), Expr::Sym(s)) => (
-                    s,
-                    *v as i128,
-                    match op {
-                        Lt => Gt,
-                        Le => Ge,
-                        Gt => Lt,
-                        Ge => Le,
-                        o => *o,
-                    },
-                ),
+                (Expr::Lit(v), Expr::Sym(s)) => (s, *v as i128, solve::flip(*op)),
                 _ => continue,
             };
             let Some(r) = iv.get_mut(sym) else { continue };
             match op {
-                Lt => r.1 = r.1.min(lit - 1),
-                Le => r.1 = r.1.min(lit),
-                Gt => r.0 = r.0.max(lit + 1),
-                Ge => r.0 = r.0.max(lit),
-                Eq => {
-                    r.0 = r.0.max(lit);
-                    r.1 = r.1.min(lit);
-                }
-                Ne => {}
+                CmpOp::Lt => r.1 = r.1.min(lit - 1),
+                CmpOp::Le => r.1 = r.1.min(lit),
+                CmpOp::Gt => r.0 = r.0.max(lit + 1),
+                CmpOp::Ge => r.0 = r.0.max(lit),
+                CmpOp::Eq => *r = (r.0.max(lit), r.1.min(lit)),
+                CmpOp::Ne => {}
             }
         }
     }
     iv
 }
 
-/// Candidate values per symbol for the bounded search: the interval's ends, small values,
-/// and every literal of the declaration +-1, clipped to the interval.
-fn candidates(lo: i128, hi: i128, literals: &[i128]) -> Vec<i128> {
-    let mut v: Vec<i128> = Vec::new();
-    let mut push = |x: i128| {
-        if x >= lo && x <= hi && !v.contains(&x) {
-            v.push(x);
-        }
-    };
-    for k in 0..=6 {
-        push(lo + k);
-        push(hi - k);
-    }
-    for x in 0..=12 {
-        push(x);
-    }
-    for &l in literals {
-        push(l - 1);
-        push(l);
-        push(l + 1);
-        push(2 * l);
-    }
-    for x in [16, 31, 32, 33, 64, 100, 1000, 65_536, 1 << 31] {
-        push(x);
-    }
-    v.sort_unstable();
-    v
-}
-
-fn literals_of(sig: &SSignature) -> Vec<i128> {
-    fn walk(e: &Expr, out: &mut Vec<i128>) {
-        match e {
-            Expr::Lit(v) => out.push(*v as i128),
-            Expr::Sym(_) => {}
-            Expr::Neg(a) => walk(a, out),
-            Expr::Bin(_, a, b) | Expr::Min(a, b) | Expr::Max(a, b) => {
-                walk(a, out);
-                walk(b, out);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    sig.constraints.iter().flat_map(|c| c.terms.iter()).for_each(|t| walk(&t.to_expr(), &mut out));
-    sig.outputs.iter().flat_map(|o| o.dims.iter()).for_each(|d| walk(&d.to_expr(), &mut out));
-    out
-}
-
-/// A bounded search over symbol assignments: calls `f` on each assignment that satisfies every
-/// constraint until it returns `true`; gives up after a fixed budget. Returns whether the
-/// search was exhaustive over the symbols' (finite) intervals.
-fn search_admissible(sig: &SSignature, syms: &[String], mut f: impl FnMut(&BTreeMap<String, i128>) -> bool) -> bool {
-    const BUDGET: usize = 200_000;
-    let iv = intervals(sig, syms);
-    if iv.values().any(|(lo, hi)| lo > hi) {
-        return true;
-    }
-    let lits = literals_of(sig);
-    let exhaustive = iv.values().map(|(lo, hi)| (hi - lo + 1) as f64).product::<f64>() <= BUDGET as f64;
-    let cands: Vec<Vec<i128>> = syms
-        .iter()
-        .map(|s| {
-            let (lo, hi) = iv[s];
-            if exhaustive {
-                (lo..=hi).collect()
-            } else {
-                candidates(lo, hi, &lits)
-            }
+// Rule: the constraints admit at least one input, over the full range of every symbol: no
+// simple bounds that empty a symbol's range, no constraint that can never hold (`n < n`,
+// `w % 2 == 2` for a `u32`), no set that contradicts itself (`n < m` with `m < n`).
+pub(super) fn check_contradictory_constraints(cx: &Ctxt, solver: &Solver<'_>) {
+    // Constraints without symbols are `check_constant_constraints`' business.
+    let with_syms: Vec<usize> = (0..solver.cs.len())
+        .filter(|&i| {
+            let mut v = Vec::new();
+            solver.cs[i].terms.iter().for_each(|t| t.symbols(&mut v));
+            !v.is_empty()
         })
         .collect();
-    let constraints: Vec<crate::contract::Constraint> = sig.constraints.iter().map(SConstraint::to_constraint).collect();
-    let total: f64 = cands.iter().map(|c| c.len() as f64).product();
-    let mut env: BTreeMap<String, i128> = BTreeMap::new();
-    let mut visit = |idx: &[usize], env: &mut BTreeMap<String, i128>| -> bool {
-        for (s, (c, &i)) in syms.iter().zip(cands.iter().zip(idx)) {
-            env.insert(s.clone(), c[i]);
-        }
-        let ok = constraints.iter().all(|c| c.holds(&|s| env.get(s).copied()) == Some(true));
-        ok && f(env)
-    };
-    if total <= BUDGET as f64 {
-        let mut idx = vec![0usize; syms.len()];
-        loop {
-            if visit(&idx, &mut env) {
-                return exhaustive;
-            }
-            let mut k = 0;
-            loop {
-                if k == idx.len() {
-                    return exhaustive;
-                }
-                idx[k] += 1;
-                if idx[k] < cands[k].len() {
-                    break;
-                }
-                idx[k] = 0;
-                k += 1;
-            }
-        }
-    } else {
-        // Deterministic pseudo-random sampling (xorshift), seeded by nothing but the shape.
-        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut idx = vec![0usize; syms.len()];
-        for _ in 0..BUDGET {
-            for (k, c) in cands.iter().enumerate() {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                idx[k] = (state % c.len() as u64) as usize;
-            }
-            if visit(&idx, &mut env) {
-                return false;
-            }
-        }
-        false
-    }
-}
-
-fn all_symbols(sig: &SSignature, dims: &[String]) -> Vec<String> {
-    let mut syms = dims.to_vec();
-    syms.extend(int_params(sig));
-    syms
-}
-
-// Rule: the constraints together must admit at least one input (else they contradict).
-pub(super) fn check_contradictory_constraints(cx: &Ctxt, sig: &SSignature, dims: &[String]) {
-    if sig.constraints.is_empty() {
+    if with_syms.is_empty() {
         return;
     }
-    let syms = all_symbols(sig, dims);
-    // Constraints without symbols are `check_constant_constraints`' business.
-    let mut sig = sig.clone();
-    sig.constraints.retain(|c| {
-        let mut v = Vec::new();
-        c.terms.iter().for_each(|t| t.symbols(&mut v));
-        !v.is_empty()
-    });
-    let sig = &sig;
-    if sig.constraints.is_empty() {
+    let cs: Vec<Constraint> = with_syms.iter().map(|&i| solver.cs[i].clone()).collect();
+    let spans: Vec<SpanRange> = with_syms.iter().map(|&i| solver.spanned[i].span).collect();
+    if report_simple_bounds(cx, solver, &cs, &spans) || report_never_holds(cx, solver, &cs, &spans) {
         return;
     }
-    // Interval contradictions point at the first constraint that empties the symbol's range.
-    for (s, (lo, hi)) in intervals(sig, &syms) {
+    let refs: Vec<&Constraint> = cs.iter().collect();
+    if let Some((core, _)) = solve::refuted_core(&solver.space, &refs) {
+        let chosen: Vec<&Constraint> = core.iter().map(|&k| refs[k]).collect();
+        let text: Vec<String> = chosen.iter().map(|c| format!("`{c}`")).collect();
+        cx.error(spans[core[core.len() - 1]].error(format!(
+            "the constraints {} contradict each other: no values of {} satisfy all of them together; fix or remove one of them",
+            text.join(", "),
+            solver.describe_symbols(&chosen)
+        )));
+        return;
+    }
+    report_small_search(cx, solver, &cs, &spans);
+}
+
+/// Simple bounds that empty a symbol's range, at the first constraint that empties it.
+fn report_simple_bounds(cx: &Ctxt, solver: &Solver<'_>, cs: &[Constraint], spans: &[SpanRange]) -> bool {
+    for (s, (lo, hi)) in simple_bounds(cs, &solver.space) {
         if lo > hi {
-            let mut prefix = sig.clone();
-            let culprit = (1..=sig.constraints.len()).find_map(|k| {
-                prefix.constraints = sig.constraints[..k].to_vec();
-                let (a, b) = intervals(&prefix, std::slice::from_ref(&s))[&s];
-                (a > b).then(|| sig.constraints[k - 1].span)
+            let culprit = (1..=cs.len()).find(|&k| {
+                let (a, b) = simple_bounds(&cs[..k], &solver.space)[&s];
+                a > b
             });
-            let span = culprit.unwrap_or(sig.span);
+            let span = culprit.map_or(solver.sig.span, |k| spans[k - 1]);
             cx.error(span.error(format!("the constraints on `{s}` contradict each other: together they require {lo} <= {s} <= {hi}, which no value satisfies; fix or remove one of them")));
-            return;
+            return true;
         }
     }
-    // Exhaustive search over the symbols with small ranges, on the constraints that mention
-    // only them: sound (a miss there is a real contradiction), never a guess.
-    let iv = intervals(sig, &syms);
-    let small: Vec<String> = syms.iter().filter(|s| iv[*s].1 - iv[*s].0 < 4096).cloned().collect();
-    let local: Vec<crate::contract::Constraint> = sig
-        .constraints
+    false
+}
+
+/// A constraint that on its own never holds, with the reason.
+fn report_never_holds(cx: &Ctxt, solver: &Solver<'_>, cs: &[Constraint], spans: &[SpanRange]) -> bool {
+    for (c, span) in cs.iter().zip(spans) {
+        let Outcome::Refuted(reason) = solve::propagate(&solver.space, &[c]) else { continue };
+        let why = match reason {
+            Reason::Ranges { a, a_iv, op, b, b_iv } => {
+                format!("`{a}` is always in {} and `{b}` in {}, so `{a} {op} {b}` is false", range_text(a_iv), range_text(b_iv))
+            }
+            Reason::Undefined(t) => format!("`{t}` always divides by zero or overflows"),
+            Reason::Constant { k, op } => format!("its two sides always differ by {k}, so it says `{k} {op} 0`"),
+            Reason::Empty => "no value in their ranges satisfies it".to_string(),
+        };
+        cx.error(
+            span.error(format!("constraint `{c}` can never hold, for any {}: {why}; fix or remove it", solver.describe_symbols(&[c]))),
+        );
+        return true;
+    }
+    false
+}
+
+fn range_text((lo, hi): Iv) -> String {
+    if lo == hi {
+        format!("{{{lo}}}")
+    } else {
+        format!("{lo}..={hi}")
+    }
+}
+
+/// Exhaustive search over the symbols with small ranges, on the constraints that mention only
+/// them: sound (a miss there is a real contradiction), never a guess.
+fn report_small_search(cx: &Ctxt, solver: &Solver<'_>, cs: &[Constraint], spans: &[SpanRange]) {
+    let iv = simple_bounds(cs, &solver.space);
+    let small: Vec<&String> = solver.space.syms.iter().filter(|s| iv[*s].1 - iv[*s].0 < 4096).collect();
+    let local: Vec<&Constraint> = cs
         .iter()
-        .map(SConstraint::to_constraint)
         .filter(|c| {
             let mut v = Vec::new();
             c.terms.iter().for_each(|t| t.symbols(&mut v));
             v.iter().all(|s| small.iter().any(|m| m == s))
         })
         .collect();
-    let space: f64 = small.iter().map(|s| (iv[s].1 - iv[s].0 + 1) as f64).product();
+    let space: f64 = small.iter().map(|s| (iv[*s].1 - iv[*s].0 + 1) as f64).product();
     if local.is_empty() || space > 200_000.0 {
         return;
     }
-    let mut idx: Vec<i128> = small.iter().map(|s| iv[s].0).collect();
+    let mut idx: Vec<i128> = small.iter().map(|s| iv[*s].0).collect();
     loop {
-        let env = |name: &str| small.iter().position(|s| s == name).map(|k| idx[k]);
+        let env = |name: &str| small.iter().position(|s| *s == name).map(|k| idx[k]);
         if local.iter().all(|c| c.holds(&env) == Some(true)) {
             return;
         }
@@ -271,72 +248,269 @@ pub(super) fn check_contradictory_constraints(cx: &Ctxt, sig: &SSignature, dims:
         loop {
             if k == idx.len() {
                 let text: Vec<String> = local.iter().map(|c| format!("`{c}`")).collect();
-                cx.error(sig.constraints[sig.constraints.len() - 1].span.error(format!(
+                cx.error(spans[spans.len() - 1].error(format!(
                     "the constraints {} contradict each other: no value of the parameters satisfies all of them",
                     text.join(", ")
                 )));
                 return;
             }
             idx[k] += 1;
-            if idx[k] <= iv[&small[k]].1 {
+            if idx[k] <= iv[small[k]].1 {
                 break;
             }
-            idx[k] = iv[&small[k]].0;
+            idx[k] = iv[small[k]].0;
             k += 1;
         }
     }
 }
 
+/// How evaluating an expression failed.
+enum Fail<'e> {
+    /// This division or remainder had a zero divisor.
+    DivZero(&'e SExpr),
+    /// Overflow or an unknown symbol.
+    Other,
+}
+
+/// Evaluates `e` as `Expr::eval` does, saying which division failed.
+fn eval<'e>(e: &'e SExpr, env: &BTreeMap<String, i128>) -> Result<i128, Fail<'e>> {
+    Ok(match &e.kind {
+        SExprKind::Sym(i) => *env.get(&i.to_string()).ok_or(Fail::Other)?,
+        SExprKind::Lit(v) => *v as i128,
+        SExprKind::Float(_) => return Err(Fail::Other),
+        SExprKind::Neg(a) => eval(a, env)?.checked_neg().ok_or(Fail::Other)?,
+        SExprKind::Min(a, b) => eval(a, env)?.min(eval(b, env)?),
+        SExprKind::Max(a, b) => eval(a, env)?.max(eval(b, env)?),
+        SExprKind::Bin(op, a, b) => {
+            let (x, y) = (eval(a, env)?, eval(b, env)?);
+            if y == 0 && matches!(op, BinOp::Div | BinOp::Rem) {
+                return Err(Fail::DivZero(e));
+            }
+            op.apply(x, y).ok_or(Fail::Other)?
+        }
+    })
+}
+
+/// The division that fails first when the chain is evaluated as `Constraint::holds` does
+/// (term by term, stopping at the first false comparison).
+fn chain_div_zero<'e>(c: &'e SConstraint, env: &BTreeMap<String, i128>) -> Option<&'e SExpr> {
+    let mut prev: Option<i128> = None;
+    for (i, t) in c.terms.iter().enumerate() {
+        let v = match eval(t, env) {
+            Ok(v) => v,
+            Err(Fail::DivZero(d)) => return Some(d),
+            Err(Fail::Other) => return None,
+        };
+        if let Some(p) = prev {
+            if !c.ops[i - 1].apply(p, v) {
+                return None;
+            }
+        }
+        prev = Some(v);
+    }
+    None
+}
+
+fn report_div_zero(cx: &Ctxt, solver: &Solver<'_>, node: &SExpr, env: Option<&BTreeMap<String, i128>>) {
+    let SExprKind::Bin(op, _, divisor) = &node.kind else { return };
+    let what = if *op == BinOp::Rem { "takes `%` by zero" } else { "divides by zero" };
+    let d = divisor.to_expr();
+    let fix = match &divisor.kind {
+        SExprKind::Sym(s) => format!("`{s} >= 1`"),
+        _ => format!("`{d} != 0`"),
+    };
+    let with = match env {
+        Some(env) => format!("with {} (admissible under the constraints), ", solver.assignment(env, &[&node.to_expr()])),
+        None => String::new(),
+    };
+    cx.error(
+        divisor
+            .span
+            .error(format!("`{d}` can be 0 here: {with}`{}` {what}; add a constraint that rules it out, e.g. {fix}", node.to_expr())),
+    );
+}
+
+// Rule: no constraint, dim, `bounded(..)` limit or `threads` divides (or takes `%`) by a value
+// that can be zero for an admissible input (a constraint's own earlier comparisons guard it).
+pub(super) fn check_division_by_zero(cx: &Ctxt, attr: &OpAttr, solver: &Solver<'_>) {
+    for (k, c) in solver.spanned.iter().enumerate() {
+        if !c.terms.iter().any(divides) {
+            continue;
+        }
+        let others: Vec<&Constraint> = solver.cs.iter().enumerate().filter(|(i, _)| *i != k).map(|(_, c)| c).collect();
+        let Outcome::Ranges(ranges) = solve::propagate(&solver.space, &others) else { continue };
+        let mut hit = None;
+        solve::find(&solver.space, &ranges, &others, &solver.lits, |env| {
+            hit = chain_div_zero(c, env).map(|d| (d, env.clone()));
+            hit.is_some()
+        });
+        if let Some((node, env)) = hit {
+            report_div_zero(cx, solver, node, Some(&env));
+        }
+    }
+    let sig = solver.sig;
+    let mut exprs: Vec<&SExpr> = sig.inputs().flat_map(|t| t.dims.iter()).collect();
+    exprs.extend(sig.outputs.iter().flat_map(|o| o.dims.iter()));
+    exprs.extend(attr.kernels.iter().filter_map(|k| k.threads.as_ref()));
+    if let Some(SShapeClass::Bounded(_, e)) = &attr.output {
+        exprs.push(e);
+    }
+    for e in exprs {
+        if !solver.mentions_only_known(e) || !divides(e) {
+            continue;
+        }
+        let mut hit = None;
+        solver.witness(|env| {
+            hit = match eval(e, env) {
+                Err(Fail::DivZero(d)) => Some((d, env.clone())),
+                _ => None,
+            };
+            hit.is_some()
+        });
+        if let Some((node, env)) = hit {
+            report_div_zero(cx, solver, node, Some(&env));
+        }
+    }
+}
+
+impl Solver<'_> {
+    /// Whether every symbol of `e` is in the space (data-dependent ones are not).
+    fn mentions_only_known(&self, e: &SExpr) -> bool {
+        let mut v = Vec::new();
+        e.symbols(&mut v);
+        v.iter().all(|s| self.space.syms.iter().any(|k| s == &k))
+    }
+
+    /// The least value `e` can take over the propagated ranges (a bound, maybe not attained):
+    /// when it is large enough, no search is needed to know a rule holds.
+    fn lower_bound(&self, e: &Expr) -> Option<i128> {
+        let ranges = self.ranges.as_ref()?;
+        let iv = solve::interval(e, &|s| self.space.syms.iter().position(|k| k == s).map(|i| ranges[i])).map(|iv| iv.0);
+        let rel = solve::linear_lower_bound(&self.space, ranges, &self.dbm, e);
+        match (iv, rel) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// Whether `e` divides (or takes `%`) by anything but a nonzero literal.
+fn divides(e: &SExpr) -> bool {
+    match &e.kind {
+        SExprKind::Sym(_) | SExprKind::Lit(_) | SExprKind::Float(_) => false,
+        SExprKind::Neg(a) => divides(a),
+        SExprKind::Bin(op, a, b) => {
+            let risky = matches!(op, BinOp::Div | BinOp::Rem) && !matches!(b.kind, SExprKind::Lit(v) if v != 0);
+            risky || divides(a) || divides(b)
+        }
+        SExprKind::Min(a, b) | SExprKind::Max(a, b) => divides(a) || divides(b),
+    }
+}
+
 // Rule: every output dim is >= 0 for every admissible input (a bounded search finds
 // counterexamples such as `n - w + 1` without `w <= n`).
-pub(super) fn check_output_dims_nonnegative(cx: &Ctxt, attr: &OpAttr, sig: &SSignature, dims: &[String]) {
+pub(super) fn check_output_dims_nonnegative(cx: &Ctxt, attr: &OpAttr, solver: &Solver<'_>) {
     if !matches!(attr.output, None | Some(SShapeClass::Static(_))) {
         return;
     }
-    let syms = all_symbols(sig, dims);
-    let mut input_dims: Vec<&SExpr> = Vec::new();
-    for a in &sig.args {
-        if let SArg::Tensor(t) = a {
-            input_dims.extend(t.dims.iter().filter(|d| !matches!(d.kind, SExprKind::Sym(_))));
-        }
-    }
-    for o in &sig.outputs {
-        for d in &o.dims {
+    for o in &solver.sig.outputs {
+        for d in o.dims.iter().filter(|d| solver.mentions_only_known(d)) {
             let e = d.to_expr();
-            let mut syms_here = Vec::new();
-            e.symbols(&mut syms_here);
-            if syms_here.iter().any(|s| !syms.iter().any(|b| b == s)) {
-                continue; // unbound: reported elsewhere
+            if solver.lower_bound(&e).is_some_and(|lo| lo >= 0) {
+                continue; // non-negative over every range: nothing to search
             }
-            let mut witness: Option<(BTreeMap<String, i128>, i128)> = None;
-            let input_exprs: Vec<Expr> = input_dims.iter().map(|d| d.to_expr()).collect();
-            search_admissible(sig, &syms, |env| {
-                // Inputs whose own dims would be negative are not admissible.
-                if input_exprs.iter().any(|ie| ie.eval_map(env).is_none_or(|v| v < 0)) {
-                    return false;
-                }
-                match e.eval_map(env) {
-                    Some(v) if v >= 0 => false,
-                    Some(v) => {
-                        witness = Some((env.clone(), v));
-                        true
-                    }
-                    None => false,
-                }
-            });
-            if let Some((env, v)) = witness {
-                let mut used: Vec<&str> = Vec::new();
-                e.symbols(&mut used);
-                used.dedup();
-                let assign: Vec<String> = syms.iter().filter(|s| used.contains(&s.as_str())).map(|s| format!("{s} = {}", env[s])).collect();
-                cx.error(d.span.error(format!(
-                    "output dim `{e}` of `{}` can be negative: with {} (admissible under the constraints) it is {v}; add a constraint that rules this out (for `n - w + 1`, add `w <= n`)",
-                    o.name,
-                    assign.join(", ")
-                )));
-            }
+            let mut value = 0;
+            let Some(env) = solver.witness(|env| {
+                value = e.eval_map(env).unwrap_or(0);
+                value < 0
+            }) else {
+                continue;
+            };
+            cx.error(d.span.error(format!(
+                "output dim `{e}` of `{}` can be negative: with {} (admissible under the constraints) it is {value}; add a constraint that rules this out (for `n - w + 1`, add `w <= n`)",
+                o.name,
+                solver.assignment(&env, &[&e])
+            )));
         }
     }
+}
+
+// Rule: a `bounded(e)` limit is >= 0 for every admissible input (it is the largest size a
+// data-dependent dim may take).
+pub(super) fn check_bound_nonnegative(cx: &Ctxt, attr: &OpAttr, solver: &Solver<'_>) {
+    let Some(SShapeClass::Bounded(_, b)) = &attr.output else { return };
+    if !solver.mentions_only_known(b) {
+        return; // unbound: reported by `symbols`
+    }
+    let e = b.to_expr();
+    if solver.lower_bound(&e).is_some_and(|lo| lo >= 0) {
+        return;
+    }
+    let mut value = 0;
+    if let Some(env) = solver.witness(|env| {
+        value = e.eval_map(env).unwrap_or(0);
+        value < 0
+    }) {
+        cx.error(b.span.error(format!(
+            "the `bounded` limit `{e}` can be negative: with {} (admissible under the constraints) it is {value}, and a size cannot be; add a constraint that rules this out",
+            solver.assignment(&env, &[&e])
+        )));
+    }
+}
+
+/// The element count of output `o` under `env`, when its dims are defined.
+fn numel(o: &STensor, env: &BTreeMap<String, i128>) -> Option<i128> {
+    o.dims.iter().try_fold(1i128, |acc, d| acc.checked_mul(d.to_expr().eval_map(env)?.max(0)))
+}
+
+/// Whether `threads = e` is zero only when output `o` is empty: `e` is one of its dims, or the
+/// product of all of them.
+fn counts(e: &Expr, o: &STensor) -> bool {
+    let dims: Vec<Expr> = o.dims.iter().map(SExpr::to_expr).collect();
+    let product = dims.iter().cloned().reduce(|a, b| Expr::Bin(BinOp::Mul, Box::new(a), Box::new(b)));
+    dims.contains(e) || product.as_ref() == Some(e)
+}
+
+// Rule: a kernel's `threads` is >= 0 for every admissible input, and >= 1 whenever an output
+// is non-empty (a launch of no threads writes nothing).
+pub(super) fn check_launch_geometry(cx: &Ctxt, attr: &OpAttr, solver: &Solver<'_>) {
+    let sig = solver.sig;
+    if sig.outputs.iter().any(|o| o.dims.iter().any(|d| !solver.mentions_only_known(d))) {
+        return; // data-dependent outputs have no kernels (`outputs` reports it)
+    }
+    for t in attr.kernels.iter().filter_map(|k| k.threads.as_ref()).filter(|t| solver.mentions_only_known(t)) {
+        let e = t.to_expr();
+        let lo = solver.lower_bound(&e);
+        // At least one thread always; or never negative and zero only with every output empty
+        // (`threads` is a dim of every output, or its element count): nothing to search.
+        if lo.is_some_and(|lo| lo >= 1) || (lo.is_some_and(|lo| lo >= 0) && sig.outputs.iter().all(|o| counts(&e, o))) {
+            continue;
+        }
+        let mut found: Option<(i128, Option<(&STensor, i128)>)> = None;
+        let env = solver.witness(|env| {
+            let Some(v) = e.eval_map(env) else { return false };
+            let outs: Option<Vec<i128>> = sig.outputs.iter().map(|o| numel(o, env)).collect();
+            let Some(outs) = outs else { return false };
+            let nonempty = sig.outputs.iter().zip(&outs).find(|(_, n)| **n > 0).map(|(o, n)| (o, *n));
+            found = Some((v, nonempty));
+            v < 0 || (v == 0 && nonempty.is_some())
+        });
+        let (Some(env), Some((v, nonempty))) = (env, found) else { continue };
+        let with = solver.assignment(&env, &[&e]);
+        let msg = match nonempty {
+            _ if v < 0 => format!("`threads = {e}` is {v} with {with} (admissible under the constraints): a launch cannot have a negative number of threads; add a constraint that rules this out or change `threads`"),
+            Some((o, n)) => format!("`threads = {e}` is 0 with {with} (admissible under the constraints) while output `{}` has {n} element(s): a launch of no threads writes nothing; launch at least one thread whenever an output is non-empty (e.g. one per output element)", o.name),
+            None => continue,
+        };
+        cx.error(t.span.error(msg));
+    }
+}
+
+/// Integer parameter names plus dims: the symbols an integer expression may use.
+pub(super) fn all_symbols(sig: &SSignature, dims: &[String]) -> Vec<String> {
+    let mut syms = dims.to_vec();
+    syms.extend(int_params(sig));
+    syms
 }
 
 #[cfg(test)]
@@ -344,54 +518,35 @@ mod tests {
     use crate::check::tests::errs;
     use quote::quote;
 
-    #[test]
-    fn negative_output_dim_gives_a_counterexample() {
-        let e = errs(
-            quote!(name = "a/b", version = 1, signature(x: f32[n], w: u32 where 1 <= w <= 31) -> f32[n - w + 1],
-                category = selection, tolerance = exact, backward = none),
+    fn median_like(sig: proc_macro2::TokenStream) -> Vec<String> {
+        errs(
+            quote!(name = "a/b", version = 1, #sig, category = selection, tolerance = exact, backward = none),
             quote!(
                 fn f<T: Real>(x: &[T], w: u32) -> Vec<T> {
                     todo!()
                 }
             ),
-        );
+        )
+    }
+
+    #[test]
+    fn negative_output_dim_gives_a_counterexample() {
+        let e = median_like(quote!(signature(x: f32[n], w: u32 where 1 <= w <= 31) -> f32[n - w + 1]));
         assert_eq!(e.len(), 1, "{e:?}");
         assert!(e[0].contains("output dim `n - w + 1` of `out` can be negative: with n = 0, w = 2 (admissible"), "{}", e[0]);
         assert!(e[0].contains("add `w <= n`"));
     }
+
     #[test]
     fn contradictions_and_constant_false() {
-        let e = errs(
-            quote!(name = "a/b", version = 1, signature(x: f32[n], w: u32 where w >= 5, w < 3) -> f32[n],
-                category = elementwise, tolerance = ulp(1), backward = none),
-            quote!(
-                fn f(x: &[f32], w: u32) -> Vec<f32> {
-                    todo!()
-                }
-            ),
-        );
+        let e = median_like(quote!(signature(x: f32[n], w: u32 where w >= 5, w < 3) -> f32[n]));
         assert!(e.iter().any(|m| m.contains("the constraints on `w` contradict each other: together they require 5 <= w <= 2")), "{e:?}");
-        let e = errs(
-            quote!(name = "a/b", version = 1, signature(x: f32[n], w: u32 where 2 > 3) -> f32[n],
-                category = elementwise, tolerance = ulp(1), backward = none),
-            quote!(
-                fn f(x: &[f32], w: u32) -> Vec<f32> {
-                    todo!()
-                }
-            ),
-        );
+        let e = median_like(quote!(signature(x: f32[n], w: u32 where 2 > 3) -> f32[n]));
         assert!(e.iter().any(|m| m.contains("constraint `2 > 3` is always false")), "{e:?}");
-        let e = errs(
-            quote!(name = "a/b", version = 1, signature(x: f32[n], w: u32 where w % 2 == 1, 2 <= w <= 2) -> f32[n],
-                category = elementwise, tolerance = ulp(1), backward = none),
-            quote!(
-                fn f(x: &[f32], w: u32) -> Vec<f32> {
-                    todo!()
-                }
-            ),
-        );
+        let e = median_like(quote!(signature(x: f32[n], w: u32 where w % 2 == 1, 2 <= w <= 2) -> f32[n]));
         assert!(e.iter().any(|m| m.contains("contradict each other: no value")), "{e:?}");
     }
+
     #[test]
     fn constant_constraints_are_not_also_contradictions() {
         let e = errs(
@@ -404,5 +559,48 @@ mod tests {
             ),
         );
         assert_eq!(e, vec!["constraint `3 < 2` is always false, so no input is admissible; fix or remove it".to_string()]);
+    }
+
+    #[test]
+    fn never_holding_constraints_over_the_full_range() {
+        let e = median_like(quote!(signature(x: f32[n], w: u32 where n < n) -> f32[n]));
+        assert_eq!(e, vec!["constraint `n < n` can never hold, for any dim `n`: its two sides always differ by 0, so it says `0 < 0`; fix or remove it".to_string()]);
+        let e = median_like(quote!(signature(x: f32[n], w: u32 where w % 2 == 2) -> f32[n]));
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].starts_with("constraint `w % 2 == 2` can never hold, for any `w: u32`: `w % 2` is always in 0..=1"), "{}", e[0]);
+        let e = median_like(quote!(signature(x: f32[n, m], w: u32 where n < m, m < n) -> f32[n]));
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].starts_with("the constraints `n < m`, `m < n` contradict each other: no values of dim `n`, dim `m`"), "{}", e[0]);
+    }
+
+    #[test]
+    fn division_by_a_value_that_can_be_zero() {
+        let e = median_like(quote!(signature(x: f32[n], w: u32) -> f32[n / w]));
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].starts_with("`w` can be 0 here: with n = 0, w = 0 (admissible under the constraints), `n / w` divides by zero"),
+            "{}",
+            e[0]
+        );
+        assert!(median_like(quote!(signature(x: f32[n], w: u32 where w >= 1) -> f32[n / w])).is_empty());
+        let e = median_like(quote!(signature(x: f32[n], w: u32 where n % w == 0) -> f32[n]));
+        assert!(e[0].contains("`n % w` takes `%` by zero"), "{e:?}");
+        // Guarded earlier in the same chain: evaluation stops before the division.
+        assert!(median_like(quote!(signature(x: f32[n], w: u32 where 1 <= w <= n / w) -> f32[n])).is_empty());
+    }
+
+    #[test]
+    fn bounded_limit_and_threads() {
+        let e = errs(
+            quote!(name = "a/b", version = 1, signature(x: f32[n], m: u32) -> f32[k], output = bounded(m - n),
+                category = selection, tolerance = exact, backward = none),
+            quote!(
+                fn f<T: Real>(x: &[T], m: u32) -> Vec<T> {
+                    todo!()
+                }
+            ),
+        );
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].starts_with("the `bounded` limit `m - n` can be negative: with n = 1, m = 0"), "{}", e[0]);
     }
 }

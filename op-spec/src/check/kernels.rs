@@ -1,72 +1,34 @@
-//! Kernel rules: binding coverage, loading kernel files and CUDA headers, CUDA entry and
-//! parameter checks (WGSL sources are `wgsl`'s). Reads files but must not generate code.
+//! Kernel rules: binding coverage, kernel paths (relative, inside the crate), loading kernel
+//! files and CUDA headers, and handing each source to its language's checks (`wgsl`, `cuda`,
+//! and NVRTC where it loads). Reads files but must not generate code.
 
+use super::cuda::check_cuda;
 use super::LoadedKernel;
 use crate::contract::{Access, KernelLang};
 use crate::ctxt::Ctxt;
 use crate::model::*;
 use crate::wgsl::{check_wgsl, KernelInfo};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 // Rule: each kernel binds every tensor exactly once, inputs `read`, outputs `read_write`,
 // names only tensors of the signature, and has at most one uniform block. Returns whether the
 // descriptor is present and sound.
-pub(super) fn check_binding_coverage(cx: &Ctxt, k: &SKernel, sig: &SSignature, dims: &[String]) -> bool {
+pub(super) fn check_binding_coverage(cx: &Ctxt, k: &SKernel, sig: &SSignature) -> bool {
     let before = cx.error_count();
-    let _ = dims;
-    let inputs: Vec<String> = sig
-        .args
-        .iter()
-        .filter_map(|a| match a {
-            SArg::Tensor(t) => Some(t.name.to_string()),
-            _ => None,
-        })
-        .collect();
+    let inputs: Vec<String> = sig.inputs().map(|t| t.name.to_string()).collect();
     let outputs: Vec<String> = sig.outputs.iter().map(|o| o.name.to_string()).collect();
-    let params: Vec<String> = sig
-        .args
-        .iter()
-        .filter_map(|a| match a {
-            SArg::Param(p) => Some(p.name.to_string()),
-            _ => None,
-        })
-        .collect();
     let mut bound: Vec<String> = Vec::new();
     let mut uniforms = 0;
     for b in &k.bindings {
         match b {
-            SBinding::Buffer { name, access } => {
+            SBinding::Buffer { name, access, .. } => {
                 let s = name.to_string();
                 if bound.contains(&s) {
                     cx.error(syn::Error::new(name.span(), format!("tensor `{s}` is bound twice; bind each tensor exactly once")));
                     continue;
                 }
                 bound.push(s.clone());
-                if inputs.contains(&s) {
-                    if access.value != Access::Read {
-                        cx.error(access.span.error(format!("input `{s}` must be bound `read`: kernels may not write their inputs")));
-                    }
-                } else if outputs.contains(&s) {
-                    if access.value != Access::ReadWrite {
-                        cx.error(access.span.error(format!("output `{s}` must be bound `read_write`: the kernel writes it")));
-                    }
-                } else if params.contains(&s) {
-                    cx.error(syn::Error::new(
-                        name.span(),
-                        format!("`{s}` is a scalar parameter: pass it in `uniform({s})`, not as a buffer"),
-                    ));
-                } else {
-                    let mut all = inputs.clone();
-                    all.extend(outputs.iter().cloned());
-                    let all: Vec<String> = all.iter().map(|t| format!("`{t}`")).collect();
-                    cx.error(syn::Error::new(
-                        name.span(),
-                        format!(
-                            "`{s}` is not a tensor of the signature (tensors: {}); bind only those, or declare `{s}` in the signature",
-                            all.join(", ")
-                        ),
-                    ));
-                }
+                check_buffer_role(cx, sig, name, access, (&inputs, &outputs));
             }
             SBinding::Uniform { span, fields } => {
                 uniforms += 1;
@@ -93,15 +55,72 @@ pub(super) fn check_binding_coverage(cx: &Ctxt, k: &SKernel, sig: &SSignature, d
     k.bindings_span.is_some() && cx.error_count() == before
 }
 
-/// Reads `rel` against each base in turn. The error text completes "kernel source `rel` ..."
-/// and holds no absolute path (diagnostics must not depend on the machine).
+/// A buffer binding's name against the signature: an input `read`, an output `read_write`,
+/// never a parameter or an unknown name.
+fn check_buffer_role(cx: &Ctxt, sig: &SSignature, name: &syn::Ident, access: &Spanned<Access>, (inputs, outputs): (&[String], &[String])) {
+    let s = name.to_string();
+    if inputs.contains(&s) {
+        if access.value != Access::Read {
+            cx.error(access.span.error(format!("input `{s}` must be bound `read`: kernels may not write their inputs")));
+        }
+    } else if outputs.contains(&s) {
+        if access.value != Access::ReadWrite {
+            cx.error(access.span.error(format!("output `{s}` must be bound `read_write`: the kernel writes it")));
+        }
+    } else if sig.param(&s).is_some() {
+        cx.error(syn::Error::new(name.span(), format!("`{s}` is a scalar parameter: pass it in `uniform({s})`, not as a buffer")));
+    } else if sig.gaps.none() {
+        // (With a part of the signature unparsed, the name may be that part's.)
+        let all: Vec<String> = inputs.iter().chain(outputs).map(|t| format!("`{t}`")).collect();
+        cx.error(syn::Error::new(
+            name.span(),
+            format!(
+                "`{s}` is not a tensor of the signature (tensors: {}); bind only those, or declare `{s}` in the signature",
+                all.join(", ")
+            ),
+        ));
+    }
+}
+
+/// `base.join(rel)` with `.` and `..` resolved lexically.
+fn normalize(base: &Path, rel: &str) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in base.join(rel).components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The crate a directory belongs to: its nearest ancestor (itself included) with a `Cargo.toml`.
+fn crate_root(dir: &Path) -> PathBuf {
+    dir.ancestors().find(|d| d.join("Cargo.toml").is_file()).unwrap_or(dir).to_path_buf()
+}
+
+/// Reads `rel` against each base in turn, refusing absolute paths and paths that leave the
+/// base's crate. The error text completes "kernel source `rel` ..." and holds no absolute path
+/// (diagnostics must not depend on the machine).
 fn read_relative(bases: &[PathBuf], rel: &str) -> Result<(PathBuf, Vec<u8>), String> {
+    let p = Path::new(rel);
+    if p.is_absolute() || p.components().any(|c| matches!(c, Component::Prefix(_) | Component::RootDir)) {
+        return Err("is an absolute path: kernel paths are relative to the crate's `Cargo.toml`, because the file is read into the op's identity at compile time and must ship with the crate; move the file into the crate and write e.g. `kernels/my_kernel.wgsl`".to_string());
+    }
     if bases.is_empty() {
         return Err("cannot be found: the crate directory is unknown (CARGO_MANIFEST_DIR is not set)".to_string());
     }
     let mut other: Option<std::io::Error> = None;
+    let mut inside = false;
     for base in bases {
-        let abs = base.join(rel);
+        let abs = normalize(base, rel);
+        if !abs.starts_with(crate_root(base)) {
+            continue;
+        }
+        inside = true;
         match std::fs::read(&abs) {
             Ok(b) => return Ok((abs, b)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -110,6 +129,7 @@ fn read_relative(bases: &[PathBuf], rel: &str) -> Result<(PathBuf, Vec<u8>), Str
     }
     Err(match other {
         Some(e) => format!("cannot be read ({e}); check the file's permissions and that it is a file"),
+        None if !inside => "leaves the crate (`..` climbs past the directory holding its `Cargo.toml`): a kernel is part of the op's identity and must ship with the crate; move the file inside the crate".to_string(),
         None => "does not exist relative to the crate's Cargo.toml or to the declaring file's directory; fix the path or add the file"
             .to_string(),
     })
@@ -127,8 +147,36 @@ pub fn cuda_includes(src: &str) -> Vec<String> {
         .collect()
 }
 
-// Rule: kernel files exist; WGSL kernels match their descriptor (see `wgsl`); CUDA kernels
-// have their entry and one parameter per descriptor field, and their headers exist.
+/// A CUDA source's `#include "..."` headers, transitively: (path relative to the crate,
+/// absolute path, bytes), sorted by path.
+fn load_headers(cx: &Ctxt, k: &SKernel, base: &[PathBuf], text: &str) -> Option<Vec<(String, PathBuf, Vec<u8>)>> {
+    let mut headers: Vec<(String, PathBuf, Vec<u8>)> = Vec::new();
+    let dir = Path::new(&k.path.value()).parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut queue: Vec<(PathBuf, String)> = cuda_includes(text).into_iter().map(|i| (dir.clone(), i)).collect();
+    while let Some((d, inc)) = queue.pop() {
+        let rel = d.join(&inc).to_string_lossy().replace('\\', "/");
+        if headers.iter().any(|h| h.0 == rel) {
+            continue;
+        }
+        match read_relative(base, &rel) {
+            Ok((abs, hb)) => {
+                let ht = String::from_utf8_lossy(&hb).to_string();
+                let hd = Path::new(&rel).parent().map(Path::to_path_buf).unwrap_or_default();
+                queue.extend(cuda_includes(&ht).into_iter().map(|i| (hd.clone(), i)));
+                headers.push((rel, abs, hb));
+            }
+            Err(e) => {
+                cx.error(syn::Error::new(k.path.span(), format!("header `{inc}` included by this kernel (as `{rel}`) {e}")));
+                return None;
+            }
+        }
+    }
+    headers.sort_by(|a, b| a.0.cmp(&b.0));
+    Some(headers)
+}
+
+// Rule: kernel files exist inside the crate; WGSL kernels match their descriptor (see `wgsl`);
+// CUDA kernels match it (see `cuda`), their headers exist, and where NVRTC loads they compile.
 pub(super) fn load_and_check_kernel(
     cx: &Ctxt,
     k: &SKernel,
@@ -156,159 +204,48 @@ pub(super) fn load_and_check_kernel(
             Some(LoadedKernel { abs_path, bytes, headers: Vec::new(), info })
         }
         KernelLang::Cuda => {
-            let mut headers: Vec<(String, PathBuf, Vec<u8>)> = Vec::new();
-            let dir = Path::new(&k.path.value()).parent().map(Path::to_path_buf).unwrap_or_default();
-            let mut queue: Vec<(PathBuf, String)> = cuda_includes(&text).into_iter().map(|i| (dir.clone(), i)).collect();
-            while let Some((d, inc)) = queue.pop() {
-                let rel = d.join(&inc).to_string_lossy().replace('\\', "/");
-                if headers.iter().any(|h| h.0 == rel) {
-                    continue;
-                }
-                match read_relative(base, &rel) {
-                    Ok((abs, hb)) => {
-                        let ht = String::from_utf8_lossy(&hb).to_string();
-                        let hd = Path::new(&rel).parent().map(Path::to_path_buf).unwrap_or_default();
-                        queue.extend(cuda_includes(&ht).into_iter().map(|i| (hd.clone(), i)));
-                        headers.push((rel, abs, hb));
-                    }
-                    Err(e) => {
-                        cx.error(syn::Error::new(k.path.span(), format!("header `{inc}` included by this kernel (as `{rel}`) {e}")));
-                        return None;
-                    }
-                }
-            }
-            headers.sort_by(|a, b| a.0.cmp(&b.0));
-            let entry = check_cuda_entry(cx, k, &text)?;
-            Some(LoadedKernel {
-                abs_path,
-                bytes,
-                headers,
-                info: KernelInfo { entry, workgroup_size: [k.block.as_ref().map(|b| b.value).unwrap_or(256), 1, 1] },
-            })
+            let headers = load_headers(cx, k, base, &text)?;
+            let header_texts: Vec<String> = headers.iter().map(|h| String::from_utf8_lossy(&h.2).to_string()).collect();
+            let refs: Vec<&str> = header_texts.iter().map(String::as_str).collect();
+            let entry = check_cuda(cx, k, sig, &text, &refs)?;
+            check_nvrtc(cx, k, &text, &headers);
+            let workgroup_size = [k.block.as_ref().map(|b| b.value).unwrap_or(256), 1, 1];
+            Some(LoadedKernel { abs_path, bytes, headers, info: KernelInfo { entry, workgroup_size } })
         }
     }
 }
 
-/// The parameter list text of `__global__ ... name(`, if found.
-fn cuda_params(src: &str, name: &str) -> Option<Vec<String>> {
-    let mut from = 0;
-    while let Some(pos) = src[from..].find("__global__") {
-        let start = from + pos;
-        let rest = &src[start..];
-        let open = rest.find('(')?;
-        let head = &rest[..open];
-        if head.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == name) {
-            let close = rest[open..].find(')')? + open;
-            let inner = rest[open + 1..close].trim();
-            return Some(if inner.is_empty() || inner == "void" {
-                Vec::new()
-            } else {
-                inner.split(',').map(|s| s.trim().to_string()).collect()
-            });
-        }
-        from = start + 10;
-    }
-    None
-}
-
-fn global_names(src: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(pos) = src[from..].find("__global__") {
-        let start = from + pos;
-        if let Some(open) = src[start..].find('(') {
-            if let Some(n) = src[start..start + open].split(|c: char| !c.is_alphanumeric() && c != '_').rfind(|w| !w.is_empty()) {
-                out.push(n.to_string());
-            }
-        }
-        from = start + 10;
-    }
-    out
-}
-
-fn check_cuda_entry(cx: &Ctxt, k: &SKernel, src: &str) -> Option<String> {
-    let globals = global_names(src);
-    let entry = match &k.entry {
-        Some(e) => {
-            if !globals.contains(&e.value()) {
-                let found: Vec<String> = globals.iter().map(|g| format!("`{g}`")).collect();
-                let found = if found.is_empty() { "none".to_string() } else { found.join(", ") };
-                cx.error(syn::Error::new(
-                    e.span(),
-                    format!(
-                        "CUDA kernel `{}` has no `__global__` function `{}` (found: {found}); set `entry` to one of them",
-                        k.path.value(),
-                        e.value()
-                    ),
-                ));
-                return None;
-            }
-            e.value()
-        }
-        None if globals.len() == 1 => globals[0].clone(),
-        None => {
-            cx.error(syn::Error::new(
-                k.path.span(),
-                format!(
-                    "CUDA kernel has {} `__global__` functions ({}); name one with `entry = \"...\"`",
-                    globals.len(),
-                    globals.join(", ")
-                ),
-            ));
-            return None;
-        }
-    };
-    let params = cuda_params(src, &entry).unwrap_or_default();
-    let want: usize = k
-        .bindings
-        .iter()
-        .map(|b| match b {
-            SBinding::Buffer { .. } => 1,
-            SBinding::Uniform { fields, .. } => fields.len(),
-        })
-        .sum();
-    let anchor = k.bindings_span.unwrap_or(k.span);
-    if params.len() != want {
-        cx.error(anchor.error(format!(
-            "CUDA kernel `{entry}` takes {} parameter(s) but the descriptor binds {want}; CUDA binds by parameter order, so list one slot per parameter in `bindings(...)` (each buffer, then each uniform field)",
-            params.len()
-        )));
-        return Some(entry);
-    }
-    let mut i = 0;
-    for b in &k.bindings {
-        match b {
-            SBinding::Buffer { name, access } => {
-                let p = &params[i];
-                if !p.contains('*') {
-                    cx.error(syn::Error::new(
-                        name.span(),
-                        format!("`{name}` is a buffer but CUDA parameter {i} of `{entry}` is `{p}`, not a pointer"),
-                    ));
-                } else if access.value == Access::Read && !p.contains("const") {
-                    cx.error(
-                        access
-                            .span
-                            .error(format!("`{name}` is bound `read` but CUDA parameter {i} of `{entry}` is `{p}`; declare it `const`")),
-                    );
-                } else if access.value == Access::ReadWrite && p.trim_start().starts_with("const") && !p.contains("* const") {
-                    cx.error(
-                        access.span.error(format!("`{name}` is bound `read_write` but CUDA parameter {i} of `{entry}` is `{p}` (const)")),
-                    );
-                }
-                i += 1;
-            }
-            SBinding::Uniform { fields, .. } => {
-                for f in fields {
-                    if params[i].contains('*') {
-                        cx.error(syn::Error::new(f.span(), format!("uniform field `{f}` is a scalar but CUDA parameter {i} of `{entry}` is `{}`, a pointer; take it by value (e.g. `unsigned int {f}`)", params[i])));
-                    }
-                    i += 1;
-                }
-            }
+/// Compiles a CUDA kernel with NVRTC when it loads, reporting its errors on the path.
+fn check_nvrtc(cx: &Ctxt, k: &SKernel, text: &str, headers: &[(String, PathBuf, Vec<u8>)]) {
+    let mut named: Vec<(String, String)> = Vec::new();
+    for (rel, _, bytes) in headers {
+        let body = String::from_utf8_lossy(bytes).to_string();
+        // Offered under every name an `#include` may use: as written, the crate path, the file name.
+        let file = Path::new(rel).file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default();
+        for name in [rel.clone(), file] {
+            named.push((name, body.clone()));
         }
     }
-    Some(entry)
+    let mut written: Vec<String> = cuda_includes(text);
+    headers.iter().for_each(|h| written.extend(cuda_includes(&String::from_utf8_lossy(&h.2))));
+    for w in written {
+        let file = Path::new(&w).file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default();
+        if let Some((_, body)) =
+            named.iter().find(|(n, _)| Path::new(n).file_name().map(|f| f.to_string_lossy().to_string()) == Some(file.clone()))
+        {
+            let body = body.clone();
+            named.push((w, body));
+        }
+    }
+    let path = k.path.value();
+    let Some(Err(log)) = crate::nvrtc::compile(text, &path, &named) else { return };
+    let (major, minor) = crate::nvrtc::version().unwrap_or_default();
+    let errors: Vec<&str> = log.lines().filter(|l| l.contains("error")).take(8).collect();
+    let shown = if errors.is_empty() { log.lines().take(8).collect::<Vec<_>>().join("; ") } else { errors.join("; ") };
+    cx.error(syn::Error::new(
+        k.path.span(),
+        format!("the CUDA kernel `{path}` does not compile (NVRTC {major}.{minor}): {shown}; fix the CUDA source"),
+    ));
 }
 
 #[cfg(test)]
@@ -352,5 +289,90 @@ mod tests {
         ));
         assert_eq!(e.len(), 1, "{e:?}");
         assert!(e[0].starts_with("kernel source `nope.wgsl` does not exist relative to the crate's Cargo.toml"), "{}", e[0]);
+    }
+
+    /// A fresh crate directory (with a `Cargo.toml`) holding `kernels/k.wgsl` and `kernels/k.cu`.
+    fn crate_dir(tag: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("op-spec-kernels-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("kernels")).unwrap();
+        std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"k\"\n").unwrap();
+        std::fs::write(
+            dir.join("kernels/k.wgsl"),
+            "struct P { n: u32 }\n@group(0) @binding(0) var<storage, read> x: array<f32>;\n@group(0) @binding(1) var<storage, read_write> out: array<f32>;\n@group(0) @binding(2) var<uniform> p: P;\n@compute @workgroup_size(64) fn main(@builtin(global_invocation_id) g: vec3<u32>) { if (g.x < p.n) { out[g.x] = x[g.x]; } }\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("kernels/k.cu"),
+            "extern \"C\" __global__ void k(const float* x, float* out, unsigned int n) { unsigned int i = threadIdx.x; if (i < n) out[i] = undefined_helper(x[i]); }\n",
+        )
+        .unwrap();
+        dir
+    }
+
+    fn errors(kernel: proc_macro2::TokenStream, bases: &[std::path::PathBuf]) -> Vec<String> {
+        let attr = quote!(name = "a/b", version = 1, signature(x: f32[n]) -> f32[n], category = elementwise, tolerance = ulp(0), backward = none, #kernel);
+        let item = quote!(
+            fn f<T: Real>(x: &[T]) -> Vec<T> {
+                todo!()
+            }
+        );
+        check_tokens(attr, item, bases).err().unwrap_or_default().into_iter().map(|e| e.to_string()).collect()
+    }
+
+    #[test]
+    fn kernel_paths_are_relative_and_inside_the_crate() {
+        let dir = crate_dir("paths");
+        let bases = [dir.clone()];
+        assert!(
+            errors(quote!(kernel(wgsl = "kernels/k.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n)), &bases).is_empty()
+        );
+        let abs = dir.join("kernels/k.wgsl").to_string_lossy().to_string();
+        let e = errors(quote!(kernel(wgsl = #abs, bindings(x: read, out: read_write, uniform(n)), threads = n)), &bases);
+        assert!(e[0].contains("is an absolute path"), "{e:?}");
+        // `..` that stays inside is fine; past the crate's root it is refused, even if the file exists.
+        let e =
+            errors(quote!(kernel(wgsl = "kernels/../kernels/k.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n)), &bases);
+        assert!(e.is_empty(), "{e:?}");
+        let sibling = format!("op-spec-kernels-outside-{}.wgsl", std::process::id());
+        std::fs::copy(dir.join("kernels/k.wgsl"), std::env::temp_dir().join(&sibling)).unwrap();
+        let outside = format!("../{sibling}");
+        let e = errors(quote!(kernel(wgsl = #outside, bindings(x: read, out: read_write, uniform(n)), threads = n)), &bases);
+        assert!(e[0].contains("leaves the crate"), "{e:?}");
+    }
+
+    #[test]
+    fn launch_geometry_covers_non_empty_outputs() {
+        let bases = [crate_dir("threads")];
+        let e = errors(quote!(kernel(wgsl = "kernels/k.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n / 2)), &bases);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].starts_with("`threads = n / 2` is 0 with n = 1 (admissible under the constraints) while output `out` has 1 element(s)"),
+            "{}",
+            e[0]
+        );
+        let e = errors(quote!(kernel(wgsl = "kernels/k.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n - 1)), &bases);
+        assert!(e[0].starts_with("`threads = n - 1` is -1 with n = 0"), "{e:?}");
+        // Zero threads for an empty output is fine; a constant launch of 256 is fine.
+        assert!(
+            errors(quote!(kernel(wgsl = "kernels/k.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n)), &bases).is_empty()
+        );
+        assert!(errors(quote!(kernel(wgsl = "kernels/k.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = 256)), &bases)
+            .is_empty());
+    }
+
+    /// Where NVRTC loads, a kernel that passes the lexical checks but does not compile is
+    /// reported on its path (`OP_REQUIRE_NVRTC=1` makes a missing NVRTC a failure).
+    #[test]
+    fn cuda_kernels_compile_where_nvrtc_loads() {
+        let bases = [crate_dir("nvrtc")];
+        let e = errors(quote!(kernel(cuda = "kernels/k.cu", bindings(x: read, out: read_write, uniform(n)), threads = n)), &bases);
+        if crate::nvrtc::version().is_none() {
+            assert!(std::env::var("OP_REQUIRE_NVRTC").is_err(), "OP_REQUIRE_NVRTC is set but NVRTC does not load");
+            assert!(e.is_empty(), "{e:?}");
+            return;
+        }
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].starts_with("the CUDA kernel `kernels/k.cu` does not compile (NVRTC"), "{}", e[0]);
+        assert!(e[0].contains("undefined_helper"), "{}", e[0]);
     }
 }

@@ -4,27 +4,38 @@
 //! keys and the category x tolerance table; each submodule owns one family of rules.
 
 mod backward;
+mod category;
 mod constraints;
+mod cuda;
+mod floats;
 mod kernels;
 mod outputs;
+mod placement;
 mod sharing;
+mod solve;
 mod symbols;
 
 use crate::contract::{Category, Contract, Tolerance};
 use crate::ctxt::Ctxt;
 use crate::model::*;
-use crate::reference::{check_reference_fn, RefShape};
+use crate::plan::ShimPlan;
+use crate::reference::{check_reference_fn, RefFn, RefShape};
 use crate::wgsl::KernelInfo;
 use backward::{check_backward_fits_signature, check_differentiable_reference_is_generic, check_jvp_arity, check_subgradient};
-use constraints::{check_constant_constraints, check_contradictory_constraints, check_output_dims_nonnegative};
+use category::{check_integer_category_outputs, check_nan_policy_has_floats, check_rounding_category_has_float_output};
+use constraints::{check_bound_nonnegative, check_constant_constraints, check_contradictory_constraints, check_division_by_zero};
+use constraints::{check_launch_geometry, check_output_dims_nonnegative, Solver};
+use floats::{check_float_constraint_terms, check_float_constraints_satisfiable};
 use kernels::{check_binding_coverage, load_and_check_kernel};
 use outputs::{check_data_dependent_dims, check_data_dependent_support};
-use proc_macro2::Span;
+use placement::check_module_level;
+use proc_macro2::{Span, TokenStream};
 use sharing::{check_license, check_public_metadata};
 use std::path::PathBuf;
 use symbols::{check_constraint_operands, check_names_unique, check_symbols_bound};
 
 pub use kernels::cuda_includes;
+pub use placement::Location;
 pub use symbols::bound_dim_symbols;
 
 /// A kernel file and the headers it includes, as read at compile time.
@@ -40,15 +51,27 @@ pub struct LoadedKernel {
     pub info: KernelInfo,
 }
 
-/// The outcome of a successful check: everything the expansion needs.
+/// The outcome of a successful check: the validated model, everything the expansion needs
+/// and nothing it has to decide.
 #[derive(Clone, Debug)]
 pub struct Checked {
     /// The span-free contract, with each kernel's entry point resolved.
     pub contract: Contract,
+    /// Its canonical JSON (what the runtime reads back).
+    pub contract_json: String,
+    /// The code's canonical tokens: the reference's, then every crate-local item it, its rules
+    /// and its `cpu` kernel reach (see `closure`).
+    pub body_tokens: String,
+    /// The op's identity (see `op_contract::identity`).
+    pub hash: [u8; 32],
+    /// The doc comment: the op's description.
+    pub description: String,
     /// What the expansion needs to know about the reference function.
     pub reference: RefShape,
     /// The loaded kernels, in declaration order.
     pub kernels: Vec<LoadedKernel>,
+    /// How the shims instantiate the user's functions.
+    pub plan: ShimPlan,
 }
 
 /// Inputs to the checker besides the attribute.
@@ -56,47 +79,37 @@ pub struct CheckInput<'a> {
     /// The parsed attribute.
     pub attr: &'a OpAttr,
     /// The reference function the attribute is on.
-    pub func: &'a syn::ItemFn,
-    /// The doc comment of the function, the op's description.
-    pub description: &'a str,
+    pub func: &'a RefFn,
     /// Directories kernel paths are resolved against, in order: the declaring crate's manifest
     /// dir, then the declaring source file's dir.
     pub base_dirs: &'a [PathBuf],
+    /// Where the attribute is written, when the compiler says (for the placement rule).
+    pub location: Option<&'a Location>,
+    /// The declaring crate, for the identity's code closure (`None`: the reference's own
+    /// tokens only, as in unit tests of single declarations).
+    pub site: Option<&'a crate::closure::Site>,
 }
 
 /// Runs every rule. Returns `Some` only if no rule reported an error.
 pub fn check(cx: &Ctxt, input: &CheckInput<'_>) -> Option<Checked> {
     let attr = input.attr;
+    let description = crate::canon::doc_comment(&input.func.attrs);
+    check_module_level(cx, attr, input.func, input.location);
     check_required_keys(cx, attr);
-    check_category_tolerance(cx, attr);
+    check_rounding_category_has_float_output(cx, attr);
+    if !category::rounding_without_float_output(attr) {
+        check_category_tolerance(cx, attr);
+    }
     let mut reference = RefShape::default();
     let mut kernels = Vec::new();
     if let Some(sig) = &attr.signature {
-        check_names_unique(cx, sig);
-        let dims = bound_dim_symbols(sig);
-        check_symbols_bound(cx, attr, sig, &dims);
-        check_constraint_operands(cx, sig);
-        check_constant_constraints(cx, sig);
-        check_contradictory_constraints(cx, sig, &dims);
-        check_output_dims_nonnegative(cx, attr, sig, &dims);
-        check_data_dependent_dims(cx, attr, sig, &symbols::bound_with_params(sig, &dims));
-        check_backward_fits_signature(cx, attr, sig);
-        check_jvp_arity(cx, attr, sig);
-        reference = check_reference_fn(cx, input.func, sig, &dims);
-        check_differentiable_reference_is_generic(cx, attr, sig, &reference, input.func);
-        for k in &attr.kernels {
-            // A kernel is compared with its source only if its descriptor is sound: a source
-            // checked against a broken descriptor would only repeat the descriptor's error.
-            let descriptor_ok = check_binding_coverage(cx, k, sig, &dims);
-            if let Some(lk) = load_and_check_kernel(cx, k, sig, input.base_dirs, descriptor_ok) {
-                kernels.push(lk);
-            }
-        }
+        reference = check_signature(cx, input, sig);
+        kernels = check_kernels(cx, input, sig);
     }
     check_data_dependent_support(cx, attr);
     check_subgradient(cx, attr);
     check_license(cx, attr);
-    check_public_metadata(cx, attr, input.description);
+    check_public_metadata(cx, attr, &description);
     if cx.has_errors() {
         return None;
     }
@@ -104,7 +117,67 @@ pub fn check(cx: &Ctxt, input: &CheckInput<'_>) -> Option<Checked> {
     for (k, lk) in contract.kernels.iter_mut().zip(&kernels) {
         k.entry = lk.info.entry.clone();
     }
-    Some(Checked { contract, reference, kernels })
+    let plan = ShimPlan::new(attr, &contract, &reference);
+    let contract_json = crate::canon::contract_json(&contract);
+    let body_tokens = crate::canon::code_tokens(input.func, attr, input.site);
+    let kbytes: Vec<crate::canon::KernelBytes<'_>> = kernels
+        .iter()
+        .zip(&contract.kernels)
+        .map(|(lk, k)| crate::canon::KernelBytes {
+            path: &k.path,
+            bytes: &lk.bytes,
+            headers: lk.headers.iter().map(|(p, _, b)| (p.as_str(), b.as_slice())).collect(),
+        })
+        .collect();
+    let hash = crate::canon::identity(&contract_json, &body_tokens, &kbytes);
+    Some(Checked { contract, contract_json, body_tokens, hash, description, reference, kernels, plan })
+}
+
+/// The signature's rules: names and symbols, constraints, outputs, category against dtypes,
+/// backward, the reference function.
+fn check_signature(cx: &Ctxt, input: &CheckInput<'_>, sig: &SSignature) -> RefShape {
+    let attr = input.attr;
+    check_names_unique(cx, sig);
+    let dims = bound_dim_symbols(sig);
+    check_symbols_bound(cx, attr, sig, &dims);
+    check_constraint_operands(cx, attr, sig);
+    check_float_constraint_terms(cx, sig, &constraints::all_symbols(sig, &dims));
+    check_float_constraints_satisfiable(cx, sig);
+    check_constant_constraints(cx, sig);
+    {
+        // Constraints over symbols of unparsed arguments are left out, so a contradiction
+        // found is real; the rules below need every admissible input, which a gap hides.
+        let solver = Solver::new(sig, &dims);
+        check_contradictory_constraints(cx, &solver);
+        if sig.gaps.none() {
+            check_division_by_zero(cx, attr, &solver);
+            check_output_dims_nonnegative(cx, attr, &solver);
+            check_bound_nonnegative(cx, attr, &solver);
+            check_launch_geometry(cx, attr, &solver);
+        }
+    }
+    check_data_dependent_dims(cx, attr, sig, &symbols::bound_with_params(sig, &dims));
+    check_integer_category_outputs(cx, attr, sig);
+    check_nan_policy_has_floats(cx, attr, sig);
+    check_backward_fits_signature(cx, attr, sig);
+    check_jvp_arity(cx, attr, sig);
+    let reference = check_reference_fn(cx, input.func, sig, &dims);
+    check_differentiable_reference_is_generic(cx, attr, sig, &reference, input.func);
+    reference
+}
+
+/// Every kernel: its descriptor, then (if the descriptor is sound) its source.
+fn check_kernels(cx: &Ctxt, input: &CheckInput<'_>, sig: &SSignature) -> Vec<LoadedKernel> {
+    let mut kernels = Vec::new();
+    for k in &input.attr.kernels {
+        // A kernel is compared with its source only if its descriptor is sound: a source
+        // checked against a broken descriptor would only repeat the descriptor's error.
+        let descriptor_ok = check_binding_coverage(cx, k, sig) && sig.gaps.none();
+        if let Some(lk) = load_and_check_kernel(cx, k, sig, input.base_dirs, descriptor_ok) {
+            kernels.push(lk);
+        }
+    }
+    kernels
 }
 
 fn call_site(attr: &OpAttr) -> Span {
@@ -174,30 +247,61 @@ fn check_category_tolerance(cx: &Ctxt, attr: &OpAttr) {
     }
 }
 
-/// Checks a whole declaration from tokens (used by tests and by the macro).
-pub fn check_tokens(
-    attr: proc_macro2::TokenStream,
-    item: proc_macro2::TokenStream,
+/// Parses the attribute and checks the declaration on `func` (what `#[op]` runs before it
+/// generates anything): the validated model, or every error.
+pub fn check_declaration(
+    attr: TokenStream,
+    func: &RefFn,
     base_dirs: &[PathBuf],
-) -> Result<(Checked, OpAttr), Vec<syn::Error>> {
+    location: Option<&Location>,
+    site: Option<&crate::closure::Site>,
+) -> Result<Checked, Vec<syn::Error>> {
     let cx = Ctxt::new();
-    let func: syn::ItemFn = match syn::parse2(item) {
-        Ok(f) => f,
-        Err(e) => {
-            cx.error(e);
-            return Err(cx.check().err().unwrap_or_default());
-        }
-    };
     let attr = crate::parse::parse_attr(&cx, attr);
-    let description = crate::canon::doc_comment(&func.attrs);
-    let checked = check(&cx, &CheckInput { attr: &attr, func: &func, description: &description, base_dirs });
+    let checked = check(&cx, &CheckInput { attr: &attr, func, base_dirs, location, site });
     match (cx.check(), checked) {
-        (Ok(()), Some(c)) => Ok((c, attr)),
+        (Ok(()), Some(c)) => Ok(c),
         (Err(e), _) => Err(e),
         (Ok(()), None) => {
             Err(vec![syn::Error::new(Span::call_site(), "op-spec: the declaration did not check (internal: no error recorded)")])
         }
     }
+}
+
+/// The item `#[op]` is on, as the reference function; anything else is an error.
+pub fn parse_item(item: TokenStream) -> Result<RefFn, syn::Error> {
+    let is_fn = item.clone().into_iter().any(|t| matches!(&t, proc_macro2::TokenTree::Ident(i) if i == "fn"));
+    RefFn::from_tokens(item.clone()).map_err(|e| {
+        if is_fn {
+            return e;
+        }
+        // At the item's keyword: the first token that is not an attribute or the visibility.
+        let mut toks = item.into_iter().peekable();
+        let mut at = e.span();
+        while let Some(t) = toks.next() {
+            match &t {
+                proc_macro2::TokenTree::Punct(p) if p.as_char() == '#' => {
+                    toks.next();
+                }
+                proc_macro2::TokenTree::Ident(i) if i == "pub" => {
+                    toks.next_if(|t| matches!(t, proc_macro2::TokenTree::Group(_)));
+                }
+                _ => {
+                    at = t.span();
+                    break;
+                }
+            }
+        }
+        syn::Error::new(at, "`#[op]` goes on a free function, the op's reference implementation, not on this item; put it on a `fn`")
+    })
+}
+
+/// Checks a whole declaration from tokens (used by tests): the validated model and the parsed
+/// attribute, or every error.
+pub fn check_tokens(attr: TokenStream, item: TokenStream, base_dirs: &[PathBuf]) -> Result<(Checked, OpAttr), Vec<syn::Error>> {
+    let func = parse_item(item).map_err(|e| vec![e])?;
+    let checked = check_declaration(attr.clone(), &func, base_dirs, None, None)?;
+    Ok((checked, crate::parse::parse_attr(&Ctxt::new(), attr)))
 }
 
 #[cfg(test)]
@@ -307,5 +411,71 @@ mod tests {
             e[0].starts_with("missing keys `version`, `signature`, `category`, `tolerance`, `backward`: every op declares them"),
             "{e:?}"
         );
+    }
+
+    #[test]
+    fn one_broken_argument_hides_no_other_error() {
+        let e = errs(
+            quote!(name = "a/b", version = 1, signature(x: f32[n], w: u3, y: f32[n] where n < n) -> f32[n],
+                category = selection, tolerance = exact, backward = none),
+            quote!(
+                fn f(x: &[f64], w: u32, y: &[f32]) -> Vec<f32> {
+                    todo!()
+                }
+            ),
+        );
+        assert_eq!(e.len(), 3, "{e:?}");
+        assert!(e[0].starts_with("unknown dtype `u3`"));
+        assert!(e[1].starts_with("constraint `n < n` can never hold"));
+        assert!(e[2].starts_with("parameter 1 of reference `f` is tensor input `x: f32[..]` and must be `&[f32]`"));
+        // A broken output: the other outputs and the arguments are still checked.
+        let e = errs(
+            quote!(name = "a/b", version = 1, signature(x: f32[n], w: u32 where w > 4294967295) -> (a: f32[n], b: f33[n]),
+                category = selection, tolerance = exact, backward = none),
+            quote!(
+                fn f(x: &[f32], w: i8) -> Vec<f32> {
+                    todo!()
+                }
+            ),
+        );
+        assert_eq!(e.len(), 3, "{e:?}");
+        assert!(e[0].starts_with("unknown dtype `f33`"));
+    }
+
+    #[test]
+    fn aliased_element_types_are_left_to_the_type_checker() {
+        let e = errs(
+            quote!(name = "a/b", version = 1, signature(x: u16[n], k: u16) -> u16[n], category = integer, tolerance = exact, backward = none),
+            quote!(
+                fn f(x: &[Elem], k: crate::Elem) -> Vec<Elem> {
+                    todo!()
+                }
+            ),
+        );
+        assert!(e.is_empty(), "{e:?}");
+        // A known type that is not the dtype's is still refused here.
+        let e = errs(
+            quote!(name = "a/b", version = 1, signature(x: u16[n]) -> u16[n], category = integer, tolerance = exact, backward = none),
+            quote!(
+                fn f(x: &[u32]) -> Vec<u16> {
+                    todo!()
+                }
+            ),
+        );
+        assert_eq!(e, vec!["parameter 1 of reference `f` is tensor input `x: u16[..]` and must be `&[u16]`".to_string()]);
+    }
+
+    #[test]
+    fn methods_are_not_ops() {
+        let e = errs(
+            quote!(name = "a/b", version = 1, signature(x: f32[n]) -> f32[n], category = elementwise, tolerance = ulp(1), backward = none),
+            quote!(
+                fn f<T: Real>(&self, x: &[T]) -> Vec<T> {
+                    todo!()
+                }
+            ),
+        );
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].starts_with("declare the op at module level: `f` is a method"), "{}", e[0]);
     }
 }

@@ -1,5 +1,6 @@
-//! Signature names and symbols: distinct names, every symbol bound, integer-only constraint
-//! operands. Reads only the signature and descriptors; must not evaluate constraints or read files.
+//! Signature names and symbols: distinct names, every symbol bound, integer-only operands in
+//! dims, `threads` and `bounded(..)`. Reads only the signature and descriptors; must not
+//! evaluate constraints or read files.
 
 use crate::contract::DType;
 use crate::ctxt::Ctxt;
@@ -72,6 +73,9 @@ pub(super) fn int_params(sig: &SSignature) -> Vec<String> {
 // Rule: every symbol used in dims, constraints, launch geometry and uniforms is bound by an
 // input dim or an integer parameter (outputs of `bounded`/`dynamic` ops may be data-dependent).
 pub(super) fn check_symbols_bound(cx: &Ctxt, attr: &OpAttr, sig: &SSignature, dims: &[String]) {
+    if sig.gaps.args {
+        return; // the argument that did not parse may be the one binding a symbol
+    }
     let mut bound: Vec<String> = dims.to_vec();
     bound.extend(int_params(sig));
     let all_params: Vec<String> = sig.args.iter().filter(|a| matches!(a, SArg::Param(_))).map(|a| a.ident().to_string()).collect();
@@ -143,25 +147,35 @@ pub(super) fn check_symbols_bound(cx: &Ctxt, attr: &OpAttr, sig: &SSignature, di
     }
 }
 
-// Rule: constraints compare integers; float and bool parameters cannot appear in them.
-pub(super) fn check_constraint_operands(cx: &Ctxt, sig: &SSignature) {
-    let non_int: BTreeMap<String, DType> = sig
-        .args
-        .iter()
-        .filter_map(|a| match a {
-            SArg::Param(p) if !p.dtype.value.is_int() => Some((p.name.to_string(), p.dtype.value)),
-            _ => None,
-        })
-        .collect();
-    let mut exprs: Vec<&SExpr> = sig.constraints.iter().flat_map(|c| c.terms.iter()).collect();
+// Rule: dims, `threads` and `bounded(..)` are integer expressions, and so are the integer
+// constraints: only integer parameters appear in them (float parameters appear in float
+// constraints, which `floats` checks; a `bool` parameter in none).
+pub(super) fn check_constraint_operands(cx: &Ctxt, attr: &OpAttr, sig: &SSignature) {
+    let non_int: BTreeMap<String, DType> =
+        sig.params().filter(|p| !p.dtype.value.is_int()).map(|p| (p.name.to_string(), p.dtype.value)).collect();
+    let mut exprs: Vec<&SExpr> = sig.inputs().flat_map(|t| t.dims.iter()).collect();
     exprs.extend(sig.outputs.iter().flat_map(|o| o.dims.iter()));
+    exprs.extend(attr.kernels.iter().filter_map(|k| k.threads.as_ref()));
+    if let Some(SShapeClass::Bounded(_, e)) = &attr.output {
+        exprs.push(e);
+    }
     for e in exprs {
         let mut syms = Vec::new();
         e.symbols(&mut syms);
         for s in syms {
             if let Some(d) = non_int.get(&s.to_string()) {
-                cx.error(syn::Error::new(s.span(), format!("parameter `{s}` is `{d}`; dims and constraints are integer expressions, so only integer parameters can appear in them")));
+                cx.error(syn::Error::new(s.span(), format!("parameter `{s}` is `{d}`; dims, `threads` and `bounded(..)` are integer expressions, so only integer parameters can appear in them (a float parameter can appear in a constraint such as `{s} > 0`)")));
             }
+        }
+    }
+    for c in &sig.constraints {
+        let mut syms = Vec::new();
+        c.terms.iter().for_each(|t| t.symbols(&mut syms));
+        for s in syms.into_iter().filter(|s| non_int.get(&s.to_string()) == Some(&DType::bool)) {
+            cx.error(syn::Error::new(
+                s.span(),
+                format!("parameter `{s}` is `bool`; constraints compare numbers, so a `bool` parameter cannot appear in one"),
+            ));
         }
     }
 }

@@ -4,7 +4,7 @@
 //! declarations.
 
 use crate::canon::canonical_tokens;
-use proc_macro2::{Delimiter, Spacing, TokenStream, TokenTree};
+use proc_macro2::{Spacing, TokenStream, TokenTree};
 use quote::ToTokens;
 
 /// A path mentioned in code: `a::b::c`, with how it was used.
@@ -203,35 +203,37 @@ fn path_sep(toks: &[TokenTree], i: usize) -> bool {
         && matches!(toks.get(i + 2), Some(TokenTree::Ident(_)))
 }
 
-/// Collects every path the tokens mention (into groups too). A path after `::` that does not
-/// continue an identifier (`<T as Tr>::name`, `Vec::<T>::name`) or after `.` is associated.
+/// Collects every path the tokens mention (into groups too, iteratively: token trees of any
+/// depth never recurse). A path after `::` that does not continue an identifier
+/// (`<T as Tr>::name`, `Vec::<T>::name`) or after `.` is associated.
 pub(crate) fn scan(ts: TokenStream, out: &mut Vec<Ref>) {
-    let toks: Vec<TokenTree> = ts.into_iter().collect();
-    let mut i = 0;
-    while i < toks.len() {
-        match &toks[i] {
-            TokenTree::Group(g) => {
-                if g.delimiter() != Delimiter::None || !g.stream().is_empty() {
-                    scan(g.stream(), out);
+    let mut pending: Vec<TokenStream> = vec![ts];
+    while let Some(ts) = pending.pop() {
+        let toks: Vec<TokenTree> = ts.into_iter().collect();
+        let mut i = 0;
+        while i < toks.len() {
+            match &toks[i] {
+                TokenTree::Group(g) => {
+                    pending.push(g.stream());
+                    i += 1;
                 }
-                i += 1;
-            }
-            TokenTree::Ident(id) => {
-                let after_sep = i >= 2 && is_punct(toks.get(i - 1), ':') && is_punct(toks.get(i - 2), ':');
-                let assoc = is_punct(i.checked_sub(1).and_then(|k| toks.get(k)), '.') || after_sep;
-                let mut segs = vec![id.to_string()];
-                let mut j = i + 1;
-                while path_sep(&toks, j) {
-                    if let Some(TokenTree::Ident(n)) = toks.get(j + 2) {
-                        segs.push(n.to_string());
+                TokenTree::Ident(id) => {
+                    let after_sep = i >= 2 && is_punct(toks.get(i - 1), ':') && is_punct(toks.get(i - 2), ':');
+                    let assoc = is_punct(i.checked_sub(1).and_then(|k| toks.get(k)), '.') || after_sep;
+                    let mut segs = vec![id.to_string()];
+                    let mut j = i + 1;
+                    while path_sep(&toks, j) {
+                        if let Some(TokenTree::Ident(n)) = toks.get(j + 2) {
+                            segs.push(n.to_string());
+                        }
+                        j += 3;
                     }
-                    j += 3;
+                    let mac = is_punct(toks.get(j), '!') && !is_punct(toks.get(j + 1), '=');
+                    out.push(Ref { segs, assoc, mac });
+                    i = j;
                 }
-                let mac = is_punct(toks.get(j), '!') && !is_punct(toks.get(j + 1), '=');
-                out.push(Ref { segs, assoc, mac });
-                i = j;
+                _ => i += 1,
             }
-            _ => i += 1,
         }
     }
 }

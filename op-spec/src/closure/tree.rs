@@ -45,6 +45,26 @@ impl Crate {
     }
 }
 
+/// Deepest bracket nesting `syn` is asked to parse.
+const MAX_NESTING: usize = 256;
+
+/// The deepest nesting of `(`, `[` and `{` in a source text (an over-estimate: brackets in
+/// strings and comments count too, which only sends more files to the raw-text path).
+fn nesting(text: &str) -> usize {
+    let (mut depth, mut max) = (0usize, 0usize);
+    for b in text.bytes() {
+        match b {
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
 /// A file's index, or its raw text when it does not parse.
 type Indexed = Result<Arc<Vec<Module>>, Arc<String>>;
 type Cache = HashMap<PathBuf, (u64, Option<SystemTime>, Indexed)>;
@@ -66,7 +86,11 @@ fn read(path: &Path) -> Option<Indexed> {
         }
     }
     let text = std::fs::read_to_string(path).ok()?;
-    let idx = match syn::parse_file(&text) {
+    // syn recurses into nested groups: a file nesting deeper than this enters as raw text.
+    let idx = match (nesting(&text) <= MAX_NESTING)
+        .then(|| syn::parse_file(&text))
+        .unwrap_or_else(|| Err(syn::Error::new(proc_macro2::Span::call_site(), "too deep")))
+    {
         Ok(f) => Ok(Arc::new(index_file(&f))),
         Err(_) => Err(Arc::new(format!("unparsed source: {text}"))),
     };

@@ -1,0 +1,169 @@
+//! Grammar 2: `kernel(...)` and its buffer-binding descriptor. Each key of a kernel is parsed
+//! on its own (all malformed keys are reported); a kernel with a malformed key is dropped, so
+//! its source is never compared with a half-parsed descriptor.
+
+use super::expr::parse_expr;
+use super::{keys, parse_kv, split_commas, sr};
+use crate::contract::{Access, KernelLang};
+use crate::ctxt::Ctxt;
+use crate::model::*;
+use proc_macro2::{Delimiter, TokenStream, TokenTree};
+use syn::parse::{Parse, ParseStream, Parser};
+use syn::{Ident, LitInt, LitStr, Token};
+
+/// What the keys of one `kernel(...)` set, before the kernel is assembled.
+#[derive(Default)]
+struct KernelParts {
+    lang_path: Option<(KernelLang, LitStr)>,
+    entry: Option<LitStr>,
+    bindings: Vec<SBinding>,
+    bindings_span: Option<SpanRange>,
+    threads: Option<SExpr>,
+    block: Option<Spanned<u32>>,
+    /// Key groups seen (`wgsl` and `cuda` are one group: the source).
+    seen: Vec<String>,
+}
+
+pub(super) fn parse_kernel(cx: &Ctxt, input: ParseStream) -> syn::Result<Option<SKernel>> {
+    let kw: Ident = input.parse()?;
+    if !input.peek(syn::token::Paren) {
+        return Err(syn::Error::new(kw.span(), "expected `kernel(wgsl = \"path\", bindings(...), threads = expr)`"));
+    }
+    let g: proc_macro2::Group = input.parse()?;
+    if !input.is_empty() {
+        return Err(input.error("unexpected tokens after `kernel(...)`"));
+    }
+    if g.delimiter() != Delimiter::Parenthesis {
+        return Err(syn::Error::new(g.span(), "expected `kernel(...)`"));
+    }
+    let mut parts = KernelParts::default();
+    let mut ok = true;
+    for chunk in split_commas(g.stream()) {
+        if let Err(e) = parse_kernel_key(&mut parts, chunk) {
+            cx.error(e);
+            ok = false;
+        }
+    }
+    if !ok {
+        // A malformed entry was reported where it is; checking the rest of this kernel against
+        // a half-parsed descriptor would only add follow-on errors.
+        return Ok(None);
+    }
+    let span = SpanRange { first: kw.span(), last: g.span_close() };
+    assemble(cx, kw, span, parts).map(Some)
+}
+
+/// One `key = value` (or `bindings(...)`) of a kernel.
+fn parse_kernel_key(parts: &mut KernelParts, chunk: TokenStream) -> syn::Result<()> {
+    let key = match chunk.clone().into_iter().next() {
+        Some(TokenTree::Ident(i)) => i,
+        Some(t) => return Err(syn::Error::new(t.span(), format!("expected a kernel key; valid: {}", keys::KERNEL_KEYS.join(", ")))),
+        None => return Ok(()),
+    };
+    let k = key.to_string();
+    if !keys::KERNEL_KEYS.contains(&k.as_str()) {
+        let alias = if k == "params" { " (CUDA parameters are listed with `bindings(...)` too)" } else { "" };
+        return Err(syn::Error::new(key.span(), format!("unknown kernel key `{k}`{alias}; valid: {}", keys::KERNEL_KEYS.join(", "))));
+    }
+    let group = if k == "cuda" { "wgsl".to_string() } else { k.clone() };
+    if parts.seen.contains(&group) {
+        let msg = if group == "wgsl" {
+            format!("duplicate kernel source `{k}`: a kernel has one source; declare another `kernel(...)` for a second one")
+        } else {
+            format!("duplicate kernel key `{k}`: each key of `kernel(...)` may appear once; remove this one")
+        };
+        return Err(syn::Error::new(key.span(), msg));
+    }
+    parts.seen.push(group);
+    match k.as_str() {
+        "wgsl" | "cuda" => {
+            let lang = if k == "wgsl" { KernelLang::Wgsl } else { KernelLang::Cuda };
+            parts.lang_path = Some((lang, parse_kv(chunk, |i| i.parse::<LitStr>())?));
+        }
+        "entry" => parts.entry = Some(parse_kv(chunk, |i| i.parse::<LitStr>())?),
+        "threads" => parts.threads = Some(parse_kv(chunk, parse_expr)?),
+        "block" => parts.block = Some(parse_kv(chunk, parse_block)?),
+        _ => {
+            let (span, bindings) = Parser::parse2(parse_bindings, chunk)?;
+            parts.bindings_span = Some(span);
+            parts.bindings = bindings;
+        }
+    }
+    Ok(())
+}
+
+fn parse_block(input: ParseStream) -> syn::Result<Spanned<u32>> {
+    let l: LitInt = input.parse()?;
+    let v: u32 = l.base10_parse()?;
+    if v == 0 || v > 1024 {
+        return Err(syn::Error::new(l.span(), "`block` must be between 1 and 1024 threads"));
+    }
+    Ok(Spanned::new(v, sr(l.span())))
+}
+
+fn parse_bindings(input: ParseStream) -> syn::Result<(SpanRange, Vec<SBinding>)> {
+    let kw: Ident = input.parse()?;
+    let c;
+    syn::parenthesized!(c in input);
+    let items = c.parse_terminated(parse_binding, Token![,])?;
+    if !input.is_empty() {
+        return Err(input.error("unexpected tokens after `bindings(...)`"));
+    }
+    Ok((sr(kw.span()), items.into_iter().collect()))
+}
+
+/// The kernel from its keys: the source is required; a missing descriptor or launch geometry
+/// is reported, but the kernel is kept (its other rules still run).
+fn assemble(cx: &Ctxt, kw: Ident, span: SpanRange, parts: KernelParts) -> syn::Result<SKernel> {
+    let KernelParts { lang_path, entry, bindings, bindings_span, threads, block, .. } = parts;
+    let Some((lang, path)) = lang_path else {
+        return Err(syn::Error::new(kw.span(), "a kernel needs its source: `wgsl = \"kernels/x.wgsl\"` or `cuda = \"kernels/x.cu\"`"));
+    };
+    if bindings_span.is_none() {
+        cx.error(syn::Error::new(kw.span(), "a kernel needs its binding descriptor: `bindings(x: read, out: read_write, uniform(n))`"));
+    }
+    if threads.is_none() {
+        cx.error(syn::Error::new(
+            kw.span(),
+            "a kernel needs its launch geometry: `threads = expr` (one invocation per output element, usually)",
+        ));
+    }
+    if let (KernelLang::Wgsl, Some(b)) = (lang, &block) {
+        cx.error(syn::Error::new(
+            b.span.first,
+            "`block` is for CUDA kernels; a WGSL kernel's workgroup size comes from its `@workgroup_size`",
+        ));
+    }
+    Ok(SKernel { span, lang, path, entry, bindings, bindings_span, threads, block })
+}
+
+/// `name: read`, `name: read_write` (optionally `as global`) or `uniform(fields...)`.
+fn parse_binding(input: ParseStream) -> syn::Result<SBinding> {
+    let name: Ident = input.parse()?;
+    if name == "uniform" && input.peek(syn::token::Paren) {
+        let c;
+        let p = syn::parenthesized!(c in input);
+        let fields = c.parse_terminated(Ident::parse, Token![,])?;
+        return Ok(SBinding::Uniform {
+            span: SpanRange { first: name.span(), last: p.span.close() },
+            fields: fields.into_iter().collect(),
+        });
+    }
+    if !input.peek(Token![:]) {
+        return Err(syn::Error::new(name.span(), format!("expected `{name}: read` or `{name}: read_write`, or `uniform(fields...)`")));
+    }
+    input.parse::<Token![:]>()?;
+    let acc: Ident = input.parse()?;
+    let access = match acc.to_string().as_str() {
+        "read" => Access::Read,
+        "read_write" => Access::ReadWrite,
+        other => return Err(syn::Error::new(acc.span(), format!("unknown access `{other}`; valid: read, read_write"))),
+    };
+    let global = if input.peek(Token![as]) {
+        input.parse::<Token![as]>()?;
+        Some(input.parse::<Ident>()?)
+    } else {
+        None
+    };
+    Ok(SBinding::Buffer { name, access: Spanned::new(access, sr(acc.span())), global })
+}

@@ -1,0 +1,500 @@
+//! Parsing of `#[op(...)]` tokens into the typed [`OpAttr`] model. Each top-level entry, and
+//! inside `signature(...)` each argument, constraint and output, is parsed on its own, so every
+//! malformed part is reported in one compile; this module checks syntax, unknown and duplicate
+//! keys only, never cross-entry rules (see `check`).
+
+mod expr;
+mod kernel;
+mod signature;
+
+pub(crate) use expr::expr_text;
+pub use expr::{parse_constraint, parse_expr, MAX_EXPR_NODES};
+
+use crate::contract::{Category, NanPolicy, Tolerance, Visibility};
+use crate::ctxt::Ctxt;
+use crate::model::*;
+use proc_macro2::{Span, TokenStream, TokenTree};
+use syn::parse::{ParseStream, Parser};
+use syn::{Ident, LitInt, LitStr, Token};
+
+/// Top-level keys of `#[op(...)]`.
+pub mod keys {
+    /// `name`.
+    pub const NAME: &str = "name";
+    /// `version`.
+    pub const VERSION: &str = "version";
+    /// `signature`.
+    pub const SIGNATURE: &str = "signature";
+    /// `category`.
+    pub const CATEGORY: &str = "category";
+    /// `tolerance`.
+    pub const TOLERANCE: &str = "tolerance";
+    /// `backward`.
+    pub const BACKWARD: &str = "backward";
+    /// `subgradient`.
+    pub const SUBGRADIENT: &str = "subgradient";
+    /// `nan`.
+    pub const NAN: &str = "nan";
+    /// `cpu`.
+    pub const CPU: &str = "cpu";
+    /// `output`.
+    pub const OUTPUT: &str = "output";
+    /// `kernel`.
+    pub const KERNEL: &str = "kernel";
+    /// `license`.
+    pub const LICENSE: &str = "license";
+    /// `visibility`.
+    pub const VISIBILITY: &str = "visibility";
+    /// Every key, in documentation order.
+    pub const ALL: [&str; 13] =
+        [NAME, VERSION, SIGNATURE, CATEGORY, TOLERANCE, BACKWARD, SUBGRADIENT, NAN, CPU, OUTPUT, KERNEL, LICENSE, VISIBILITY];
+    /// Keys of `kernel(...)`.
+    pub const KERNEL_KEYS: [&str; 6] = ["wgsl", "cuda", "entry", "bindings", "threads", "block"];
+}
+
+/// The most levels of parentheses, brackets and braces an attribute entry may nest. Checked
+/// before any parsing, without recursion: `syn` flattens a token tree recursively, so a deep
+/// enough tree would exhaust the stack before any grammar rule could refuse it.
+pub const MAX_GROUP_DEPTH: usize = 64;
+
+/// An error at the first group nested deeper than `limit` in `tokens`, if any.
+pub fn too_deep(tokens: &TokenStream, limit: usize) -> Option<syn::Error> {
+    let mut stack: Vec<proc_macro2::token_stream::IntoIter> = vec![tokens.clone().into_iter()];
+    while let Some(top) = stack.last_mut() {
+        match top.next() {
+            None => {
+                stack.pop();
+            }
+            Some(TokenTree::Group(g)) => {
+                if stack.len() > limit {
+                    return Some(syn::Error::new(
+                        g.span_open(),
+                        format!("nested too deeply: more than {limit} levels of parentheses or brackets; no part of `#[op(...)]` needs that many (an expression nests at most {} levels), so simplify it", crate::contract::MAX_EXPR_DEPTH),
+                    ));
+                }
+                stack.push(g.stream().into_iter());
+            }
+            Some(_) => {}
+        }
+    }
+    None
+}
+
+fn sr(span: Span) -> SpanRange {
+    SpanRange::single(span)
+}
+
+/// Splits a token stream at top-level commas; empty chunks are dropped.
+fn split_commas(tokens: TokenStream) -> Vec<TokenStream> {
+    let mut out = Vec::new();
+    let mut cur = TokenStream::new();
+    for tt in tokens {
+        match &tt {
+            TokenTree::Punct(p) if p.as_char() == ',' => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+            _ => cur.extend(std::iter::once(tt)),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// Parses the attribute's tokens. Errors go to `cx`; what parsed is returned.
+pub fn parse_attr(cx: &Ctxt, tokens: TokenStream) -> OpAttr {
+    let mut attr = OpAttr { span: Some(Span::call_site()), ..OpAttr::default() };
+    let mut seen: Vec<String> = Vec::new();
+    for chunk in split_commas(tokens) {
+        let key = match chunk.clone().into_iter().next() {
+            Some(TokenTree::Ident(i)) => i,
+            Some(other) => {
+                cx.error(syn::Error::new(
+                    other.span(),
+                    format!("expected a key such as `name = \"...\"`; valid keys: {}", keys::ALL.join(", ")),
+                ));
+                continue;
+            }
+            None => continue,
+        };
+        let k = key.to_string();
+        if !keys::ALL.contains(&k.as_str()) {
+            let hint = suggest(&k, &keys::ALL).map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default();
+            cx.error(syn::Error::new(key.span(), format!("unknown key `{k}`{hint}; valid keys: {}", keys::ALL.join(", "))));
+            continue;
+        }
+        if !attr.keys_present.contains(&k) {
+            attr.keys_present.push(k.clone());
+        }
+        if k != keys::KERNEL {
+            if seen.contains(&k) {
+                cx.error(syn::Error::new(key.span(), format!("duplicate key `{k}`: each key may appear once; remove this one")));
+                continue;
+            }
+            seen.push(k.clone());
+        }
+        if let Some(e) = too_deep(&chunk, MAX_GROUP_DEPTH) {
+            cx.error(e);
+            continue;
+        }
+        if let Err(e) = parse_entry(cx, &mut attr, &k, chunk) {
+            cx.error(e);
+        }
+    }
+    attr
+}
+
+/// One entry `key = value` (or `signature(...)`, `kernel(...)`) into `attr`.
+fn parse_entry(cx: &Ctxt, attr: &mut OpAttr, key: &str, chunk: TokenStream) -> syn::Result<()> {
+    match key {
+        keys::NAME => attr.name = Some(parse_kv(chunk, parse_name)?),
+        keys::VERSION => attr.version = Some(parse_kv(chunk, parse_version)?),
+        keys::SIGNATURE => attr.signature = Some(Parser::parse2(|i: ParseStream| signature::parse_signature(cx, i), chunk)?),
+        keys::CATEGORY => attr.category = Some(parse_kv(chunk, parse_category)?),
+        keys::TOLERANCE => attr.tolerance = Some(parse_kv(chunk, parse_tolerance)?),
+        keys::BACKWARD => attr.backward = Some(parse_kv(chunk, parse_backward)?),
+        keys::SUBGRADIENT => attr.subgradient = Some(parse_kv(chunk, parse_subgradient)?),
+        keys::NAN => attr.nan = Some(parse_kv(chunk, parse_nan)?),
+        keys::CPU => attr.cpu = Some(parse_kv(chunk, |i| i.parse::<syn::Path>())?),
+        keys::OUTPUT => attr.output = Some(parse_kv(chunk, parse_shape_class)?),
+        keys::KERNEL => {
+            if let Some(k) = Parser::parse2(|i: ParseStream| kernel::parse_kernel(cx, i), chunk)? {
+                attr.kernels.push(k);
+            }
+        }
+        keys::LICENSE => {
+            attr.license = Some(parse_kv(chunk, |i| {
+                let s: LitStr = i.parse()?;
+                Ok(Spanned::new(s.value(), sr(s.span())))
+            })?)
+        }
+        keys::VISIBILITY => attr.visibility = Some(parse_kv(chunk, parse_visibility)?),
+        _ => {}
+    }
+    Ok(())
+}
+
+fn parse_subgradient(input: ParseStream) -> syn::Result<Spanned<String>> {
+    let s: LitStr = input.parse()?;
+    if s.value().trim().is_empty() {
+        return Err(syn::Error::new(
+            s.span(),
+            "`subgradient` must describe the rule at kinks, e.g. \"cotangent routed to the selected element\"",
+        ));
+    }
+    Ok(Spanned::new(s.value(), sr(s.span())))
+}
+
+fn parse_nan(input: ParseStream) -> syn::Result<Spanned<NanPolicy>> {
+    let id: Ident = input.parse()?;
+    match id.to_string().as_str() {
+        "propagate" => Ok(Spanned::new(NanPolicy::Propagate, sr(id.span()))),
+        other => Err(syn::Error::new(id.span(), format!("unknown NaN policy `{other}`; the valid one is `propagate`"))),
+    }
+}
+
+fn parse_visibility(input: ParseStream) -> syn::Result<Spanned<Visibility>> {
+    let id: Ident = input.parse()?;
+    let v = match id.to_string().as_str() {
+        "private" => Visibility::Private,
+        "workspace" => Visibility::Workspace,
+        "public" => Visibility::Public,
+        other => return Err(syn::Error::new(id.span(), format!("unknown visibility `{other}`; valid: private, workspace, public"))),
+    };
+    Ok(Spanned::new(v, sr(id.span())))
+}
+
+/// Parses `key = <value>` with `f` for the value, requiring it to consume everything.
+fn parse_kv<T>(chunk: TokenStream, f: impl FnOnce(ParseStream) -> syn::Result<T>) -> syn::Result<T> {
+    Parser::parse2(
+        |input: ParseStream| {
+            let key: Ident = input.parse()?;
+            if !input.peek(Token![=]) {
+                return Err(syn::Error::new(key.span(), format!("expected `{key} = ...`")));
+            }
+            input.parse::<Token![=]>()?;
+            if input.is_empty() {
+                return Err(syn::Error::new(key.span(), format!("`{key}` needs a value after `=`")));
+            }
+            let v = f(input)?;
+            if !input.is_empty() {
+                return Err(input.error("unexpected tokens after the value; separate keys with `,`"));
+            }
+            Ok(v)
+        },
+        chunk,
+    )
+}
+
+fn parse_name(input: ParseStream) -> syn::Result<Spanned<String>> {
+    let s: LitStr = input.parse()?;
+    let v = s.value();
+    let ok_seg = |seg: &str| !seg.is_empty() && seg.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if v.is_empty() || !v.split('/').all(ok_seg) {
+        return Err(syn::Error::new(
+            s.span(),
+            format!("invalid op name \"{v}\": use `/`-separated segments of lowercase letters, digits and `_`, e.g. \"user/example/windowed_median\""),
+        ));
+    }
+    Ok(Spanned::new(v, sr(s.span())))
+}
+
+fn parse_version(input: ParseStream) -> syn::Result<Spanned<u32>> {
+    let l: LitInt = input.parse()?;
+    let v: u32 = l.base10_parse().map_err(|_| syn::Error::new(l.span(), "`version` must be an integer from 1 to 4294967295"))?;
+    if v == 0 {
+        return Err(syn::Error::new(l.span(), "`version` starts at 1; write `version = 1`"));
+    }
+    Ok(Spanned::new(v, sr(l.span())))
+}
+
+fn parse_category(input: ParseStream) -> syn::Result<Spanned<Category>> {
+    let id: Ident = input.parse()?;
+    let s = id.to_string();
+    match Category::ALL.iter().find(|(_, n)| *n == s) {
+        Some((c, _)) => Ok(Spanned::new(*c, sr(id.span()))),
+        None => {
+            let names: Vec<&str> = Category::ALL.iter().map(|(_, n)| *n).collect();
+            Err(syn::Error::new(id.span(), format!("unknown category `{s}`; valid categories: {}", names.join(", "))))
+        }
+    }
+}
+
+fn paren_content(input: ParseStream<'_>) -> syn::Result<syn::parse::ParseBuffer<'_>> {
+    let content;
+    syn::parenthesized!(content in input);
+    Ok(content)
+}
+
+fn parse_tolerance(input: ParseStream) -> syn::Result<Spanned<Tolerance>> {
+    let id: Ident = input.parse()?;
+    let s = id.to_string();
+    let span = sr(id.span());
+    let need_paren = |what: &str| {
+        syn::Error::new(id.span(), format!("`{s}` takes {what}, e.g. `{s}({})`", if s == "loose" { "1e-3, 1e-6" } else { "4" }))
+    };
+    let tol = match s.as_str() {
+        "exact" => Tolerance::Exact,
+        "ulp" | "accum" => {
+            if !input.peek(syn::token::Paren) {
+                return Err(need_paren("an integer"));
+            }
+            let c = paren_content(input)?;
+            let l: LitInt = c.parse()?;
+            let k: u32 = l.base10_parse().map_err(|_| syn::Error::new(l.span(), "expected a non-negative integer"))?;
+            if !c.is_empty() {
+                return Err(c.error(format!("`{s}` takes one integer")));
+            }
+            if s == "ulp" {
+                Tolerance::Ulp(k)
+            } else {
+                if k == 0 {
+                    return Err(syn::Error::new(l.span(), "`accum(0)` allows no rounding at all; use `accum(1)` or more"));
+                }
+                Tolerance::Accum(k)
+            }
+        }
+        "loose" => {
+            if !input.peek(syn::token::Paren) {
+                return Err(need_paren("`rtol, atol`"));
+            }
+            let c = paren_content(input)?;
+            let r = parse_float_lit(&c)?;
+            c.parse::<Token![,]>()?;
+            let a = parse_float_lit(&c)?;
+            if !c.is_empty() {
+                return Err(c.error("`loose` takes two numbers: `loose(rtol, atol)`"));
+            }
+            Tolerance::Loose { rtol: r, atol: a }
+        }
+        _ => {
+            return Err(syn::Error::new(
+                id.span(),
+                format!("unknown tolerance class `{s}`; valid: exact, ulp(k), accum(k), loose(rtol, atol)"),
+            ))
+        }
+    };
+    Ok(Spanned::new(tol, span))
+}
+
+fn parse_float_lit(input: ParseStream) -> syn::Result<f64> {
+    if input.peek(Token![-]) {
+        let m: Token![-] = input.parse()?;
+        return Err(syn::Error::new(
+            m.span,
+            "tolerances are non-negative: `loose(rtol, atol)` bounds the error's magnitude; remove the `-`",
+        ));
+    }
+    if !input.peek(syn::Lit) {
+        return Err(input.error("expected a non-negative number, e.g. `loose(1e-3, 1e-6)`"));
+    }
+    let lit: syn::Lit = input.parse()?;
+    let v = match &lit {
+        syn::Lit::Float(f) => f.base10_parse::<f64>()?,
+        syn::Lit::Int(i) => i.base10_parse::<f64>()?,
+        _ => return Err(syn::Error::new(lit.span(), "expected a non-negative number")),
+    };
+    if !(v >= 0.0 && v.is_finite()) {
+        return Err(syn::Error::new(lit.span(), "tolerances must be finite and non-negative"));
+    }
+    Ok(v)
+}
+
+fn parse_backward(input: ParseStream) -> syn::Result<SBackward> {
+    let id: Ident = input.parse()?;
+    let span = sr(id.span());
+    match id.to_string().as_str() {
+        "none" => Ok(SBackward::None(span)),
+        "composite" => {
+            let graph = if input.peek(syn::token::Paren) {
+                let c = paren_content(input)?;
+                let p: syn::Path = c.parse()?;
+                if !c.is_empty() {
+                    return Err(c.error("`composite` takes one path: the graph builder function"));
+                }
+                Some(p)
+            } else {
+                None
+            };
+            Ok(SBackward::Composite { span, graph })
+        }
+        "vjp" | "jvp" => {
+            let mut vjp = None;
+            let mut jvp = None;
+            let mut cur = id;
+            loop {
+                let kw = cur.to_string();
+                if !input.peek(syn::token::Paren) {
+                    return Err(syn::Error::new(cur.span(), format!("`{kw}` takes the rule function's path, e.g. `{kw}(my_op_{kw})`")));
+                }
+                let c = paren_content(input)?;
+                let paths = c.parse_terminated(syn::Path::parse_mod_style, Token![,])?;
+                if kw == "vjp" {
+                    if vjp.is_some() {
+                        return Err(syn::Error::new(cur.span(), "`vjp` is declared twice; keep one `vjp(path)`"));
+                    }
+                    if paths.len() != 1 {
+                        return Err(syn::Error::new(cur.span(), format!("`vjp` takes exactly one path, found {}", paths.len())));
+                    }
+                    vjp = paths.into_iter().next();
+                } else {
+                    if jvp.is_some() {
+                        return Err(syn::Error::new(cur.span(), "`jvp` is declared twice; list every rule in one `jvp(path, ...)`"));
+                    }
+                    if paths.is_empty() {
+                        return Err(syn::Error::new(cur.span(), "`jvp` needs one rule per differentiable input"));
+                    }
+                    jvp = Some((sr(cur.span()), paths.into_iter().collect()));
+                }
+                if input.peek(Token![+]) {
+                    input.parse::<Token![+]>()?;
+                    cur = input.parse()?;
+                    if cur != "vjp" && cur != "jvp" {
+                        return Err(syn::Error::new(cur.span(), "only `vjp(..) + jvp(..)` may be combined"));
+                    }
+                } else {
+                    break;
+                }
+            }
+            Ok(SBackward::Declared { span, vjp, jvp })
+        }
+        other => Err(syn::Error::new(
+            span.first,
+            format!("unknown backward form `{other}`; valid: none, composite, composite(graph_fn), vjp(path), jvp(path, ...), vjp(path) + jvp(path, ...)"),
+        )),
+    }
+}
+
+fn parse_shape_class(input: ParseStream) -> syn::Result<SShapeClass> {
+    let id: Ident = input.parse()?;
+    let span = sr(id.span());
+    match id.to_string().as_str() {
+        "static" => Ok(SShapeClass::Static(span)),
+        "dynamic" => Ok(SShapeClass::Dynamic(span)),
+        "bounded" => {
+            if !input.peek(syn::token::Paren) {
+                return Err(syn::Error::new(id.span(), "`bounded` takes the upper bound of the data-dependent dims, e.g. `bounded(n)`"));
+            }
+            let c = paren_content(input)?;
+            let e = parse_expr(&c)?;
+            if !c.is_empty() {
+                return Err(c.error("`bounded` takes one expression"));
+            }
+            Ok(SShapeClass::Bounded(span, e))
+        }
+        other => Err(syn::Error::new(id.span(), format!("unknown output-shape class `{other}`; valid: static, bounded(expr), dynamic"))),
+    }
+}
+
+/// The closest valid key within edit distance 2, for "did you mean".
+fn suggest<'a>(k: &str, valid: &[&'a str]) -> Option<&'a str> {
+    fn dist(a: &str, b: &str) -> usize {
+        let b: Vec<char> = b.chars().collect();
+        let mut prev: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.chars().enumerate() {
+            let mut cur = vec![i + 1];
+            for (j, cb) in b.iter().enumerate() {
+                cur.push((prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1));
+            }
+            prev = cur;
+        }
+        prev[b.len()]
+    }
+    valid.iter().map(|v| (dist(k, v), *v)).filter(|(d, _)| *d <= 2).min_by_key(|(d, _)| *d).map(|(_, v)| v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::quote;
+
+    fn parse(ts: TokenStream) -> (OpAttr, Vec<String>) {
+        let cx = Ctxt::new();
+        let a = parse_attr(&cx, ts);
+        let errs = cx.check().err().map(|e| e.into_iter().map(|e| e.to_string()).collect()).unwrap_or_default();
+        (a, errs)
+    }
+
+    #[test]
+    fn parses_the_median_signature() {
+        let (a, errs) = parse(quote!(
+            name = "user/example/windowed_median", version = 1,
+            signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
+            category = selection, tolerance = exact,
+            backward = vjp(windowed_median_vjp),
+        ));
+        assert!(errs.is_empty(), "{errs:?}");
+        let sig = a.signature.unwrap();
+        assert_eq!(sig.args.len(), 2);
+        assert_eq!(sig.constraints.len(), 3);
+        let c = sig.constraints[1].to_constraint();
+        assert_eq!(c.to_string(), "1 <= w <= 31");
+        assert_eq!(sig.outputs[0].to_sig().dims[0].to_string(), "n - w + 1");
+        assert_eq!(sig.outputs[0].name.to_string(), "out");
+    }
+
+    #[test]
+    fn every_bad_entry_is_reported_once() {
+        let (_, errs) = parse(quote!(nme = "x", version = 0, category = sorting, tolerance = ulp));
+        assert_eq!(errs.len(), 4, "{errs:?}");
+        assert!(errs[0].contains("unknown key `nme` (did you mean `name`?)"), "{}", errs[0]);
+        assert!(errs[1].contains("starts at 1"));
+        assert!(errs[2].contains("unknown category `sorting`"));
+        assert!(errs[3].contains("`ulp` takes an integer"));
+    }
+
+    #[test]
+    fn fp8_is_refused_with_a_reason() {
+        let (_, errs) = parse(quote!(signature(x: f8e4m3[n]) -> f32[n]));
+        assert!(errs[0].contains("fp8 types would be reinterpreted as raw bytes"), "{errs:?}");
+    }
+
+    #[test]
+    fn duplicate_key_points_at_second() {
+        let (_, errs) = parse(quote!(version = 1, version = 2));
+        assert_eq!(errs, vec!["duplicate key `version`: each key may appear once; remove this one".to_string()]);
+    }
+}

@@ -1,0 +1,100 @@
+//! The expansion's decisions, made here from the checked declaration so that `op-macros` only
+//! generates: how the shims instantiate the user's functions (generic over one float type `T`
+//! or concrete), at which dtype the declared path runs, whether an f64 path exists for
+//! gradcheck, and which user functions each shim calls. Derived data only; no rules.
+
+use crate::contract::{Contract, DType};
+use crate::model::{OpAttr, SBackward};
+use crate::reference::RefShape;
+
+/// The Rust element type of a value under the plan.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Elem {
+    /// The shims' float type parameter `T`.
+    T,
+    /// A concrete dtype.
+    Of(DType),
+}
+
+/// The f64 path gradcheck runs on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum F64Path {
+    /// No f64 path: the op has no float, or a non-generic reference of another float dtype
+    /// (then it is not differentiable: the checker requires a generic reference for that).
+    None,
+    /// The generic shims instantiated at `f64`.
+    Generic,
+    /// The declared shims themselves: every float of the op already is `f64`.
+    Declared,
+}
+
+/// How the shims call the user's functions.
+#[derive(Clone, Debug)]
+pub struct ShimPlan {
+    /// Shims are generic over `T` (the reference is generic), instantiated at `declared` and,
+    /// for gradcheck, at `f64`.
+    pub generic: bool,
+    /// The float dtype `T` takes on the declared path (generic shims only).
+    pub declared: Option<DType>,
+    /// The f64 path.
+    pub f64: F64Path,
+    /// Whether generic shims also need `T: ParamValue` (a float parameter is read as `T`).
+    pub float_params: bool,
+    /// The fast CPU kernel (`cpu = path`), called at the declared dtype.
+    pub cpu: Option<syn::Path>,
+    /// The VJP rule.
+    pub vjp: Option<syn::Path>,
+    /// The JVP rules, one per differentiable input, in order.
+    pub jvp: Vec<syn::Path>,
+    /// The composite graph builder.
+    pub composite: Option<syn::Path>,
+}
+
+impl ShimPlan {
+    /// The plan for a checked declaration.
+    pub fn new(attr: &OpAttr, c: &Contract, reference: &RefShape) -> ShimPlan {
+        let sig = &c.signature;
+        let floats: Vec<DType> = sig
+            .inputs()
+            .map(|t| t.dtype)
+            .chain(sig.params().map(|p| p.dtype))
+            .chain(sig.outputs.iter().map(|o| o.dtype))
+            .filter(|d| d.is_float())
+            .collect();
+        let generic = reference.float_generic.is_some() && !floats.is_empty();
+        let f64 = match (floats.is_empty(), generic, floats.iter().all(|d| *d == DType::f64)) {
+            (true, _, _) => F64Path::None,
+            (false, true, _) => F64Path::Generic,
+            (false, false, true) => F64Path::Declared,
+            (false, false, false) => F64Path::None,
+        };
+        let (mut vjp, mut jvp, mut composite) = (None, Vec::new(), None);
+        match &attr.backward {
+            Some(SBackward::Declared { vjp: v, jvp: j, .. }) => {
+                vjp = v.clone();
+                jvp = j.as_ref().map(|(_, rules)| rules.clone()).unwrap_or_default();
+            }
+            Some(SBackward::Composite { graph, .. }) => composite = graph.clone(),
+            _ => {}
+        }
+        ShimPlan {
+            generic,
+            declared: if generic { floats.first().copied() } else { None },
+            f64,
+            float_params: sig.params().any(|p| p.dtype.is_float()),
+            cpu: attr.cpu.clone(),
+            vjp,
+            jvp,
+            composite,
+        }
+    }
+
+    /// The element type of a value of dtype `d` in the shims.
+    pub fn elem(&self, d: DType) -> Elem {
+        if self.generic && d.is_float() {
+            Elem::T
+        } else {
+            Elem::Of(d)
+        }
+    }
+}

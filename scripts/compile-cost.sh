@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Compile-time cost of `#[op]`: a crate of 50 realistic declarations (elementwise, reduction,
+# selection, integer; VJPs, constraints, float constraints, several outputs; kernel-free)
+# against the same 50 functions without the attribute ("plain"), and against those functions
+# instantiated where the op would instantiate them (reference and VJP at f32 and f64:
+# "plain+inst", the same monomorphization work without the macro). Prints `cargo check` and
+# `cargo build` times (clean, and incremental after touching one file) and the ratios, median
+# of $RUNS.
+#   bash scripts/compile-cost.sh            # RUNS=3 by default
+# The crates live in a temporary directory; their target dir (target/compile-cost, kept between
+# runs) holds the dependencies
+# (op-runtime and the macro), built untimed before anything is measured.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+runs="${RUNS:-3}"
+work="$(mktemp -d "${TMPDIR:-/tmp}/op-compile-cost.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target/compile-cost}"
+
+python3 - "$work" "$root" <<'PY'
+import os, sys
+work, root = sys.argv[1], sys.argv[2]
+
+def decls(with_op, inst=False):
+    out = ["#![allow(dead_code, clippy::all)]", "use op_runtime::Real;" if not with_op else "use op_runtime::{op, Real};", ""]
+    uses = []
+    def attr(s):
+        return s if with_op else ""
+    for i in range(50):
+        kind = i % 5
+        if kind == 0:  # elementwise with a VJP
+            out.append(attr(f'#[op(name = "bench/scale{i}", version = 1, signature(x: f32[n], s: f32) -> f32[n], category = elementwise, tolerance = ulp(1), backward = vjp(scale{i}_vjp))]'))
+            out.append(f"pub fn scale{i}<T: Real>(x: &[T], s: T) -> Vec<T> {{ x.iter().map(|v| *v * s + T::from_f64({i}.0)).collect() }}")
+            out.append(f"pub fn scale{i}_vjp<T: Real>(_x: &[T], s: T, g: &[T]) -> Vec<T> {{ g.iter().map(|v| *v * s).collect() }}")
+            uses += [f"scale{i}::<{t}> as fn(&[{t}], {t}) -> Vec<{t}>" for t in ("f32", "f64")]
+            uses += [f"scale{i}_vjp::<{t}> as fn(&[{t}], {t}, &[{t}]) -> Vec<{t}>" for t in ("f32", "f64")]
+        elif kind == 1:  # reduction
+            out.append(attr(f'#[op(name = "bench/sum{i}", version = 1, signature(x: f32[n] where n >= 1) -> f32[], category = reduction, tolerance = accum(2), backward = vjp(sum{i}_vjp))]'))
+            out.append(f"pub fn sum{i}<T: Real>(x: &[T]) -> Vec<T> {{ let mut s = T::zero(); for v in x {{ s += *v; }} vec![s] }}")
+            out.append(f"pub fn sum{i}_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {{ vec![g[0]; x.len()] }}")
+            uses += [f"sum{i}::<{t}> as fn(&[{t}]) -> Vec<{t}>" for t in ("f32", "f64")]
+            uses += [f"sum{i}_vjp::<{t}> as fn(&[{t}], &[{t}]) -> Vec<{t}>" for t in ("f32", "f64")]
+        elif kind == 2:  # selection with integer constraints
+            out.append(attr(f'#[op(name = "bench/median{i}", version = 1, signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1], category = selection, tolerance = exact, backward = vjp(median{i}_vjp), subgradient = "routed to the selected element")]'))
+            out.append(f"pub fn median{i}<T: Real>(x: &[T], w: u32) -> Vec<T> {{ let w = w as usize; (0..x.len() + 1 - w).map(|i| {{ let mut v = x[i..i + w].to_vec(); v.sort_by(|a, b| a.total_cmp(b)); v[w / 2] }}).collect() }}")
+            out.append(f"pub fn median{i}_vjp<T: Real>(x: &[T], _w: u32, g: &[T]) -> Vec<T> {{ let mut d = vec![T::zero(); x.len()]; for (i, v) in g.iter().enumerate() {{ d[i] += *v; }} d }}")
+            uses += [f"median{i}::<{t}> as fn(&[{t}], u32) -> Vec<{t}>" for t in ("f32", "f64")]
+            uses += [f"median{i}_vjp::<{t}> as fn(&[{t}], u32, &[{t}]) -> Vec<{t}>" for t in ("f32", "f64")]
+        elif kind == 3:  # integer op with two outputs
+            out.append(attr(f'#[op(name = "bench/divmod{i}", version = 1, signature(x: u32[n], d: u32 where d >= 1) -> (q: u32[n], r: u32[n]), category = integer, tolerance = exact, backward = none)]'))
+            out.append(f"pub fn divmod{i}(x: &[u32], d: u32) -> (Vec<u32>, Vec<u32>) {{ (x.iter().map(|v| v / d).collect(), x.iter().map(|v| v % d).collect()) }}")
+            uses += [f"divmod{i} as fn(&[u32], u32) -> (Vec<u32>, Vec<u32>)"]
+        else:  # clamp with float constraints, matrix-shaped
+            out.append(attr(f'#[op(name = "bench/clamp{i}", version = 1, signature(x: f32[m, k], lo: f32, hi: f32 where lo <= hi) -> f32[m, k], category = selection, tolerance = exact, backward = none)]'))
+            out.append(f"pub fn clamp{i}<T: Real>(x: &[T], lo: T, hi: T) -> Vec<T> {{ x.iter().map(|v| if *v < lo {{ lo }} else if *v > hi {{ hi }} else {{ *v }}).collect() }}")
+            uses += [f"clamp{i}::<{t}> as fn(&[{t}], {t}, {t}) -> Vec<{t}>" for t in ("f32", "f64")]
+        out.append("")
+    if inst:
+        out.append("/// Every instantiation the ops would make, as function pointers.")
+        out.append("pub fn instantiate() -> usize {")
+        out.append("    let mut n = 0usize;")
+        out += [f"    n ^= ({u}) as usize;" for u in uses]
+        out.append("    n")
+        out.append("}")
+    return "\n".join(out)
+
+for name, with_op, inst in [("with_op", True, False), ("plain", False, False), ("plain_inst", False, True)]:
+    d = os.path.join(work, name)
+    os.makedirs(os.path.join(d, "src"), exist_ok=True)
+    open(os.path.join(d, "Cargo.toml"), "w").write(
+        f'[package]\nname = "{name}"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\nop-runtime = {{ path = "{root}/op-runtime" }}\n')
+    open(os.path.join(d, "src", "ops.rs"), "w").write(decls(with_op, inst))
+    open(os.path.join(d, "src", "lib.rs"), "w").write("pub mod ops;\n")
+open(os.path.join(work, "Cargo.toml"), "w").write('[workspace]\nmembers = ["with_op", "plain", "plain_inst"]\nresolver = "2"\n')
+PY
+cp "$root/Cargo.lock" "$work/Cargo.lock" 2>/dev/null || true
+cd "$work"
+# Dependencies once, untimed (check and build artifacts both).
+cargo check --offline --workspace -q 2>/dev/null || cargo check --workspace -q
+cargo build --offline --workspace -q 2>/dev/null || cargo build --workspace -q
+
+secs() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N); echo "$t1 - $t0" | bc -l; }
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+measure() { # measure <pkg> <check|build> <clean|incremental>
+    local pkg=$1 cmd=$2 mode=$3 times=()
+    for _ in $(seq "$runs"); do
+        if [ "$mode" = clean ]; then cargo clean -p "$pkg" -q 2>/dev/null; else cargo "$cmd" -p "$pkg" -q >/dev/null 2>&1; touch "$pkg/src/ops.rs"; fi
+        times+=("$(secs cargo "$cmd" --offline -p "$pkg")")
+    done
+    median "${times[@]}"
+}
+
+printf '%-26s %8s %8s %11s %8s %13s\n' "" "#[op]" "plain" "plain+inst" "ratio" "ratio (inst)"
+for cmd in check build; do
+    for mode in clean incremental; do
+        a=$(measure with_op "$cmd" "$mode")
+        b=$(measure plain "$cmd" "$mode")
+        c=$(measure plain_inst "$cmd" "$mode")
+        printf '%-26s %7.2fs %7.2fs %10.2fs %7.2fx %12.2fx\n' "cargo $cmd ($mode)" "$a" "$b" "$c" "$(echo "$a / $b" | bc -l)" "$(echo "$a / $c" | bc -l)"
+    done
+done

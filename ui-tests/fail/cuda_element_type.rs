@@ -1,0 +1,21 @@
+//! Rule: each CUDA buffer parameter points to the tensor's element type (`const float*` for a
+//! read `f32` tensor); `const double*` would read the floats as doubles.
+
+use op_runtime::{op, Real};
+
+#[op(
+    name = "ui/test/double",
+    version = 1,
+    signature(x: f32[n]) -> f32[n],
+    category = elementwise,
+    tolerance = ulp(1),
+    backward = none,
+    kernel(cuda = "../kernels/double_f64_pointer.cu", bindings(x: read, out: read_write, uniform(n)), threads = n),
+)]
+pub fn double<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| *v + *v).collect()
+}
+
+fn main() {
+    let _ = double(&[1.0f32]);
+}
