@@ -11,5 +11,6 @@ pub mod check;
 pub mod ctxt;
 pub mod model;
 pub mod parse;
+pub mod parse_values;
 pub mod reference;
 pub mod wgsl;

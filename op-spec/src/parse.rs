@@ -37,9 +37,28 @@ pub mod keys {
     pub const LICENSE: &str = "license";
     /// `visibility`.
     pub const VISIBILITY: &str = "visibility";
+    /// `signed_zero`.
+    pub const SIGNED_ZERO: &str = "signed_zero";
+    /// `domain`.
+    pub const DOMAIN: &str = "domain";
     /// Every key, in documentation order.
-    pub const ALL: [&str; 13] =
-        [NAME, VERSION, SIGNATURE, CATEGORY, TOLERANCE, BACKWARD, SUBGRADIENT, NAN, CPU, OUTPUT, KERNEL, LICENSE, VISIBILITY];
+    pub const ALL: [&str; 15] = [
+        NAME,
+        VERSION,
+        SIGNATURE,
+        CATEGORY,
+        TOLERANCE,
+        SIGNED_ZERO,
+        BACKWARD,
+        SUBGRADIENT,
+        NAN,
+        DOMAIN,
+        CPU,
+        OUTPUT,
+        KERNEL,
+        LICENSE,
+        VISIBILITY,
+    ];
     /// Keys of `kernel(...)`.
     pub const KERNEL_KEYS: [&str; 6] = ["wgsl", "cuda", "entry", "bindings", "threads", "block"];
 }
@@ -127,6 +146,8 @@ pub fn parse_attr(cx: &Ctxt, tokens: TokenStream) -> OpAttr {
                 }
             })
             .map(|v| attr.nan = Some(v)),
+            keys::SIGNED_ZERO => parse_kv(chunk, crate::parse_values::parse_signed_zero).map(|v| attr.signed_zero = Some(v)),
+            keys::DOMAIN => Parser::parse2(crate::parse_values::parse_domain, chunk).map(|v| attr.domain = v),
             keys::CPU => parse_kv(chunk, |i| i.parse::<syn::Path>()).map(|v| attr.cpu = Some(v)),
             keys::OUTPUT => parse_kv(chunk, parse_shape_class).map(|v| attr.output = Some(v)),
             keys::KERNEL => Parser::parse2(|i: ParseStream| parse_kernel(cx, i), chunk).map(|v| {

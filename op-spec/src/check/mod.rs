@@ -9,6 +9,7 @@ mod kernels;
 mod outputs;
 mod sharing;
 mod symbols;
+mod values;
 
 use crate::contract::{Category, Contract, Tolerance};
 use crate::ctxt::Ctxt;
@@ -23,6 +24,7 @@ use proc_macro2::Span;
 use sharing::{check_license, check_public_metadata};
 use std::path::PathBuf;
 use symbols::{check_constraint_operands, check_names_unique, check_symbols_bound};
+use values::{check_domain_inputs, check_signed_zero_scope};
 
 pub use kernels::cuda_includes;
 pub use symbols::bound_dim_symbols;
@@ -82,6 +84,7 @@ pub fn check(cx: &Ctxt, input: &CheckInput<'_>) -> Option<Checked> {
         check_data_dependent_dims(cx, attr, sig, &symbols::bound_with_params(sig, &dims));
         check_backward_fits_signature(cx, attr, sig);
         check_jvp_arity(cx, attr, sig);
+        check_domain_inputs(cx, attr, sig);
         reference = check_reference_fn(cx, input.func, sig, &dims);
         check_differentiable_reference_is_generic(cx, attr, sig, &reference, input.func);
         for k in &attr.kernels {
@@ -95,6 +98,7 @@ pub fn check(cx: &Ctxt, input: &CheckInput<'_>) -> Option<Checked> {
     }
     check_data_dependent_support(cx, attr);
     check_subgradient(cx, attr);
+    check_signed_zero_scope(cx, attr);
     check_license(cx, attr);
     check_public_metadata(cx, attr, input.description);
     if cx.has_errors() {
