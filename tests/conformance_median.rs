@@ -1,9 +1,11 @@
 //! The story as tests: the windowed-median WGSL kernel with the guard `i >= p.n - p.w` is
 //! rejected on the case n = w (one output, never written); the `+ 1u` kernel conforms and gets
-//! a receipt that verifies, while tampered receipts fail; four more deliberately broken kernels
-//! (off-by-one read, write past the end, wrong middle index, -0/+0 ties by plain `<`) are each
-//! rejected. The broken ops live in the `test/broken/` namespace, so their generated
-//! `__op_conformance` tests assert rejection too.
+//! a receipt that verifies, while tampered receipts fail; five more deliberately broken kernels
+//! (off-by-one read, write past the end, wrong middle index, -0/+0 ties by plain `<`, a window
+//! two wider) are each rejected, and each report names its defect's class before the numbers
+//! (element never written, output shifted, write past the end, sign of zero, wrong window),
+//! listing the smallest case of every class found. The broken ops live in the `test/broken/`
+//! namespace, so their generated `__op_conformance` tests assert rejection too.
 //!
 //! wgpu tests skip with a printed reason when no adapter exists, unless
 //! `OP_REQUIRE_GPU_ADAPTER=1` (CI), where that is a failure.
@@ -14,7 +16,7 @@ mod common;
 mod median;
 
 use op_runtime::core::receipt::{Receipt, ReceiptError};
-use op_runtime::verify::conformance::{self, ConformanceFailure, Fault};
+use op_runtime::verify::conformance::{self, Class, ConformanceFailure, Fault};
 use op_runtime::{op, BackendKind, CallOptions, OpHandle, Real, Scalar, Tensor};
 
 /// The broken variants share the good op's contract and reference; only the kernel differs.
@@ -55,6 +57,10 @@ broken_median!(
     /// Deliberately broken windowed median: sorts by plain float `>` (-0 and +0 tie). Same reference as the good one.
     median_plain_compare, "test/broken/median_plain_compare", "kernels/broken/median_plain_compare.wgsl"
 );
+broken_median!(
+    /// Deliberately broken windowed median: every window is `w + 2` wide. Same reference as the good one.
+    median_window_plus_two, "test/broken/median_window_plus_two", "kernels/broken/median_window_plus_two.wgsl"
+);
 
 fn register(decl: &'static op_runtime::core::decl::OpDecl) -> OpHandle {
     op_runtime::register(decl).expect("registers")
@@ -75,19 +81,32 @@ fn rejected(decl: &'static op_runtime::core::decl::OpDecl) -> Option<conformance
     }
 }
 
+/// The report's line for `class`, which must come before that defect's numbers.
+fn class_line(report: &conformance::Report, class: &Class) -> String {
+    let d = report.defect(class).unwrap_or_else(|| panic!("no `{}` defect in:\n{report}", class.name()));
+    let line = report.explain(d);
+    let text = report.to_string();
+    let at = text.find(&line).unwrap_or_else(|| panic!("the class line is missing:\n{text}"));
+    assert!(text[at + line.len()..].contains("output `out` (f32): "), "numbers follow the class line:\n{text}");
+    line
+}
+
 #[test]
 fn guard_minus_is_rejected_on_n_equals_w() {
     let Some(report) = rejected(&median_guard_minus::DECL) else { return };
-    let (n, w) = (report.case.sym("n").expect("n"), report.case.sym("w").expect("w"));
+    let d = report.first();
+    let (n, w) = (d.case.sym("n").expect("n"), d.case.sym("w").expect("w"));
     assert_eq!(n, w, "the failing case reported is n = w (one output): {report}");
     assert_eq!(report.backend, BackendKind::Wgpu);
-    match &report.fault {
+    assert_eq!(d.class, Class::Unwritten, "{report}");
+    match &d.fault {
         Fault::Mismatch(m) => {
             assert_eq!(m.index, 0);
             assert!(m.unwritten, "the only output was never written: {report}");
         }
         other => panic!("expected a mismatch, got {other:?}"),
     }
+    assert!(class_line(&report, &Class::Unwritten).starts_with("element never written (canary intact)"));
     let text = report.to_string();
     for needle in ["test/broken/median_guard_minus@1", "wgpu", "first bad index 0", "bits", "never written", "seed"] {
         assert!(text.contains(needle), "report lacks `{needle}`:\n{text}");
@@ -95,37 +114,68 @@ fn guard_minus_is_rejected_on_n_equals_w() {
 }
 
 #[test]
-fn off_by_one_read_is_rejected() {
+fn off_by_one_read_is_rejected_as_a_shifted_output() {
     let Some(report) = rejected(&median_off_by_one_read::DECL) else { return };
-    assert!(matches!(report.fault, Fault::Mismatch(_)), "{report}");
+    let line = class_line(&report, &Class::Shifted(1));
+    assert!(line.starts_with("output shifted by 1 element(s): `out[i]` holds the reference's `out[i + 1]`"), "{line}");
 }
 
 #[test]
 fn write_past_the_end_is_rejected_as_out_of_bounds() {
     let Some(report) = rejected(&median_write_past_end::DECL) else { return };
-    match &report.fault {
+    match &report.first().fault {
         Fault::OutOfBounds(o) => {
             assert_eq!(o.side, "after");
             assert_eq!(o.offset, 0, "the first element past the end was written: {report}");
         }
         other => panic!("expected an out-of-bounds write, got {other:?}\n{report}"),
     }
+    assert!(class_line(&report, &Class::OutOfBounds("after")).starts_with("write past the end (guard band)"));
     assert!(report.to_string().contains("out-of-bounds write after the output"));
 }
 
 #[test]
 fn wrong_middle_is_rejected() {
     let Some(report) = rejected(&median_wrong_middle::DECL) else { return };
-    assert!(matches!(report.fault, Fault::Mismatch(_)), "{report}");
+    assert!(matches!(report.first().fault, Fault::Mismatch(_)), "{report}");
 }
 
 #[test]
-fn plain_float_compare_is_rejected() {
+fn plain_float_compare_is_rejected_with_its_sign_of_zero_named() {
     let Some(report) = rejected(&median_plain_compare::DECL) else { return };
-    match &report.fault {
-        Fault::Mismatch(m) => assert_ne!(m.expected_bits, m.actual_bits),
+    let line = class_line(&report, &Class::SignOfZero);
+    assert!(line.contains("the reference orders -0 before +0 (IEEE 754 total order"), "{line}");
+    assert!(line.contains("`signed_zero = ignore`"), "{line}");
+    let d = report.defect(&Class::SignOfZero).expect("found");
+    match &d.fault {
+        Fault::Mismatch(m) => assert!(m.expected == 0.0 && m.actual == 0.0 && m.expected_bits != m.actual_bits, "{report}"),
         other => panic!("expected a mismatch, got {other:?}"),
     }
+}
+
+#[test]
+fn a_window_two_wider_is_rejected_as_the_wrong_window_next_to_its_other_defects() {
+    let Some(report) = rejected(&median_window_plus_two::DECL) else { return };
+    let line = class_line(&report, &Class::WrongWindow { param: String::new(), was: 0, matches: 0 });
+    assert!(line.starts_with("values from the wrong window: the output is the reference's with `w = "), "{line}");
+    let d = report.defect(&Class::WrongWindow { param: String::new(), was: 0, matches: 0 }).expect("found");
+    let Class::WrongWindow { param, was, matches } = &d.class else { unreachable!() };
+    assert_eq!((param.as_str(), matches - was), ("w", 2), "{report}");
+    // Several classes, each with its own smallest case: the n = w case (no wider window fits)
+    // shows wrong values, and the wrong window has a case of its own.
+    assert!(report.defects.len() >= 2, "{report}");
+    for (i, a) in report.defects.iter().enumerate() {
+        assert!(report.defects[..i].iter().all(|b| !b.class.same_kind(&a.class)), "one case per class:\n{report}");
+    }
+    // The shrinker kept each class: every shrunk case, checked on its own, shows that class.
+    let h = register(&median_window_plus_two::DECL);
+    for d in report.defects.iter().filter(|d| d.shrunk_from.is_some()) {
+        match conformance::check_case(&h, BackendKind::Wgpu, &d.case) {
+            Err(ConformanceFailure::Rejected(r)) => assert!(r.first().class.same_kind(&d.class), "{} shrank to {}", d.class.name(), r),
+            other => panic!("the shrunk case of `{}` passes on its own: {other:?}", d.class.name()),
+        }
+    }
+    assert!(report.defects.iter().any(|d| d.shrunk_from.is_some()), "{report}");
 }
 
 #[test]
@@ -248,9 +298,9 @@ fn corpus_covers_the_boundaries() {
     for w in [1, 3, 31] {
         assert!(corpus.cases.iter().any(|c| c.sym("w") == Some(w) && c.sym("n") == Some(w)), "no n = w = {w} case");
     }
-    // No NaN (the median declares no NaN behaviour); signed zeros, infinities and subnormals present.
+    // NaN (the median declares no domain), signed zeros, infinities and subnormals present.
     let all: Vec<f32> = corpus.cases.iter().flat_map(|c| c.inputs[0].as_slice::<f32>().unwrap_or_default().to_vec()).collect();
-    assert!(!all.iter().any(|v| v.is_nan()));
+    assert!(all.iter().any(|v| v.is_nan()) && all.iter().any(|v| v.is_nan() && v.is_sign_negative()));
     assert!(all.iter().any(|v| *v == 0.0 && v.is_sign_negative()));
     assert!(all.iter().any(|v| v.is_infinite()));
     assert!(all.iter().any(|v| v.is_subnormal()));

@@ -120,18 +120,29 @@ fn the_report_is_a_value_and_serialises() {
     let r = gradcheck(&builtins::conv1d::DECL).unwrap_or_else(|e| panic!("{e}"));
     let text = r.to_string();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 7, "{text}");
+    assert_eq!(lines.len(), 8, "{text}");
     assert!(lines[0].starts_with("gradcheck  builtin/conv1d@1   (n = "), "{text}");
     assert!(lines[0].ends_with(", reference path, f64)"), "{text}");
     assert!(lines[1].starts_with("  forward  : author reference `conv1d`"), "{text}");
     assert_eq!(lines[2], "  vjp      : declared backward `conv1d_vjp`");
-    assert_eq!(lines[3], "  probes   : 32 sampled, central differences, h = 1e-3");
-    assert!(lines[4].starts_with("  skipped  : ") && lines[4].ends_with("within h of a kink (no derivative exists there)"), "{text}");
-    assert!(
-        lines[5].starts_with("  bound    : max |analytic - numeric| = ") && lines[5].ends_with("under the declared tolerance (accum(2))"),
-        "{text}"
+    assert_eq!(
+        lines[3],
+        "  probes   : 32 sampled, central differences, h = 1e-3 (relative below |x| = 1); values log-uniform over 1e-3..1e3, both signs"
     );
-    assert_eq!(lines[6], "  negative control : corrupted vjp REJECTED");
+    assert!(lines[4].starts_with("  skipped  : ") && lines[4].ends_with("within h of a kink (no derivative exists there)"), "{text}");
+    assert_eq!(lines[5], "  kinks    : not probed (no kinks in this category)");
+    // The bound line shows the error, relative too, and the bound applied at that probe.
+    let bound = format!("{:.1e}", r.bound_applied);
+    assert!(lines[6].starts_with("  bound    : max |analytic - numeric| = ") && lines[6].contains(" (relative "), "{text}");
+    assert!(lines[6].contains(&format!("against the bound applied there {bound} (declared accum(2): relative ")), "{text}");
+    assert!(r.max_abs_err <= r.bound_applied && r.max_rel_err < 1e-6, "{r:?}");
+    // The negative control states the smallest relative error it proves it catches, and a
+    // backward scaled by that much was among the rejected corruptions.
+    let caught = r.smallest_caught.expect("conv1d has nonzero gradients");
+    assert!(lines[7].starts_with("  negative control : corrupted vjp REJECTED; a relative error of "), "{text}");
+    assert!(lines[7].ends_with(&format!("{caught:.1e} or more is caught")), "{text}");
+    assert!(caught < 1e-6, "{r:?}");
+    assert!(r.negative_control.iter().any(|c| c.corruption == Corruption::Scaled(1.0 + caught) && c.applicable && c.rejected), "{r:?}");
     let json: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap_or_default();
     assert_eq!(json["op"], "builtin/conv1d@1");
     assert_eq!(json["probes"], 32);
@@ -191,4 +202,110 @@ fn a_reduction_vjp_scaled_by_1_01_is_rejected_at_50k_elements() {
             }
         }
     }
+}
+
+/// `matmul` whose VJP for `a` reads `b` with the row length `k` where it is `n`: right exactly
+/// when `k == n` (square `b`).
+#[op(name = "test/bad/matmul_square_only", version = 1, signature(a: f32[m, k], b: f32[k, n]) -> f32[m, n],
+     category = contraction, tolerance = accum(2), backward = vjp(matmul_square_only_vjp))]
+pub fn matmul_square_only<T: Real>(a: &[T], b: &[T], m: usize, k: usize, n: usize) -> Vec<T> {
+    builtins::matmul(a, b, m, k, n)
+}
+/// Wrong unless `k == n`: `b[p, j]` read at `p * k + j` (wrapped, so it never reads past `b`).
+pub fn matmul_square_only_vjp<T: Real>(a: &[T], b: &[T], m: usize, k: usize, n: usize, g: &[T]) -> (Vec<T>, Vec<T>) {
+    let (_, gb) = builtins::matmul_vjp(a, b, m, k, n, g);
+    let mut ga = vec![T::zero(); m * k];
+    for i in 0..m {
+        for j in 0..n {
+            for p in 0..k {
+                ga[i * k + p] += g[i * n + j] * b[(p * k + j) % b.len().max(1)];
+            }
+        }
+    }
+    (ga, gb)
+}
+
+/// A matmul backward right only for square shapes is rejected on every seed: distinct symbols
+/// get distinct values, so `k == n` never comes up by chance.
+#[test]
+fn a_matmul_rule_right_only_for_square_shapes_is_rejected_on_every_seed() {
+    for salt in 0..16u64 {
+        let o = GradcheckOptions { salt, ..GradcheckOptions::default() };
+        match gradcheck_with(op_runtime::registry(), &matmul_square_only::DECL, &o) {
+            Err(e @ GradcheckError::Mismatch { .. }) => assert!(e.to_string().contains("op `test/bad/matmul_square_only@1`"), "{e}"),
+            other => panic!("salt {salt}: must be rejected, got {other:?}"),
+        }
+        // The correct rule passes on the same (non-square) bindings.
+        let r = gradcheck_with(op_runtime::registry(), &builtins::matmul::DECL, &o).unwrap_or_else(|e| panic!("salt {salt}: {e}"));
+        let dims: Vec<&str> = r.bindings.iter().map(|(_, v)| v.as_str()).collect();
+        assert!(dims[0] != dims[1] && dims[1] != dims[2] && dims[0] != dims[2], "salt {salt}: {dims:?}");
+    }
+}
+
+/// `x^3` whose VJP is 0.1% too large where `|x| > 10`, and right elsewhere.
+#[op(name = "test/bad/cube_off_beyond_ten", version = 1, signature(x: f32[n]) -> f32[n],
+     category = elementwise, tolerance = ulp(2), backward = vjp(cube_off_beyond_ten_vjp))]
+pub fn cube_off_beyond_ten<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| *v * *v * *v).collect()
+}
+/// Wrong only for `|x| > 10`: `3 x^2 g`, times 1.001 there.
+pub fn cube_off_beyond_ten_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
+    let ten = T::from_f64(10.0);
+    x.iter()
+        .zip(g)
+        .map(|(x, g)| {
+            let d = T::from_f64(3.0) * *x * *x * *g;
+            if *x > ten || *x < -ten {
+                d * T::from_f64(1.001)
+            } else {
+                d
+            }
+        })
+        .collect()
+}
+
+/// Probes across magnitudes (log-uniform over 1e-3..1e3) reach `|x| > 10`, where the former
+/// fixed range (+-[0.1, 2]) never looked, and their bound is far below 0.1%.
+#[test]
+fn a_vjp_off_by_a_tenth_of_a_percent_beyond_ten_is_rejected() {
+    for salt in 0..8u64 {
+        let o = GradcheckOptions { salt, ..GradcheckOptions::default() };
+        match gradcheck_with(op_runtime::registry(), &cube_off_beyond_ten::DECL, &o) {
+            Err(e @ GradcheckError::Mismatch { .. }) => {
+                if let GradcheckError::Mismatch { diff, allowed, analytic, .. } = &e {
+                    assert!(*diff > 10.0 * allowed && *diff < 0.0011 * analytic.abs(), "{e}");
+                }
+            }
+            other => panic!("salt {salt}: must be rejected, got {other:?}"),
+        }
+    }
+}
+
+/// `relu` whose VJP at exactly 0 doubles the cotangent (right everywhere else): outside the
+/// one-sided derivatives (0 and 1) at the kink, which the ordinary probes skip.
+#[op(name = "test/bad/relu_doubled_at_zero", version = 1, signature(x: f32[n]) -> f32[n],
+     category = selection, tolerance = exact, backward = vjp(relu_doubled_at_zero_vjp),
+     subgradient = "twice the cotangent at x = 0 (wrong on purpose)")]
+pub fn relu_doubled_at_zero<T: Real>(x: &[T]) -> Vec<T> {
+    builtins::relu(x)
+}
+/// Wrong only at 0.
+pub fn relu_doubled_at_zero_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
+    x.iter().zip(g).map(|(x, g)| if *x == T::zero() { *g * T::from_f64(2.0) } else { builtins::relu_vjp(&[*x], &[*g])[0] }).collect()
+}
+
+#[test]
+fn a_relu_vjp_wrong_only_at_zero_is_rejected_at_a_zero_kink() {
+    for salt in 0..8u64 {
+        let o = GradcheckOptions { salt, ..GradcheckOptions::default() };
+        match gradcheck_with(op_runtime::registry(), &relu_doubled_at_zero::DECL, &o) {
+            Err(e @ GradcheckError::KinkConvention { .. }) => {
+                assert!(e.to_string().contains("= 0)") && e.to_string().contains("between the one-sided"), "{e}")
+            }
+            other => panic!("salt {salt}: must be rejected at a zero, got {other:?}"),
+        }
+    }
+    // The built-in relu (zero at 0) holds there.
+    let r = gradcheck(&builtins::relu::DECL).unwrap_or_else(|e| panic!("{e}"));
+    assert!(r.kinks.is_some_and(|(_, zeros)| zeros >= 1), "{r}");
 }

@@ -1,5 +1,9 @@
-//! Gradcheck of the user's windowed median (declared in the example) and of four deliberately
-//! wrong backwards for it: each must be rejected, with the same reference and probes.
+//! Gradcheck of the user's windowed median (declared in the example) and of six deliberately
+//! wrong backwards for it: each must be rejected, with the same reference and probes. Two are
+//! wrong only where two window values are equal (they send the cotangent to every element equal
+//! to the median, or to the last of equal elements where the convention names the first): the
+//! ordinary probes skip those points, and the kink check, which places points exactly on ties,
+//! rejects them.
 
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
@@ -69,6 +73,52 @@ pub fn zero_vjp<T: Real>(x: &[T], _w: u32, _g: &[T]) -> Vec<T> {
     vec![T::zero(); x.len()]
 }
 
+/// The argmedian's index, taking the last of equal window elements (the reference's stable
+/// sort takes the first).
+fn argmedian_last<T: Real>(x: &[T], w: u32) -> Vec<usize> {
+    median::argmedian(x, w).into_iter().enumerate().map(|(i, m)| (i..i + w as usize).rfind(|j| x[*j] == x[m]).unwrap_or(m)).collect()
+}
+
+/// Windowed median whose VJP, where window values tie at the median, routes the cotangent to
+/// every element equal to it (and right everywhere else).
+#[op(name = "test/bad/median_all_ties", version = 1,
+     signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
+     category = selection, tolerance = exact, backward = vjp(all_ties_vjp),
+     subgradient = "cotangent routed to every element equal to the median (wrong on purpose)")]
+pub fn median_all_ties<T: Real>(x: &[T], w: u32) -> Vec<T> {
+    med(x, w)
+}
+/// Wrong only at ties: every element equal to the selected one gets the cotangent.
+pub fn all_ties_vjp<T: Real>(x: &[T], w: u32, g: &[T]) -> Vec<T> {
+    let mut grad = vec![T::zero(); x.len()];
+    for (i, (gi, m)) in g.iter().zip(median::argmedian(x, w)).enumerate() {
+        for j in i..i + w as usize {
+            if x[j] == x[m] {
+                grad[j] += *gi;
+            }
+        }
+    }
+    grad
+}
+
+/// Windowed median whose VJP, where window values tie at the median, routes the cotangent to
+/// the last of the equal elements instead of the first (right everywhere else).
+#[op(name = "test/bad/median_last_tie", version = 1,
+     signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
+     category = selection, tolerance = exact, backward = vjp(last_tie_vjp),
+     subgradient = "cotangent routed to the last of equal elements (wrong on purpose: ties are in index order)")]
+pub fn median_last_tie<T: Real>(x: &[T], w: u32) -> Vec<T> {
+    med(x, w)
+}
+/// Wrong only at ties: the last of equal elements.
+pub fn last_tie_vjp<T: Real>(x: &[T], w: u32, g: &[T]) -> Vec<T> {
+    let mut grad = vec![T::zero(); x.len()];
+    for (gi, j) in g.iter().zip(argmedian_last(x, w)) {
+        grad[j] += *gi;
+    }
+    grad
+}
+
 #[test]
 fn the_median_passes_with_its_negative_control() {
     let r = gradcheck(&median::windowed_median::DECL).unwrap_or_else(|e| panic!("{e}"));
@@ -78,7 +128,13 @@ fn the_median_passes_with_its_negative_control() {
     assert!(text.contains("reference path, f64)"), "{text}");
     assert!(text.contains("probes   : 32 sampled, central differences, h = 1e-3"), "{text}");
     assert!(text.contains("within h of an order crossing (no derivative exists there)"), "{text}");
-    assert!(text.contains("negative control : corrupted vjp REJECTED"), "{text}");
+    assert!(text.contains("negative control : corrupted vjp REJECTED; a relative error of "), "{text}");
+    // Kinks probed, with the convention they were held to; the bound applied.
+    let (ties, _) = r.kinks.expect("a selection op gets the kink check");
+    assert!(ties >= 1, "{text}");
+    assert!(text.contains(&format!("kinks    : {} probed ({ties} ties", ties + r.kinks.unwrap_or_default().1)), "{text}");
+    assert!(text.contains("convention held (ties in index order"), "{text}");
+    assert!(text.contains(&format!("against the bound applied there {:.1e}", r.bound_applied)), "{text}");
     assert!(r.skipped * 2 <= r.probes);
     assert!(r.worst_ratio <= 1.0);
     assert!(r.negative_control.iter().all(|c| !c.applicable || c.rejected));
@@ -95,6 +151,27 @@ fn assert_rejected(decl: &'static op_runtime::core::decl::OpDecl, op: &str) {
             assert!(msg.contains("disagrees with central differences"), "{msg}");
         }
         other => panic!("`{op}` must be rejected, got {other:?}"),
+    }
+}
+
+/// The two wrong-at-ties backwards pass every ordinary probe (those skip ties) and are
+/// rejected at the points the kink check places on ties, at the default seed and across seeds.
+#[test]
+fn a_vjp_wrong_only_at_ties_is_rejected_by_the_kink_check() {
+    use op_runtime::verify::gradcheck::{gradcheck_with, GradcheckOptions};
+    for (decl, op) in [(&median_all_ties::DECL, "test/bad/median_all_ties@1"), (&median_last_tie::DECL, "test/bad/median_last_tie@1")] {
+        for salt in 0..8u64 {
+            let o = GradcheckOptions { salt, ..GradcheckOptions::default() };
+            match gradcheck_with(op_runtime::registry(), decl, &o) {
+                Err(e @ GradcheckError::KinkConvention { .. }) => {
+                    let m = e.to_string();
+                    assert!(m.contains(&format!("op `{op}`: at a kink (")) && m.contains("tied with"), "{m}");
+                    assert!(m.contains("the convention names"), "{m}");
+                    assert!(e.is_rejection());
+                }
+                other => panic!("{op} (salt {salt}) must be rejected at a tie, got {other:?}"),
+            }
+        }
     }
 }
 
@@ -136,4 +213,12 @@ fn verdicts_hold_across_seeds() {
         }
     }
     println!("median: {skipped} probes skipped over 40 cases of 32 probes");
+    // The kink check finds ties over the sweep, and holds the correct backward to them.
+    let ties: usize = (1..=16u64)
+        .map(|salt| {
+            let o = GradcheckOptions { salt, ..GradcheckOptions::default() };
+            gradcheck_with(op_runtime::registry(), &median::windowed_median::DECL, &o).map(|r| r.kinks.unwrap_or_default().0).unwrap_or(0)
+        })
+        .sum();
+    assert!(ties >= 16, "only {ties} tie kinks over 16 seeds");
 }

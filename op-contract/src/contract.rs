@@ -23,7 +23,8 @@ pub struct Contract {
     pub backward: Backward,
     /// How the op is differentiated at kinks (required for kinked categories).
     pub subgradient: Option<String>,
-    /// Declared NaN behaviour; without it conformance generates no NaN inputs.
+    /// Declared NaN behaviour (what a NaN input does to the outputs). Conformance tries NaN
+    /// inputs for every float op whose domain admits them; a declared policy admits them.
     pub nan: Option<NanPolicy>,
     /// Path of an optional fast CPU kernel with the reference's signature.
     pub cpu: Option<String>,
@@ -33,12 +34,34 @@ pub struct Contract {
     pub license: Option<String>,
     /// Who may see the op.
     pub visibility: Visibility,
+    /// Whether the sign of a zero result is part of the result (`exact` compares it; `ignore`
+    /// compares by IEEE equality, with NaN equal to NaN). Absent from the JSON when `exact`, so
+    /// contracts that do not declare it keep their encoding (and identity).
+    #[serde(default, skip_serializing_if = "SignedZero::is_exact")]
+    pub signed_zero: SignedZero,
+    /// Declared input domains (`domain(x > 0)`): the values of a float tensor input the op is
+    /// defined on. Conformance and gradcheck sample only inside them. Absent from the JSON when
+    /// empty, so contracts without one keep their encoding (and identity).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub domain: Vec<Domain>,
 }
 
 impl Contract {
     /// `name@version`.
     pub fn id(&self) -> String {
         format!("{}@{}", self.name, self.version)
+    }
+
+    /// The declared domain of the tensor input `input`, if any.
+    pub fn domain_of(&self, input: &str) -> Option<&Domain> {
+        self.domain.iter().find(|d| d.input == input)
+    }
+
+    /// Whether NaN values are in the contract for the tensor input `input`: always unless the
+    /// input has a declared domain (IEEE comparisons exclude NaN from every interval), and
+    /// whenever the op declares a NaN policy (a declaration about NaN inputs).
+    pub fn admits_nan(&self, input: &str) -> bool {
+        self.nan.is_some() || self.domain_of(input).is_none()
     }
 }
 
@@ -671,6 +694,77 @@ pub enum NanPolicy {
     Propagate,
 }
 
+/// Whether the sign of a zero result is part of an op's result.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignedZero {
+    /// `+0` and `-0` are different results (the default; `exact` compares bits).
+    #[default]
+    Exact,
+    /// `+0 == -0`: results are compared by IEEE equality, NaN equal to NaN (`signed_zero =
+    /// ignore`), e.g. for a clamp built on WGSL's `min`/`max`, which may return either zero.
+    Ignore,
+}
+
+impl SignedZero {
+    /// Whether this is the default, [`SignedZero::Exact`].
+    pub fn is_exact(&self) -> bool {
+        *self == SignedZero::Exact
+    }
+}
+
+/// One end of a [`Domain`] interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DomainBound {
+    /// The bound (finite).
+    pub value: f64,
+    /// Whether the bound itself is in the domain (`<=`, `>=`) or not (`<`, `>`).
+    pub inclusive: bool,
+}
+
+/// The declared domain of one float tensor input: every element lies in an interval, compared
+/// in IEEE arithmetic (so NaN lies outside every domain), e.g. `domain(x > 0)` for `log`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Domain {
+    /// The tensor input's name.
+    pub input: String,
+    /// The lower end, if bounded below.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lo: Option<DomainBound>,
+    /// The upper end, if bounded above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hi: Option<DomainBound>,
+}
+
+impl Domain {
+    /// Whether `v` lies in the domain (never for NaN).
+    pub fn contains(&self, v: f64) -> bool {
+        let above = |b: &DomainBound| if b.inclusive { v >= b.value } else { v > b.value };
+        let below = |b: &DomainBound| if b.inclusive { v <= b.value } else { v < b.value };
+        !v.is_nan() && self.lo.as_ref().is_none_or(above) && self.hi.as_ref().is_none_or(below)
+    }
+
+    /// Whether some value lies in the domain (an empty interval is a contract defect).
+    pub fn is_empty(&self) -> bool {
+        match (&self.lo, &self.hi) {
+            (Some(l), Some(h)) => l.value > h.value || (l.value == h.value && !(l.inclusive && h.inclusive)),
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for Domain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let op = |b: &DomainBound| if b.inclusive { "<=" } else { "<" };
+        match (&self.lo, &self.hi) {
+            (Some(l), Some(h)) => write!(f, "{:?} {} {} {} {:?}", l.value, op(l), self.input, op(h), h.value),
+            (Some(l), None) => write!(f, "{} {} {:?}", self.input, if l.inclusive { ">=" } else { ">" }, l.value),
+            (None, Some(h)) => write!(f, "{} {} {:?}", self.input, op(h), h.value),
+            (None, None) => write!(f, "{} unrestricted", self.input),
+        }
+    }
+}
+
 /// Visibility levels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -774,6 +868,8 @@ mod tests {
             tolerance: Tolerance::Loose { rtol: 1e-3, atol: 0.0 },
             backward: Backward::None,
             subgradient: None,
+            signed_zero: Default::default(),
+            domain: vec![],
             nan: None,
             cpu: None,
             kernels: vec![Kernel {

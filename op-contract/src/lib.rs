@@ -6,5 +6,6 @@
 
 pub mod contract;
 pub mod identity;
+pub mod sample;
 
 pub use contract::Contract;

@@ -46,9 +46,11 @@ mod expand;
 ///             | "signature" "(" [ arg { "," arg } ] ")" "->" outputs
 ///             | "category" "=" category
 ///             | "tolerance" "=" tolerance
+///             | "signed_zero" "=" ( "exact" | "ignore" )   (* default exact; ignore: +0 == -0 *)
 ///             | "backward" "=" backward
 ///             | "subgradient" "=" STRING          (* required for kinked categories *)
-///             | "nan" "=" "propagate"             (* declares NaN behaviour; enables NaN cases *)
+///             | "nan" "=" "propagate"             (* declares NaN behaviour: NaN in, NaN out *)
+///             | "domain" "(" interval { "," interval } ")"   (* values the op is defined on *)
 ///             | "cpu" "=" PATH                    (* optional fast CPU kernel, reference's signature *)
 ///             | "output" "=" shape_class          (* default: static *)
 ///             | "kernel" "(" kernel_item { "," kernel_item } ")"   (* repeatable *)
@@ -70,6 +72,9 @@ mod expand;
 /// term        = unary { ( "*" | "/" | "%" ) unary } ;
 /// unary       = "-" unary | INT | IDENT | "(" expr ")" | ( "min" | "max" ) "(" expr "," expr ")" ;
 /// shape_class = "static" | "bounded" "(" expr ")" | "dynamic" ;
+/// interval    = bound { vcmp bound } ;           (* one input name, numbers: `x > 0`, `-1 <= y <= 1` *)
+/// bound       = IDENT | [ "-" ] NUM ;
+/// vcmp        = "<" | "<=" | ">" | ">=" ;
 ///
 /// category    = "selection" | "integer" | "elementwise" | "transcendental"
 ///             | "reduction" | "contraction" | "approximate" ;
@@ -117,6 +122,14 @@ mod expand;
 ///   `integer` ops have no float output; the rounding categories (and `ulp`, `accum`, `loose`)
 ///   need one; `nan = propagate` needs a float input and a float output; a backward needs a
 ///   float input and a float output.
+/// - **Values**: conformance compares by the tolerance class; `exact` is bit-identical, the sign
+///   of zero and NaN payloads included, unless `signed_zero = ignore` (legal only with `exact`
+///   and a float output), which compares by IEEE equality with NaN equal to NaN (a clamp built on
+///   WGSL's `min`/`max`, which may return either zero). `domain(x > 0)` declares the interval of
+///   a float input's values the op is defined on (`log`); conformance and gradcheck sample only
+///   inside it, NaN included only where the op declares a NaN policy. Without a domain, every
+///   float input gets NaN, infinities, subnormals and signed zeros. Each interval names a float
+///   tensor input once.
 /// - **The reference** takes, in signature order, `&[E]` per tensor input and `E` per param,
 ///   then optionally `usize` params named after dim symbols (`m: usize`), and returns `Vec<E>`
 ///   (a tuple of `Vec`s for several outputs). Float ops should be generic over one type

@@ -4,6 +4,8 @@
 // (e^2x - 1) / (e^2x + 1): inaccurate near 0 and NaN for large |x|. Odd Taylor series through
 // x^17 for |x| < 0.5 (truncation < 1e-8 relative), 1 - 2 / (e^2|x| + 1) up to |x| = 9, and
 // +-1 beyond (tanh(9) rounds to 1 in f32). The sign is restored last, so tanh(-0) = -0.
+// NaN is tested on the bits, never with `x != x`: WGSL lets implementations assume no NaN,
+// and lavapipe folded `a != a` to false, so tanh(NaN) came back as 1.
 struct Params { n: u32 }
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
@@ -14,8 +16,13 @@ struct Params { n: u32 }
 // x = -46), so the kernel does its own Cody-Waite reduction x = k ln2 + r, |r| <= ln2 / 2,
 // a degree-8 Taylor polynomial for e^r, and scales by 2^k in two exact power-of-two steps
 // (one rounding, only where the result is subnormal).
+// Whether `v` is a NaN, decided on the bits (a float compare may be folded away).
+fn is_nan_(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+}
+
 fn exp_(x: f32) -> f32 {
-    if (x != x) { return x; }
+    if (is_nan_(x)) { return x; }
     if (x > 88.72284) { return bitcast<f32>(0x7f800000u); }
     if (x < -103.97209) { return 0.0; }
     let k = round(x * 1.4426950408889634);
@@ -38,6 +45,7 @@ fn exp_(x: f32) -> f32 {
 }
 
 fn tanh_(v: f32) -> f32 {
+    if (is_nan_(v)) { return v; }
     let a = abs(v);
     var r: f32;
     if (a < 0.5) {
@@ -56,7 +64,7 @@ fn tanh_(v: f32) -> f32 {
     } else if (a < 9.0) {
         r = 1.0 - 2.0 / (exp_(2.0 * a) + 1.0);
     } else {
-        r = select(1.0, a, a != a); // NaN stays NaN
+        r = 1.0;
     }
     return select(r, -r, bitcast<u32>(v) >= 0x80000000u);
 }

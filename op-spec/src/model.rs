@@ -2,7 +2,9 @@
 //! tokens it came from so the checker can point at the smallest offending token. It holds no
 //! rules (see `check`) and converts to the span-free [`Contract`](crate::contract::Contract).
 
-use crate::contract::{self, Access, BinOp, Category, CmpOp, DType, FloatLit, FloatTerm, KernelLang, NanPolicy, Tolerance, Visibility};
+use crate::contract::{
+    self, Access, BinOp, Category, CmpOp, DType, DomainBound, FloatLit, FloatTerm, KernelLang, NanPolicy, SignedZero, Tolerance, Visibility,
+};
 use proc_macro2::{Span, TokenStream};
 use quote::quote_spanned;
 
@@ -186,9 +188,37 @@ pub struct OpAttr {
     pub license: Option<Spanned<String>>,
     /// `visibility = ...`.
     pub visibility: Option<Spanned<Visibility>>,
+    /// `generated_tests = false`: no `#[test]`s are generated for the declaration (fixtures
+    /// whose tests assert their own expectation, e.g. a deliberately broken kernel that must be
+    /// rejected). Not part of the contract: it changes no computation.
+    pub generated_tests: Option<Spanned<bool>>,
+    /// `signed_zero = exact | ignore`.
+    pub signed_zero: Option<Spanned<SignedZero>>,
+    /// `domain(...)`: one interval per float input.
+    pub domain: Vec<SDomain>,
     /// Every key written in the attribute, even those whose value did not parse (a malformed
     /// value is reported where it is; the key is not also "missing").
     pub keys_present: Vec<String>,
+}
+
+/// One input's declared domain with spans (`x > 0`, `-1 <= y <= 1`).
+#[derive(Clone, Debug)]
+pub struct SDomain {
+    /// The input's name as written.
+    pub input: syn::Ident,
+    /// The lower end, if bounded below.
+    pub lo: Option<DomainBound>,
+    /// The upper end, if bounded above.
+    pub hi: Option<DomainBound>,
+    /// The whole chain.
+    pub span: SpanRange,
+}
+
+impl SDomain {
+    /// The span-free domain.
+    pub fn to_domain(&self) -> contract::Domain {
+        contract::Domain { input: self.input.to_string(), lo: self.lo, hi: self.hi }
+    }
 }
 
 /// The shape signature with spans.
@@ -487,6 +517,8 @@ impl OpAttr {
             kernels: self.kernels.iter().map(SKernel::to_kernel).collect(),
             license: self.license.as_ref().map(|l| l.value.clone()),
             visibility: self.visibility.as_ref().map(|v| v.value).unwrap_or(Visibility::Private),
+            signed_zero: self.signed_zero.as_ref().map(|s| s.value).unwrap_or_default(),
+            domain: self.domain.iter().map(SDomain::to_domain).collect(),
         })
     }
 }

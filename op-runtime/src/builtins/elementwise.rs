@@ -4,7 +4,7 @@ use crate::{op, Real};
 
 /// Elementwise sum `a + b`.
 #[op(name = "builtin/add", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
-     category = elementwise, tolerance = ulp(1), backward = vjp(add_vjp), kernel(wgsl = "kernels/add.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
+     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(add_vjp), kernel(wgsl = "kernels/add.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn add<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     a.iter().zip(b).map(|(x, y)| *x + *y).collect()
@@ -16,7 +16,7 @@ pub fn add_vjp<T: Real>(_a: &[T], _b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
 
 /// Elementwise difference `a - b`.
 #[op(name = "builtin/sub", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
-     category = elementwise, tolerance = ulp(1), backward = vjp(sub_vjp), kernel(wgsl = "kernels/sub.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
+     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(sub_vjp), kernel(wgsl = "kernels/sub.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn sub<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     a.iter().zip(b).map(|(x, y)| *x - *y).collect()
@@ -28,7 +28,7 @@ pub fn sub_vjp<T: Real>(_a: &[T], _b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
 
 /// Elementwise product `a * b`.
 #[op(name = "builtin/mul", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
-     category = elementwise, tolerance = ulp(1), backward = vjp(mul_vjp), kernel(wgsl = "kernels/mul.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
+     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(mul_vjp), kernel(wgsl = "kernels/mul.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn mul<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     a.iter().zip(b).map(|(x, y)| *x * *y).collect()
@@ -40,7 +40,7 @@ pub fn mul_vjp<T: Real>(a: &[T], b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
 
 /// Elementwise quotient `a / b`.
 #[op(name = "builtin/div", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
-     category = elementwise, tolerance = ulp(3), backward = vjp(div_vjp), kernel(wgsl = "kernels/div.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
+     category = elementwise, tolerance = ulp(3), nan = propagate, backward = vjp(div_vjp), kernel(wgsl = "kernels/div.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn div<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     a.iter().zip(b).map(|(x, y)| *x / *y).collect()
@@ -54,7 +54,7 @@ pub fn div_vjp<T: Real>(a: &[T], b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
 
 /// Negation `-x`.
 #[op(name = "builtin/neg", version = 1, signature(x: f32[n]) -> f32[n],
-     category = elementwise, tolerance = ulp(0), backward = vjp(neg_vjp), kernel(wgsl = "kernels/neg.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n),
+     category = elementwise, tolerance = ulp(0), nan = propagate, backward = vjp(neg_vjp), kernel(wgsl = "kernels/neg.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn neg<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| -*v).collect()
@@ -66,7 +66,7 @@ pub fn neg_vjp<T: Real>(_x: &[T], g: &[T]) -> Vec<T> {
 
 /// Scaling by a scalar parameter `s * x`.
 #[op(name = "builtin/scale", version = 1, signature(x: f32[n], s: f32) -> f32[n],
-     category = elementwise, tolerance = ulp(1), backward = vjp(scale_vjp), kernel(wgsl = "kernels/scale.wgsl", bindings(x: read, out: read_write, uniform(n, s)), threads = n),
+     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(scale_vjp), kernel(wgsl = "kernels/scale.wgsl", bindings(x: read, out: read_write, uniform(n, s)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn scale<T: Real>(x: &[T], s: T) -> Vec<T> {
     x.iter().map(|v| *v * s).collect()
@@ -78,7 +78,7 @@ pub fn scale_vjp<T: Real>(_x: &[T], s: T, g: &[T]) -> Vec<T> {
 
 /// Natural exponential.
 #[op(name = "builtin/exp", version = 1, signature(x: f32[n]) -> f32[n],
-     category = transcendental, tolerance = ulp(16), backward = vjp(exp_vjp), kernel(wgsl = "kernels/exp_tanh.wgsl", entry = "exp_main", bindings(x: read, out: read_write, uniform(n)), threads = n),
+     category = transcendental, tolerance = ulp(16), nan = propagate, backward = vjp(exp_vjp), kernel(wgsl = "kernels/exp_tanh.wgsl", entry = "exp_main", bindings(x: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn exp<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| v.exp()).collect()
@@ -88,9 +88,10 @@ pub fn exp_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
     x.iter().zip(g).map(|(x, g)| x.exp() * *g).collect()
 }
 
-/// Natural logarithm.
+/// Natural logarithm, defined on `x > 0` (its domain: conformance and gradcheck sample only
+/// there; NaN propagates).
 #[op(name = "builtin/log", version = 1, signature(x: f32[n]) -> f32[n],
-     category = transcendental, tolerance = ulp(16), backward = vjp(log_vjp), nan = propagate, kernel(wgsl = "kernels/log.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n),
+     category = transcendental, tolerance = ulp(16), nan = propagate, backward = vjp(log_vjp), domain(x > 0), kernel(wgsl = "kernels/log.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn log<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| v.ln()).collect()
@@ -102,7 +103,7 @@ pub fn log_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
 
 /// Hyperbolic tangent.
 #[op(name = "builtin/tanh", version = 1, signature(x: f32[n]) -> f32[n],
-     category = transcendental, tolerance = ulp(16), backward = vjp(tanh_vjp), kernel(wgsl = "kernels/exp_tanh.wgsl", entry = "tanh_main", bindings(x: read, out: read_write, uniform(n)), threads = n),
+     category = transcendental, tolerance = ulp(16), nan = propagate, backward = vjp(tanh_vjp), kernel(wgsl = "kernels/exp_tanh.wgsl", entry = "tanh_main", bindings(x: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn tanh<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| v.tanh()).collect()
@@ -118,14 +119,14 @@ pub fn tanh_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
         .collect()
 }
 
-/// Rectified linear unit `max(x, 0)`.
+/// Rectified linear unit `max(x, 0)`; NaN stays NaN.
 #[op(name = "builtin/relu", version = 1, signature(x: f32[n]) -> f32[n],
-     category = selection, tolerance = exact, backward = vjp(relu_vjp),
+     category = selection, tolerance = exact, nan = propagate, backward = vjp(relu_vjp),
      subgradient = "zero at x = 0: the cotangent passes only where x > 0",
      kernel(wgsl = "kernels/relu.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn relu<T: Real>(x: &[T]) -> Vec<T> {
-    x.iter().map(|v| if *v > T::zero() { *v } else { T::zero() }).collect()
+    x.iter().map(|v| if *v > T::zero() || v.is_nan() { *v } else { T::zero() }).collect()
 }
 /// VJP of `relu`.
 pub fn relu_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {

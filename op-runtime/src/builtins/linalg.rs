@@ -4,7 +4,7 @@ use crate::{op, Real};
 
 /// Matrix product `a (m x k) * b (k x n)`, row-major.
 #[op(name = "builtin/matmul", version = 1, signature(a: f32[m, k], b: f32[k, n]) -> f32[m, n],
-     category = contraction, tolerance = accum(2), backward = vjp(matmul_vjp), kernel(wgsl = "kernels/matmul.wgsl", bindings(a: read, b: read, out: read_write, uniform(m, k, n)), threads = m * n),
+     category = contraction, tolerance = accum(2), nan = propagate, backward = vjp(matmul_vjp), kernel(wgsl = "kernels/matmul.wgsl", bindings(a: read, b: read, out: read_write, uniform(m, k, n)), threads = m * n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn matmul<T: Real>(a: &[T], b: &[T], m: usize, k: usize, n: usize) -> Vec<T> {
     let mut out = vec![T::zero(); m * n];
@@ -37,7 +37,7 @@ pub fn matmul_vjp<T: Real>(a: &[T], b: &[T], m: usize, k: usize, n: usize, g: &[
 
 /// Valid 1-D correlation of `x` with kernel `w`: `out[i] = sum_j x[i + j] w[j]`.
 #[op(name = "builtin/conv1d", version = 1, signature(x: f32[n], w: f32[m] where 1 <= m, m <= n) -> f32[n - m + 1],
-     category = contraction, tolerance = accum(2), backward = vjp(conv1d_vjp), kernel(wgsl = "kernels/conv1d.wgsl", bindings(x: read, w: read, out: read_write, uniform(n, m)), threads = n - m + 1),
+     category = contraction, tolerance = accum(2), nan = propagate, backward = vjp(conv1d_vjp), kernel(wgsl = "kernels/conv1d.wgsl", bindings(x: read, w: read, out: read_write, uniform(n, m)), threads = n - m + 1),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn conv1d<T: Real>(x: &[T], w: &[T]) -> Vec<T> {
     let m = w.len();

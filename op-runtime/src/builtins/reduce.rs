@@ -4,7 +4,7 @@ use crate::{op, Real};
 
 /// Sum of all elements (a rank-0 result).
 #[op(name = "builtin/sum", version = 1, signature(x: f32[n]) -> f32[],
-     category = reduction, tolerance = accum(2), backward = vjp(sum_vjp), kernel(wgsl = "kernels/sum.wgsl", entry = "sum_main", bindings(x: read, out: read_write, uniform(n)), threads = 256),
+     category = reduction, tolerance = accum(2), nan = propagate, backward = vjp(sum_vjp), kernel(wgsl = "kernels/sum.wgsl", entry = "sum_main", bindings(x: read, out: read_write, uniform(n)), threads = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn sum<T: Real>(x: &[T]) -> Vec<T> {
     let mut s = T::zero();
@@ -20,7 +20,7 @@ pub fn sum_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
 
 /// Mean of all elements (`n >= 1`).
 #[op(name = "builtin/mean", version = 1, signature(x: f32[n] where n >= 1) -> f32[],
-     category = reduction, tolerance = accum(2), backward = vjp(mean_vjp), kernel(wgsl = "kernels/sum.wgsl", entry = "mean_main", bindings(x: read, out: read_write, uniform(n)), threads = 256),
+     category = reduction, tolerance = accum(2), nan = propagate, backward = vjp(mean_vjp), kernel(wgsl = "kernels/sum.wgsl", entry = "mean_main", bindings(x: read, out: read_write, uniform(n)), threads = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn mean<T: Real>(x: &[T]) -> Vec<T> {
     let mut s = T::zero();
@@ -36,7 +36,7 @@ pub fn mean_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
 
 /// Mean squared error `mean((a - b)^2)` (`n >= 1`).
 #[op(name = "builtin/mse_loss", version = 1, signature(a: f32[n], b: f32[n] where n >= 1) -> f32[],
-     category = reduction, tolerance = accum(4), backward = vjp(mse_loss_vjp), kernel(wgsl = "kernels/mse_loss.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = 256),
+     category = reduction, tolerance = accum(4), nan = propagate, backward = vjp(mse_loss_vjp), kernel(wgsl = "kernels/mse_loss.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn mse_loss<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     let mut s = T::zero();

@@ -34,6 +34,8 @@ pub struct KernelSource {
 pub struct OpDecl {
     /// The Rust function's name.
     pub rust_name: &'static str,
+    /// Where the declaration is written, `path:line` (relative to its crate's manifest dir).
+    pub site: &'static str,
     /// The canonical contract (see `op_contract::canon`).
     pub contract_json: &'static str,
     /// Canonical tokens of the reference function.

@@ -14,6 +14,7 @@ mod placement;
 mod sharing;
 mod solve;
 mod symbols;
+mod values;
 
 use crate::contract::{Category, Contract, Tolerance};
 use crate::ctxt::Ctxt;
@@ -33,6 +34,7 @@ use proc_macro2::{Span, TokenStream};
 use sharing::{check_license, check_public_metadata};
 use std::path::PathBuf;
 use symbols::{check_constraint_operands, check_names_unique, check_symbols_bound};
+use values::{check_domain_inputs, check_signed_zero_scope};
 
 pub use kernels::cuda_includes;
 pub use placement::Location;
@@ -72,6 +74,11 @@ pub struct Checked {
     pub kernels: Vec<LoadedKernel>,
     /// How the shims instantiate the user's functions.
     pub plan: ShimPlan,
+    /// Whether the expansion emits the conformance and gradcheck `#[test]`s.
+    pub generated_tests: bool,
+    /// Where the declaration is written, `path:line` (path relative to the crate's manifest
+    /// directory where it lies inside it); shown when two declarations claim one `name@version`.
+    pub site: String,
 }
 
 /// Inputs to the checker besides the attribute.
@@ -108,6 +115,7 @@ pub fn check(cx: &Ctxt, input: &CheckInput<'_>) -> Option<Checked> {
     }
     check_data_dependent_support(cx, attr);
     check_subgradient(cx, attr);
+    check_signed_zero_scope(cx, attr);
     check_license(cx, attr);
     check_public_metadata(cx, attr, &description);
     if cx.has_errors() {
@@ -130,7 +138,16 @@ pub fn check(cx: &Ctxt, input: &CheckInput<'_>) -> Option<Checked> {
         })
         .collect();
     let hash = crate::canon::identity(&contract_json, &body_tokens, &kbytes);
-    Some(Checked { contract, contract_json, body_tokens, hash, description, reference, kernels, plan })
+    let generated_tests = attr.generated_tests.as_ref().is_none_or(|g| g.value);
+    let site = declaration_site(input);
+    Some(Checked { contract, contract_json, body_tokens, hash, description, reference, kernels, plan, generated_tests, site })
+}
+
+/// `path:line` of the declaration, the path relative to the manifest directory where possible.
+fn declaration_site(input: &CheckInput<'_>) -> String {
+    let Some(loc) = input.location else { return "<unknown>".to_string() };
+    let rel = input.base_dirs.first().and_then(|m| loc.file.strip_prefix(m).ok()).unwrap_or(&loc.file);
+    format!("{}:{}", rel.display(), loc.line)
 }
 
 /// The signature's rules: names and symbols, constraints, outputs, category against dtypes,
@@ -161,6 +178,7 @@ fn check_signature(cx: &Ctxt, input: &CheckInput<'_>, sig: &SSignature) -> RefSh
     check_nan_policy_has_floats(cx, attr, sig);
     check_backward_fits_signature(cx, attr, sig);
     check_jvp_arity(cx, attr, sig);
+    check_domain_inputs(cx, attr, sig);
     let reference = check_reference_fn(cx, input.func, sig, &dims);
     check_differentiable_reference_is_generic(cx, attr, sig, &reference, input.func);
     reference

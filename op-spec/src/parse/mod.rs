@@ -45,9 +45,31 @@ pub mod keys {
     pub const LICENSE: &str = "license";
     /// `visibility`.
     pub const VISIBILITY: &str = "visibility";
+    /// `signed_zero`.
+    pub const SIGNED_ZERO: &str = "signed_zero";
+    /// `domain`.
+    pub const DOMAIN: &str = "domain";
+    /// `generated_tests`.
+    pub const GENERATED_TESTS: &str = "generated_tests";
     /// Every key, in documentation order.
-    pub const ALL: [&str; 13] =
-        [NAME, VERSION, SIGNATURE, CATEGORY, TOLERANCE, BACKWARD, SUBGRADIENT, NAN, CPU, OUTPUT, KERNEL, LICENSE, VISIBILITY];
+    pub const ALL: [&str; 16] = [
+        NAME,
+        VERSION,
+        SIGNATURE,
+        CATEGORY,
+        TOLERANCE,
+        SIGNED_ZERO,
+        BACKWARD,
+        SUBGRADIENT,
+        NAN,
+        DOMAIN,
+        CPU,
+        OUTPUT,
+        KERNEL,
+        LICENSE,
+        VISIBILITY,
+        GENERATED_TESTS,
+    ];
     /// Keys of `kernel(...)`.
     pub const KERNEL_KEYS: [&str; 6] = ["wgsl", "cuda", "entry", "bindings", "threads", "block"];
 }
@@ -158,6 +180,8 @@ fn parse_entry(cx: &Ctxt, attr: &mut OpAttr, key: &str, chunk: TokenStream) -> s
         keys::BACKWARD => attr.backward = Some(parse_kv(chunk, parse_backward)?),
         keys::SUBGRADIENT => attr.subgradient = Some(parse_kv(chunk, parse_subgradient)?),
         keys::NAN => attr.nan = Some(parse_kv(chunk, parse_nan)?),
+        keys::SIGNED_ZERO => attr.signed_zero = Some(parse_kv(chunk, crate::parse_values::parse_signed_zero)?),
+        keys::DOMAIN => attr.domain = Parser::parse2(crate::parse_values::parse_domain, chunk)?,
         keys::CPU => attr.cpu = Some(parse_kv(chunk, |i| i.parse::<syn::Path>())?),
         keys::OUTPUT => attr.output = Some(parse_kv(chunk, parse_shape_class)?),
         keys::KERNEL => {
@@ -172,6 +196,14 @@ fn parse_entry(cx: &Ctxt, attr: &mut OpAttr, key: &str, chunk: TokenStream) -> s
             })?)
         }
         keys::VISIBILITY => attr.visibility = Some(parse_kv(chunk, parse_visibility)?),
+        keys::GENERATED_TESTS => {
+            attr.generated_tests = Some(parse_kv(chunk, |i| {
+                let b: syn::LitBool = i.parse().map_err(|e| {
+                    syn::Error::new(e.span(), "`generated_tests` takes `true` (the default) or `false` (no conformance or gradcheck `#[test]` is generated: the fixture's own tests assert what it must do)")
+                })?;
+                Ok(Spanned::new(b.value, sr(b.span)))
+            })?)
+        }
         _ => {}
     }
     Ok(())

@@ -1,40 +1,56 @@
 //! Comparison of a backend's output with the reference's, by the contract's tolerance class,
-//! and the guard-band check. Owns the numerical rules; it must not generate cases or run
-//! kernels.
+//! the guard-band check, and the class of a mismatch. Owns the numerical rules; it must not
+//! generate cases or run kernels. The same text, with the selection ordering convention and
+//! the WGSL/CUDA idioms, is the README's section "Tolerance classes".
 //!
 //! - `exact`: bit-identical, sign of zero and NaN payload included. No allowance of any kind.
+//!   With `signed_zero = ignore` (a contract that says the sign of a zero result is not part
+//!   of it): IEEE equality, `+0 == -0`, and NaN equal to NaN whatever its payload.
+//!   **Ordering convention of `selection` ops**: values are ordered by the total order of IEEE
+//!   754 (`f32::total_cmp`): `-NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN`; ties between
+//!   bit-identical values keep input order. A kernel implements it by comparing unsigned keys,
+//!   `key(b) = b >> 31 ? ~b : b | 0x80000000` of the bits `b`: in WGSL
+//!   `select(b | 0x80000000u, ~b, (b >> 31u) == 1u)` with `b = bitcast<u32>(v)`
+//!   (`kernels/windowed_median.wgsl`), in CUDA `total_order_key` of `kernels/total_order.cuh`
+//!   (`__float_as_uint`). A plain `<`, `min` or `max` treats `-0` and `+0` as a tie (and may
+//!   treat subnormals as zero, and NaN as anything): its results differ in the sign of zero.
 //! - `ulp(k)`: at most `k` units in the last place apart (`approx::ulps_eq`, so `+0 == -0`);
 //!   infinities must match exactly; NaN matches only NaN.
-//! - `accum(k)`: anchored on the reference's own rounding. For each output element `i`, with
-//!   `r32` the reference at the declared dtype, `r64` the reference evaluated in f64 (the
-//!   nearly exact result), `S` the sum of the magnitudes of the element's terms (the reference
-//!   run in f64 on the absolute values of the inputs: for matmul `sum |a_ip b_pj|`), `len` the
-//!   reduction length and `eps` the dtype's machine epsilon:
+//! - `accum(k)`: anchored on the reference evaluated in f64 and on a model of summation error
+//!   that does not depend on how the f32 reference happens to sum. For each output element,
+//!   with `r64` the reference in f64 (the nearly exact result), `S` the sum of the magnitudes
+//!   of the element's terms (the reference run in f64 on the absolute values of the inputs:
+//!   for matmul `sum |a_ip b_pj|`), `len` the reduction length and `eps` the dtype's machine
+//!   epsilon:
 //!
-//!   `|actual - r64| <= k * max(|r32 - r64|, sqrt(len) * eps * S) + 2 * len * min_normal`
+//!   `|actual - r64| <= k * max(1, ceil(log2 len)) * eps * S + 2 * len * min_normal`
 //!
-//!   Why: a kernel may round differently from the reference (another summation order, FMA
-//!   contraction, a tree or strided reduction): for the random inputs the engine generates
-//!   that error is of the order `sqrt(len) * eps * S` (rounding errors of random sign add up
-//!   like a random walk; a tree or a 256-way strided sum is even provably below
-//!   `(depth / 2) * eps * S` with `depth <= len / 256 + 8`). Or it may round exactly as badly
-//!   as the reference (a sequential sum of a constant has a systematic bias, which then shows
-//!   in `|r32 - r64|`). It may not be `k` times worse than either. The old bound,
-//!   `k * len * eps * S` (the worst case of a sequential sum), grew linearly in `len` and at
-//!   the large cases (`len` = 131_071, `k * len * eps` = 3%) accepted kernels that skip
-//!   elements, stop early or scale outputs by 1.001. The absolute term `2 * len * min_normal`
-//!   (the dtype's smallest normal) is the subnormal policy below applied to the accumulation:
-//!   each of the at most `2 * len` roundings (a product and an add per term) may flush a
-//!   subnormal result to zero, losing less than `min_normal` (for f32 at `len` = 131_071:
-//!   3e-33). A result bit-identical to the reference conforms (the reference conforms to
-//!   itself). Non-finite values: a kernel may return the reference's own non-finite value;
-//!   an infinite `r64` must be matched exactly; an infinite result where `r64` is finite is
-//!   accepted only where `|r64|` plus the bound reaches the dtype's overflow threshold (same
-//!   sign); where `r32` overflowed but `r64` did not, `|r32 - r64|` is left out of the bound.
-//!   `r64` and `S` are required for every element of a float output: a missing or short one
-//!   is a typed error ([`Fault::Scale`]), never an infinite (accept-all) bound, and a
-//!   non-finite `S` with a finite `r64` accepts only the reference's own bits. Integer
-//!   outputs are compared bit for bit.
+//!   Why: pairwise summation (a balanced tree, or a binary counter over blocks, as the
+//!   built-in kernels sum) rounds each term at most `ceil(log2 len)` times, so its error is at
+//!   most `ceil(log2 len) * (eps / 2) * S` (Higham, *Accuracy and Stability*, 4.2), plus one
+//!   rounding per product or final scaling: `k = 1` covers it with room to spare, `k = 2`
+//!   covers a product, a division and a flushed intermediate on top. The bound is a worst
+//!   case, so it holds on every input, biased ones included: a long sequential f32 sum of 0.1
+//!   is off by ~1e-3 relative (every add rounds the same way), and a bound that trusted the
+//!   f32 reference's own error (the former `k * max(|r32 - r64|, sqrt(len) eps S)`) grew with
+//!   that bias and hid a kernel that drops a few terms; this one stays at `2 * 17 * eps` =
+//!   4e-6 relative at `len` = 131_071. A kernel that sums sequentially over long inputs does
+//!   not meet `accum(k)` for small `k`; the reference's own bits always conform (the reference
+//!   conforms to itself). The absolute term `2 * len * min_normal` is the subnormal policy
+//!   below applied to the accumulation: each of the at most `2 * len` roundings (a product and
+//!   an add per term) may flush a subnormal result to zero, losing less than `min_normal`.
+//!   Non-finite values: a kernel may return the reference's own non-finite value; an infinite
+//!   `r64` must be matched exactly; an infinite result where `r64` is finite is accepted where
+//!   `|r64|` plus the bound reaches the dtype's overflow threshold (same sign), and an infinity
+//!   of a sign whose terms sum to the threshold or beyond (`(S + r64) / 2` for the positive
+//!   terms, `(S - r64) / 2` for the negative ones; NaN where both do): then some order of the
+//!   terms overflows a partial sum (`MAX + MAX` in one subtree of a pairwise sum, where the
+//!   reference's sequential order stays finite), and which order is the kernel's choice.
+//!   Nothing else about non-finite results is relaxed. `r64` and
+//!   `S` are required for every element of a float output: a missing or short one is a typed
+//!   error ([`Fault::Scale`]), never an infinite (accept-all) bound, and a non-finite `S` with
+//!   a finite `r64` accepts only the reference's own bits. Integer outputs are compared bit
+//!   for bit.
 //! - `loose(rtol, atol)`: `|actual - expected| <= atol + rtol * |expected|`.
 //!
 //! Subnormals (non-`exact` classes only): GPUs may flush subnormal inputs and results to zero
@@ -44,10 +60,91 @@
 //! subnormal flushed to a zero of the same sign (computed only for cases that contain
 //! subnormal inputs; for `accum`, anchored on that reference's own f64 evaluation, with the
 //! original `S`). Nothing else is relaxed; `exact` stays bit-exact.
+//!
+//! Every mismatch is classified ([`Class`]) from all of its elements, before the raw numbers
+//! are reported: an element never written (canary intact), only the sign of zero, only NaN
+//! (payload, or NaN against a number), within 1 ulp, the output shifted by `k` elements, or
+//! wrong values. (The parent module refines wrong values into values from the wrong window or
+//! tie order, which need the reference run again.)
 
 use crate::core::backend::CANARY_BYTE;
 use crate::core::tensor::{Data, Tensor};
-use op_contract::contract::{DType, Tolerance};
+use op_contract::contract::{DType, SignedZero, Tolerance};
+
+/// What the defect of a rejected output is, decided from every element, not only the first.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Class {
+    /// A write into a guard band: past the end (`after`) or before the start (`before`).
+    OutOfBounds(&'static str),
+    /// At least one element still holds the canary: it was never written.
+    Unwritten,
+    /// Every mismatch is a zero of the other sign.
+    SignOfZero,
+    /// Every mismatch involves NaN: another payload, or NaN against a number.
+    Nan,
+    /// Every mismatch is within 1 ulp (finite values).
+    OneUlp,
+    /// `out[i]` holds the reference's `out[i + k]` wherever that exists.
+    Shifted(i64),
+    /// The output is the reference's with another value of an integer parameter.
+    WrongWindow {
+        /// The parameter.
+        param: String,
+        /// The value the case has.
+        was: i128,
+        /// The value whose reference output the kernel returned.
+        matches: i128,
+    },
+    /// The output is the reference's on the same inputs with ties between equal elements
+    /// broken the other way (later elements first).
+    TieOrder,
+    /// None of the above: wrong values.
+    Value,
+    /// The backend failed, or returned the wrong number or length of outputs.
+    Failed,
+}
+
+impl Class {
+    /// A short name, one per kind (shifts by different `k` are one kind).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Class::OutOfBounds("before") => "write before the start (guard band)",
+            Class::OutOfBounds(_) => "write past the end (guard band)",
+            Class::Unwritten => "element never written (canary intact)",
+            Class::SignOfZero => "differs only in the sign of zero",
+            Class::Nan => "NaN payload or NaN against a number",
+            Class::OneUlp => "within 1 ulp",
+            Class::Shifted(_) => "output shifted",
+            Class::WrongWindow { .. } => "values from the wrong window",
+            Class::TieOrder => "tie order",
+            Class::Value => "wrong values",
+            Class::Failed => "the backend failed",
+        }
+    }
+
+    /// Whether two classes are the same kind of defect (a report lists one case per kind).
+    pub fn same_kind(&self, other: &Class) -> bool {
+        self.name() == other.name()
+    }
+
+    /// How telling the class is of its cause, most telling first: where one defect shows as
+    /// several classes (a window off by one element also returns wrong values, and a signed zero
+    /// where the inputs are all zeros), a report lists the structural one first.
+    pub fn rank(&self) -> u8 {
+        match self {
+            Class::OutOfBounds(_) => 0,
+            Class::Unwritten => 1,
+            Class::WrongWindow { .. } => 2,
+            Class::Shifted(_) => 3,
+            Class::TieOrder => 4,
+            Class::Nan => 5,
+            Class::OneUlp => 6,
+            Class::SignOfZero => 7,
+            Class::Value => 8,
+            Class::Failed => 9,
+        }
+    }
+}
 
 /// A mismatch at one output element.
 #[derive(Clone, Debug, PartialEq)]
@@ -68,6 +165,8 @@ pub struct Mismatch {
     pub count: usize,
     /// Whether the actual bits are the canary pattern (the element was never written).
     pub unwritten: bool,
+    /// What every mismatching element has in common.
+    pub class: Class,
 }
 
 /// A write outside the output.
@@ -93,8 +192,8 @@ pub enum Fault {
         /// Elements returned.
         actual: usize,
     },
-    /// A value outside the tolerance.
-    Mismatch(Mismatch),
+    /// A value outside the tolerance (boxed: it carries the whole story of the output).
+    Mismatch(Box<Mismatch>),
     /// A guard band was written.
     OutOfBounds(OutOfBounds),
     /// The backend returned an error for this case.
@@ -109,6 +208,17 @@ pub enum Fault {
         /// Outputs the backend returned.
         actual: usize,
     },
+}
+
+impl Fault {
+    /// The fault's class as far as the comparison can tell (see [`Class`]).
+    pub fn class(&self) -> Class {
+        match self {
+            Fault::Mismatch(m) => m.class.clone(),
+            Fault::OutOfBounds(o) => Class::OutOfBounds(o.side),
+            Fault::Length { .. } | Fault::Execution(_) | Fault::Scale(_) | Fault::OutputCount { .. } => Class::Failed,
+        }
+    }
 }
 
 /// Per-output information needed by `accum` (see the module doc). For a float output, both
@@ -141,6 +251,29 @@ impl AccumScale {
     }
 }
 
+/// How one output is compared: the contract's class and signed-zero rule, the guard band, and
+/// what the class needs besides the reference's output.
+#[derive(Clone, Copy, Debug)]
+pub struct Rule<'a> {
+    /// The tolerance class.
+    pub tol: Tolerance,
+    /// Whether `exact` compares the sign of zero.
+    pub signed_zero: SignedZero,
+    /// Canary elements on each side of the output.
+    pub guard: usize,
+    /// The reference on the inputs with subnormals flushed, if computed (non-`exact` only).
+    pub alt: Option<&'a Tensor>,
+    /// The `accum` scale of this output.
+    pub scale: Option<&'a AccumScale>,
+}
+
+impl Rule<'_> {
+    /// `tol` with the default signed-zero rule, a guard band and nothing else.
+    pub fn new(tol: Tolerance, guard: usize) -> Rule<'static> {
+        Rule { tol, signed_zero: SignedZero::Exact, guard, alt: None, scale: None }
+    }
+}
+
 fn canary_bits(dtype: DType) -> u64 {
     let mut b = 0u64;
     for _ in 0..dtype.size() {
@@ -149,7 +282,8 @@ fn canary_bits(dtype: DType) -> u64 {
     b
 }
 
-fn eps(dtype: DType) -> f64 {
+/// The machine epsilon of a float dtype (0 for the others).
+pub fn eps(dtype: DType) -> f64 {
     match dtype {
         DType::f16 => 9.765625e-4,
         DType::bf16 => 7.8125e-3,
@@ -188,9 +322,15 @@ fn ulps(a_bits: u64, b_bits: u64, dtype: DType) -> u64 {
 }
 
 /// Whether `actual` matches `expected` under `tol` (not counting subnormal allowances).
-fn within(tol: Tolerance, dtype: DType, e: f64, eb: u64, a: f64, ab: u64) -> Result<(), String> {
+fn within(tol: Tolerance, signed_zero: SignedZero, dtype: DType, e: f64, eb: u64, a: f64, ab: u64) -> Result<(), String> {
     if matches!(tol, Tolerance::Exact) || !dtype.is_float() && !matches!(tol, Tolerance::Accum(_) | Tolerance::Loose { .. }) {
-        return if eb == ab { Ok(()) } else { Err(format!("{tol}: bits differ")) };
+        if eb == ab {
+            return Ok(());
+        }
+        if signed_zero == SignedZero::Ignore && dtype.is_float() && (e == a || e.is_nan() && a.is_nan()) {
+            return Ok(());
+        }
+        return Err(format!("{tol}: bits differ{}", if signed_zero == SignedZero::Ignore { " and the values are not equal" } else { "" }));
     }
     if e.is_nan() || a.is_nan() {
         return if e.is_nan() && a.is_nan() { Ok(()) } else { Err(format!("{tol}: NaN against a number")) };
@@ -199,7 +339,6 @@ fn within(tol: Tolerance, dtype: DType, e: f64, eb: u64, a: f64, ab: u64) -> Res
         return if e == a { Ok(()) } else { Err(format!("{tol}: infinity against a different value")) };
     }
     match tol {
-        Tolerance::Exact => unreachable_exact(eb, ab),
         Tolerance::Ulp(k) => {
             let ok = match dtype {
                 DType::f32 => approx::ulps_eq!(a as f32, e as f32, epsilon = 0.0, max_ulps = k),
@@ -212,8 +351,6 @@ fn within(tol: Tolerance, dtype: DType, e: f64, eb: u64, a: f64, ab: u64) -> Res
                 Err(format!("{tol}: {} ulps apart", ulps(eb, ab, dtype)))
             }
         }
-        // `accum` has its own rule (`accum_within`), which needs the scale.
-        Tolerance::Accum(_) => Err(format!("{tol}: no scale to compare with")),
         Tolerance::Loose { rtol, atol } => {
             let bound = atol + rtol * e.abs();
             if (a - e).abs() <= bound {
@@ -222,14 +359,9 @@ fn within(tol: Tolerance, dtype: DType, e: f64, eb: u64, a: f64, ab: u64) -> Res
                 Err(format!("{tol}: |actual - expected| = {:e} exceeds {bound:e}", (a - e).abs()))
             }
         }
-    }
-}
-
-fn unreachable_exact(eb: u64, ab: u64) -> Result<(), String> {
-    if eb == ab {
-        Ok(())
-    } else {
-        Err("exact: bits differ".into())
+        // `exact` is decided above; `accum` has its own rule (`accum_within`), which needs the
+        // scale.
+        Tolerance::Exact | Tolerance::Accum(_) => Err(format!("{tol}: no scale to compare with")),
     }
 }
 
@@ -242,14 +374,15 @@ fn overflow_threshold(dtype: DType) -> f64 {
     }
 }
 
-/// The `accum(k)` bound of one element (see the module doc): `k * max(|r32 - r64|, sqrt(len)
-/// * eps * S) + 2 * len * min_normal`, with the reference's own error left out where it
-/// overflowed. Also returns the two anchors of the `max`, for the report.
-pub fn accum_bound(k: u32, dtype: DType, len: usize, s: f64, r32: f64, r64: f64) -> (f64, f64, f64) {
-    let own = if r32.is_finite() && r64.is_finite() { (r32 - r64).abs() } else { 0.0 };
-    let order = (len.max(1) as f64).sqrt() * eps(dtype) * s;
-    let flush = 2.0 * len.max(1) as f64 * min_normal(dtype);
-    (k as f64 * own.max(order) + flush, own, order)
+/// `max(1, ceil(log2 len))`: how often pairwise summation of `len` terms rounds each term.
+pub fn pairwise_depth(len: usize) -> u32 {
+    len.max(2).next_power_of_two().ilog2()
+}
+
+/// The `accum(k)` bound of one element (see the module doc):
+/// `k * max(1, ceil(log2 len)) * eps * S + 2 * len * min_normal`.
+pub fn accum_bound(k: u32, dtype: DType, len: usize, s: f64) -> f64 {
+    k as f64 * pairwise_depth(len) as f64 * eps(dtype) * s + 2.0 * len.max(1) as f64 * min_normal(dtype)
 }
 
 /// The `accum(k)` verdict for one element: `a` (bits `ab`) against the reference `e` (bits
@@ -264,6 +397,18 @@ fn accum_within(k: u32, dtype: DType, len: usize, s: f64, e: f64, eb: u64, x: f6
     if !dtype.is_float() {
         return Err(format!("{tol}: bits differ (integer output)"));
     }
+    if !a.is_finite() && s.is_finite() && x.is_finite() {
+        // The positive (negative) terms sum to `(S + r64) / 2` (`(S - r64) / 2`): where that
+        // reaches the overflow threshold, a partial sum of that sign may overflow in the
+        // kernel's order (MAX + MAX in one subtree) although the exact result is finite; NaN
+        // needs both signs to.
+        // (An exact sum overflows from `MAX + ulp(MAX) / 2` on, `MAX * (1 + eps / 2)`.)
+        let max = overflow_threshold(dtype) * (1.0 + eps(dtype) / 2.0);
+        let (pos, neg) = ((s + x) / 2.0 >= max, (s - x) / 2.0 >= max);
+        if (a == f64::INFINITY && pos) || (a == f64::NEG_INFINITY && neg) || (a.is_nan() && pos && neg) {
+            return Ok(());
+        }
+    }
     if x.is_nan() || a.is_nan() {
         return Err(format!("{tol}: NaN against a number (f64 reference {x:e})"));
     }
@@ -275,7 +420,7 @@ fn accum_within(k: u32, dtype: DType, len: usize, s: f64, e: f64, eb: u64, x: f6
     if !s.is_finite() {
         return Err(format!("{tol}: sum(|terms|) is {s:e} for a finite f64 reference {x:e}: only the reference's own bits conform"));
     }
-    let (bound, own, order) = accum_bound(k, dtype, len, s, e, x);
+    let bound = accum_bound(k, dtype, len, s);
     if a.is_infinite() {
         let max = overflow_threshold(dtype);
         return if a.signum() == x.signum() && x.abs() + bound >= max {
@@ -289,107 +434,155 @@ fn accum_within(k: u32, dtype: DType, len: usize, s: f64, e: f64, eb: u64, x: f6
         Ok(())
     } else {
         Err(format!(
-            "{tol}: |actual - f64 reference {x:e}| = {d:e} exceeds {k} * max(|reference - f64| {own:e}, sqrt(len {len}) * eps * sum|terms| {s:e} = {order:e}) + flush = {bound:e}"
+            "{tol}: |actual - f64 reference {x:e}| = {d:e} (relative {:.2e}) exceeds {k} * ceil(log2 len {len}) = {} * eps * sum|terms| {s:e} + flush = {bound:e}",
+            d / x.abs().max(f64::MIN_POSITIVE),
+            k * pairwise_depth(len),
         ))
     }
 }
 
+/// Checks the guard bands of a guarded output (`guard` canaries, `n` elements, `guard`
+/// canaries): a write outside the output is a failure whatever the values.
+fn check_guards(data: &Data, n: usize, guard: usize, canary: u64) -> Result<(), Fault> {
+    for (side, range) in [("before", 0..guard), ("after", guard + n..2 * guard + n)] {
+        let hit: Vec<usize> = range.clone().filter(|i| data.bits(*i) != Some(canary)).collect();
+        if let Some(&first) = hit.first() {
+            let offset = if side == "before" { first as i64 - guard as i64 } else { (first - range.start) as i64 };
+            return Err(Fault::OutOfBounds(OutOfBounds { side, offset, bits: data.bits(first).unwrap_or_default(), count: hit.len() }));
+        }
+    }
+    Ok(())
+}
+
+/// The verdict of element `i` (already known to be in the output), subnormal allowances
+/// included.
+fn element(
+    rule: &Rule<'_>,
+    accum: Option<(u32, &AccumScale)>,
+    expected: &Data,
+    actual: &Data,
+    i: usize,
+    dtype: DType,
+) -> Result<(), String> {
+    let (e, eb) = (expected.get_f64(i).unwrap_or(f64::NAN), expected.bits(i).unwrap_or_default());
+    let (a, ab) = (actual.get_f64(rule.guard + i).unwrap_or(f64::NAN), actual.bits(rule.guard + i).unwrap_or_default());
+    let verdict = match (rule.tol, accum) {
+        (Tolerance::Accum(k), Some((_, s))) => accum_within(k, dtype, s.len, s.magnitude[i], e, eb, s.exact[i], a, ab),
+        (Tolerance::Accum(k), None) => accum_within(k, dtype, 0, 0.0, e, eb, f64::NAN, a, ab),
+        (tol, _) => within(tol, rule.signed_zero, dtype, e, eb, a, ab),
+    };
+    let Err(detail) = verdict else { return Ok(()) };
+    if matches!(rule.tol, Tolerance::Exact) || !dtype.is_float() {
+        return Err(detail);
+    }
+    // A flushed subnormal result, or agreement with the reference on flushed inputs.
+    if is_subnormal(e, dtype) && a == 0.0 {
+        return Ok(());
+    }
+    if let Some(alt) = rule.alt {
+        let (fe, feb) = (alt.data().get_f64(i).unwrap_or(f64::NAN), alt.data().bits(i).unwrap_or_default());
+        let ok = match accum {
+            // Anchored on the flushed reference's own f64 evaluation; without one, no allowance.
+            Some((k, s)) => {
+                s.flushed_exact.get(i).is_some_and(|fx| accum_within(k, dtype, s.len, s.magnitude[i], fe, feb, *fx, a, ab).is_ok())
+            }
+            None => within(rule.tol, rule.signed_zero, dtype, fe, feb, a, ab).is_ok(),
+        };
+        if ok || (is_subnormal(fe, dtype) && a == 0.0) {
+            return Ok(());
+        }
+    }
+    Err(detail)
+}
+
 /// Checks one guarded output (`guard` canaries, data, `guard` canaries) against the expected
-/// tensor. `alt` is the reference on flushed inputs (see the module doc), if computed.
-pub fn check_output(
-    tol: Tolerance,
-    expected: &Tensor,
-    alt: Option<&Tensor>,
-    actual: &Tensor,
-    guard: usize,
-    scale: Option<&AccumScale>,
-) -> Result<(), Fault> {
-    let n = expected.numel();
+/// tensor under `rule`; a mismatch carries its [`Class`].
+pub fn check_output(rule: &Rule<'_>, expected: &Tensor, actual: &Tensor) -> Result<(), Fault> {
+    let (n, guard) = (expected.numel(), rule.guard);
     if actual.numel() != n + 2 * guard || actual.dtype() != expected.dtype() {
         return Err(Fault::Length { expected: n + 2 * guard, actual: actual.numel() });
     }
     let dtype = expected.dtype();
-    let data: &Data = actual.data();
     let canary = canary_bits(dtype);
-    // Guard bands first: a write outside the output is a failure whatever the values.
-    let before: Vec<usize> = (0..guard).filter(|i| data.bits(*i) != Some(canary)).collect();
-    if let Some(&first) = before.first() {
-        return Err(Fault::OutOfBounds(OutOfBounds {
-            side: "before",
-            offset: first as i64 - guard as i64,
-            bits: data.bits(first).unwrap_or_default(),
-            count: before.len(),
-        }));
-    }
-    let after: Vec<usize> = (0..guard).filter(|i| data.bits(guard + n + *i) != Some(canary)).collect();
-    if let Some(&first) = after.first() {
-        return Err(Fault::OutOfBounds(OutOfBounds {
-            side: "after",
-            offset: first as i64,
-            bits: data.bits(guard + n + first).unwrap_or_default(),
-            count: after.len(),
-        }));
-    }
-    let accum = match tol {
-        Tolerance::Accum(k) if dtype.is_float() => {
-            let s = scale.ok_or_else(|| Fault::Scale(format!("{tol}: no sum(|terms|) or f64 reference for this output")))?;
-            s.covers(n).map_err(|m| Fault::Scale(format!("{tol}: {m}")))?;
+    check_guards(actual.data(), n, guard, canary)?;
+    let accum = match (rule.tol, rule.scale) {
+        (Tolerance::Accum(k), Some(s)) if dtype.is_float() => {
+            s.covers(n).map_err(|m| Fault::Scale(format!("{}: {m}", rule.tol)))?;
             Some((k, s))
+        }
+        (Tolerance::Accum(_), None) if dtype.is_float() => {
+            return Err(Fault::Scale(format!("{}: no sum(|terms|) or f64 reference for this output", rule.tol)))
         }
         _ => None,
     };
-    let mut first: Option<Mismatch> = None;
-    let mut count = 0;
+    let mut bad = Vec::new();
+    let mut first = None;
     for i in 0..n {
-        let (e, eb) = (expected.data().get_f64(i).unwrap_or(f64::NAN), expected.data().bits(i).unwrap_or_default());
-        let (a, ab) = (data.get_f64(guard + i).unwrap_or(f64::NAN), data.bits(guard + i).unwrap_or_default());
-        let verdict = match (tol, accum) {
-            (Tolerance::Accum(k), Some((_, s))) => accum_within(k, dtype, s.len, s.magnitude[i], e, eb, s.exact[i], a, ab),
-            (Tolerance::Accum(k), None) => accum_within(k, dtype, 0, 0.0, e, eb, f64::NAN, a, ab),
-            _ => within(tol, dtype, e, eb, a, ab),
-        };
-        let Err(detail) = verdict else { continue };
-        if !matches!(tol, Tolerance::Exact) && dtype.is_float() {
-            // A flushed subnormal result, or agreement with the reference on flushed inputs.
-            if is_subnormal(e, dtype) && a == 0.0 {
-                continue;
-            }
-            if let Some(alt) = alt {
-                let (fe, feb) = (alt.data().get_f64(i).unwrap_or(f64::NAN), alt.data().bits(i).unwrap_or_default());
-                let ok = match accum {
-                    // Anchored on the flushed reference's own f64 evaluation; without one, no
-                    // allowance.
-                    Some((k, s)) => {
-                        s.flushed_exact.get(i).is_some_and(|fx| accum_within(k, dtype, s.len, s.magnitude[i], fe, feb, *fx, a, ab).is_ok())
-                    }
-                    None => within(tol, dtype, fe, feb, a, ab).is_ok(),
-                };
-                if ok || (is_subnormal(fe, dtype) && a == 0.0) {
-                    continue;
-                }
-            }
-        }
-        count += 1;
-        if first.is_none() {
-            first = Some(Mismatch {
-                index: i,
-                expected: e,
-                expected_bits: eb,
-                actual: a,
-                actual_bits: ab,
-                detail,
-                count: 0,
-                unwritten: ab == canary,
-            });
+        if let Err(detail) = element(rule, accum, expected.data(), actual.data(), i, dtype) {
+            bad.push(i);
+            first.get_or_insert((i, detail));
         }
     }
-    match first {
-        Some(mut m) => {
-            m.count = count;
-            Err(Fault::Mismatch(m))
-        }
-        None => Ok(()),
+    let Some((i, detail)) = first else { return Ok(()) };
+    let (e, a) = (expected.data(), actual.data());
+    let actual_bits = a.bits(guard + i).unwrap_or_default();
+    Err(Fault::Mismatch(Box::new(Mismatch {
+        index: i,
+        expected: e.get_f64(i).unwrap_or(f64::NAN),
+        expected_bits: e.bits(i).unwrap_or_default(),
+        actual: a.get_f64(guard + i).unwrap_or(f64::NAN),
+        actual_bits,
+        detail,
+        count: bad.len(),
+        unwritten: actual_bits == canary,
+        class: classify(dtype, e, a, guard, &bad, canary),
+    })))
+}
+
+/// The class every mismatching element (`bad`, indices into the output) shares; see [`Class`].
+fn classify(dtype: DType, e: &Data, a: &Data, guard: usize, bad: &[usize], canary: u64) -> Class {
+    let eb = |i: usize| e.bits(i).unwrap_or_default();
+    let ab = |i: usize| a.bits(guard + i).unwrap_or_default();
+    let ev = |i: usize| e.get_f64(i).unwrap_or(f64::NAN);
+    let av = |i: usize| a.get_f64(guard + i).unwrap_or(f64::NAN);
+    if bad.iter().any(|&i| ab(i) == canary) {
+        return Class::Unwritten;
     }
+    if dtype.is_float() {
+        if bad.iter().all(|&i| ev(i) == 0.0 && av(i) == 0.0) {
+            return Class::SignOfZero;
+        }
+        if bad.iter().all(|&i| ev(i).is_nan() || av(i).is_nan()) {
+            return Class::Nan;
+        }
+        if bad.iter().all(|&i| ev(i).is_finite() && av(i).is_finite() && ulps(eb(i), ab(i), dtype) <= 1) {
+            return Class::OneUlp;
+        }
+    }
+    shift(e.len(), bad, &eb, &ab).map_or(Class::Value, Class::Shifted)
+}
+
+/// The shift `k` (`1, -1, 2, -2, ..., 8, -8`) such that every element `out[i]` whose `i + k`
+/// lies in the output (not only the mismatching ones) holds the reference's `out[i + k]` bit
+/// for bit, explaining at least two mismatches and at least half of them, with at least two
+/// distinct values among those elements (so that few-valued data cannot make a coincidence
+/// look like a shift).
+fn shift(n: usize, bad: &[usize], eb: &dyn Fn(usize) -> u64, ab: &dyn Fn(usize) -> u64) -> Option<i64> {
+    (1..=8i64).flat_map(|k| [k, -k]).find(|&k| {
+        let range = (0..n).filter(|i| (0..n as i64).contains(&(*i as i64 + k)));
+        let mut first = None;
+        let mut distinct = false;
+        for i in range {
+            let b = ab(i);
+            if b != eb((i as i64 + k) as usize) {
+                return false;
+            }
+            distinct |= first.is_some_and(|f| f != b);
+            first.get_or_insert(b);
+        }
+        let explained = bad.iter().filter(|i| (0..n as i64).contains(&(**i as i64 + k))).count();
+        explained >= 2 && 2 * explained >= bad.len() && distinct
+    })
 }
 
 /// Flushes every subnormal of a float tensor to a zero of the same sign; `None` when the tensor
@@ -432,15 +625,42 @@ mod tests {
         crate::core::backend::pad_with_canaries(t, guard).unwrap()
     }
 
+    fn check(tol: Tolerance, e: &Tensor, a: &Tensor, guard: usize) -> Result<(), Fault> {
+        check_output(&Rule::new(tol, guard), e, a)
+    }
+
+    fn check_accum(k: u32, e: &Tensor, a: &Tensor, s: &AccumScale) -> Result<(), Fault> {
+        check_output(&Rule { scale: Some(s), ..Rule::new(Tolerance::Accum(k), 1) }, e, a)
+    }
+
+    fn class(f: Fault) -> Class {
+        f.class()
+    }
+
     #[test]
     fn exact_is_bit_exact_including_zero_sign() {
         let e = Tensor::vector(vec![0.0f32, 1.0]);
-        assert!(check_output(Tolerance::Exact, &e, None, &guarded(&[0.0, 1.0], 2), 2, None).is_ok());
-        let f = check_output(Tolerance::Exact, &e, None, &guarded(&[-0.0, 1.0], 2), 2, None).unwrap_err();
-        assert!(matches!(f, Fault::Mismatch(Mismatch { index: 0, .. })), "{f:?}");
+        assert!(check(Tolerance::Exact, &e, &guarded(&[0.0, 1.0], 2), 2).is_ok());
+        let f = check(Tolerance::Exact, &e, &guarded(&[-0.0, 1.0], 2), 2).unwrap_err();
+        assert!(matches!(&f, Fault::Mismatch(m) if m.index == 0), "{f:?}");
+        assert_eq!(class(f), Class::SignOfZero);
         // A subnormal flushed to zero is not exact.
         let e = Tensor::vector(vec![1e-45f32]);
-        assert!(check_output(Tolerance::Exact, &e, None, &guarded(&[0.0], 1), 1, None).is_err());
+        assert!(check(Tolerance::Exact, &e, &guarded(&[0.0], 1), 1).is_err());
+    }
+
+    #[test]
+    fn signed_zero_ignore_is_ieee_equality_with_nan_equal_to_nan() {
+        let ignore = Rule { signed_zero: SignedZero::Ignore, ..Rule::new(Tolerance::Exact, 1) };
+        let nan_a = f32::from_bits(0x7fc0_0001);
+        let e = Tensor::vector(vec![0.0f32, -0.0, f32::NAN, 2.5]);
+        assert!(check_output(&ignore, &e, &guarded(&[-0.0, 0.0, nan_a, 2.5], 1)).is_ok());
+        // Nothing else is relaxed: a subnormal is not zero, and 1 ulp is not equal.
+        for bad in [[1e-45f32, 0.0, f32::NAN, 2.5], [0.0, 0.0, f32::NAN, 2.5000002]] {
+            assert!(check_output(&ignore, &e, &guarded(&bad, 1)).is_err(), "{bad:?}");
+        }
+        // The default stays bit-exact on the same outputs.
+        assert!(check(Tolerance::Exact, &e, &guarded(&[-0.0, 0.0, nan_a, 2.5], 1), 1).is_err());
     }
 
     #[test]
@@ -448,14 +668,14 @@ mod tests {
         let x = 1.0f32;
         let next = f32::from_bits(x.to_bits() + 1);
         let e = Tensor::vector(vec![x]);
-        assert!(check_output(Tolerance::Ulp(1), &e, None, &guarded(&[next], 1), 1, None).is_ok());
-        assert!(check_output(Tolerance::Ulp(0), &e, None, &guarded(&[next], 1), 1, None).is_err());
+        assert!(check(Tolerance::Ulp(1), &e, &guarded(&[next], 1), 1).is_ok());
+        assert_eq!(class(check(Tolerance::Ulp(0), &e, &guarded(&[next], 1), 1).unwrap_err()), Class::OneUlp);
         let e = Tensor::vector(vec![1e-40f32]);
-        assert!(check_output(Tolerance::Ulp(0), &e, None, &guarded(&[0.0], 1), 1, None).is_ok());
+        assert!(check(Tolerance::Ulp(0), &e, &guarded(&[0.0], 1), 1).is_ok());
         let e = Tensor::vector(vec![f32::NAN, f32::INFINITY]);
-        assert!(check_output(Tolerance::Ulp(4), &e, None, &guarded(&[f32::NAN, f32::INFINITY], 1), 1, None).is_ok());
-        assert!(check_output(Tolerance::Ulp(4), &e, None, &guarded(&[1.0, f32::INFINITY], 1), 1, None).is_err());
-        assert!(check_output(Tolerance::Ulp(4), &e, None, &guarded(&[f32::NAN, f32::MAX], 1), 1, None).is_err());
+        assert!(check(Tolerance::Ulp(4), &e, &guarded(&[f32::NAN, f32::INFINITY], 1), 1).is_ok());
+        assert_eq!(class(check(Tolerance::Ulp(4), &e, &guarded(&[1.0, f32::INFINITY], 1), 1).unwrap_err()), Class::Nan);
+        assert!(check(Tolerance::Ulp(4), &e, &guarded(&[f32::NAN, f32::MAX], 1), 1).is_err());
     }
 
     #[test]
@@ -463,13 +683,17 @@ mod tests {
         let e = Tensor::vector(vec![1.0f32, 2.0]);
         let mut a = guarded(&[1.0, 2.0], 3);
         a.as_mut_slice::<f32>().unwrap()[5] = 7.0;
-        match check_output(Tolerance::Exact, &e, None, &a, 3, None).unwrap_err() {
-            Fault::OutOfBounds(o) => assert_eq!((o.side, o.offset, o.count), ("after", 0, 1)),
+        match check(Tolerance::Exact, &e, &a, 3).unwrap_err() {
+            f @ Fault::OutOfBounds(_) => {
+                assert_eq!(f.class(), Class::OutOfBounds("after"));
+                let Fault::OutOfBounds(o) = f else { unreachable!() };
+                assert_eq!((o.side, o.offset, o.count), ("after", 0, 1));
+            }
             f => panic!("{f:?}"),
         }
         let mut a = guarded(&[1.0, 2.0], 3);
         a.as_mut_slice::<f32>().unwrap()[2] = 7.0;
-        match check_output(Tolerance::Exact, &e, None, &a, 3, None).unwrap_err() {
+        match check(Tolerance::Exact, &e, &a, 3).unwrap_err() {
             Fault::OutOfBounds(o) => assert_eq!((o.side, o.offset), ("before", -1)),
             f => panic!("{f:?}"),
         }
@@ -477,12 +701,50 @@ mod tests {
 
     #[test]
     fn unwritten_elements_are_flagged() {
-        let e = Tensor::vector(vec![1.0f32]);
-        let a = crate::core::backend::pad_with_canaries(Tensor::vector(vec![f32::from_bits(0xA5A5_A5A5)]), 1).unwrap();
-        match check_output(Tolerance::Exact, &e, None, &a, 1, None).unwrap_err() {
-            Fault::Mismatch(m) => assert!(m.unwritten),
+        let e = Tensor::vector(vec![1.0f32, 2.0]);
+        let a = crate::core::backend::pad_with_canaries(Tensor::vector(vec![1.5, f32::from_bits(0xA5A5_A5A5)]), 1).unwrap();
+        match check(Tolerance::Exact, &e, &a, 1).unwrap_err() {
+            Fault::Mismatch(m) => {
+                assert!(!m.unwritten, "the first bad element was written");
+                assert_eq!((m.count, m.class), (2, Class::Unwritten), "one unwritten element names the class");
+            }
             f => panic!("{f:?}"),
         }
+    }
+
+    #[test]
+    fn classes_are_decided_from_every_mismatch() {
+        let e: Vec<f32> = (0..10).map(|i| i as f32 * 1.5 - 4.0).collect();
+        let et = Tensor::vector(e.clone());
+        let run = |a: Vec<f32>| class(check(Tolerance::Exact, &et, &guarded(&a, 2), 2).unwrap_err());
+        // Shifted left by one (out[i] = e[i + 1]), the last element read past the input.
+        let mut left: Vec<f32> = e[1..].to_vec();
+        left.push(0.0);
+        assert_eq!(run(left), Class::Shifted(1));
+        // Shifted right by two.
+        let mut right = vec![7.0f32, 9.0];
+        right.extend_from_slice(&e[..8]);
+        assert_eq!(run(right), Class::Shifted(-2));
+        // A shift must hold on every element it reaches, not only on the mismatching ones.
+        let mut partial: Vec<f32> = e[1..].to_vec();
+        partial.push(0.0);
+        partial[5] = e[5];
+        assert_eq!(run(partial), Class::Value);
+        // A single wrong element explains no shift; a mix of classes is wrong values.
+        let mut one = e.clone();
+        one[4] = e[5];
+        assert_eq!(run(one), Class::Value);
+        let mut mixed = e.clone();
+        mixed[1] = f32::NAN;
+        mixed[2] = f32::from_bits(e[2].to_bits() + 1);
+        assert_eq!(run(mixed), Class::Value);
+        let mut ulp = e.clone();
+        ulp[3] = f32::from_bits(e[3].to_bits() + 1);
+        ulp[7] = f32::from_bits(e[7].to_bits() - 1);
+        assert_eq!(run(ulp), Class::OneUlp);
+        // Constant data cannot fake a shift.
+        let c = Tensor::vector(vec![2.0f32; 6]);
+        assert_eq!(class(check(Tolerance::Exact, &c, &guarded(&[2.0, 3.0, 3.0, 2.0, 2.0, 2.0], 1), 1).unwrap_err()), Class::Value);
     }
 
     fn scale(len: usize, magnitude: f64, exact: f64) -> AccumScale {
@@ -490,29 +752,31 @@ mod tests {
     }
 
     #[test]
-    fn accum_is_anchored_on_the_references_own_rounding() {
+    fn accum_is_anchored_on_the_f64_reference_and_the_pairwise_model() {
         let eps = f32::EPSILON as f64;
-        // The reference is exact (r32 = r64 = 1): the bound is k * sqrt(len) * eps * S.
+        assert_eq!([pairwise_depth(0), pairwise_depth(1), pairwise_depth(2), pairwise_depth(3)], [1, 1, 1, 2]);
+        assert_eq!([pairwise_depth(16), pairwise_depth(17), pairwise_depth(131_071)], [4, 5, 17]);
+        // len 16: the bound is k * 4 * eps * S.
         let e = Tensor::vector(vec![1.0f32]);
-        let a = 1.0f32 + 8.0 * f32::EPSILON; // 8 eps from the exact result
-        assert!(check_output(Tolerance::Accum(2), &e, None, &guarded(&[a], 1), 1, Some(&scale(16, 1.0, 1.0))).is_ok(), "8 <= 2 * 4");
-        let f = check_output(Tolerance::Accum(2), &e, None, &guarded(&[a], 1), 1, Some(&scale(15, 1.0, 1.0))).unwrap_err();
+        let a = 1.0f32 + 8.0 * f32::EPSILON;
+        assert!(check_accum(2, &e, &guarded(&[a], 1), &scale(16, 1.0, 1.0)).is_ok(), "8 <= 2 * 4");
+        let f = check_accum(2, &e, &guarded(&[a], 1), &scale(8, 1.0, 1.0)).unwrap_err();
         match f {
-            Fault::Mismatch(m) => assert!(m.detail.contains("accum(2)") && m.detail.contains("sqrt(len 15)"), "{}", m.detail),
+            Fault::Mismatch(m) => assert!(m.detail.contains("accum(2)") && m.detail.contains("ceil(log2 len 8) = 6"), "{}", m.detail),
             f => panic!("{f:?}"),
         }
-        // The reference itself is 100 eps off the exact result (a sequential sum's bias): a
-        // kernel as bad as it, or up to k times worse, conforms; one 3 times worse does not.
+        // The f32 reference is 100 eps off the exact result (a sequential sum's bias): its own
+        // bits conform, but a kernel as far off in the other direction, or another 100 eps
+        // away, does not; the bound does not grow with the reference's error.
         let x = 1.0f64;
         let r32 = (x + 100.0 * eps) as f32;
         let e = Tensor::vector(vec![r32]);
-        let s = scale(4, 1.0, x);
-        for (err, ok) in [(100.0, true), (-150.0, true), (200.0, true), (300.0, false), (-300.0, false)] {
+        let s = scale(1 << 10, 1.0, x);
+        assert!(check_accum(2, &e, &guarded(&[r32], 1), &s).is_ok());
+        for (err, ok) in [(0.0, true), (20.0, true), (-20.0, true), (-100.0, false), (60.0, false)] {
             let a = (x + err * eps) as f32;
-            assert_eq!(check_output(Tolerance::Accum(2), &e, None, &guarded(&[a], 1), 1, Some(&s)).is_ok(), ok, "{err} eps");
+            assert_eq!(check_accum(2, &e, &guarded(&[a], 1), &s).is_ok(), ok, "{err} eps");
         }
-        // The reference's own bits always conform.
-        assert!(check_output(Tolerance::Accum(1), &e, None, &guarded(&[r32], 1), 1, Some(&scale(1, 0.0, 0.0))).is_ok());
     }
 
     #[test]
@@ -523,35 +787,54 @@ mod tests {
         let e = Tensor::vector(vec![f32::INFINITY]);
         let m = 3.0 * f32::MAX as f64;
         let s = scale(3, m, f32::MAX as f64);
-        assert!(check_output(Tolerance::Accum(2), &e, None, &guarded(&[f32::MAX], 1), 1, Some(&s)).is_ok());
-        assert!(check_output(Tolerance::Accum(2), &e, None, &guarded(&[f32::INFINITY], 1), 1, Some(&s)).is_ok());
-        assert!(check_output(Tolerance::Accum(2), &e, None, &guarded(&[f32::NEG_INFINITY], 1), 1, Some(&s)).is_err());
+        assert!(check_accum(2, &e, &guarded(&[f32::MAX], 1), &s).is_ok());
+        assert!(check_accum(2, &e, &guarded(&[f32::INFINITY], 1), &s).is_ok());
+        assert!(check_accum(2, &e, &guarded(&[f32::NEG_INFINITY], 1), &s).is_err());
         let s = scale(3, 1.0, f32::MAX as f64);
-        assert!(check_output(Tolerance::Accum(2), &e, None, &guarded(&[0.0], 1), 1, Some(&s)).is_err());
+        assert!(check_accum(2, &e, &guarded(&[0.0], 1), &s).is_err());
+        // Terms of both signs reach the overflow threshold (MAX, MAX, -MAX, -MAX, 1e33): a
+        // pairwise order may overflow a partial sum of either sign where the exact (and the
+        // sequential) result is finite; only positive ones (MAX, MAX, -1e33): only +inf.
+        let e = Tensor::vector(vec![1.0e33f32]);
+        let s = scale(5, 4.0 * f32::MAX as f64 + 1e33, 1.0e33);
+        for a in [f32::INFINITY, f32::NEG_INFINITY, f32::NAN] {
+            assert!(check_accum(2, &e, &guarded(&[a], 1), &s).is_ok(), "{a}");
+        }
+        let s = scale(3, 2.0 * f32::MAX as f64 + 1e33, 2.0 * f32::MAX as f64 - 1e33);
+        let e = Tensor::vector(vec![f32::INFINITY]);
+        assert!(check_accum(2, &e, &guarded(&[f32::INFINITY], 1), &s).is_ok());
+        for a in [f32::NEG_INFINITY, f32::NAN, 2.0e33] {
+            assert!(check_accum(2, &e, &guarded(&[a], 1), &s).is_err(), "{a}");
+        }
+        let e = Tensor::vector(vec![1.0e33f32]);
+        let s = scale(9, 0.5 * f32::MAX as f64, 1.0e33);
+        for a in [f32::INFINITY, f32::NAN, 2.0e33] {
+            assert!(check_accum(2, &e, &guarded(&[a], 1), &s).is_err(), "{a}");
+        }
         // An infinite exact result must be matched; NaN only matches the reference's NaN.
         let e = Tensor::vector(vec![f32::NAN]);
         let s = scale(2, f64::INFINITY, f64::INFINITY);
-        assert!(check_output(Tolerance::Accum(2), &e, None, &guarded(&[f32::INFINITY], 1), 1, Some(&s)).is_ok());
-        assert!(check_output(Tolerance::Accum(2), &e, None, &guarded(&[f32::NAN], 1), 1, Some(&s)).is_ok());
-        assert!(check_output(Tolerance::Accum(2), &e, None, &guarded(&[1.0], 1), 1, Some(&s)).is_err());
+        assert!(check_accum(2, &e, &guarded(&[f32::INFINITY], 1), &s).is_ok());
+        assert!(check_accum(2, &e, &guarded(&[f32::NAN], 1), &s).is_ok());
+        assert!(check_accum(2, &e, &guarded(&[1.0], 1), &s).is_err());
         // A non-finite S with a finite f64 result accepts only the reference's bits.
         let e = Tensor::vector(vec![1.0f32]);
         let s = scale(2, f64::INFINITY, 1.0);
-        assert!(check_output(Tolerance::Accum(2), &e, None, &guarded(&[1.0], 1), 1, Some(&s)).is_ok());
-        assert!(check_output(Tolerance::Accum(2), &e, None, &guarded(&[1.5], 1), 1, Some(&s)).is_err());
+        assert!(check_accum(2, &e, &guarded(&[1.0], 1), &s).is_ok());
+        assert!(check_accum(2, &e, &guarded(&[1.5], 1), &s).is_err());
     }
 
     #[test]
     fn a_missing_or_short_accum_scale_is_a_typed_error_never_an_accept_all() {
         let e = Tensor::vector(vec![1.0f32, 2.0]);
         let wrong = guarded(&[5.0, 7.0], 1);
-        assert!(matches!(check_output(Tolerance::Accum(2), &e, None, &wrong, 1, None), Err(Fault::Scale(_))));
+        assert!(matches!(check(Tolerance::Accum(2), &e, &wrong, 1), Err(Fault::Scale(_))));
         for s in [
             AccumScale::default(),
             AccumScale { len: 2, magnitude: vec![1.0], exact: vec![1.0, 2.0], flushed_exact: vec![] },
             AccumScale { len: 2, magnitude: vec![1.0, 2.0], exact: vec![], flushed_exact: vec![] },
         ] {
-            match check_output(Tolerance::Accum(2), &e, None, &wrong, 1, Some(&s)) {
+            match check_accum(2, &e, &wrong, &s) {
                 Err(Fault::Scale(m)) => assert!(m.contains("accum(2)"), "{m}"),
                 other => panic!("{other:?}"),
             }
@@ -564,9 +847,9 @@ mod tests {
         let tiny = 1e-39f32;
         let e = Tensor::vector(vec![4.0 * tiny]);
         let s = scale(4, 4.0 * tiny as f64, 4.0 * tiny as f64);
-        assert!(check_output(Tolerance::Accum(2), &e, None, &guarded(&[0.0], 1), 1, Some(&s)).is_ok());
+        assert!(check_accum(2, &e, &guarded(&[0.0], 1), &s).is_ok());
         // At an ordinary scale the flush term is invisible.
         let e = Tensor::vector(vec![1.0f32]);
-        assert!(check_output(Tolerance::Accum(2), &e, None, &guarded(&[1.0001], 1), 1, Some(&scale(4, 1.0, 1.0))).is_err());
+        assert!(check_accum(2, &e, &guarded(&[1.0001], 1), &scale(4, 1.0, 1.0)).is_err());
     }
 }

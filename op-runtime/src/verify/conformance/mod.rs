@@ -2,7 +2,9 @@
 //! op's reference, within the declared tolerance, on cases the engine generated from the
 //! signature (seeded from the content hash). Every output runs with guard bands of canaries;
 //! a write outside it fails the case. Success mints a [`Receipt`]; failure returns a
-//! [`Report`] with the (shrunk) case. Owns the procedure; it must not change dispatch, and
+//! [`Report`] naming each class of defect found ([`Class`]: sign of zero, NaN, 1 ulp, shifted
+//! output, unwritten element, write past the end, wrong window, tie order, wrong values) with
+//! the smallest case of each, shrunk while keeping its class. Owns the procedure; it must not change dispatch, and
 //! nothing here is ever required to *use* an op.
 //!
 //! ```ignore
@@ -13,12 +15,13 @@
 
 pub mod cases;
 pub mod compare;
+mod explain;
 pub mod report;
 
 pub use cases::{Case, Corpus, Pattern};
-pub use compare::{AccumScale, Fault, Mismatch, OutOfBounds};
+pub use compare::{AccumScale, Class, Fault, Mismatch, OutOfBounds, Rule};
 pub use op_contract::contract::Tolerance;
-pub use report::Report;
+pub use report::{Defect, Report};
 
 use crate::core::device::DeviceProfile;
 use crate::core::kind::BackendKind;
@@ -31,7 +34,7 @@ use std::sync::Arc;
 
 /// Canary elements on each side of every output in conformance runs.
 pub const GUARD: usize = 16;
-/// Most shrinking steps tried per failure.
+/// Most shrinking steps tried per class of defect.
 const SHRINK_BUDGET: usize = 64;
 /// Why an op did not conform (or could not be conformed) on a backend.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -121,7 +124,7 @@ fn contracted(op: &RegisteredOp) -> Vec<usize> {
     sig.dim_symbols().iter().filter(|s| !in_out.contains(&s.as_str())).filter_map(|s| op.plan.syms.iter().position(|x| x == s)).collect()
 }
 
-/// Reduction length of a case for `accum` (only its square root enters the bound, so an
+/// Reduction length of a case for `accum` (only `ceil(log2 len)` enters the bound, so an
 /// estimate off by a small factor changes the bound little):
 /// - the product of the contracted dims (input dim symbols no output dim mentions: `matmul`'s
 ///   `k`, `sum`'s `n`), capped by the largest input;
@@ -154,7 +157,7 @@ fn to_f64_tensor(t: &Tensor, abs: bool) -> Result<Tensor, String> {
 
 /// Runs a forward shim on host tensors (validating with `float_as`). A panicking reference or
 /// shim is turned into an error, never propagated.
-fn run_shim(
+pub(crate) fn run_shim(
     op: &RegisteredOp,
     shim: crate::core::decl::ShimFn,
     inputs: &[Tensor],
@@ -227,30 +230,50 @@ struct Checker<'a> {
 enum CaseError {
     Reference(String),
     Scale(String),
-    Fault { output: usize, fault: Fault },
+    /// A kernel fault on one output (refined by `explain` where the reference can tell more).
+    Fault {
+        output: usize,
+        fault: Fault,
+    },
 }
 
+/// A kernel defect found on a case: the first case (smallest) of its class.
+struct Found {
+    case: Case,
+    output: usize,
+    fault: Fault,
+}
+
+/// The reference's outputs on a case, and where computed, its outputs on the inputs with
+/// subnormals flushed, with those inputs.
+type ReferenceOutputs = (Vec<Tensor>, Option<(Vec<Tensor>, Vec<Tensor>)>);
+
 impl Checker<'_> {
-    fn run(&self, case: &Case) -> Result<(), CaseError> {
+    /// The reference's outputs on a case, checked against the declared NaN policy, and (for
+    /// non-`exact` classes, on cases with subnormal inputs) the reference on flushed inputs.
+    fn reference(&self, case: &Case) -> Result<ReferenceOutputs, CaseError> {
         let op = &*self.op;
         let expected = run_shim(op, op.decl.reference, &case.inputs, &case.params, None).map_err(CaseError::Reference)?;
-        // Reference on inputs with subnormals flushed (accepted for non-exact classes only).
-        let (alt, flushed) = if matches!(op.contract.tolerance, Tolerance::Exact) {
-            (None, None)
-        } else {
-            let flushed: Vec<Option<Tensor>> = case.inputs.iter().map(compare::flush_subnormals).collect();
-            if flushed.iter().any(Option::is_some) {
-                let inputs: Vec<Tensor> = flushed.into_iter().zip(&case.inputs).map(|(f, t)| f.unwrap_or_else(|| t.clone())).collect();
-                match run_shim(op, op.decl.reference, &inputs, &case.params, None) {
-                    Ok(alt) => (Some(alt), Some(inputs)),
-                    Err(_) => (None, None),
-                }
-            } else {
-                (None, None)
-            }
-        };
+        explain::check_nan_policy(op, case, &expected).map_err(CaseError::Reference)?;
+        if matches!(op.contract.tolerance, Tolerance::Exact) {
+            return Ok((expected, None));
+        }
+        let flushed: Vec<Option<Tensor>> = case.inputs.iter().map(compare::flush_subnormals).collect();
+        if flushed.iter().all(Option::is_none) {
+            return Ok((expected, None));
+        }
+        let inputs: Vec<Tensor> = flushed.into_iter().zip(&case.inputs).map(|(f, t)| f.unwrap_or_else(|| t.clone())).collect();
+        let alt = run_shim(op, op.decl.reference, &inputs, &case.params, None).ok().map(|alt| (alt, inputs));
+        Ok((expected, alt))
+    }
+
+    fn run(&self, case: &Case) -> Result<(), CaseError> {
+        let op = &*self.op;
+        let (expected, alt) = self.reference(case)?;
         let scales = match op.contract.tolerance {
-            Tolerance::Accum(_) => Some(accum_scales(op, case, &expected, flushed.as_deref()).map_err(CaseError::Scale)?),
+            Tolerance::Accum(_) => {
+                Some(accum_scales(op, case, &expected, alt.as_ref().map(|(_, f)| f.as_slice())).map_err(CaseError::Scale)?)
+            }
             _ => None,
         };
         let refs: Vec<&Tensor> = case.inputs.iter().collect();
@@ -259,42 +282,124 @@ impl Checker<'_> {
             Err(e) => return Err(CaseError::Fault { output: 0, fault: Fault::Execution(e.to_string()) }),
         };
         if actual.len() != expected.len() {
-            return Err(CaseError::Fault { output: 0, fault: Fault::OutputCount { expected: expected.len(), actual: actual.len() } });
+            let fault = Fault::OutputCount { expected: expected.len(), actual: actual.len() };
+            return Err(CaseError::Fault { output: 0, fault });
         }
         for (i, (e, a)) in expected.iter().zip(&actual).enumerate() {
-            let alt_i = alt.as_ref().and_then(|v| v.get(i));
-            let scale = scales.as_ref().and_then(|s| s.get(i));
-            compare::check_output(op.contract.tolerance, e, alt_i, a, GUARD, scale).map_err(|fault| match fault {
+            let rule = compare::Rule {
+                tol: op.contract.tolerance,
+                signed_zero: op.contract.signed_zero,
+                guard: GUARD,
+                alt: alt.as_ref().and_then(|(v, _)| v.get(i)),
+                scale: scales.as_ref().and_then(|s| s.get(i)),
+            };
+            compare::check_output(&rule, e, a).map_err(|fault| match fault {
                 Fault::Scale(m) => CaseError::Scale(format!("output {i}: {m}")),
-                fault => CaseError::Fault { output: i, fault },
+                fault => CaseError::Fault { output: i, fault: explain::refine(op, case, i, fault, a, GUARD) },
             })?;
         }
         Ok(())
     }
 
-    /// Shrinks a failing case to a smaller one that still fails (any fault).
-    fn shrink(&self, gen: &cases::Gen<'_>, mut case: Case, mut out: usize, mut fault: Fault) -> (Case, usize, Fault, bool) {
+    /// Shrinks a failing case to a smaller one that fails with the same class of defect.
+    fn shrink(&self, gen: &cases::Gen<'_>, found: Found) -> (Found, bool) {
+        let class = found.fault.class();
+        let mut found = found;
         let mut steps = 0;
         let mut shrunk = false;
         'outer: while steps < SHRINK_BUDGET {
-            for s in gen.shrink_candidates(&case.shape) {
+            for s in gen.shrink_candidates(&found.case.shape) {
                 steps += 1;
                 if steps >= SHRINK_BUDGET {
                     break 'outer;
                 }
-                let Some(mut c) = gen.build("shrunk", &s, case.pattern, case.seed) else { continue };
-                c.index = case.index;
-                if let Err(CaseError::Fault { output, fault: f }) = self.run(&c) {
-                    case = c;
-                    out = output;
-                    fault = f;
-                    shrunk = true;
-                    continue 'outer;
+                let Some(mut c) = gen.build("shrunk", &s, found.case.pattern, found.case.seed) else { continue };
+                c.index = found.case.index;
+                if let Err(e) = self.run(&c) {
+                    let CaseError::Fault { output, fault } = e else { continue };
+                    if fault.class().same_kind(&class) {
+                        found = Found { case: c, output, fault };
+                        shrunk = true;
+                        continue 'outer;
+                    }
                 }
             }
             break;
         }
-        (case, out, fault, shrunk)
+        (found, shrunk)
+    }
+
+    /// A contract defect found on a case, as the typed failure.
+    fn contract_defect(&self, case: &Case, e: CaseError) -> ConformanceFailure {
+        let op = self.op.id.clone();
+        match e {
+            CaseError::Reference(message) => ConformanceFailure::Reference { op, case: case.to_string(), message },
+            CaseError::Scale(message) => ConformanceFailure::Scale { op, case: case.to_string(), message },
+            CaseError::Fault { .. } => ConformanceFailure::NoCases { op },
+        }
+    }
+
+    /// Runs every case, keeping the first (smallest) failing case of each class of defect; a
+    /// contract defect (the reference fails, or its `accum` scale) ends the run at once.
+    fn survey(&self, cases: &[Case]) -> Result<(Vec<Found>, usize, usize), ConformanceFailure> {
+        let mut found: Vec<Found> = Vec::new();
+        let (mut failed, mut passed_before) = (0, cases.len());
+        for (i, case) in cases.iter().enumerate() {
+            match self.run(case) {
+                Ok(()) => {}
+                Err(CaseError::Fault { output, fault }) => {
+                    failed += 1;
+                    passed_before = passed_before.min(i);
+                    let class = fault.class();
+                    if !found.iter().any(|f| f.fault.class().same_kind(&class)) {
+                        found.push(Found { case: case.clone(), output, fault });
+                    }
+                }
+                Err(e) => return Err(self.contract_defect(case, e)),
+            }
+        }
+        Ok((found, failed, passed_before))
+    }
+
+    /// The report of the defects found (each shrunk when `gen` is given).
+    fn report(&self, gen: Option<&cases::Gen<'_>>, mut found: Vec<Found>, device: &DeviceProfile, counts: (usize, usize, usize)) -> Report {
+        let op = &self.op;
+        // The most telling class first (stable: smallest case first within a rank).
+        found.sort_by_key(|f| f.fault.class().rank());
+        let defects = found
+            .into_iter()
+            .map(|f| {
+                let original = f.case.to_string();
+                let (f, shrunk) = match gen {
+                    Some(gen) => self.shrink(gen, f),
+                    None => (f, false),
+                };
+                let out_sig = op.contract.signature.outputs.get(f.output);
+                Defect {
+                    class: f.fault.class(),
+                    case: f.case,
+                    shrunk_from: shrunk.then_some(original),
+                    output: out_sig.map(|o| o.name.clone()).unwrap_or_else(|| "?".into()),
+                    dtype: out_sig.map(|o| o.dtype).unwrap_or(DType::f32),
+                    fault: f.fault,
+                }
+            })
+            .collect();
+        let (failed, cases, passed_before) = counts;
+        Report {
+            op: op.id.clone(),
+            content_hash: op.hash_hex(),
+            backend: self.kind,
+            device: device.clone(),
+            tolerance: op.contract.tolerance,
+            signed_zero: op.contract.signed_zero,
+            category: op.contract.category,
+            nan: op.contract.nan,
+            defects,
+            failed,
+            cases,
+            passed_before,
+        }
     }
 }
 
@@ -324,46 +429,9 @@ fn ready(handle: &OpHandle, kind: BackendKind) -> Result<DeviceProfile, Conforma
     })
 }
 
-/// Runs one case; a kernel fault becomes a `Rejected` report (shrunk when `gen` is given).
-fn check_one(
-    checker: &Checker<'_>,
-    gen: Option<&cases::Gen<'_>>,
-    case: &Case,
-    device: &DeviceProfile,
-    passed: usize,
-) -> Result<(), ConformanceFailure> {
-    let op = &checker.op;
-    let id = op.id.clone();
-    match checker.run(case) {
-        Ok(()) => Ok(()),
-        Err(CaseError::Reference(message)) => Err(ConformanceFailure::Reference { op: id, case: case.to_string(), message }),
-        Err(CaseError::Scale(message)) => Err(ConformanceFailure::Scale { op: id, case: case.to_string(), message }),
-        Err(CaseError::Fault { output, fault }) => {
-            let original = case.to_string();
-            let (case, output, fault, shrunk) = match gen {
-                Some(gen) => checker.shrink(gen, case.clone(), output, fault),
-                None => (case.clone(), output, fault, false),
-            };
-            let out_sig = op.contract.signature.outputs.get(output);
-            Err(ConformanceFailure::Rejected(Box::new(Report {
-                op: id,
-                content_hash: op.hash_hex(),
-                backend: checker.kind,
-                device: device.clone(),
-                tolerance: op.contract.tolerance,
-                case,
-                shrunk_from: shrunk.then_some(original),
-                output: out_sig.map(|o| o.name.clone()).unwrap_or_else(|| "?".into()),
-                dtype: out_sig.map(|o| o.dtype).unwrap_or(DType::f32),
-                fault,
-                passed_before: passed,
-            })))
-        }
-    }
-}
-
 /// Conforms the op's kernel on one backend against its reference: every generated case, every
-/// output guarded. `Ok` carries the receipt; a backend that cannot run here is
+/// output guarded. `Ok` carries the receipt; a rejection reports the smallest failing case of
+/// each class of defect found (shrunk, keeping its class); a backend that cannot run here is
 /// `Unavailable`/`Unsupported` (a skip, not a verdict).
 pub fn conform(handle: &OpHandle, kind: BackendKind) -> Result<Receipt, ConformanceFailure> {
     let op = handle.op();
@@ -374,20 +442,57 @@ pub fn conform(handle: &OpHandle, kind: BackendKind) -> Result<Receipt, Conforma
         return Err(ConformanceFailure::NoCases { op: op.id.clone() });
     }
     let checker = Checker { handle, op: op.clone(), kind };
-    for (passed, case) in corpus.cases.iter().enumerate() {
-        check_one(&checker, Some(&gen), case, &device, passed)?;
+    let (found, failed, passed_before) = checker.survey(&corpus.cases)?;
+    if found.is_empty() {
+        return Ok(Receipt::mint(&op, kind, device, corpus.cases.len(), &corpus.digest));
     }
-    Ok(Receipt::mint(&op, kind, device, corpus.cases.len(), &corpus.digest))
+    Err(ConformanceFailure::Rejected(Box::new(checker.report(Some(&gen), found, &device, (failed, corpus.cases.len(), passed_before)))))
 }
 
 /// Checks the op's kernel on one backend on a single given case, by the same procedure and
-/// tolerance rule as [`conform`] (guard bands, subnormal allowance, `accum` scale), without
-/// shrinking and without a receipt (a receipt covers the engine's own corpus only). For
-/// targeted checks of inputs the generator does not produce; the case must be admissible.
+/// tolerance rule as [`conform`] (guard bands, subnormal allowance, `accum` scale, classes),
+/// without shrinking and without a receipt (a receipt covers the engine's own corpus only).
+/// For targeted checks of inputs the generator does not produce; the case must be admissible.
 pub fn check_case(handle: &OpHandle, kind: BackendKind, case: &Case) -> Result<(), ConformanceFailure> {
     let device = ready(handle, kind)?;
     let checker = Checker { handle, op: handle.op(), kind };
-    check_one(&checker, None, case, &device, 0)
+    let (found, failed, _) = checker.survey(std::slice::from_ref(case))?;
+    if found.is_empty() {
+        return Ok(());
+    }
+    Err(ConformanceFailure::Rejected(Box::new(checker.report(None, found, &device, (failed, 1, 0)))))
+}
+
+/// The worst use of the `accum` bound by the op's kernel on one backend over its corpus:
+/// the largest `|actual - r64| / bound` over every finite element of every float output (below
+/// 1 conforms; the reference's own bits count as 0), and the case where it occurs. `None` for
+/// ops that are not `accum`. Fails like [`conform`] where the kernel does not run here.
+pub fn accum_margin(handle: &OpHandle, kind: BackendKind) -> Result<Option<(f64, String)>, ConformanceFailure> {
+    let op = handle.op();
+    let Tolerance::Accum(k) = op.contract.tolerance else { return Ok(None) };
+    ready(handle, kind)?;
+    let checker = Checker { handle, op: op.clone(), kind };
+    let mut worst = (0.0f64, String::new());
+    for case in &corpus(&op).cases {
+        let (expected, _) = checker.reference(case).map_err(|e| checker.contract_defect(case, e))?;
+        let scales = accum_scales(&op, case, &expected, None).map_err(|m| checker.contract_defect(case, CaseError::Scale(m)))?;
+        let refs: Vec<&Tensor> = case.inputs.iter().collect();
+        let Ok(actual) = handle.call_guarded(&refs, &case.params, kind, GUARD) else { continue };
+        for ((e, a), s) in expected.iter().zip(&actual.outputs).zip(&scales) {
+            for i in 0..e.numel().min(s.exact.len()) {
+                let (eb, ab) = (e.data().bits(i), a.data().bits(GUARD + i));
+                let (x, v) = (s.exact[i], a.data().get_f64(GUARD + i).unwrap_or(f64::NAN));
+                if eb == ab || !x.is_finite() || !v.is_finite() {
+                    continue;
+                }
+                let r = (v - x).abs() / compare::accum_bound(k, e.dtype(), s.len, s.magnitude[i]);
+                if r > worst.0 {
+                    worst = (r, case.to_string());
+                }
+            }
+        }
+    }
+    Ok(Some(worst))
 }
 
 /// Conforms the op on every backend kind, in priority order; backends that cannot run
@@ -448,11 +553,31 @@ mod tests {
             let c = corpus(&op);
             assert!(!c.cases.is_empty(), "{}", op.id);
             assert_eq!(corpus(&op).digest, c.digest, "{}: seeded from the content hash", op.id);
+            let sig = &op.contract.signature;
             for case in &c.cases {
                 let refs: Vec<&Tensor> = case.inputs.iter().collect();
                 assert!(op.plan.validate(&refs, &case.params, None).is_ok(), "{}: inadmissible {case}", op.id);
-                let nan = case.inputs.iter().any(|t| t.data().to_f64_vec().unwrap_or_default().iter().any(|v| v.is_nan()));
-                assert!(!nan || op.contract.nan.is_some(), "{}: NaN without a declared NaN policy in {case}", op.id);
+                for (t, v) in sig.inputs().zip(&case.inputs) {
+                    let v = v.data().to_f64_vec().unwrap_or_default();
+                    let nan = v.iter().any(|x| x.is_nan());
+                    assert!(!nan || op.contract.admits_nan(&t.name), "{}: NaN outside the domain of `{}` in {case}", op.id, t.name);
+                    if let Some(d) = op.contract.domain_of(&t.name) {
+                        assert!(v.iter().all(|x| x.is_nan() || d.contains(*x)), "{}: a value outside `{d}` in {case}", op.id);
+                    }
+                }
+            }
+            // Every float op is tried on NaN, infinities, subnormals and signed zeros (the
+            // built-ins declare no domain that excludes them, except `log`'s `x > 0`).
+            let float = |f: &dyn Fn(f64) -> bool| {
+                c.cases.iter().flat_map(|k| k.inputs.iter()).any(|t| t.data().to_f64_vec().unwrap_or_default().into_iter().any(f))
+            };
+            if sig.inputs().any(|t| t.dtype.is_float()) {
+                assert!(op.contract.nan.is_some(), "{}: a float built-in declares its NaN policy", op.id);
+                assert!(float(&|v| v.is_nan()) && float(&|v| v.is_infinite()), "{}", op.id);
+                assert!(float(&|v| v != 0.0 && v.abs() < f32::MIN_POSITIVE as f64), "{}: subnormals", op.id);
+                if op.contract.domain.is_empty() {
+                    assert!(float(&|v| v == 0.0 && v.is_sign_negative()) && float(&|v| v == 0.0 && v.is_sign_positive()), "{}", op.id);
+                }
             }
         }
         let mm = reg.lookup("builtin/matmul").unwrap().op();
@@ -464,6 +589,9 @@ mod tests {
         assert!(corpus(&conv).cases.iter().any(|k| k.sym("n") == k.sym("m")), "n = m: one output");
         let log = reg.lookup("builtin/log").unwrap().op();
         assert!(corpus(&log).cases.iter().any(|k| k.pattern == Pattern::Nan), "log declares NaN behaviour");
+        let logs = corpus(&log).cases.iter().flat_map(|k| k.inputs[0].data().to_f64_vec().unwrap_or_default()).collect::<Vec<f64>>();
+        assert!(logs.iter().all(|v| v.is_nan() || *v > 0.0), "log's domain `x > 0` holds in every case");
+        assert!(logs.contains(&f64::INFINITY) && logs.iter().any(|v| *v < 1e-38), "+inf and subnormals inside the domain");
     }
 
     #[test]

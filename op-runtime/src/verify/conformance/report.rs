@@ -1,14 +1,33 @@
-//! Failure reports: what a rejected kernel did wrong, on which case, on which device. Owns the
-//! wording only; the verdict is `compare`'s.
+//! Failure reports: what a rejected kernel did wrong, on which case, on which device. Each
+//! class of defect is named in one line (what it means, and what usually causes it) before its
+//! raw numbers. Owns the wording only; the verdict and the class are `compare`'s.
 
 use super::cases::Case;
-use super::compare::Fault;
+use super::compare::{Class, Fault, Mismatch};
 use crate::core::device::DeviceProfile;
 use crate::core::kind::BackendKind;
-use op_contract::contract::{DType, Tolerance};
+use op_contract::contract::{Category, DType, NanPolicy, SignedZero, Tolerance};
 use std::fmt;
 
-/// Why a kernel was rejected, on the (shrunk) case that shows it.
+/// One class of defect, on the smallest case that shows it (shrunk, keeping the class).
+#[derive(Clone, Debug)]
+pub struct Defect {
+    /// What kind of defect it is.
+    pub class: Class,
+    /// The failing case, shrunk where the generator allowed.
+    pub case: Case,
+    /// The case that failed first, if shrinking found a smaller one.
+    pub shrunk_from: Option<String>,
+    /// The name of the output that failed.
+    pub output: String,
+    /// The failing output's dtype.
+    pub dtype: DType,
+    /// What went wrong, with the raw numbers.
+    pub fault: Fault,
+}
+
+/// Why a kernel was rejected: every class of defect found over the corpus, each with its
+/// smallest case, the most telling class first ([`Class::rank`]).
 #[derive(Clone, Debug)]
 pub struct Report {
     /// `name@version`.
@@ -21,71 +40,168 @@ pub struct Report {
     pub device: DeviceProfile,
     /// The declared tolerance.
     pub tolerance: Tolerance,
-    /// The failing case, shrunk where the generator allowed.
-    pub case: Case,
-    /// The case that failed first, if shrinking found a smaller one.
-    pub shrunk_from: Option<String>,
-    /// The name of the output that failed.
-    pub output: String,
-    /// The failing output's dtype.
-    pub dtype: DType,
-    /// What went wrong.
-    pub fault: Fault,
+    /// The declared signed-zero rule.
+    pub signed_zero: SignedZero,
+    /// The declared category.
+    pub category: Category,
+    /// The declared NaN policy.
+    pub nan: Option<NanPolicy>,
+    /// One entry per class of defect, never empty.
+    pub defects: Vec<Defect>,
+    /// Cases that failed.
+    pub failed: usize,
+    /// Cases run.
+    pub cases: usize,
     /// Cases that passed before the first failure.
     pub passed_before: usize,
+}
+
+impl Report {
+    /// The first defect: the most telling class found ([`Class::rank`]).
+    pub fn first(&self) -> &Defect {
+        &self.defects[0]
+    }
+
+    /// The defect of a class, if found (compared by kind: any shift matches `Shifted(_)`).
+    pub fn defect(&self, class: &Class) -> Option<&Defect> {
+        self.defects.iter().find(|d| d.class.same_kind(class))
+    }
+
+    /// The one-line explanation of a defect, as printed before its numbers.
+    pub fn explain(&self, d: &Defect) -> String {
+        let m = if let Fault::Mismatch(m) = &d.fault { Some(m) } else { None };
+        match (&d.class, m) {
+            (Class::SignOfZero, Some(m)) => self.explain_sign_of_zero(m),
+            (Class::Nan, Some(m)) => self.explain_nan(m),
+            (Class::OneUlp, Some(m)) => format!(
+                "within 1 ulp of the reference at every one of the {} mismatch(es): the kernel rounds differently (`x * (1 / y)` for `x / y`, a fused multiply-add, another order); `{}` allows less",
+                m.count, self.tolerance
+            ),
+            (Class::Shifted(k), _) => format!(
+                "output shifted by {k} element(s): `out[i]` holds the reference's `out[i {} {}]` wherever that exists (an index or a window start off by {})",
+                if *k < 0 { '-' } else { '+' },
+                k.abs(),
+                k.abs()
+            ),
+            (Class::Unwritten, Some(m)) => format!(
+                "element never written (canary intact): mismatching elements still hold the canary {}: the kernel's guard or launch geometry skips them ({} element(s) differ in all)",
+                bits(canary(d.dtype), d.dtype),
+                m.count
+            ),
+            (Class::OutOfBounds(side), _) => format!(
+                "{}: the kernel wrote into the canaries {} the output: its guard lets invocations {} the output through",
+                d.class.name(),
+                side,
+                if *side == "before" { "before the start of" } else { "past the end of" }
+            ),
+            (Class::WrongWindow { param, was, matches }, _) => format!(
+                "values from the wrong window: the output is the reference's with `{param} = {matches}` instead of `{param} = {was}` on every element both define (a window or parameter off by {})",
+                (matches - was).abs()
+            ),
+            (Class::TieOrder, _) => "tie order: the output is the reference's on the same inputs with ties between equal elements broken the other way (the reference takes equal elements in input order, IEEE 754 total order between -0 and +0)".to_string(),
+            (Class::Failed, _) => "the backend failed or returned the wrong outputs".to_string(),
+            _ => "wrong values: not explained by the sign of zero, NaN, 1 ulp, a shift, an unwritten element, a write past the end, another window or tie order".to_string(),
+        }
+    }
+
+    fn explain_sign_of_zero(&self, m: &Mismatch) -> String {
+        let sign = |b: u64, dtype_bits: u32| if b >> (dtype_bits - 1) & 1 == 1 { "-0" } else { "+0" };
+        let w = (self.first().dtype.size() * 8) as u32;
+        let order = if self.category == Category::Selection {
+            "the reference orders -0 before +0 (IEEE 754 total order, `total_cmp`); a kernel that compares with `<`, `min` or `max` sees them as a tie (see \"Tolerance classes\" in the README for the WGSL and CUDA total-order key)"
+        } else {
+            "the kernel's `min`, `max`, `select` or `+ 0.0` returned the other zero"
+        };
+        format!(
+            "differs only in the sign of zero: the reference gives {} where the kernel gives {} ({} element(s)); {order}; if the sign of zero is not part of this op's result, declare `signed_zero = ignore` (compared by IEEE equality)",
+            sign(m.expected_bits, w),
+            sign(m.actual_bits, w),
+            m.count
+        )
+    }
+
+    fn explain_nan(&self, m: &Mismatch) -> String {
+        let what = match (m.expected.is_nan(), m.actual.is_nan()) {
+            (true, false) => format!("the kernel returned {:e} where the reference returns NaN", m.actual),
+            (false, true) => format!("the kernel returned NaN where the reference returns {:e}", m.expected),
+            _ => "the NaN payloads (or signs) differ".to_string(),
+        };
+        let policy = match self.nan {
+            Some(NanPolicy::Propagate) => "the op declares `nan = propagate`",
+            None => "the reference decides what NaN inputs give",
+        };
+        format!(
+            "NaN payload or NaN against a number: {what} ({policy}); a float comparison, `min`/`max`/`clamp` on NaN, or a NaN test `x != x` that the shader compiler folds away loses it: test the bits instead, `(bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u`"
+        )
+    }
 }
 
 fn bits(b: u64, dtype: DType) -> String {
     format!("{:#0w$x}", b, w = dtype.size() * 2 + 2)
 }
 
+fn canary(dtype: DType) -> u64 {
+    (0..dtype.size()).fold(0u64, |b, _| (b << 8) | crate::core::backend::CANARY_BYTE as u64)
+}
+
+/// The raw numbers of a fault, one line.
+fn numbers(f: &mut fmt::Formatter<'_>, d: &Defect) -> fmt::Result {
+    write!(f, "output `{}` ({}): ", d.output, d.dtype)?;
+    match &d.fault {
+        Fault::Length { expected, actual } => write!(f, "{actual} element(s) came back, {expected} expected (guard bands included)"),
+        Fault::OutputCount { expected, actual } => write!(f, "{actual} output(s) came back, {expected} expected"),
+        Fault::Execution(msg) => write!(f, "the backend failed: {msg}"),
+        Fault::Scale(msg) => write!(f, "no accum scale from the reference path: {msg}"),
+        Fault::OutOfBounds(o) => write!(
+            f,
+            "out-of-bounds write {} the output: element {} {} (bits {}), {} guard element(s) overwritten",
+            o.side,
+            o.offset,
+            if o.side == "before" { "relative to the start" } else { "past the end" },
+            bits(o.bits, d.dtype),
+            o.count
+        ),
+        Fault::Mismatch(m) => write!(
+            f,
+            "first bad index {}: expected {:e} (bits {}), actual {:e} (bits {}){}; {}; {} element(s) differ",
+            m.index,
+            m.expected,
+            bits(m.expected_bits, d.dtype),
+            m.actual,
+            bits(m.actual_bits, d.dtype),
+            if m.unwritten { " = the canary pattern: the element was never written" } else { "" },
+            m.detail,
+            m.count
+        ),
+    }
+}
+
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "conformance failure: op `{}` ({}) on {}",
+            "conformance failure: op `{}` ({}) on {}: {} case(s) of {} failed",
             self.op,
             &self.content_hash[..16.min(self.content_hash.len())],
-            self.backend
+            self.backend,
+            self.failed,
+            self.cases
         )?;
         writeln!(f, "  device    : {}", self.device)?;
-        writeln!(f, "  tolerance : {}", self.tolerance)?;
-        writeln!(f, "  case      : {}", self.case)?;
-        if let Some(orig) = &self.shrunk_from {
-            writeln!(f, "  shrunk from: {orig}")?;
-        }
-        write!(f, "  output `{}` ({}): ", self.output, self.dtype)?;
-        match &self.fault {
-            Fault::Length { expected, actual } => write!(f, "{actual} element(s) came back, {expected} expected (guard bands included)")?,
-            Fault::OutputCount { expected, actual } => write!(f, "{actual} output(s) came back, {expected} expected")?,
-            Fault::Execution(msg) => write!(f, "the backend failed: {msg}")?,
-            Fault::Scale(msg) => write!(f, "no accum scale from the reference path: {msg}")?,
-            Fault::OutOfBounds(o) => write!(
-                f,
-                "out-of-bounds write {} the output: element {} {} (bits {}), {} guard element(s) overwritten",
-                o.side,
-                o.offset,
-                if o.side == "before" { "relative to the start" } else { "past the end" },
-                bits(o.bits, self.dtype),
-                o.count
-            )?,
-            Fault::Mismatch(m) => {
-                write!(
-                    f,
-                    "first bad index {}: expected {:e} (bits {}), actual {:e} (bits {}){}; {}; {} element(s) differ",
-                    m.index,
-                    m.expected,
-                    bits(m.expected_bits, self.dtype),
-                    m.actual,
-                    bits(m.actual_bits, self.dtype),
-                    if m.unwritten { " = the canary pattern: the element was never written" } else { "" },
-                    m.detail,
-                    m.count
-                )?;
+        let sz = if self.signed_zero == SignedZero::Ignore { ", signed_zero = ignore" } else { "" };
+        writeln!(f, "  tolerance : {}{sz}", self.tolerance)?;
+        let names: Vec<&str> = self.defects.iter().map(|d| d.class.name()).collect();
+        write!(f, "  defects   : {} class(es): {}", self.defects.len(), names.join("; "))?;
+        for (i, d) in self.defects.iter().enumerate() {
+            write!(f, "\n  [{}] {}\n      case      : {}", i + 1, self.explain(d), d.case)?;
+            if let Some(orig) = &d.shrunk_from {
+                write!(f, "\n      shrunk from: {orig}")?;
             }
+            write!(f, "\n      ")?;
+            numbers(f, d)?;
         }
         if self.passed_before > 0 {
-            write!(f, "\n  ({} case(s) passed before this one)", self.passed_before)?;
+            write!(f, "\n  ({} case(s) passed before the first failure)", self.passed_before)?;
         }
         Ok(())
     }

@@ -1,22 +1,32 @@
 //! Gradcheck on the reference path in f64: engine-generated inputs, sampled probes compared by
 //! central differences with the declared backward (VJP, JVP, or the VJP a composite graph
-//! derives), kinks skipped and counted, then a negative control that must reject a corrupted
-//! backward. It reads declarations and runs shims; it never registers or dispatches an op.
+//! derives), kinks skipped and counted, points placed exactly on kinks checked against the
+//! subgradient convention, then a negative control that must reject a corrupted backward. It
+//! reads declarations and runs shims; it never registers or dispatches an op.
 //!
-//! The procedure, all of it seeded from the op's content hash (the author picks nothing):
-//! - an admissible binding of dims and parameters (interior values preferred), then four
-//!   independent draws of input values (`case`); probes are split evenly among the draws;
+//! The procedure, all of it seeded from the op's content hash (the author picks nothing), its
+//! inputs drawn by the sampling module conformance uses too (`op_contract::sample`):
+//! - an admissible binding of dims and parameters (interior values preferred; distinct values
+//!   for distinct symbols unless the constraints tie them, so a rule right only for square
+//!   shapes cannot pass), then four independent draws of input values (`case`), log-uniform
+//!   over 1e-3..1e3 of both signs inside each input's declared domain; probes are split evenly
+//!   among the draws;
 //! - each probe: a random cotangent `u` and a direction `v` (three in four a single coordinate
-//!   the forward responds to, one in four a dense random vector); `<u, f(x + t v)>` at
-//!   `t = 0, +-h, +-2h, +-3h` (h = 1e-3); the central difference `D(h)` is compared with the
-//!   declared backward's `<J^T u, v>` (or `<u, J v>`), within [`declared_bound`];
+//!   whose difference stands well above its rounding, one in four a dense random vector); `<u, f(x + t v)>` at
+//!   `t = 0, +-1, +-2, +-3` steps, a step being `h = 1e-3` times `clamp(|x|, 1e-3, 1)` of the
+//!   element (relative below 1, so small values are not stepped across zero); the central
+//!   difference `D(h)` is compared with the declared backward's `<J^T u, v>` (or `<u, J v>`),
+//!   within [`declared_bound`];
 //! - a probe whose one-sided differences disagree beyond what the curvature next to it
 //!   explains sits within h of a kink or order crossing: it is skipped and counted, never
 //!   averaged; more than half skipped is `Inconclusive`, a failure;
+//! - for ops with kinks (`selection`), points placed exactly on kinks (ties, zeros; see
+//!   `kinks`), where the backward must be the subgradient the convention names;
 //! - with both VJP and JVP declared, `<u, J v> = <J^T u, v>` is checked on every probe;
-//! - the negative control re-judges the same probes with the backward scaled, sign-flipped
-//!   and routed to the neighbouring element; each must be rejected, else the check "could not
-//!   fail" and gradcheck fails.
+//! - the negative control re-judges the same probes with the backward scaled (by 1.01, and by
+//!   `1 + delta` for the smallest relative error `delta` the probes prove they catch),
+//!   sign-flipped and routed to the neighbouring element; each must be rejected, else the check
+//!   "could not fail" and gradcheck fails.
 //!
 //! ```ignore
 //! let report = op_runtime::gradcheck::gradcheck(&my_op::DECL)?;
@@ -24,6 +34,8 @@
 //! ```
 
 mod case;
+mod kinks;
+mod probe;
 
 use crate::core::decl::OpDecl;
 use crate::core::error::KernelRegistrationError;
@@ -31,7 +43,9 @@ use crate::core::op::RegisteredOp;
 use crate::core::registry::Registry;
 use crate::core::tensor::{Scalar, Tensor};
 use crate::train::tape::{exec, Mode, Tape, TapeError};
-use op_contract::contract::{Backward, Category, DType, Tolerance};
+use op_contract::contract::{Backward, Category, Contract, DType, Tolerance};
+use op_contract::sample::Rng;
+use probe::{measure, Checker, Measured, Probe};
 use std::fmt;
 use thiserror::Error;
 
@@ -40,7 +54,7 @@ use thiserror::Error;
 pub struct GradcheckOptions {
     /// Number of probes (coordinate, random cotangent) to sample.
     pub probes: usize,
-    /// Central-difference step.
+    /// Central-difference step (relative below `|x| = 1`, see the module docs).
     pub h: f64,
     /// Mixed into the seed (which comes from the op's content hash); 0 by default.
     pub salt: u64,
@@ -168,8 +182,15 @@ pub struct GradcheckReport {
     pub skipped_nonfinite: usize,
     /// `an order crossing` (selection ops) or `a kink`.
     pub kink_word: String,
+    /// Points placed on kinks where the convention was checked (ties, zeros); `None` for ops
+    /// without kinks (not probed).
+    pub kinks: Option<(usize, usize)>,
     /// Largest |analytic - numeric| over checked probes.
     pub max_abs_err: f64,
+    /// That error relative to `max(|numeric|, |analytic|)` at its probe.
+    pub max_rel_err: f64,
+    /// The bound applied at that probe.
+    pub bound_applied: f64,
     /// Largest |analytic - numeric| / allowed (below 1 passes).
     pub worst_ratio: f64,
     /// The declared tolerance class.
@@ -181,6 +202,10 @@ pub struct GradcheckReport {
     pub consistency: Option<f64>,
     /// The negative control, one outcome per corruption tried.
     pub negative_control: Vec<ControlOutcome>,
+    /// The smallest relative error of the backward the probes prove they catch (a backward
+    /// scaled by `1 + delta` is among the corruptions, and was rejected); `None` where every
+    /// checked probe has a zero backward.
+    pub smallest_caught: Option<f64>,
 }
 
 impl GradcheckReport {
@@ -211,14 +236,34 @@ impl fmt::Display for GradcheckReport {
                 writeln!(f, "  vjp      : derived from the composite graph `{graph}` ({} on the tape){sub}", ops.join(" -> "))?
             }
         }
-        writeln!(f, "  probes   : {} sampled, central differences, h = {:e}", self.probes, self.h)?;
+        writeln!(
+            f,
+            "  probes   : {} sampled, central differences, h = {:e} (relative below |x| = 1); values log-uniform over 1e-3..1e3, both signs",
+            self.probes, self.h
+        )?;
         write!(f, "  skipped  : {} within h of {} (no derivative exists there)", self.skipped, self.kink_word)?;
         if self.skipped_nonfinite > 0 {
             write!(f, "; {} where the forward is not finite", self.skipped_nonfinite)?;
         }
         writeln!(f)?;
-        writeln!(f, "  bound    : max |analytic - numeric| = {:.1e} under the declared tolerance ({})", self.max_abs_err, self.tolerance)?;
-        writeln!(f, "  negative control : corrupted {} {}", self.backward.corrupted_name(), self.negative_control_verdict())
+        match self.kinks {
+            Some((ties, zeros)) => writeln!(
+                f,
+                "  kinks    : {} probed ({ties} ties, {zeros} zeros), convention held (ties in index order: the earlier element's derivative from below, the later's from above; zeros between the one-sided derivatives)",
+                ties + zeros
+            )?,
+            None => writeln!(f, "  kinks    : not probed (no kinks in this category)")?,
+        }
+        writeln!(
+            f,
+            "  bound    : max |analytic - numeric| = {:.1e} (relative {:.1e}) against the bound applied there {:.1e} (declared {}: relative {:.1e} plus the probe's truncation and rounding)",
+            self.max_abs_err, self.max_rel_err, self.bound_applied, self.tolerance, self.rel_bound
+        )?;
+        write!(f, "  negative control : corrupted {} {}", self.backward.corrupted_name(), self.negative_control_verdict())?;
+        match (self.smallest_caught, self.negative_control_rejected()) {
+            (Some(d), true) => writeln!(f, "; a relative error of {d:.1e} or more is caught"),
+            _ => writeln!(f),
+        }
     }
 }
 
@@ -230,7 +275,7 @@ impl GradcheckReport {
     }
 
     /// The negative-control verdict as the report prints it, from the recorded outcomes:
-    /// `REJECTED` (the issue's shape; which corruptions were tried is in `negative_control`),
+    /// `REJECTED` (which corruptions were tried is in `negative_control`),
     /// `ACCEPTED (<corruptions that passed>)`, or `NOT RUN` when no corruption applied.
     fn negative_control_verdict(&self) -> String {
         let passed: Vec<String> =
@@ -345,6 +390,22 @@ pub enum GradcheckError {
         /// The corruption that passed.
         corruption: String,
     },
+    /// At a point placed on a kink, the backward is not the subgradient the convention names.
+    #[error("op `{op}`: at a kink ({at}) the declared backward gives {analytic:e}, where the one-sided derivatives are {left:e} (from below) and {right:e} (from above); the convention names {expected}")]
+    KinkConvention {
+        /// The op's `name@version`.
+        op: String,
+        /// Where: the tied or zeroed elements.
+        at: String,
+        /// The backward's value there.
+        analytic: f64,
+        /// The one-sided derivative from below.
+        left: f64,
+        /// The one-sided derivative from above.
+        right: f64,
+        /// What the convention names.
+        expected: String,
+    },
     /// A shim failed.
     #[error("op `{op}`: {message}")]
     Shim {
@@ -361,7 +422,7 @@ pub enum GradcheckError {
 impl GradcheckError {
     /// Whether the check ran and rejected the backward (as opposed to being unable to run).
     pub fn is_rejection(&self) -> bool {
-        matches!(self, GradcheckError::Mismatch { .. } | GradcheckError::Inconsistent { .. })
+        matches!(self, GradcheckError::Mismatch { .. } | GradcheckError::Inconsistent { .. } | GradcheckError::KinkConvention { .. })
     }
     /// Whether the check ran and did not certify: rejected, inconclusive, or unable to fail.
     pub fn is_check_failure(&self) -> bool {
@@ -371,6 +432,300 @@ impl GradcheckError {
 
 /// Independent value draws per gradcheck (probes are split evenly among them).
 const CASES: usize = 4;
+
+/// Everything set up before the first probe.
+struct Setup {
+    op_id: String,
+    contract: Contract,
+    form: BackwardForm,
+    ck: Checker,
+    cases: Vec<Vec<Tensor>>,
+    binding: case::Binding,
+    rng: Rng,
+}
+
+/// The backward form declared, or why there is nothing to check.
+fn form_of(op: &RegisteredOp, decl: &OpDecl) -> Result<BackwardForm, GradcheckError> {
+    let id = op.id.clone();
+    let form = match &op.contract.backward {
+        Backward::None => return Err(GradcheckError::NotDifferentiable { op: id }),
+        Backward::Composite { graph } => {
+            if decl.composite.is_none() {
+                return Err(TapeError::NoCompositeGraph { op: id }.into());
+            }
+            BackwardForm::Composite { graph: graph.clone().unwrap_or_default(), ops: Vec::new() }
+        }
+        Backward::Declared { vjp: Some(v), jvp } if !jvp.is_empty() => BackwardForm::VjpJvp { vjp: v.clone(), rules: jvp.clone() },
+        Backward::Declared { vjp: Some(v), .. } => BackwardForm::Vjp { path: v.clone() },
+        Backward::Declared { vjp: None, jvp } => BackwardForm::Jvp { rules: jvp.clone() },
+    };
+    if decl.reference_f64.is_none() {
+        return Err(GradcheckError::NoF64Reference { op: id, rust: decl.rust_name.to_string() });
+    }
+    if op.contract.signature.differentiable_inputs().next().is_none() {
+        return Err(GradcheckError::NoDifferentiableInput { op: id });
+    }
+    Ok(form)
+}
+
+/// [`CASES`] independent draws of the values (same binding), each retried until the forward is
+/// finite: a kink that happens to sit where many probes look (a tie at a median, say) can then
+/// cost at most one draw's probes.
+fn value_cases(op: &RegisteredOp, binding: &case::Binding, rng: &mut Rng) -> Result<Vec<Vec<Tensor>>, GradcheckError> {
+    let mut cases = Vec::with_capacity(CASES);
+    for _ in 0..CASES {
+        let mut chosen = None;
+        for _ in 0..8 {
+            let Some(inputs) = case::tensors(op, binding, rng) else { continue };
+            let refs: Vec<&Tensor> = inputs.iter().collect();
+            let outs = exec::forward_f64(op, &refs, &binding.params).map_err(|m| GradcheckError::Shim { op: op.id.clone(), message: m })?;
+            if outs.iter().all(|o| o.as_slice::<f64>().is_none_or(|v| v.iter().all(|x| x.is_finite()))) {
+                chosen = Some(inputs);
+                break;
+            }
+        }
+        cases.push(chosen.ok_or_else(|| GradcheckError::NoFiniteInput { op: op.id.clone() })?);
+    }
+    Ok(cases)
+}
+
+/// The composite graph recorded on a tape in f64, for ops whose backward it derives.
+fn composite_graph(
+    registry: &Registry,
+    op: &RegisteredOp,
+    decl: &OpDecl,
+    inputs: &[Tensor],
+    params: &[Scalar],
+    form: &mut BackwardForm,
+) -> Result<Option<Tape>, GradcheckError> {
+    let (Backward::Composite { .. }, Some(builder)) = (&op.contract.backward, decl.composite) else { return Ok(None) };
+    let mut t = Tape::with_mode(registry, Mode::ReferenceF64);
+    let ins: Vec<(DType, Vec<usize>)> = inputs.iter().map(|t| (t.dtype(), t.shape().to_vec())).collect();
+    let typed: Vec<(DType, &[usize])> = ins.iter().map(|(d, s)| (*d, s.as_slice())).collect();
+    let inferred = crate::train::tape::planner::infer(op, &typed, params, Some(DType::f64)).map_err(TapeError::from)?;
+    t.record_graph(op, builder, &ins, params, &inferred)?;
+    if let BackwardForm::Composite { ops, .. } = form {
+        *ops = t.ops();
+    }
+    Ok(Some(t))
+}
+
+fn setup(registry: &Registry, decl: &'static OpDecl, opts: &GradcheckOptions) -> Result<Setup, GradcheckError> {
+    let op = RegisteredOp::load(decl)?;
+    let mut form = form_of(&op, decl)?;
+    let mut rng = Rng::from_hash(&op.hash, 0x6772_6164 ^ opts.salt);
+    let binding = case::binding(&op, &opts.pin, &mut rng)
+        .ok_or_else(|| GradcheckError::NoAdmissibleInput { op: op.id.clone(), tries: case::BINDING_TRIES })?;
+    let cases = value_cases(&op, &binding, &mut rng)?;
+    let inputs = cases[0].clone();
+    let len = inputs.iter().map(Tensor::numel).max().unwrap_or(1);
+    let (rel, atol) = declared_bound(&op.contract.tolerance, len);
+    let graph = composite_graph(registry, &op, decl, &inputs, &binding.params, &mut form)?;
+    let (has_vjp, has_jvp) =
+        (!matches!(form, BackwardForm::Jvp { .. }), matches!(form, BackwardForm::Jvp { .. } | BackwardForm::VjpJvp { .. }));
+    let diff = exec::diff_positions(&op);
+    if diff.iter().map(|&p| inputs[p].numel()).sum::<usize>() == 0 {
+        return Err(GradcheckError::NoDifferentiableInput { op: op.id.clone() });
+    }
+    let (op_id, contract) = (op.id.clone(), op.contract.clone());
+    let ck = Checker { op, inputs, params: binding.params.clone(), diff, rel, atol, h: opts.h, len, graph, has_vjp, has_jvp };
+    Ok(Setup { op_id, contract, form, ck, cases, binding, rng })
+}
+
+/// Samples and measures every probe, the draws taken in turn.
+fn sample_probes(s: &mut Setup, probes: usize) -> Result<Vec<Measured>, GradcheckError> {
+    let out_shapes = s.ck.out_shapes()?;
+    let sizes: Vec<usize> = s.ck.diff.iter().map(|&p| s.ck.inputs[p].numel()).collect();
+    let per_case = probes.div_ceil(CASES).max(1);
+    let mut measured = Vec::with_capacity(probes);
+    let mut base = Vec::new();
+    for p in 0..probes {
+        if p % per_case == 0 {
+            s.ck.inputs = s.cases[(p / per_case).min(CASES - 1)].clone();
+            base = s.ck.forward(&s.ck.inputs)?;
+        }
+        let u = s.ck.cotangent(&out_shapes, &mut s.rng);
+        let dir = s.ck.direction(p, &sizes, &u, &base, &mut s.rng)?;
+        measured.push(measure(&s.ck, &dir, &u, &base)?);
+    }
+    Ok(measured)
+}
+
+/// The check proper over the checked probes: what the report shows of it.
+struct Judged {
+    max_abs_err: f64,
+    max_rel_err: f64,
+    bound_applied: f64,
+    worst_ratio: f64,
+}
+
+fn input_name(c: &Contract, ck: &Checker, at: (usize, Option<usize>)) -> String {
+    match at {
+        (k, Some(j)) => format!("`{}`[{j}]", c.signature.inputs().nth(ck.diff[k]).map(|t| t.name.as_str()).unwrap_or("?")),
+        (_, None) => "a random direction".to_string(),
+    }
+}
+
+// Comparisons are written `!(err <= allowed)` so that a NaN fails them.
+#[allow(clippy::neg_cmp_op_on_partial_ord)]
+fn judge(s: &Setup, probes: &[&Probe]) -> Result<Judged, GradcheckError> {
+    let ck = &s.ck;
+    let mut j = Judged { max_abs_err: 0.0, max_rel_err: 0.0, bound_applied: 0.0, worst_ratio: 0.0 };
+    let mut worst: Option<&Probe> = None;
+    let mut failing = 0;
+    for p in probes {
+        let err = (p.analytic - p.numeric).abs();
+        let ratio = err / ck.allowed(p, p.analytic).max(f64::MIN_POSITIVE);
+        failing += !(ratio <= 1.0) as usize;
+        j.max_abs_err = j.max_abs_err.max(err);
+        if !(ratio <= j.worst_ratio) || worst.is_none() {
+            j.worst_ratio = if ratio.is_nan() { f64::INFINITY } else { ratio };
+            worst = Some(p);
+        }
+    }
+    let Some(p) = worst else { return Ok(j) };
+    j.bound_applied = ck.allowed(p, p.analytic);
+    j.max_rel_err = (p.analytic - p.numeric).abs() / p.numeric.abs().max(p.analytic.abs()).max(f64::MIN_POSITIVE);
+    if failing == 0 {
+        return Ok(j);
+    }
+    let form = match &s.form {
+        BackwardForm::Jvp { .. } => "JVP".to_string(),
+        BackwardForm::Composite { .. } => "composite graph's VJP".to_string(),
+        _ => "VJP".to_string(),
+    };
+    Err(GradcheckError::Mismatch {
+        op: s.op_id.clone(),
+        form,
+        at: input_name(&s.contract, ck, p.at),
+        analytic: p.analytic,
+        numeric: p.numeric,
+        diff: (p.analytic - p.numeric).abs(),
+        allowed: ck.allowed(p, p.analytic),
+        failing,
+        checked: probes.len(),
+    })
+}
+
+/// VJP / JVP consistency on every probe, where both are declared: the largest difference.
+#[allow(clippy::neg_cmp_op_on_partial_ord)]
+fn consistency(s: &Setup, probes: &[&Probe]) -> Result<Option<f64>, GradcheckError> {
+    if !matches!(s.form, BackwardForm::VjpJvp { .. }) {
+        return Ok(None);
+    }
+    let mut worst = 0.0f64;
+    for p in probes {
+        let Some(jv) = p.jvp else { continue };
+        let allowed = s.ck.allowed(p, jv);
+        let d = (jv - p.analytic).abs();
+        if !(d <= allowed) {
+            let at = input_name(&s.contract, &s.ck, p.at);
+            return Err(GradcheckError::Inconsistent { op: s.op_id.clone(), at, jvp: jv, vjp: p.analytic, allowed });
+        }
+        worst = worst.max(d);
+    }
+    Ok(Some(worst))
+}
+
+/// The smallest relative error `delta` of the backward that some probe proves it catches: at a
+/// probe with `a = analytic`, a backward `a (1 + delta)` is at least `delta |a| - |a - numeric|`
+/// from the numeric value, beyond the bound once `delta > (allowed + |a - numeric|) / |a|`
+/// (with the bound's own growth, `rel delta |a|`, taken out). Twice the smallest such value, so
+/// that the negative control that applies it is rejected with room to spare.
+fn smallest_caught(ck: &Checker, probes: &[&Probe]) -> Option<f64> {
+    probes
+        .iter()
+        .filter(|p| p.analytic != 0.0 && p.analytic.is_finite())
+        .map(|p| 2.0 * (ck.allowed(p, p.analytic) + (p.analytic - p.numeric).abs()) / (p.analytic.abs() * (1.0 - ck.rel)))
+        .filter(|d| d.is_finite())
+        .min_by(f64::total_cmp)
+}
+
+/// The negative control: the same probes, a corrupted backward. Scaling and a sign flip must
+/// be rejected (they change every nonzero gradient); routing to the neighbouring element must
+/// be rejected wherever it changes the backward by more than the bound (for a constant
+/// gradient, e.g. `sum`, it is the identity and proves nothing, so it is reported n/a).
+#[allow(clippy::neg_cmp_op_on_partial_ord)]
+fn negative_control(ck: &Checker, probes: &[&Probe], smallest: Option<f64>) -> Vec<ControlOutcome> {
+    let scale = 1.0 + (8.0 * ck.rel).max(0.01);
+    let mut corruptions = vec![Corruption::Scaled(scale), Corruption::SignFlipped, Corruption::Neighbour];
+    corruptions.extend(smallest.filter(|d| *d < 0.01).map(|d| Corruption::Scaled(1.0 + d)));
+    corruptions
+        .into_iter()
+        .map(|corruption| {
+            let mut applicable = !matches!(corruption, Corruption::Neighbour);
+            let mut rejected = false;
+            for p in probes {
+                let bad = corruption.apply(p.analytic, p.neighbour);
+                if (bad - p.analytic).abs() > 2.0 * ck.allowed(p, bad.abs().max(p.analytic.abs())) {
+                    applicable = true;
+                }
+                if !((bad - p.numeric).abs() <= ck.allowed(p, bad)) {
+                    rejected = true;
+                }
+            }
+            ControlOutcome { corruption, applicable, rejected }
+        })
+        .collect()
+}
+
+/// Gradchecks an op: see the module docs and [`declared_bound`]. A composite op's graph
+/// resolves the ops it records in `registry` (`op_runtime::gradcheck` passes the process-wide
+/// one).
+pub fn gradcheck_with(registry: &Registry, decl: &'static OpDecl, opts: &GradcheckOptions) -> Result<GradcheckReport, GradcheckError> {
+    let mut s = setup(registry, decl, opts)?;
+    let measured = sample_probes(&mut s, opts.probes)?;
+    let skipped = measured.iter().filter(|m| matches!(m, Measured::Kink)).count();
+    let skipped_nonfinite = measured.iter().filter(|m| matches!(m, Measured::NonFinite)).count();
+    if 2 * (skipped + skipped_nonfinite) > opts.probes {
+        return Err(GradcheckError::Inconclusive { op: s.op_id.clone(), skipped: skipped + skipped_nonfinite, probes: opts.probes });
+    }
+    let probes: Vec<&Probe> = measured.iter().filter_map(|m| if let Measured::Checked(p) = m { Some(p) } else { None }).collect();
+    let judged = judge(&s, &probes)?;
+    let consistency = consistency(&s, &probes)?;
+    let kinks = if s.contract.category.has_kinks() {
+        let k = kinks::probe(&mut s.ck, &s.cases, &mut s.rng)?;
+        Some((k.ties, k.zeros))
+    } else {
+        None
+    };
+    let smallest = smallest_caught(&s.ck, &probes);
+    let control = negative_control(&s.ck, &probes, smallest);
+    if let Some(c) = control.iter().find(|c| c.applicable && !c.rejected) {
+        return Err(GradcheckError::NegativeControlAccepted { op: s.op_id.clone(), corruption: c.corruption.to_string() });
+    }
+    let c = &s.contract;
+    let params: Vec<(String, String)> = c.signature.params().zip(&s.ck.params).map(|(p, v)| (p.name.clone(), v.to_string())).collect();
+    let bindings = if params.is_empty() {
+        c.signature.dim_symbols().into_iter().filter_map(|d| s.binding.env.get(&d).map(|v| (d, v.to_string()))).collect()
+    } else {
+        params
+    };
+    Ok(GradcheckReport {
+        op: s.op_id.clone(),
+        content_hash: s.ck.op.hash_hex(),
+        bindings,
+        reference: decl.rust_name.to_string(),
+        description: first_sentence(decl.description),
+        backward: s.form.clone(),
+        subgradient: c.subgradient.clone(),
+        h: opts.h,
+        probes: opts.probes,
+        skipped,
+        skipped_nonfinite,
+        kink_word: if c.category == Category::Selection { "an order crossing".into() } else { "a kink".into() },
+        kinks,
+        max_abs_err: judged.max_abs_err,
+        max_rel_err: judged.max_rel_err,
+        bound_applied: judged.bound_applied,
+        worst_ratio: judged.worst_ratio,
+        tolerance: c.tolerance.to_string(),
+        rel_bound: s.ck.rel,
+        consistency,
+        negative_control: control,
+        smallest_caught: smallest.filter(|d| *d < 0.01),
+    })
+}
 
 /// The margin on f64 rounding in the relative term of [`declared_bound`]: the backward's and
 /// the reference's arithmetic each round at most a few times per element, and an accumulation
@@ -425,454 +780,6 @@ pub fn declared_bound(tol: &Tolerance, len: usize) -> (f64, f64) {
     }
 }
 
-/// A probe direction over the differentiable inputs: one coordinate, or a dense random vector.
-#[derive(Clone, Debug)]
-struct Dir {
-    /// One vector per differentiable input.
-    v: Vec<Vec<f64>>,
-    /// `(k, j)` for a coordinate probe (element `j` of differentiable input `k`).
-    coord: Option<(usize, usize)>,
-}
-
-impl Dir {
-    /// The direction routed one element over (`v'[i] = v[i - 1]`), so `<g, v'> = sum g[i+1] v[i]`.
-    fn shifted(&self) -> Dir {
-        let v = self
-            .v
-            .iter()
-            .map(|x| {
-                let n = x.len();
-                (0..n).map(|i| x[(i + n - 1) % n.max(1)]).collect()
-            })
-            .collect();
-        Dir { v, coord: None }
-    }
-    fn dot(&self, g: &[Vec<f64>]) -> f64 {
-        self.v.iter().zip(g).map(|(v, g)| v.iter().zip(g).map(|(a, b)| a * b).sum::<f64>()).sum()
-    }
-}
-
-/// One probe's finite-difference measurements.
-struct Probe {
-    /// Where it looked: `input[index]`, or `direction` for dense probes.
-    at: (usize, Option<usize>),
-    numeric: f64,
-    trunc: f64,
-    round: f64,
-    /// Backward value along the direction, and with the backward routed one element over.
-    analytic: f64,
-    neighbour: f64,
-    /// JVP value where VJP and JVP are both declared.
-    jvp: Option<f64>,
-}
-
-struct Checker {
-    op: RegisteredOp,
-    inputs: Vec<Tensor>,
-    params: Vec<Scalar>,
-    diff: Vec<usize>,
-    rel: f64,
-    atol: f64,
-    h: f64,
-    /// The largest input's length: the longest accumulation a reference can round over.
-    len: usize,
-    graph: Option<Tape>,
-}
-
-impl Checker {
-    fn shim_err(&self) -> impl Fn(String) -> GradcheckError + '_ {
-        move |message| GradcheckError::Shim { op: self.op.id.clone(), message }
-    }
-
-    fn forward(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>, GradcheckError> {
-        let refs: Vec<&Tensor> = inputs.iter().collect();
-        exec::forward_f64(&self.op, &refs, &self.params).map_err(self.shim_err())
-    }
-
-    /// `<u, f(x + t v) - f(x)>` (with `base = f(x)`), and its rounding budget `(A, B, c)`: see
-    /// [`declared_bound`]. Taking the difference per output before summing means outputs the
-    /// step does not reach cancel exactly, whatever their size or number. Coordinate probes move
-    /// one element by exactly `t`.
-    fn s_at(&self, dir: &Dir, t: f64, u: &[Option<Vec<f64>>], base: &[Tensor]) -> Result<(f64, Rounding), GradcheckError> {
-        let mut ins = self.inputs.clone();
-        for (k, v) in dir.v.iter().enumerate() {
-            if let Some(x) = ins[self.diff[k]].as_mut_slice::<f64>() {
-                match dir.coord {
-                    Some((ck, j)) if ck == k => {
-                        if let Some(x) = x.get_mut(j) {
-                            *x += t;
-                        }
-                    }
-                    Some(_) => {}
-                    None => x.iter_mut().zip(v).for_each(|(x, v)| *x += t * v),
-                }
-            }
-        }
-        let outs = self.forward(&ins)?;
-        let mut s = 0.0;
-        let mut r = Rounding::default();
-        for ((o, u), b) in outs.iter().zip(u).zip(base) {
-            if let (Some(u), Some(v), Some(b)) = (u, o.as_slice::<f64>(), b.as_slice::<f64>()) {
-                for ((u, y), y0) in u.iter().zip(v).zip(b) {
-                    if y == y0 {
-                        continue;
-                    }
-                    let d = u * (y - y0);
-                    s += d;
-                    r.own += u.abs() * y.abs().max(y0.abs());
-                    r.diff += d.abs();
-                    r.changed += 1;
-                }
-            }
-        }
-        Ok((s, r))
-    }
-
-    /// Whether moving element `j` of differentiable input `k` by h changes any output.
-    fn sensitive(&self, k: usize, j: usize, base: &[Tensor]) -> Result<bool, GradcheckError> {
-        let mut ins = self.inputs.clone();
-        if let Some(x) = ins[self.diff[k]].as_mut_slice::<f64>().and_then(|x| x.get_mut(j)) {
-            *x += self.h;
-        }
-        let outs = self.forward(&ins)?;
-        Ok(outs.iter().zip(base).any(|(a, b)| a != b))
-    }
-
-    fn cotangents(&self, u: &[Option<Vec<f64>>]) -> Result<Vec<Tensor>, GradcheckError> {
-        let outs = &self.op.contract.signature.outputs;
-        let shapes = self.out_shapes()?;
-        outs.iter()
-            .zip(u)
-            .zip(shapes)
-            .map(|((o, u), shape)| match u {
-                Some(u) => Tensor::from_vec(shape, u.clone()),
-                None => Tensor::zeros(o.dtype, shape),
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| GradcheckError::Shim { op: self.op.id.clone(), message: e.to_string() })
-    }
-
-    fn out_shapes(&self) -> Result<Vec<Vec<usize>>, GradcheckError> {
-        let refs: Vec<&Tensor> = self.inputs.iter().collect();
-        let params = exec::convert_params(&self.op, &self.params, Mode::ReferenceF64);
-        Ok(exec::bind(&self.op, &refs, &params, Mode::ReferenceF64)
-            .map_err(self.shim_err())?
-            .out_shapes
-            .iter()
-            .map(|s| s.to_vec())
-            .collect())
-    }
-
-    /// The backward's J^T u: one flat f64 vector per differentiable input.
-    fn vjp(&self, u: &[Option<Vec<f64>>]) -> Result<Vec<Vec<f64>>, GradcheckError> {
-        let cots = self.cotangents(u)?;
-        let refs: Vec<&Tensor> = self.inputs.iter().collect();
-        let gs = match &self.graph {
-            Some(g) => g.graph_vjp(&self.op, &refs, cots)?.0,
-            None => {
-                let crefs: Vec<&Tensor> = cots.iter().collect();
-                exec::vjp(&self.op, &refs, &self.params, &crefs, Mode::ReferenceF64).map_err(self.shim_err())?
-            }
-        };
-        gs.iter()
-            .map(|g| {
-                g.data().to_f64_vec().ok_or_else(|| GradcheckError::Shim {
-                    op: self.op.id.clone(),
-                    message: format!("the backward returned a `{}` gradient", g.dtype()),
-                })
-            })
-            .collect()
-    }
-
-    /// The JVP's <u, J v>: the sum over differentiable inputs of each rule's tangent.
-    fn jvp(&self, dir: &Dir, u: &[Option<Vec<f64>>]) -> Result<f64, GradcheckError> {
-        let refs: Vec<&Tensor> = self.inputs.iter().collect();
-        let mut s = 0.0;
-        for (k, v) in dir.v.iter().enumerate() {
-            if v.iter().all(|x| *x == 0.0) {
-                continue;
-            }
-            let x = &self.inputs[self.diff[k]];
-            let tangent = Tensor::from_vec(x.shape().to_vec(), v.clone())
-                .map_err(|e| GradcheckError::Shim { op: self.op.id.clone(), message: e.to_string() })?;
-            let outs = exec::jvp(&self.op, k, &refs, &self.params, &tangent, Mode::ReferenceF64).map_err(self.shim_err())?;
-            for (o, u) in outs.iter().zip(u) {
-                if let (Some(u), Some(v)) = (u, o.as_slice::<f64>()) {
-                    s += u.iter().zip(v).map(|(a, b)| a * b).sum::<f64>();
-                }
-            }
-        }
-        Ok(s)
-    }
-
-    fn allowed(&self, p: &Probe, analytic: f64) -> f64 {
-        self.atol + self.rel * p.numeric.abs().max(analytic.abs()) + p.trunc + p.round
-    }
-}
-
-/// What the rounding of one probed sum depends on: see [`declared_bound`].
-#[derive(Clone, Copy, Debug, Default)]
-struct Rounding {
-    /// `A`: sum of |u| max(|f(x + t v)|, |f(x)|) over changed outputs.
-    own: f64,
-    /// `B`: sum of |u (f(x + t v) - f(x))|.
-    diff: f64,
-    /// `c`: outputs that changed.
-    changed: usize,
-}
-
-impl Rounding {
-    fn max(self, o: Rounding) -> Rounding {
-        Rounding { own: self.own.max(o.own), diff: self.diff.max(o.diff), changed: self.changed.max(o.changed) }
-    }
-}
-
-enum Measured {
-    Checked(Probe),
-    Kink,
-    NonFinite,
-}
-
-/// Gradchecks an op: see the module docs and [`declared_bound`]. A composite op's graph
-/// resolves the ops it records in `registry` (`op_runtime::gradcheck` passes the process-wide
-/// one).
-// Comparisons are written `!(err <= allowed)` so that a NaN fails them.
-#[allow(clippy::neg_cmp_op_on_partial_ord)]
-pub fn gradcheck_with(registry: &Registry, decl: &'static OpDecl, opts: &GradcheckOptions) -> Result<GradcheckReport, GradcheckError> {
-    let op = RegisteredOp::load(decl)?;
-    let id = op.id.clone();
-    let contract = op.contract.clone();
-    let c = &contract;
-    let form = match &c.backward {
-        Backward::None => return Err(GradcheckError::NotDifferentiable { op: id }),
-        Backward::Composite { graph } => {
-            if decl.composite.is_none() {
-                return Err(TapeError::NoCompositeGraph { op: id }.into());
-            }
-            BackwardForm::Composite { graph: graph.clone().unwrap_or_default(), ops: Vec::new() }
-        }
-        Backward::Declared { vjp: Some(v), jvp } if !jvp.is_empty() => BackwardForm::VjpJvp { vjp: v.clone(), rules: jvp.clone() },
-        Backward::Declared { vjp: Some(v), .. } => BackwardForm::Vjp { path: v.clone() },
-        Backward::Declared { vjp: None, jvp } => BackwardForm::Jvp { rules: jvp.clone() },
-    };
-    if decl.reference_f64.is_none() {
-        return Err(GradcheckError::NoF64Reference { op: id, rust: decl.rust_name.to_string() });
-    }
-    let diff = exec::diff_positions(&op);
-    if c.signature.differentiable_inputs().next().is_none() {
-        return Err(GradcheckError::NoDifferentiableInput { op: id });
-    }
-
-    // The case: an admissible binding, then values on which the forward is finite.
-    let mut rng = case::Rng::from_hash(&op.hash, 0x6772_6164 ^ opts.salt);
-    let binding =
-        case::binding(&op, &opts.pin, &mut rng).ok_or_else(|| GradcheckError::NoAdmissibleInput { op: id.clone(), tries: 4000 })?;
-    // Several independent draws of the values (same binding): a kink that happens to sit where
-    // many probes look (a tie at a median, say) can then cost at most one draw's probes.
-    let mut cases: Vec<Vec<Tensor>> = Vec::with_capacity(CASES);
-    for _ in 0..CASES {
-        let mut chosen = None;
-        for values in [case::Values::Signed, case::Values::Positive, case::Values::Signed, case::Values::Positive] {
-            let Some(inputs) = case::tensors(&op, &binding, values, &mut rng) else { continue };
-            let refs: Vec<&Tensor> = inputs.iter().collect();
-            let outs = exec::forward_f64(&op, &refs, &binding.params).map_err(|m| GradcheckError::Shim { op: id.clone(), message: m })?;
-            let finite = outs.iter().all(|o| o.as_slice::<f64>().is_none_or(|v| v.iter().all(|x| x.is_finite())));
-            if finite {
-                chosen = Some(inputs);
-                break;
-            }
-        }
-        cases.push(chosen.ok_or_else(|| GradcheckError::NoFiniteInput { op: id.clone() })?);
-    }
-    let inputs = cases[0].clone();
-    let len = inputs.iter().map(Tensor::numel).max().unwrap_or(1);
-    let (rel, atol) = declared_bound(&c.tolerance, len);
-
-    let mut form = form;
-    let graph = match (&c.backward, decl.composite) {
-        (Backward::Composite { .. }, Some(builder)) => {
-            let mut t = Tape::with_mode(registry, Mode::ReferenceF64);
-            let ins: Vec<(DType, Vec<usize>)> = inputs.iter().map(|t| (t.dtype(), t.shape().to_vec())).collect();
-            let typed: Vec<(DType, &[usize])> = ins.iter().map(|(d, s)| (*d, s.as_slice())).collect();
-            let inferred = crate::train::tape::planner::infer(&op, &typed, &binding.params, Some(DType::f64)).map_err(TapeError::from)?;
-            t.record_graph(&op, builder, &ins, &binding.params, &inferred)?;
-            if let BackwardForm::Composite { ops, .. } = &mut form {
-                *ops = t.ops();
-            }
-            Some(t)
-        }
-        _ => None,
-    };
-    let hash_hex = op.hash_hex();
-    let mut ck = Checker { op, inputs, params: binding.params.clone(), diff, rel, atol, h: opts.h, len, graph };
-
-    // Output cotangent layout: random for float outputs, none for the others.
-    let out_float: Vec<bool> = c.signature.outputs.iter().map(|o| o.dtype.is_float()).collect();
-    let out_shapes = ck.out_shapes()?;
-    let sizes: Vec<usize> = ck.diff.iter().map(|&p| ck.inputs[p].numel()).collect();
-    let total: usize = sizes.iter().sum();
-    if total == 0 {
-        return Err(GradcheckError::NoDifferentiableInput { op: id });
-    }
-
-    let has_vjp = !matches!(form, BackwardForm::Jvp { .. });
-    let has_jvp = matches!(form, BackwardForm::Jvp { .. } | BackwardForm::VjpJvp { .. });
-    let mut measured = Vec::with_capacity(opts.probes);
-    let mut base = Vec::new();
-    for p in 0..opts.probes {
-        if p % (opts.probes.div_ceil(CASES)).max(1) == 0 {
-            ck.inputs = cases[(p / opts.probes.div_ceil(CASES).max(1)).min(CASES - 1)].clone();
-            base = ck.forward(&ck.inputs)?;
-        }
-        // Even probes move one coordinate (sharp on routing), odd probes a dense random
-        // direction (every element at once, so sparse gradients cannot hide).
-        let dir = if p % 4 != 3 {
-            // Up to 8 tries for a coordinate the forward responds to (judged by the forward alone,
-            // never by the backward under test), so sparse gradients do not make probes vacuous.
-            let mut chosen = (0, 0);
-            for _ in 0..8 {
-                let mut pick = rng.index(total);
-                let mut k = 0;
-                while pick >= sizes[k] {
-                    pick -= sizes[k];
-                    k += 1;
-                }
-                chosen = (k, pick);
-                if ck.sensitive(k, pick, &base)? {
-                    break;
-                }
-            }
-            let (k, pick) = chosen;
-            let v = sizes.iter().enumerate().map(|(q, &n)| (0..n).map(|i| if q == k && i == pick { 1.0 } else { 0.0 }).collect()).collect();
-            Dir { v, coord: Some((k, pick)) }
-        } else {
-            Dir { v: sizes.iter().map(|&n| (0..n).map(|_| rng.uniform(-1.0, 1.0)).collect()).collect(), coord: None }
-        };
-        let u: Vec<Option<Vec<f64>>> = out_shapes
-            .iter()
-            .zip(&out_float)
-            .map(|(s, f)| f.then(|| (0..s.iter().product::<usize>()).map(|_| rng.uniform(-1.0, 1.0)).collect()))
-            .collect();
-        measured.push(measure(&ck, &dir, &u, &base, has_vjp, has_jvp)?);
-    }
-
-    let skipped = measured.iter().filter(|m| matches!(m, Measured::Kink)).count();
-    let skipped_nonfinite = measured.iter().filter(|m| matches!(m, Measured::NonFinite)).count();
-    if 2 * (skipped + skipped_nonfinite) > opts.probes {
-        return Err(GradcheckError::Inconclusive { op: id, skipped: skipped + skipped_nonfinite, probes: opts.probes });
-    }
-    let probes: Vec<&Probe> = measured.iter().filter_map(|m| if let Measured::Checked(p) = m { Some(p) } else { None }).collect();
-    let input_name = |at: (usize, Option<usize>)| match at {
-        (k, Some(j)) => format!("`{}`[{j}]", c.signature.inputs().nth(ck.diff[k]).map(|t| t.name.as_str()).unwrap_or("?")),
-        (_, None) => "a random direction".to_string(),
-    };
-
-    // The check proper.
-    let mut max_abs_err = 0.0f64;
-    let mut worst_ratio = 0.0f64;
-    let mut worst: Option<&Probe> = None;
-    let mut failing = 0;
-    for p in &probes {
-        let err = (p.analytic - p.numeric).abs();
-        let ratio = err / ck.allowed(p, p.analytic).max(f64::MIN_POSITIVE);
-        if !(ratio <= 1.0) {
-            failing += 1;
-        }
-        max_abs_err = max_abs_err.max(err);
-        if !(ratio <= worst_ratio) || worst.is_none() {
-            worst_ratio = if ratio.is_nan() { f64::INFINITY } else { ratio };
-            worst = Some(p);
-        }
-    }
-    if failing > 0 {
-        let p = worst.unwrap_or(probes[0]);
-        let form_name = match &form {
-            BackwardForm::Jvp { .. } => "JVP".to_string(),
-            BackwardForm::Composite { .. } => "composite graph's VJP".to_string(),
-            _ => "VJP".to_string(),
-        };
-        return Err(GradcheckError::Mismatch {
-            op: id,
-            form: form_name,
-            at: input_name(p.at),
-            analytic: p.analytic,
-            numeric: p.numeric,
-            diff: (p.analytic - p.numeric).abs(),
-            allowed: ck.allowed(p, p.analytic),
-            failing,
-            checked: probes.len(),
-        });
-    }
-
-    // VJP / JVP consistency, then the JVP against the numeric derivative too.
-    let mut consistency = None;
-    if matches!(form, BackwardForm::VjpJvp { .. }) {
-        let mut worst_c = 0.0f64;
-        for p in &probes {
-            let Some(jv) = p.jvp else { continue };
-            let allowed = ck.allowed(p, jv);
-            let d = (jv - p.analytic).abs();
-            if !(d <= allowed) {
-                return Err(GradcheckError::Inconsistent { op: id, at: input_name(p.at), jvp: jv, vjp: p.analytic, allowed });
-            }
-            worst_c = worst_c.max(d);
-        }
-        consistency = Some(worst_c);
-    }
-
-    // The negative control: the same probes, a corrupted backward. Scaling and a sign flip must
-    // be rejected (they change every nonzero gradient); routing to the neighbouring element must
-    // be rejected wherever it changes the backward by more than the bound (for a constant
-    // gradient, e.g. `sum`, it is the identity and proves nothing, so it is reported n/a).
-    let scale = 1.0 + (8.0 * rel).max(0.01);
-    let mut control = Vec::new();
-    for corruption in [Corruption::Scaled(scale), Corruption::SignFlipped, Corruption::Neighbour] {
-        let mut applicable = !matches!(corruption, Corruption::Neighbour);
-        let mut rejected = false;
-        for p in &probes {
-            let bad = corruption.apply(p.analytic, p.neighbour);
-            if (bad - p.analytic).abs() > 2.0 * ck.allowed(p, bad.abs().max(p.analytic.abs())) {
-                applicable = true;
-            }
-            if !((bad - p.numeric).abs() <= ck.allowed(p, bad)) {
-                rejected = true;
-            }
-        }
-        control.push(ControlOutcome { corruption, applicable, rejected });
-    }
-    if let Some(c) = control.iter().find(|c| c.applicable && !c.rejected) {
-        return Err(GradcheckError::NegativeControlAccepted { op: id, corruption: c.corruption.to_string() });
-    }
-
-    let params: Vec<(String, String)> = c.signature.params().zip(&ck.params).map(|(p, v)| (p.name.clone(), v.to_string())).collect();
-    let bindings = if params.is_empty() {
-        c.signature.dim_symbols().into_iter().filter_map(|d| binding.env.get(&d).map(|v| (d, v.to_string()))).collect()
-    } else {
-        params
-    };
-    let description = first_sentence(decl.description);
-    Ok(GradcheckReport {
-        op: id,
-        content_hash: hash_hex,
-        bindings,
-        reference: decl.rust_name.to_string(),
-        description,
-        backward: form,
-        subgradient: c.subgradient.clone(),
-        h: opts.h,
-        probes: opts.probes,
-        skipped,
-        skipped_nonfinite,
-        kink_word: if c.category == Category::Selection { "an order crossing".into() } else { "a kink".into() },
-        max_abs_err,
-        worst_ratio,
-        tolerance: c.tolerance.to_string(),
-        rel_bound: rel,
-        consistency,
-        negative_control: control,
-    })
-}
-
 fn first_sentence(d: &str) -> String {
     let line = d.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
     // A sentence ends at ". " before a capital letter (not inside `x[i .. j]`).
@@ -880,79 +787,6 @@ fn first_sentence(d: &str) -> String {
     let end =
         (1..b.len().saturating_sub(2)).find(|&i| b[i] == b'.' && b[i - 1] != b'.' && b[i + 1] == b' ' && b[i + 2].is_ascii_uppercase());
     end.map(|i| &line[..i]).unwrap_or(line).trim_end_matches('.').to_string()
-}
-
-/// Measures one probe: seven evaluations of <u, f(x + t v)>, t in {0, +-h, +-2h, +-3h}.
-#[allow(clippy::neg_cmp_op_on_partial_ord)] // a NaN must count as a kink, not pass
-fn measure(
-    ck: &Checker,
-    dir: &Dir,
-    u: &[Option<Vec<f64>>],
-    base: &[Tensor],
-    has_vjp: bool,
-    has_jvp: bool,
-) -> Result<Measured, GradcheckError> {
-    let x0 = dir.coord.and_then(|(k, j)| ck.inputs[ck.diff[k]].as_slice::<f64>().and_then(|s| s.get(j).copied()));
-    let mut d = [0.0f64; 7];
-    let mut s = [0.0f64; 7];
-    let mut r = Rounding::default();
-    for (i, m) in (-3i32..=3).enumerate() {
-        let t = m as f64 * ck.h;
-        // A coordinate probe uses the realized step (x0 + t is rounded); a dense one the nominal.
-        d[i] = match x0 {
-            Some(x0) => (x0 + t) - x0,
-            None => t,
-        };
-        if m == 0 {
-            continue; // s(0) = <u, f(x) - f(x)> = 0 exactly
-        }
-        let (v, ri) = ck.s_at(dir, d[i], u, base)?;
-        s[i] = v;
-        r = r.max(ri);
-    }
-    if s.iter().any(|v| !v.is_finite()) {
-        return Ok(Measured::NonFinite);
-    }
-    let slope = |a: usize, b: usize| (s[b] - s[a]) / (d[b] - d[a]);
-    let (fwd, bwd) = (slope(3, 4), slope(2, 3));
-    let d1 = slope(2, 4);
-    let d2 = slope(1, 5);
-    let mut round = 4.0 * f64::EPSILON * (((ck.len as f64).sqrt() + 8.0) * r.own + (r.changed as f64 + 8.0) * r.diff) / ck.h;
-    if x0.is_none() {
-        // Rounding of x + t v in every element (independent, at most eps |x_i| each), propagated
-        // through a slope of order |D(h)|: a random walk, so the l2 norm of x.
-        let xnorm: f64 =
-            ck.diff.iter().filter_map(|&p| ck.inputs[p].as_slice::<f64>()).flat_map(|x| x.iter()).map(|x| x * x).sum::<f64>().sqrt();
-        round += 4.0 * f64::EPSILON * xnorm * d1.abs().max(1.0) / ck.h;
-    }
-    // Second differences (about h s'' for a smooth s): c0 across [-h, h], cl and cr just
-    // outside it on either side. A kink within h shows as one-sided differences (c0 = fwd - bwd)
-    // that disagree beyond what the curvature on either side explains. Either test skips:
-    // (a) |c0| beyond twice the smaller outer curvature: a kink in [h, 3h] on one side cannot
-    //     excuse one inside [-h, h];
-    // (b) c0 unlike both cl and cr beyond what s''' explains (|cr - cl|): catches kinks so dense
-    //     that they mimic curvature on both sides.
-    let c0 = fwd - bwd;
-    let cl = slope(1, 2) - slope(0, 1);
-    let cr = slope(5, 6) - slope(4, 5);
-    let base = ck.atol + ck.rel * fwd.abs().max(bwd.abs()) + 2.0 * round;
-    let kink_a = !(c0.abs() <= base + 2.0 * cl.abs().min(cr.abs()));
-    let kink_b = !((c0 - cl).abs().min((c0 - cr).abs()) <= base + (cr - cl).abs());
-    if kink_a || kink_b {
-        return Ok(Measured::Kink);
-    }
-    let (analytic, neighbour, jvp) = if has_vjp {
-        let g = ck.vjp(u)?;
-        let jv = if has_jvp { Some(ck.jvp(dir, u)?) } else { None };
-        (dir.dot(&g), dir.shifted().dot(&g), jv)
-    } else {
-        (ck.jvp(dir, u)?, ck.jvp(&dir.shifted(), u)?, None)
-    };
-    let at = match dir.coord {
-        Some((k, j)) => (k, Some(j)),
-        None => (0, None),
-    };
-    Ok(Measured::Checked(Probe { at, numeric: d1, trunc: (d2 - d1).abs(), round, analytic, neighbour, jvp }))
 }
 
 #[cfg(test)]
@@ -992,7 +826,10 @@ mod tests {
             skipped: 0,
             skipped_nonfinite: 0,
             kink_word: "a kink".into(),
+            kinks: None,
             max_abs_err: 0.0,
+            max_rel_err: 0.0,
+            bound_applied: 0.0,
             worst_ratio: 0.0,
             tolerance: "exact".into(),
             rel_bound: 1e-13,
@@ -1002,9 +839,13 @@ mod tests {
                 outcome(Corruption::SignFlipped, true, true),
                 outcome(Corruption::Neighbour, false, false),
             ],
+            smallest_caught: Some(3e-12),
         };
         assert!(r.negative_control_rejected());
-        assert!(r.to_string().ends_with("negative control : corrupted vjp REJECTED\n"), "{r}");
+        assert!(
+            r.to_string().ends_with("negative control : corrupted vjp REJECTED; a relative error of 3.0e-12 or more is caught\n"),
+            "{r}"
+        );
         r.negative_control[1].rejected = false;
         assert!(!r.negative_control_rejected());
         let text = r.to_string();
@@ -1031,7 +872,7 @@ mod tests {
         assert_eq!(Corruption::Neighbour.apply(2.0, 5.0), 5.0);
         assert_eq!(Corruption::Zero.apply(2.0, 5.0), 0.0);
         assert_eq!(Corruption::Scaled(1.01).to_string(), "scaled by 1.01");
-        let d = Dir { v: vec![vec![1.0, 2.0, 3.0]], coord: None };
+        let d = probe::Dir { v: vec![vec![1.0, 2.0, 3.0]], coord: None, step: 1e-3 };
         assert_eq!(d.shifted().v, vec![vec![3.0, 1.0, 2.0]]);
         assert_eq!(d.dot(&[vec![1.0, 1.0, 1.0]]), 6.0);
     }
@@ -1041,6 +882,7 @@ mod tests {
         let n = &crate::builtins::neg::DECL;
         let bad: &'static OpDecl = Box::leak(Box::new(OpDecl {
             rust_name: n.rust_name,
+            site: n.site,
             contract_json: "{",
             body_tokens: n.body_tokens,
             hash: n.hash,

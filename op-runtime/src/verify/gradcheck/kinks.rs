@@ -1,0 +1,231 @@
+//! The kink check of ops with kinks (`selection`): points placed exactly on a kink, where the
+//! ordinary probes skip, and the declared backward checked there against one-sided differences.
+//! Owns constructing those points and the convention they are held to; it must not judge the
+//! ordinary probes.
+//!
+//! Two kinds of kinks are built from the drawn values:
+//! - **ties**: an element set equal to the input element an output selected (for the median:
+//!   the window's median), so two equal elements meet at the selected position. The engine's
+//!   ordering convention for `selection` ops (IEEE total order, ties between equal elements
+//!   kept in index order: the earlier one counts as the smaller) names the subgradient there:
+//!   the derivative of the earlier element from below and of the later one from above (the
+//!   limit from the side where the tie is already broken that way). Moving both together stays
+//!   on the kink, so along `e_i + e_j` the backward must match the (two-sided) difference too.
+//! - **zeros**: an element set to 0 (where its domain holds 0), the kink of `relu` and `abs`.
+//!   The backward's value must lie between the two one-sided derivatives (ends included: the
+//!   subgradients of a kink in one variable; relu's 0 and abs's 0 both qualify).
+//!
+//! One-sided derivatives are second-order differences, `(4 s(h) - s(2h)) / 2h` and its mirror,
+//! exact on the linear pieces of a selection op; their slack is the ordinary probes' bound plus
+//! the difference to the first-order quotient (a truncation estimate). A point counts as a kink
+//! only where the one-sided derivatives of one of its elements differ by more than twice that
+//! slack.
+
+use super::case::keep_in;
+use super::probe::{samples, step_scale, Checker, Dir};
+use super::GradcheckError;
+use crate::core::tensor::Tensor;
+use op_contract::sample::Rng;
+
+/// Kink points tried per gradcheck (each a tie or a zero, alternating).
+pub(crate) const KINK_POINTS: usize = 12;
+
+/// What the kink check found.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Kinks {
+    /// Points where a tie made a kink.
+    pub ties: usize,
+    /// Points where a zero made a kink.
+    pub zeros: usize,
+}
+
+/// One-sided derivatives of `<u, f>` along `dir` at the current point, and their slack.
+#[derive(Debug)]
+struct OneSided {
+    right: f64,
+    left: f64,
+    slack: f64,
+}
+
+impl OneSided {
+    // Written `!(diff <= slack)` so that a NaN counts as a kink.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+    fn kink(&self) -> bool {
+        !((self.right - self.left).abs() <= 2.0 * self.slack)
+    }
+    fn near(&self, a: f64, b: f64) -> bool {
+        (a - b).abs() <= self.slack + ((a.abs().max(b.abs())) * 1e-12)
+    }
+}
+
+fn one_sided(ck: &Checker, dir: &Dir, u: &[Option<Vec<f64>>], base: &[Tensor]) -> Result<Option<OneSided>, GradcheckError> {
+    let Some((d, s, r)) = samples(ck, dir, u, base)? else { return Ok(None) };
+    // Indices 4, 5 are +1, +2 steps; 2, 1 are -1, -2; s[3] = 0.
+    let right = (4.0 * s[4] - s[5]) / (d[5] - d[3]);
+    let left = (4.0 * s[2] - s[1]) / (d[1] - d[3]);
+    let trunc = (right - s[4] / d[4]).abs() + (left - s[2] / d[2]).abs();
+    let round = ck.round(r, dir.step, dir.coord.is_none(), right.abs().max(left.abs()));
+    let slack = ck.atol + ck.rel * right.abs().max(left.abs()) + trunc + 2.0 * round;
+    // Another kink within three steps on either side would corrupt the estimate: the slopes
+    // over the second and third step must agree (exactly, on a linear piece), else the point
+    // is not probed.
+    let slope = |a: usize, b: usize| (s[b] - s[a]) / (d[b] - d[a]);
+    if (slope(4, 5) - slope(5, 6)).abs() > 2.0 * slack || (slope(2, 1) - slope(1, 0)).abs() > 2.0 * slack {
+        return Ok(None);
+    }
+    Ok(Some(OneSided { right, left, slack }))
+}
+
+/// Where a kink point sits, for reports.
+fn name(ck: &Checker, k: usize, j: usize) -> String {
+    let t = ck.op.contract.signature.inputs().nth(ck.diff[k]).map(|t| t.name.as_str()).unwrap_or("?");
+    format!("`{t}`[{j}]")
+}
+
+fn coord(sizes: &[usize], k: usize, j: usize, step: f64) -> Dir {
+    let v = sizes.iter().enumerate().map(|(q, &n)| (0..n).map(|i| if q == k && i == j { 1.0 } else { 0.0 }).collect()).collect();
+    Dir { v, coord: Some((k, j)), step }
+}
+
+fn violation(ck: &Checker, at: String, analytic: f64, o: &OneSided, expected: &str) -> GradcheckError {
+    GradcheckError::KinkConvention { op: ck.op.id.clone(), at, analytic, left: o.left, right: o.right, expected: expected.to_string() }
+}
+
+/// An element of differentiable input `k` equal to some output's value, and a neighbour to tie
+/// with it (only where the value occurs once, so no three-way tie results).
+fn tie_partner(ck: &Checker, k: usize, base: &[Tensor], rng: &mut Rng) -> Option<(usize, usize)> {
+    let x = ck.inputs[ck.diff[k]].as_slice::<f64>()?;
+    let outs: Vec<f64> = base.iter().filter_map(|o| o.as_slice::<f64>()).flatten().copied().collect();
+    if x.len() < 2 || outs.is_empty() {
+        return None;
+    }
+    for _ in 0..8 {
+        let v = outs[rng.index(outs.len())];
+        if v == 0.0 {
+            continue; // zeros are probed as zeros
+        }
+        let found: Vec<usize> = (0..x.len()).filter(|&i| x[i].to_bits() == v.to_bits()).collect();
+        let [s] = found.as_slice() else { continue };
+        // Mostly the next element, which shares most windows with it.
+        let off = if rng.chance(0.5) { 1 } else { rng.int_in(2, 3) as usize };
+        let t = if (rng.chance(0.5) && *s >= off) || s + off >= x.len() { s.checked_sub(off)? } else { s + off };
+        return Some((*s, t));
+    }
+    None
+}
+
+/// Probes one tie: `x[t] = x[s]` in differentiable input `k`. Where moving both together
+/// crosses no kink (the tie is the kink), the convention names the one-sided derivative of each;
+/// where it does (the common value sits on a kink of its own), each value must lie between its
+/// one-sided derivatives, as at a zero.
+fn tie(ck: &mut Checker, k: usize, s: usize, t: usize, sizes: &[usize], rng: &mut Rng) -> Result<bool, GradcheckError> {
+    let v = ck.value(k, s).unwrap_or_default();
+    if let Some(x) = ck.inputs[ck.diff[k]].as_mut_slice::<f64>() {
+        x[t] = v;
+    }
+    let base = ck.forward(&ck.inputs)?;
+    let u = ck.cotangent(&ck.out_shapes()?, rng);
+    let step = ck.h * step_scale(v);
+    let (i, j) = (s.min(t), s.max(t));
+    let g = if ck.has_vjp { Some(ck.vjp(&u)?) } else { None };
+    let along = |ck: &Checker, dir: &Dir| -> Result<f64, GradcheckError> {
+        match &g {
+            Some(g) => Ok(dir.dot(g)),
+            None => ck.rule_along(dir, &u),
+        }
+    };
+    let mut pair = coord(sizes, k, i, step);
+    pair.v[k][j] = 1.0;
+    pair.coord = None;
+    let Some(both) = one_sided(ck, &pair, &u, &base)? else { return Ok(false) };
+    let mut kink = false;
+    for (c, other) in [(i, j), (j, i)] {
+        let dir = coord(sizes, k, c, step);
+        let Some(o) = one_sided(ck, &dir, &u, &base)? else { continue };
+        let a = along(ck, &dir)?;
+        let at = format!("{} tied with {}", name(ck, k, c), name(ck, k, other));
+        if !o.kink() {
+            if !o.near(a, (o.left + o.right) / 2.0) {
+                return Err(violation(ck, at + " (no kink there)", a, &o, "the derivative"));
+            }
+            continue;
+        }
+        kink = true;
+        let ok = if both.kink() {
+            a >= o.left.min(o.right) - o.slack && a <= o.left.max(o.right) + o.slack
+        } else if c == i {
+            o.near(a, o.left)
+        } else {
+            o.near(a, o.right)
+        };
+        if !ok {
+            let expected = match (both.kink(), c == i) {
+                (true, _) => "a value between the one-sided derivatives",
+                (false, true) => "the derivative from below (the earlier of equal elements counts as the smaller)",
+                (false, false) => "the derivative from above (the later of equal elements counts as the larger)",
+            };
+            return Err(violation(ck, at, a, &o, expected));
+        }
+    }
+    // Both tied elements together: the tie holds, so the difference is two-sided there.
+    let a = along(ck, &pair)?;
+    if kink && !both.kink() && !both.near(a, (both.left + both.right) / 2.0) {
+        let at = format!("{} and {} moved together", name(ck, k, i), name(ck, k, j));
+        return Err(violation(ck, at, a, &both, "the derivative along both tied elements (the tie holds there)"));
+    }
+    Ok(kink)
+}
+
+/// Probes one zero: `x[j] = 0` in differentiable input `k`, where its domain holds 0.
+fn zero(ck: &mut Checker, k: usize, j: usize, sizes: &[usize], rng: &mut Rng) -> Result<bool, GradcheckError> {
+    let t = ck.op.contract.signature.inputs().nth(ck.diff[k]).map(|t| t.name.clone()).unwrap_or_default();
+    let domain = ck.op.contract.domain_of(&t).cloned();
+    if keep_in(0.0, domain.as_ref(), rng) != 0.0 {
+        return Ok(false);
+    }
+    let mut j = j;
+    if let Some(x) = ck.inputs[ck.diff[k]].as_mut_slice::<f64>() {
+        // One zero per input (the drawn values may hold one already: probe that one).
+        match x.iter().position(|v| *v == 0.0) {
+            Some(z) => j = z,
+            None => x[j] = 0.0,
+        }
+    }
+    let base = ck.forward(&ck.inputs)?;
+    let u = ck.cotangent(&ck.out_shapes()?, rng);
+    let dir = coord(sizes, k, j, ck.h * step_scale(0.0));
+    let Some(o) = one_sided(ck, &dir, &u, &base)? else { return Ok(false) };
+    if !o.kink() {
+        return Ok(false);
+    }
+    let a = ck.rule_along(&dir, &u)?;
+    let (lo, hi) = (o.left.min(o.right), o.left.max(o.right));
+    if !(a >= lo - o.slack && a <= hi + o.slack) {
+        return Err(violation(ck, format!("{} = 0", name(ck, k, j)), a, &o, "a value between the one-sided derivatives"));
+    }
+    Ok(true)
+}
+
+/// Places [`KINK_POINTS`] points on kinks (ties and zeros in turn) from the drawn value cases
+/// and checks the backward there; `Err` on the first violation. The checker's inputs are left
+/// at the last point (the caller resets them).
+pub(crate) fn probe(ck: &mut Checker, cases: &[Vec<Tensor>], rng: &mut Rng) -> Result<Kinks, GradcheckError> {
+    let sizes: Vec<usize> = ck.diff.iter().map(|&p| ck.inputs[p].numel()).collect();
+    let mut found = Kinks::default();
+    for p in 0..KINK_POINTS {
+        ck.inputs = cases[p % cases.len()].clone();
+        let Some(k) = (0..sizes.len()).filter(|k| sizes[*k] > 0).nth(rng.index(sizes.iter().filter(|n| **n > 0).count())) else {
+            continue;
+        };
+        if p % 2 == 0 {
+            let base = ck.forward(&ck.inputs)?;
+            if let Some((s, t)) = tie_partner(ck, k, &base, rng) {
+                found.ties += tie(ck, k, s, t, &sizes, rng)? as usize;
+            }
+        } else {
+            let j = rng.index(sizes[k]);
+            found.zeros += zero(ck, k, j, &sizes, rng)? as usize;
+        }
+    }
+    Ok(found)
+}
