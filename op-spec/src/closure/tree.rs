@@ -87,12 +87,10 @@ fn read(path: &Path) -> Option<Indexed> {
     }
     let text = std::fs::read_to_string(path).ok()?;
     // syn recurses into nested groups: a file nesting deeper than this enters as raw text.
-    let idx = match (nesting(&text) <= MAX_NESTING)
-        .then(|| syn::parse_file(&text))
-        .unwrap_or_else(|| Err(syn::Error::new(proc_macro2::Span::call_site(), "too deep")))
-    {
-        Ok(f) => Ok(Arc::new(index_file(&f))),
-        Err(_) => Err(Arc::new(format!("unparsed source: {text}"))),
+    let parsed = if nesting(&text) <= MAX_NESTING { syn::parse_file(&text).ok() } else { None };
+    let idx = match parsed {
+        Some(f) => Ok(Arc::new(index_file(&f))),
+        None => Err(Arc::new(format!("unparsed source: {text}"))),
     };
     c.insert(path.to_path_buf(), (len, mtime, idx.clone()));
     Some(idx)
