@@ -1,20 +1,25 @@
-//! Sharing: cards show source, licence, tolerance, kernels, receipts and trust (verified only by
-//! a receipt for this content and this device); the store refuses private and unlicensed ops,
-//! round-trips published ones, and refuses tampered blobs naming the op and the file.
+//! Sharing: the store refuses private and unlicensed ops, round-trips published ones, refuses
+//! tampered files naming the op and the file, loses no receipt and no card to concurrent
+//! publishers (threads and processes), never follows a planted symlink, never panics on a
+//! damaged file, and `repair` rebuilds index entries from the blobs. (Cards and trust:
+//! `tests/trust.rs`.)
 
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
 use op_runtime::core::decl::OpDecl;
-use op_runtime::core::device::DeviceProfile;
 use op_runtime::core::op::OpSource;
 use op_runtime::core::op::RegisteredOp;
 use op_runtime::core::receipt::Receipt;
+use op_runtime::core::trust::TrustList;
 use op_runtime::verify::conformance::conform;
-use op_runtime::verify::sharing::{blob_hash, OpCard, SharingError, Store, Trust};
+use op_runtime::verify::sharing::{blob_hash, IndexEntry, LocalDevices, OpCard, SharingError, Store};
 use op_runtime::{op, BackendKind, OpHandle, Real, Registry};
+use std::collections::BTreeSet;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// Windowed median shared with the workspace: the example's reference and kernels (the CUDA one
 /// `#include`s a header), licensed so it may leave private.
@@ -77,8 +82,34 @@ fn handle(decl: &'static OpDecl) -> OpHandle {
     Registry::new().register(decl).expect("registers")
 }
 
-fn host() -> DeviceProfile {
-    DeviceProfile::host("reference")
+fn verified_here(loaded: &op_runtime::verify::sharing::LoadedCard) -> bool {
+    loaded.verified(BackendKind::Reference, &LocalDevices::host(), &TrustList::new())
+}
+
+/// A distinct intact receipt per `tag`: `base` as if minted on a device named by `tag`.
+fn variant(base: &Receipt, tag: &str) -> Receipt {
+    let mut r = base.clone();
+    r.device.details.insert("test.publisher".into(), tag.to_string());
+    r.digest = r.compute_digest();
+    r
+}
+
+/// Every file of the store (not lock files), sorted.
+fn store_files(dir: &Path) -> Vec<PathBuf> {
+    fn walk(d: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_none_or(|x| x != "lock") {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, &mut out);
+    out.sort();
+    out
 }
 
 fn reference_receipt(h: &OpHandle) -> Receipt {
@@ -127,66 +158,6 @@ fn unlicensed_and_undescribed_ops_are_refused() {
 }
 
 #[test]
-fn a_card_is_unverified_without_a_receipt_and_verified_with_one_for_this_device() {
-    let h = handle(&shared_median::DECL);
-    let op = h.op();
-    let card = OpCard::of(&op, &[], &host());
-    assert!(matches!(&card.trust, Trust::Unverified { reason } if reason.contains("no receipt")), "{:?}", card.trust);
-    assert_eq!(card.source, OpSource::User);
-    assert_eq!(card.tolerance.to_string(), "exact");
-    assert_eq!(card.license.as_deref(), Some("MIT"));
-    assert_eq!(card.kernels.len(), 2);
-    assert_eq!(card.kernels[1].headers.len(), 1, "the CUDA kernel's header is on the card");
-    assert_eq!(card.kernels[0].blake3, blob_hash(op.decl.kernels[0].source));
-
-    let receipt = reference_receipt(&h);
-    let card = OpCard::of(&op, std::slice::from_ref(&receipt), &host());
-    assert_eq!(card.trust, Trust::Verified { device: host() });
-    assert_eq!(card.receipts, vec![receipt.clone()]);
-    let text = card.to_string();
-    for want in [
-        "test/sharing/median@1",
-        "user",
-        "workspace",
-        "MIT",
-        "selection",
-        "exact",
-        "windowed_median.wgsl",
-        "total_order.cuh",
-        "verified on reference",
-    ] {
-        assert!(text.contains(want), "card lacks `{want}`:\n{text}");
-    }
-    assert_eq!(OpCard::from_json(&card.to_json()).unwrap(), card);
-}
-
-#[test]
-fn a_receipt_for_another_device_does_not_verify() {
-    let h = handle(&shared_median::DECL);
-    let op = h.op();
-    let receipt = reference_receipt(&h);
-    // The host receipt, seen from another device.
-    let gpu =
-        DeviceProfile { backend: "wgpu".into(), adapter: "Some GPU".into(), driver: "1.0".into(), vendor_id: 0x10de, device_id: 0x2335 };
-    let card = OpCard::of(&op, std::slice::from_ref(&receipt), &gpu);
-    assert!(matches!(&card.trust, Trust::Unverified { reason } if reason.contains("not on this device")), "{:?}", card.trust);
-    assert_eq!(card.receipts.len(), 1, "an intact receipt for another device stays on the card");
-    // A well-formed receipt minted for that other device does not verify on the host.
-    let mut other = receipt.clone();
-    other.device = gpu.clone();
-    other.digest = other.compute_digest();
-    let card = OpCard::of(&op, &[other.clone()], &host());
-    assert!(!card.trust.is_verified(), "{card}");
-    assert!(OpCard::of(&op, &[other], &gpu).trust.is_verified());
-    // An altered receipt verifies nowhere and is left off the card.
-    let mut forged = receipt;
-    forged.cases += 1;
-    let card = OpCard::of(&op, &[forged], &host());
-    assert!(matches!(&card.trust, Trust::Unverified { reason } if reason.contains("altered")), "{:?}", card.trust);
-    assert!(card.receipts.is_empty());
-}
-
-#[test]
 fn publish_then_load_round_trips_and_republishing_is_idempotent() {
     let t = TempStore::new("roundtrip");
     let h = handle(&shared_median::DECL);
@@ -194,7 +165,7 @@ fn publish_then_load_round_trips_and_republishing_is_idempotent() {
     let first = t.store.publish(&op, &[]).unwrap();
     let again = t.store.publish(&op, &[]).unwrap();
     assert_eq!(first, again);
-    assert_eq!(first.content_hash, op.hash_hex());
+    assert_eq!((first.content_hash.as_str(), first.receipts), (op.hash_hex().as_str(), 0));
     let index = t.store.index_path("test/sharing/median@1").unwrap();
     assert!(index.ends_with("cards/test~sharing~median@1.json"), "{}", index.display());
 
@@ -204,48 +175,52 @@ fn publish_then_load_round_trips_and_republishing_is_idempotent() {
     assert_eq!(loaded.body_tokens, op.decl.body_tokens);
     assert_eq!(loaded.kernels[0].source, op.decl.kernels[0].source);
     assert_eq!(loaded.kernels[1].headers.len(), 1);
-    assert!(!loaded.trust(&host()).is_verified(), "published without a receipt");
+    assert!(!verified_here(&loaded), "published without a receipt");
 
     // Adding a receipt keeps the content and adds the receipt; the loaded card is then the
     // card of the live op with that receipt.
     let receipt = reference_receipt(&h);
     let with = t.store.publish(&op, std::slice::from_ref(&receipt)).unwrap();
-    assert_eq!(with.content_hash, first.content_hash);
+    assert_eq!((with.content_hash.as_str(), with.card.as_str(), with.receipts), (first.content_hash.as_str(), first.card.as_str(), 1));
     let loaded = t.store.load("test/sharing/median@1").unwrap();
     assert_eq!(loaded.receipts, vec![receipt.clone()]);
-    assert_eq!(loaded.card_for(&host()), OpCard::of(&op, &[receipt], &host()));
-    assert_eq!(loaded.trust(&host()), Trust::Verified { device: host() });
-    assert!(!loaded.trust(&DeviceProfile::host("cpu")).is_verified());
+    let devices = LocalDevices::host();
+    assert_eq!(loaded.card_for(&devices, &TrustList::new()), OpCard::of(&op, &[receipt], &devices, &TrustList::new()));
+    assert!(verified_here(&loaded));
+    assert!(!loaded.verified(BackendKind::Reference, &LocalDevices::new(), &TrustList::new()), "no device, no trust");
     assert_eq!(t.store.publish(&op, &[]).unwrap(), with, "known receipts are kept");
 }
 
 #[test]
-fn tampering_with_any_blob_is_refused_naming_the_op_and_file() {
+fn tampering_with_any_stored_file_is_refused_naming_the_op_and_file() {
     let h = handle(&shared_median::DECL);
     let op = h.op();
     let receipt = reference_receipt(&h);
-    type Pick = fn(&op_runtime::verify::sharing::IndexEntry) -> String;
+    type Pick = fn(&Store, &IndexEntry) -> PathBuf;
     let cases: [(&str, Pick); 6] = [
-        ("kernel `kernels/windowed_median.wgsl`", |i| i.kernels[0].source.clone()),
-        ("header `", |i| i.kernels[1].headers[0].blob.clone()),
-        ("card", |i| i.card.clone()),
-        ("contract", |i| i.contract.clone()),
-        ("body tokens", |i| i.body.clone()),
-        ("receipt 0", |i| i.receipts[0].clone()),
+        ("kernel `kernels/windowed_median.wgsl`", |s, i| s.blob_path(&i.kernels[0].source)),
+        ("header `", |s, i| s.blob_path(&i.kernels[1].headers[0].blob)),
+        ("card", |s, i| s.blob_path(&i.card)),
+        ("contract", |s, i| s.blob_path(&i.contract)),
+        ("body tokens", |s, i| s.blob_path(&i.body)),
+        ("receipt", |s, i| {
+            let dir = s.receipts_dir(&i.op, &i.content_hash).unwrap();
+            std::fs::read_dir(dir).unwrap().next().unwrap().unwrap().path()
+        }),
     ];
     for (role, pick) in cases {
         let t = TempStore::new("tamper");
         t.store.publish(&op, std::slice::from_ref(&receipt)).unwrap();
-        let blob = t.store.blob_path(&pick(&t.store.load("test/sharing/median@1").unwrap().index));
-        tamper(&blob);
+        let file = pick(&t.store, &t.store.load("test/sharing/median@1").unwrap().index);
+        tamper(&file);
         let e = t.store.load("test/sharing/median@1").unwrap_err();
         assert!(matches!(&e, SharingError::Tampered { role: r, .. } if r.starts_with(role)), "{role}: {e:?}");
         assert_eq!(e.op(), "test/sharing/median@1");
-        assert_eq!(e.file(), Some(blob.as_path()));
-        assert!(e.to_string().contains(&blob.display().to_string()), "{e}");
-        // Republishing repairs the blob.
-        t.store.publish(&op, &[]).unwrap();
-        t.store.load("test/sharing/median@1").unwrap();
+        assert_eq!(e.file(), Some(file.as_path()));
+        assert!(e.to_string().contains(&file.display().to_string()), "{e}");
+        // Republishing repairs it.
+        t.store.publish(&op, std::slice::from_ref(&receipt)).unwrap();
+        assert_eq!(t.store.load("test/sharing/median@1").unwrap().receipts, vec![receipt.clone()]);
     }
 }
 
@@ -316,14 +291,285 @@ fn bad_input_is_a_typed_error_never_a_panic() {
     evil.card = "../cards/x".into();
     std::fs::write(&index_path, serde_json::to_string(&evil).unwrap()).unwrap();
     assert!(matches!(t.store.load(id), Err(SharingError::Corrupt { .. })));
-    // Corrupt index JSON: load and publish both refuse, naming the file.
+    // Corrupt index JSON: load refuses naming the file; publishing is not blocked and replaces it.
     std::fs::write(&index_path, b"{ not json").unwrap();
     let e = t.store.load(id).unwrap_err();
     assert!(matches!(&e, SharingError::Corrupt { file, .. } if *file == index_path), "{e:?}");
-    assert!(matches!(t.store.publish(&op, &[]), Err(SharingError::Corrupt { .. })));
+    t.store.publish(&op, &[]).expect("a corrupt index never blocks publishing");
+    t.store.load(id).expect("the republished entry loads");
     // A store path that is a file: an I/O error naming the op.
     let file = t.dir.join("not-a-dir");
     std::fs::write(&file, b"x").unwrap();
     let e = Store::open(&file).publish(&op, &[]).unwrap_err();
     assert!(matches!(&e, SharingError::Io { op, .. } if op == id), "{e:?}");
+}
+
+#[test]
+fn eight_threads_by_thirty_rounds_lose_no_receipt_and_no_card() {
+    const THREADS: usize = 8;
+    const ROUNDS: usize = 30;
+    let t = TempStore::new("threads");
+    let h = handle(&shared_median::DECL);
+    let op = h.op();
+    let base = reference_receipt(&h);
+    // Each thread also publishes a built-in's card every round, so cards race too.
+    let builtins: Vec<Arc<RegisteredOp>> =
+        op_runtime::registry().ops().into_iter().filter(|o| o.id.starts_with("builtin/")).take(THREADS).collect();
+    assert_eq!(builtins.len(), THREADS);
+    std::thread::scope(|s| {
+        for (th, builtin) in builtins.iter().enumerate() {
+            let (store, op, base) = (&t.store, &op, &base);
+            s.spawn(move || {
+                for round in 0..ROUNDS {
+                    let r = variant(base, &format!("thread {th} round {round}"));
+                    store.publish(op, &[r]).unwrap_or_else(|e| panic!("thread {th} round {round}: {e}"));
+                    store.publish(builtin, &[]).unwrap_or_else(|e| panic!("thread {th} round {round}: {}: {e}", builtin.id));
+                }
+            });
+        }
+    });
+    let loaded = t.store.load("test/sharing/median@1").unwrap();
+    let tags: BTreeSet<String> = loaded.receipts.iter().map(|r| r.device.details["test.publisher"].clone()).collect();
+    let want: BTreeSet<String> = (0..THREADS).flat_map(|th| (0..ROUNDS).map(move |r| format!("thread {th} round {r}"))).collect();
+    assert_eq!(tags.len(), THREADS * ROUNDS, "missing: {:?}", want.difference(&tags).take(5).collect::<Vec<_>>());
+    assert_eq!(tags, want);
+    for b in &builtins {
+        t.store.load(&b.id).unwrap_or_else(|e| panic!("{}: {e}", b.id));
+    }
+    let stray: Vec<PathBuf> = store_files(&t.dir).into_iter().filter(|p| p.to_string_lossy().contains(".tmp-")).collect();
+    assert!(stray.is_empty(), "temporary files left behind: {stray:?}");
+}
+
+/// Set in a child process: `<store dir>|<child index>|<rounds>|<go file>|<base receipt file>`.
+/// Read only by the tests in this file.
+const CHILD_ENV: &str = "OP_SHARING_TEST_CHILD";
+
+/// The child role of `four_processes_publishing_concurrently_lose_no_receipt`: does nothing
+/// unless its parent set [`CHILD_ENV`].
+#[test]
+fn child_publisher_role() {
+    let Ok(spec) = std::env::var(CHILD_ENV) else { return };
+    let parts: Vec<&str> = spec.split('|').collect();
+    let [dir, child, rounds, go, base] = parts[..] else { panic!("bad {CHILD_ENV}: {spec}") };
+    let rounds: usize = rounds.parse().unwrap();
+    let store = Store::open(dir);
+    let h = handle(&shared_median::DECL);
+    let base = Receipt::from_json(&std::fs::read_to_string(base).unwrap()).unwrap();
+    let start = std::time::Instant::now();
+    while !Path::new(go).exists() {
+        assert!(start.elapsed().as_secs() < 60, "the parent never said go");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    for round in 0..rounds {
+        let r = variant(&base, &format!("process {child} round {round}"));
+        store.publish(&h.op(), &[r]).unwrap_or_else(|e| panic!("process {child} round {round}: {e}"));
+    }
+}
+
+#[test]
+fn four_processes_publishing_concurrently_lose_no_receipt() {
+    const PROCESSES: usize = 4;
+    const ROUNDS: usize = 25;
+    let t = TempStore::new("processes");
+    let go = t.dir.with_extension("go");
+    let _ = std::fs::remove_file(&go);
+    let base = t.dir.with_extension("base.json");
+    std::fs::write(&base, reference_receipt(&handle(&shared_median::DECL)).to_json()).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..PROCESSES)
+        .map(|k| {
+            std::process::Command::new(&exe)
+                .args(["--exact", "child_publisher_role", "--test-threads=1", "--nocapture"])
+                .env(CHILD_ENV, format!("{}|{k}|{ROUNDS}|{}|{}", t.dir.display(), go.display(), base.display()))
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("re-executes the test binary")
+        })
+        .collect();
+    std::fs::write(&go, b"go").unwrap();
+    for (k, c) in children.into_iter().enumerate() {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+            "child {k} failed: {}\n{}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let _ = std::fs::remove_file(&go);
+    let _ = std::fs::remove_file(&base);
+    let loaded = t.store.load("test/sharing/median@1").unwrap();
+    let tags: BTreeSet<String> = loaded.receipts.iter().map(|r| r.device.details["test.publisher"].clone()).collect();
+    let want: BTreeSet<String> = (0..PROCESSES).flat_map(|k| (0..ROUNDS).map(move |r| format!("process {k} round {r}"))).collect();
+    assert_eq!(tags, want, "every receipt of every process is present");
+}
+
+#[test]
+fn racing_publishers_of_different_content_under_one_name_never_both_succeed() {
+    let a = RegisteredOp::load(&double_a::DECL).unwrap();
+    let b = RegisteredOp::load(&double_b::DECL).unwrap();
+    for trial in 0..10 {
+        let t = TempStore::new("race");
+        let results: Vec<(String, Result<_, SharingError>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..6)
+                .map(|i| {
+                    let (store, op) = (&t.store, if i % 2 == 0 { &a } else { &b });
+                    s.spawn(move || (op.hash_hex(), store.publish(op, &[])))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let published = t.store.load("test/sharing/double@1").unwrap().card.content_hash;
+        for (hash, r) in results {
+            match r {
+                Ok(id) => assert_eq!(id.content_hash, published, "trial {trial}: a publisher was told Ok but its content is not published"),
+                Err(SharingError::ContentChanged { published: p, new, .. }) => assert_eq!((p, new), (published.clone(), hash)),
+                Err(e) => panic!("trial {trial}: {e}"),
+            }
+        }
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlink_planted_at_any_path_the_store_writes_is_never_followed() {
+    use std::os::unix::fs::symlink;
+    let t = TempStore::new("symlink");
+    let outside = t.dir.with_extension("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let victim = outside.join("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    let h = handle(&shared_median::DECL);
+    let op = h.op();
+    let receipt = reference_receipt(&h);
+    // Where the files will go: publish once into a scratch store to learn every path.
+    let scratch = TempStore::new("symlink-scratch");
+    scratch.store.publish(&op, std::slice::from_ref(&receipt)).unwrap();
+    let mut targets: Vec<PathBuf> = store_files(&scratch.dir).iter().map(|p| t.dir.join(p.strip_prefix(&scratch.dir).unwrap())).collect();
+    targets.push(t.store.index_path("test/sharing/median@1").unwrap().with_extension("lock"));
+    // And the predictable temporary names older versions used, in every directory.
+    let dirs: BTreeSet<PathBuf> = targets.iter().filter_map(|p| p.parent().map(Path::to_path_buf)).collect();
+    for d in &dirs {
+        for seq in 0..32 {
+            targets.push(d.join(format!(".tmp-{}-{seq}", std::process::id())));
+        }
+    }
+    for (i, p) in targets.iter().enumerate() {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        // Half point at the victim, half dangle into a directory outside the store.
+        if i % 2 == 0 {
+            symlink(&victim, p).unwrap();
+        } else {
+            symlink(outside.join(format!("created-{i}")), p).unwrap();
+        }
+    }
+    t.store.publish(&op, std::slice::from_ref(&receipt)).expect("publishes around the planted links");
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious", "a symlink's target was written");
+    let created: Vec<String> =
+        std::fs::read_dir(&outside).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(created, vec!["victim".to_string()], "a dangling symlink was followed");
+    let loaded = t.store.load("test/sharing/median@1").unwrap();
+    assert_eq!(loaded.receipts, vec![receipt]);
+    // A symlinked store subdirectory is refused, not written through.
+    let t2 = TempStore::new("symlink-dir");
+    std::fs::create_dir_all(&t2.dir).unwrap();
+    symlink(&outside, t2.dir.join("blobs")).unwrap();
+    let e = t2.store.publish(&op, &[]).unwrap_err();
+    assert!(matches!(e, SharingError::Io { .. }), "{e:?}");
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1, "nothing was written through the symlinked directory");
+    let _ = std::fs::remove_dir_all(&outside);
+}
+
+#[test]
+fn fuzzed_and_bit_flipped_store_files_give_typed_errors_and_never_block_publishing() {
+    let t = TempStore::new("fuzz");
+    let h = handle(&shared_median::DECL);
+    let op = h.op();
+    let receipt = reference_receipt(&h);
+    t.store.publish(&op, std::slice::from_ref(&receipt)).unwrap();
+    let files = store_files(&t.dir);
+    assert!(files.len() >= 8, "{files:?}");
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut outcomes = [0usize; 2];
+    for round in 0..250 {
+        let file = &files[(next() % files.len() as u64) as usize];
+        let original = std::fs::read(file).unwrap();
+        let mut bytes = original.clone();
+        let at = (next() % bytes.len().max(1) as u64) as usize;
+        match next() % 5 {
+            0 if !bytes.is_empty() => bytes[at] ^= 1 << (next() % 8),
+            1 => bytes.truncate(at),
+            2 => bytes.splice(at..at, [0xc3, 0x28, 0xff, b'"', b'}']).for_each(drop),
+            3 => bytes = Vec::new(),
+            _ => bytes.splice(at..at, "é\u{0}😀".bytes()).for_each(drop),
+        }
+        std::fs::write(file, &bytes).unwrap();
+        let loaded = catch_unwind(AssertUnwindSafe(|| t.store.load("test/sharing/median@1")))
+            .unwrap_or_else(|_| panic!("round {round}: load panicked on {} mutated", file.display()));
+        outcomes[loaded.is_ok() as usize] += 1;
+        if let Err(e) = &loaded {
+            assert_eq!(e.op(), "test/sharing/median@1", "{e}");
+        }
+        let repaired = catch_unwind(AssertUnwindSafe(|| t.store.publish(&op, std::slice::from_ref(&receipt))))
+            .unwrap_or_else(|_| panic!("round {round}: publish panicked on {} mutated", file.display()));
+        repaired.unwrap_or_else(|e| panic!("round {round}: a damaged {} blocked publishing: {e}", file.display()));
+        let back = t.store.load("test/sharing/median@1").unwrap_or_else(|e| panic!("round {round}: not repaired: {e}"));
+        assert_eq!(back.receipts, vec![receipt.clone()]);
+        if std::fs::read(file).ok().as_deref() != Some(&original[..]) {
+            std::fs::write(file, &original).unwrap();
+        }
+    }
+    assert!(outcomes[0] > 150, "most mutations must be refused (refused, accepted) = {outcomes:?}");
+}
+
+#[test]
+fn repair_rebuilds_lost_and_corrupt_index_entries_from_the_blobs() {
+    let t = TempStore::new("repair");
+    let h = handle(&shared_median::DECL);
+    let median = h.op();
+    let receipt = reference_receipt(&h);
+    let add = builtin_add();
+    let double = RegisteredOp::load(&double_a::DECL).unwrap();
+    for op in [&median, &add, &double] {
+        t.store.publish(op, if op.id == median.id { std::slice::from_ref(&receipt) } else { &[] }).unwrap();
+    }
+    // Lose one index entry, corrupt another, keep the third.
+    std::fs::remove_file(t.store.index_path("test/sharing/median@1").unwrap()).unwrap();
+    std::fs::write(t.store.index_path("builtin/add@1").unwrap(), b"\xff not an index").unwrap();
+    assert!(t.store.load("test/sharing/median@1").is_err() && t.store.load("builtin/add@1").is_err());
+    // Leftovers of a crash: temporary files in every directory.
+    for d in ["blobs", "cards"] {
+        std::fs::write(t.dir.join(d).join(".tmp-crashed.tmp"), b"half a file").unwrap();
+    }
+    let report = t.store.repair().unwrap();
+    assert_eq!(report.rebuilt, vec!["builtin/add@1".to_string(), "test/sharing/median@1".to_string()], "{report:?}");
+    assert_eq!(report.kept, vec!["test/sharing/double@1".to_string()], "{report:?}");
+    assert!(report.conflicts.is_empty() && report.unrecoverable.is_empty() && report.damaged_blobs.is_empty(), "{report:?}");
+    assert_eq!(t.store.load("test/sharing/median@1").unwrap().receipts, vec![receipt]);
+    t.store.load("builtin/add@1").unwrap();
+    assert_eq!(t.store.repair().unwrap().rebuilt, Vec::<String>::new(), "repair is idempotent");
+
+    // Two loadable contents for one name and no index to choose: a conflict, nothing written.
+    let index = t.store.index_path("test/sharing/double@1").unwrap();
+    std::fs::remove_file(&index).unwrap();
+    t.store.publish(&RegisteredOp::load(&double_b::DECL).unwrap(), &[]).unwrap();
+    std::fs::remove_file(&index).unwrap();
+    let report = t.store.repair().unwrap();
+    assert_eq!(report.conflicts.len(), 1, "{report:?}");
+    assert_eq!(report.conflicts[0].0, "test/sharing/double@1");
+    assert!(!index.exists());
+    // A damaged blob is reported, and an index naming it is unrecoverable.
+    let loaded = t.store.load("builtin/add@1").unwrap();
+    tamper(&t.store.blob_path(&loaded.index.contract));
+    let report = t.store.repair().unwrap();
+    assert_eq!(report.damaged_blobs, vec![t.store.blob_path(&loaded.index.contract)], "{report:?}");
+    assert!(report.unrecoverable.iter().any(|(f, why)| f.ends_with("builtin~add@1.json") && why.contains("tampered")), "{report:?}");
 }

@@ -6,6 +6,7 @@
 //! ([`LaunchPlan::outputs`]). It knows no device API.
 
 use crate::core::backend::{BackendError, ExecRequest};
+use crate::core::kind::BackendKind;
 use crate::core::op::RegisteredOp;
 use crate::core::plan::IExpr;
 use crate::core::tensor::{checked_numel, Data, Scalar, Tensor};
@@ -22,10 +23,8 @@ pub(crate) fn gpu_kernel(op: &RegisteredOp, lang: KernelLang) -> Result<usize, B
         KernelLang::Wgsl => "WGSL",
         KernelLang::Cuda => "CUDA",
     };
-    op.contract
-        .kernels
-        .iter()
-        .position(|k| k.lang == lang)
+    BackendKind::for_kernel(lang)
+        .runs_kernel(op.contract.kernels.iter().map(|k| k.lang))
         .ok_or_else(|| BackendError::Unsupported(format!("the op declares no {name} kernel")))
 }
 

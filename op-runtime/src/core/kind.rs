@@ -1,6 +1,7 @@
 //! The kinds of backend and their one default priority list. Owns naming and order only; which
 //! backends exist in a build is decided by `backends`, which one runs a call by dispatch.
 
+use op_contract::contract::KernelLang;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -48,6 +49,22 @@ impl BackendKind {
         } else {
             2 * pos
         }
+    }
+}
+
+impl BackendKind {
+    /// The GPU backend that runs kernels written in `lang`.
+    pub fn for_kernel(lang: KernelLang) -> BackendKind {
+        match lang {
+            KernelLang::Wgsl => BackendKind::Wgpu,
+            KernelLang::Cuda => BackendKind::Cuda,
+        }
+    }
+
+    /// Which of an op's GPU kernels (their languages in declaration order) this backend runs:
+    /// the first one in its language. The one rule the launch plan and the cards read.
+    pub fn runs_kernel(self, langs: impl IntoIterator<Item = KernelLang>) -> Option<usize> {
+        langs.into_iter().position(|l| BackendKind::for_kernel(l) == self)
     }
 }
 

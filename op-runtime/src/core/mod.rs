@@ -2,13 +2,15 @@
 //! profiles, host tensors, validation plans, the op description `#[op]` generates, the loaded
 //! op, the one shim runner, the registry with dispatch and batching, the typed backend seam,
 //! the graph-builder seam composite backwards are written against, and the records of what
-//! ran (provenance, receipts). Imports nothing from `backends`, `train`, `verify` or
-//! `builtins`.
+//! ran (provenance, receipts, the keys and trust list that sign and judge receipts), and the
+//! crash- and symlink-safe file primitives every cache and store writes through. Imports
+//! nothing from `backends`, `train`, `verify` or `builtins`.
 
 pub mod backend;
 pub mod decl;
 pub mod device;
 pub mod error;
+pub mod files;
 pub mod graph;
 pub mod kind;
 pub mod op;
@@ -19,3 +21,4 @@ pub mod receipt;
 pub mod registry;
 pub(crate) mod shim;
 pub mod tensor;
+pub mod trust;

@@ -48,7 +48,8 @@ impl fmt::Display for ProvenanceEntry {
         let h = op_contract::identity::hex(&self.content_hash);
         write!(f, "{:<40} {}  {:<9} {}", self.op, &h[..16], self.backend.name(), self.device.adapter)?;
         match &self.receipt {
-            Some(r) => write!(f, "  receipt {}", &r[..r.len().min(16)]),
+            // A received entry may hold any text: cut on a character boundary, never mid-char.
+            Some(r) => write!(f, "  receipt {}", r.chars().take(16).collect::<String>()),
             None => write!(f, "  receipt -"),
         }
     }
@@ -69,6 +70,12 @@ impl ProvenanceRecord {
     /// JSON text.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Parses a record's JSON (e.g. one received from another machine): a typed error for any
+    /// text that is not one, never a panic (hashes are parsed by `parse_hex`).
+    pub fn from_json(s: &str) -> Result<ProvenanceRecord, serde_json::Error> {
+        serde_json::from_str(s)
     }
 }
 

@@ -1,17 +1,28 @@
 //! Conformance receipts: minted only by `conformance` on success, serialised as JSON, bound to
-//! the op's content hash and to one device profile by a blake3 digest over every field.
+//! the op's content hash and to one device profile by a blake3 digest over every field, and
+//! optionally signed (ed25519, over the digest) by a key from `core::trust`.
 //! A receipt makes an op shareable; it never gates local use (nothing in dispatch reads it).
-//! The digest is unkeyed: it proves the record is intact and matches (content, device), not who
-//! produced it. Whoever needs more than integrity conforms locally (it is cheap) or signs.
+//!
+//! Whose receipts count ([`Receipt::verify_with`]): the digest must match the fields (else the
+//! receipt was tampered with); a signature, when present, must verify (else it is forged) and
+//! its key must be on the trust list (else the signer is unknown); then the receipt counts for
+//! this content on a device of the same model as the receipt's ([`DeviceProfile::same_model`])
+//! when signed by a trusted key, and only on the exact profile it names (the machine that
+//! minted it) when unsigned. The digest alone is unkeyed: it proves integrity, not authorship.
 
 use crate::core::device::DeviceProfile;
 use crate::core::kind::BackendKind;
 use crate::core::op::RegisteredOp;
+use crate::core::trust::{PublicKey, SigningKey, TrustList};
 use op_contract::contract::Tolerance;
 use serde::{Deserialize, Serialize};
 
-/// Version of the receipt format and of the conformance procedure it attests.
-pub const RECEIPT_FORMAT: u32 = 1;
+/// Version of the receipt format and of the conformance procedure it attests. Format 2: exact
+/// device profiles (details and instance) and optional signatures.
+pub const RECEIPT_FORMAT: u32 = 2;
+
+/// Domain separator of the signed message (followed by the receipt's digest, hex).
+const SIGNATURE_CONTEXT: &[u8] = b"op-runtime receipt signature v1\0";
 
 /// The engine version a receipt names: this crate's version and the conformance scheme.
 pub fn engine_version() -> String {
@@ -43,6 +54,44 @@ pub struct Receipt {
     pub engine_version: String,
     /// blake3 over every field above (hex).
     pub digest: String,
+    /// An ed25519 signature over the digest, if the receipt was signed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<ReceiptSignature>,
+}
+
+/// A signature on a receipt: who signed (public key) and the signature over the digest. Kept as
+/// text so any received JSON parses; [`Receipt::verify_with`] decodes and checks it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReceiptSignature {
+    /// `ed25519:<64 hex digits>`.
+    pub key: String,
+    /// 128 hex digits: the ed25519 signature of the domain separator and the digest.
+    pub signature: String,
+}
+
+/// Why a receipt counts here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Attestation {
+    /// Unsigned, on the exact device profile it names: this machine minted it.
+    Minted,
+    /// Signed by a trusted key, on a device of the same model.
+    Signed {
+        /// The signer.
+        key: PublicKey,
+        /// The signer's label in the trust list.
+        label: String,
+    },
+}
+
+impl std::fmt::Display for Attestation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Attestation::Minted => f.write_str("minted on this machine (unsigned)"),
+            Attestation::Signed { key, label } if label.is_empty() => write!(f, "signed by trusted key {key}"),
+            Attestation::Signed { key, label } => write!(f, "signed by trusted key `{label}` ({key})"),
+        }
+    }
 }
 
 /// Why a receipt is not valid here.
@@ -51,8 +100,8 @@ pub enum ReceiptError {
     /// The text is not a receipt's JSON.
     #[error("the receipt is not valid JSON for a receipt: {0}")]
     Parse(String),
-    /// The digest does not match the fields: the receipt was altered.
-    #[error("receipt for `{op}`: its digest {found} does not match its contents ({computed}); the receipt was altered")]
+    /// The digest does not match the fields: the receipt was tampered with.
+    #[error("receipt for `{op}` was tampered with: its digest {found} does not match its contents ({computed})")]
     Digest {
         /// The op named in the receipt.
         op: String,
@@ -82,10 +131,11 @@ pub enum ReceiptError {
         /// The op's content hash now.
         current: String,
     },
-    /// The receipt was minted on another device.
+    /// The receipt was minted on another device model or software stack.
     #[error(
-        "receipt for `{op}` was minted on {receipt}, not on this device ({local}); \
-         conform locally (`op_runtime::conformance::conform`) to mint a receipt for this device"
+        "receipt for `{op}` was minted on {receipt}, not on this device ({local}): {}; \
+         conform locally (`op_runtime::conformance::conform`) to mint a receipt for this device",
+        differences.join(", ")
     )]
     Device {
         /// The op's `name@version`.
@@ -94,6 +144,41 @@ pub enum ReceiptError {
         receipt: String,
         /// This device.
         local: String,
+        /// What differs, one `field: receipt vs local` entry each.
+        differences: Vec<String>,
+    },
+    /// An unsigned receipt away from the machine that minted it (or any unsigned receipt,
+    /// when the trust list requires signatures).
+    #[error(
+        "receipt for `{op}` is unsigned and {reason}; an unsigned receipt counts only on the machine that \
+         minted it: conform locally, or ask its minter to sign it with a key on your trust list"
+    )]
+    Unsigned {
+        /// The op's `name@version`.
+        op: String,
+        /// Why it does not count here.
+        reason: String,
+    },
+    /// The signature does not verify: forged, or the fields changed after signing.
+    #[error("receipt for `{op}` has a forged signature (key {key}): {reason}; refusing it")]
+    BadSignature {
+        /// The op named in the receipt.
+        op: String,
+        /// The key the signature claims (as written in the receipt).
+        key: String,
+        /// What failed.
+        reason: String,
+    },
+    /// A valid signature by a key that is not on the trust list.
+    #[error(
+        "receipt for `{op}` is signed by {key}, which is not on your trust list; \
+         add the key to the trust list if you trust its holder's receipts, or conform locally"
+    )]
+    UntrustedSigner {
+        /// The op named in the receipt.
+        op: String,
+        /// The signer.
+        key: PublicKey,
     },
     /// The receipt's format is not the one this engine reads.
     #[error("receipt for `{op}` has format {found}; this engine reads format {RECEIPT_FORMAT}; conform locally")]
@@ -132,6 +217,7 @@ impl Receipt {
             corpus_digest: op_contract::identity::hex(corpus_digest),
             engine_version: engine_version(),
             digest: String::new(),
+            signature: None,
         };
         r.digest = r.compute_digest();
         r
@@ -162,27 +248,82 @@ impl Receipt {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
 
-    /// Parses JSON (the digest is checked by [`Receipt::verify`], not here).
+    /// Parses JSON (digest and signature are checked by [`Receipt::verify_with`], not here).
     pub fn from_json(s: &str) -> Result<Receipt, ReceiptError> {
         serde_json::from_str(s).map_err(|e| ReceiptError::Parse(e.to_string()))
     }
 
-    /// Valid for `op` as registered now on the device `local`: the digest matches the fields,
-    /// the op and content hash are the op's current ones, the device profile is `local`'s.
-    pub fn verify(&self, op: &RegisteredOp, local: &DeviceProfile) -> Result<(), ReceiptError> {
-        self.verify_parts(&op.id, &op.hash_hex(), local)
+    /// Signs the receipt with `key` (replacing any signature). Refuses a receipt whose digest
+    /// does not match its fields: a key vouches only for an intact receipt.
+    pub fn sign(&mut self, key: &SigningKey) -> Result<(), ReceiptError> {
+        self.check_digest()?;
+        let signature = key.sign(&signing_message(&self.digest));
+        self.signature = Some(ReceiptSignature { key: key.public_key().to_string(), signature: hex_bytes(&signature) });
+        Ok(())
     }
 
-    /// [`Receipt::verify`] against an op known only by `name@version` and content hash (hex),
-    /// e.g. one loaded from a store: the same checks in the same order.
-    pub fn verify_parts(&self, id: &str, content_hash: &str, local: &DeviceProfile) -> Result<(), ReceiptError> {
-        let computed = self.compute_digest();
-        if computed != self.digest {
-            return Err(ReceiptError::Digest { op: self.op.clone(), found: self.digest.clone(), computed });
-        }
+    /// [`Receipt::sign`] by value.
+    pub fn signed(mut self, key: &SigningKey) -> Result<Receipt, ReceiptError> {
+        self.sign(key)?;
+        Ok(self)
+    }
+
+    /// The signer, if the receipt carries a signature that verifies (trusted or not).
+    pub fn signer(&self) -> Option<PublicKey> {
+        self.check_digest().ok()?;
+        self.check_signature().ok().flatten()
+    }
+
+    /// Intact (digest matches), of this engine's format, and any signature verifies: the
+    /// checks that need neither an op nor a device nor a trust list.
+    pub fn check_intact(&self) -> Result<(), ReceiptError> {
+        self.intact_signer().map(drop)
+    }
+
+    /// [`Receipt::check_intact`], returning the signer of a signed receipt.
+    fn intact_signer(&self) -> Result<Option<PublicKey>, ReceiptError> {
+        self.check_digest()?;
         if self.format != RECEIPT_FORMAT {
             return Err(ReceiptError::Format { op: self.op.clone(), found: self.format });
         }
+        self.check_signature()
+    }
+
+    /// Counts for `op` as registered now on the device `local`, with no trusted keys: an
+    /// intact, unsigned receipt minted on exactly `local`. See [`Receipt::verify_with`].
+    pub fn verify(&self, op: &RegisteredOp, local: &DeviceProfile) -> Result<(), ReceiptError> {
+        self.verify_with(op, local, &TrustList::new()).map(drop)
+    }
+
+    /// [`Receipt::verify`] against an op known only by `name@version` and content hash (hex).
+    pub fn verify_parts(&self, id: &str, content_hash: &str, local: &DeviceProfile) -> Result<(), ReceiptError> {
+        self.verify_parts_with(id, content_hash, local, &TrustList::new()).map(drop)
+    }
+
+    /// Counts for `op` as registered now on the device `local`, given `trust`: intact (else
+    /// `Digest`), this format, a signature that verifies (else `BadSignature`) by a trusted key
+    /// (else `UntrustedSigner`), this op and content, and then a device of the same model when
+    /// signed, or exactly `local` (the minting machine) when unsigned (`Device` / `Unsigned`).
+    pub fn verify_with(&self, op: &RegisteredOp, local: &DeviceProfile, trust: &TrustList) -> Result<Attestation, ReceiptError> {
+        self.verify_parts_with(&op.id, &op.hash_hex(), local, trust)
+    }
+
+    /// [`Receipt::verify_with`] against an op known only by `name@version` and content hash
+    /// (hex), e.g. one loaded from a store: the same checks in the same order.
+    pub fn verify_parts_with(
+        &self,
+        id: &str,
+        content_hash: &str,
+        local: &DeviceProfile,
+        trust: &TrustList,
+    ) -> Result<Attestation, ReceiptError> {
+        let attestation = match self.intact_signer()? {
+            Some(key) => match trust.label(&key) {
+                Some(label) => Attestation::Signed { key, label: label.to_string() },
+                None => return Err(ReceiptError::UntrustedSigner { op: self.op.clone(), key }),
+            },
+            None => Attestation::Minted,
+        };
         if self.op != id {
             return Err(ReceiptError::OtherOp { op: id.to_string(), receipt: self.op.clone() });
         }
@@ -193,9 +334,75 @@ impl Receipt {
                 current: content_hash.to_string(),
             });
         }
-        if &self.device != local {
-            return Err(ReceiptError::Device { op: id.to_string(), receipt: self.device.to_string(), local: local.to_string() });
+        if !self.device.same_model(local) {
+            return Err(ReceiptError::Device {
+                op: id.to_string(),
+                receipt: self.device.to_string(),
+                local: local.to_string(),
+                differences: self.device.differences(local),
+            });
+        }
+        if attestation == Attestation::Minted {
+            if trust.requires_signatures() {
+                return Err(ReceiptError::Unsigned { op: id.to_string(), reason: "your trust list requires signatures".into() });
+            }
+            if &self.device != local {
+                return Err(ReceiptError::Unsigned {
+                    op: id.to_string(),
+                    reason: format!(
+                        "was minted on another {} of this model ({})",
+                        if self.device.backend == "cuda" { "device" } else { "machine" },
+                        self.device.differences(local).join(", ")
+                    ),
+                });
+            }
+        }
+        Ok(attestation)
+    }
+
+    fn check_digest(&self) -> Result<(), ReceiptError> {
+        let computed = self.compute_digest();
+        if computed != self.digest {
+            return Err(ReceiptError::Digest { op: self.op.clone(), found: self.digest.clone(), computed });
         }
         Ok(())
     }
+
+    /// The signer when a signature is present and verifies over the digest; `None` unsigned.
+    fn check_signature(&self) -> Result<Option<PublicKey>, ReceiptError> {
+        let Some(sig) = &self.signature else { return Ok(None) };
+        let forged = |reason: &str| ReceiptError::BadSignature { op: self.op.clone(), key: sig.key.clone(), reason: reason.to_string() };
+        let key = PublicKey::parse(&sig.key).map_err(|_| forged("the key is not `ed25519:<64 hex digits>` of a valid key"))?;
+        let bytes = parse_hex_bytes::<64>(&sig.signature).ok_or_else(|| forged("the signature is not 128 hex digits"))?;
+        let verifying = key.verifying_key().map_err(|e| forged(&e))?;
+        verifying
+            .verify_strict(&signing_message(&self.digest), &ed25519_dalek::Signature::from_bytes(&bytes))
+            .map_err(|_| forged("it does not verify for this receipt's contents under that key"))?;
+        Ok(Some(key))
+    }
+}
+
+/// What a signature signs: a domain separator and the digest (which covers every field).
+fn signing_message(digest: &str) -> Vec<u8> {
+    let mut m = SIGNATURE_CONTEXT.to_vec();
+    m.extend_from_slice(digest.as_bytes());
+    m
+}
+
+fn hex_bytes(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// `N` bytes from exactly `2N` hex digits; `None` for anything else (never panics).
+fn parse_hex_bytes<const N: usize>(s: &str) -> Option<[u8; N]> {
+    let b = s.as_bytes();
+    if b.len() != 2 * N {
+        return None;
+    }
+    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let mut out = [0u8; N];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = (digit(b[2 * i])? << 4) | digit(b[2 * i + 1])?;
+    }
+    Some(out)
 }

@@ -9,17 +9,18 @@
 //! * Kernels are compiled to PTX by NVRTC, with headers passed in memory (`nvrtcCreateProgram`'s
 //!   header list), for the device's compute capability (clamped to what NVRTC supports). The PTX
 //!   is cached on disk under [`ptx_cache_key`] (content hash, source, headers, entry, options,
-//!   NVRTC version and architecture), published atomically ([`publish_atomically`]), and
-//!   memoised in memory per key.
+//!   NVRTC version and architecture) by [`PtxDiskCache`], which verifies a digest of every
+//!   entry on load (a corrupt entry is counted and rebuilt, never run), publishes atomically,
+//!   and is memoised in memory per key.
 //! * Launches copy every buffer argument to the device, launch once with
 //!   `grid = ceil(threads / block)`, synchronise, and read back the `ReadWrite` buffers.
 //!
 //! This module knows nothing of ops or contracts; the `cuda` backend drives it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::{c_char, c_int, CStr, CString, OsString};
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -30,7 +31,9 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DriverErr
 use cudarc::nvrtc::sys as nvsys;
 use cudarc::nvrtc::Ptx;
 
+use super::ptx_cache::{CacheError, PtxDiskCache};
 use crate::core::device::DeviceProfile;
+use crate::core::files::{self, Replace};
 
 /// PCI vendor id of NVIDIA.
 pub const NVIDIA_VENDOR_ID: u32 = 0x10de;
@@ -80,6 +83,12 @@ pub enum CudaError {
         /// What failed.
         cause: String,
     },
+}
+
+impl From<CacheError> for CudaError {
+    fn from(e: CacheError) -> CudaError {
+        CudaError::Cache { path: e.path, cause: e.cause }
+    }
 }
 
 /// One kernel argument, in the kernel's parameter order.
@@ -162,7 +171,7 @@ pub struct CudaEngine {
     compute_capability: (i32, i32),
     max_threads_per_block: u32,
     max_grid_x: u32,
-    cache_dir: Option<PathBuf>,
+    cache: PtxDiskCache,
     kernels: Mutex<HashMap<String, Arc<CudaKernel>>>,
     compiles: AtomicUsize,
 }
@@ -172,7 +181,7 @@ impl std::fmt::Debug for CudaEngine {
         f.debug_struct("CudaEngine")
             .field("profile", &self.profile)
             .field("arch", &self.arch_tag)
-            .field("cache_dir", &self.cache_dir)
+            .field("cache_dir", &self.cache.dir())
             .finish_non_exhaustive()
     }
 }
@@ -203,7 +212,7 @@ impl CudaEngine {
 
     /// Replaces the PTX cache directory (builder style).
     pub fn with_cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.cache_dir = Some(dir.into());
+        self.cache = PtxDiskCache::new(Some(dir.into()));
         self
     }
 
@@ -243,17 +252,19 @@ impl CudaEngine {
         })?;
 
         let device_id = pci_device_id(&ctx).unwrap_or(ordinal as u32);
-        let profile = DeviceProfile {
-            backend: "cuda".to_string(),
-            adapter: name,
-            driver: format!(
-                "CUDA driver {}.{} (NVRTC {nvrtc_major}.{nvrtc_minor}, compute capability {cc_major}.{cc_minor}, PTX compute_{target})",
-                driver_version / 1000,
-                (driver_version % 1000) / 10
-            ),
-            vendor_id: NVIDIA_VENDOR_ID,
+        let uuid = ctx.uuid().map_err(|e| unavailable("cuDeviceGetUuid failed", e))?;
+        let uuid = format_uuid(&uuid.bytes.map(|b| b as u8));
+        let build = fs::read_to_string("/proc/driver/nvidia/version").ok().and_then(|t| parse_nvidia_driver_build(&t));
+        let profile = cuda_profile(CudaFacts {
+            name,
+            uuid,
+            compute_capability: (cc_major, cc_minor),
+            driver_api: driver_version,
+            driver_build: build,
+            nvrtc: (nvrtc_major, nvrtc_minor),
+            ptx_target: target,
             device_id,
-        };
+        });
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         Ok(CudaEngine {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -265,14 +276,15 @@ impl CudaEngine {
             compute_capability: (cc_major, cc_minor),
             max_threads_per_block: max_threads_per_block.max(1) as u32,
             max_grid_x: max_grid_x.max(1) as u32,
-            cache_dir: default_ptx_cache_dir(),
+            cache: PtxDiskCache::new(default_ptx_cache_dir()),
             kernels: Mutex::new(HashMap::new()),
             compiles: AtomicUsize::new(0),
         })
     }
 
-    /// The device this engine runs on: backend `cuda`, device name, driver (and NVRTC) version,
-    /// vendor 0x10de, PCI device id where the platform exposes it (else the ordinal).
+    /// The device this engine runs on: backend `cuda`, device name, driver API version and driver
+    /// build, NVRTC version, compute capability and PTX target, vendor 0x10de, PCI device id where
+    /// the platform exposes it (else the ordinal), and the device UUID as the instance.
     pub fn profile(&self) -> &DeviceProfile {
         &self.profile
     }
@@ -285,7 +297,12 @@ impl CudaEngine {
     /// The directory PTX is cached in (`None` when none could be determined; compiles then fail
     /// with [`CudaError::Cache`]).
     pub fn cache_dir(&self) -> Option<&Path> {
-        self.cache_dir.as_deref()
+        self.cache.dir()
+    }
+
+    /// Number of corrupt PTX cache entries this engine found (each was rebuilt, never run).
+    pub fn corrupt_cache_entries(&self) -> usize {
+        self.cache.corrupt_entries()
     }
 
     /// Number of NVRTC invocations by this engine (successful or not), so tests can observe cache
@@ -327,27 +344,28 @@ impl CudaEngine {
         entry: &str,
         options: &[String],
     ) -> Result<CudaKernel, CudaError> {
-        let dir = self.cache_dir.clone().ok_or_else(|| CudaError::Cache {
-            path: PathBuf::new(),
-            cause: format!("no cache directory: set {CACHE_DIR_ENV}, XDG_CACHE_HOME or HOME"),
-        })?;
-        let path = dir.join(format!("{key}.ptx"));
-        let publish = |ptx: &str| {
-            publish_atomically(&path, ptx.as_bytes()).map_err(|e| CudaError::Cache { path: path.clone(), cause: e.to_string() })
-        };
-
-        if let Some(ptx) = read_cached_ptx(&path) {
-            match self.load(&ptx, entry) {
-                Ok(function) => return Ok(self.kernel(key, entry, ptx, String::new(), function)),
-                // A stale or damaged entry: fall through, recompile and overwrite it.
-                Err(CudaError::Driver(_)) | Err(CudaError::MissingEntry { .. }) => {}
-                Err(other) => return Err(other),
+        let mut log = String::new();
+        let mut rejected: Option<CudaError> = None;
+        let accept = |ptx: &str| match self.load(ptx, entry) {
+            Ok(function) => Ok(Some((ptx.to_string(), function))),
+            // An entry the driver refuses (stale for this driver): rebuild and replace it; if
+            // the fresh PTX is refused too, report the driver's own error.
+            Err(e @ (CudaError::Driver(_) | CudaError::MissingEntry { .. })) => {
+                rejected = Some(e);
+                Ok(None)
             }
+            Err(other) => Err(other),
+        };
+        let build = || {
+            let (ptx, l) = self.nvrtc_compile(source, headers, entry, options)?;
+            log = l;
+            Ok(ptx)
+        };
+        let result = self.cache.get_or_build(key, accept, build);
+        match result? {
+            Some(((ptx, function), _origin)) => Ok(self.kernel(key, entry, ptx, log, function)),
+            None => Err(rejected.unwrap_or_else(|| CudaError::Driver(format!("freshly built PTX for `{entry}` was rejected")))),
         }
-        let (ptx, log) = self.nvrtc_compile(source, headers, entry, options)?;
-        publish(&ptx)?;
-        let function = self.load(&ptx, entry)?;
-        Ok(self.kernel(key, entry, ptx, log, function))
     }
 
     fn kernel(&self, key: &str, entry: &str, ptx: String, log: String, function: CudaFunction) -> CudaKernel {
@@ -428,7 +446,7 @@ impl CudaEngine {
     /// Loads PTX into this engine's context and looks the entry up.
     fn load(&self, ptx: &str, entry: &str) -> Result<CudaFunction, CudaError> {
         // `Ptx::from_src` is NUL-terminated by cudarc (which unwraps on an interior NUL:
-        // `read_cached_ptx` and `Program::ptx` guarantee there is none).
+        // the cache's `decode_entry` and `Program::ptx` guarantee there is none).
         let module = self.ctx.load_module(Ptx::from_src(ptx.to_string())).map_err(|e| {
             let hint = if e.0 == cusys::CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION {
                 format!(
@@ -971,53 +989,71 @@ pub fn resolve_ptx_cache_dir(op_cache_dir: Option<OsString>, xdg_cache_home: Opt
     set(home).map(|h| h.join(".cache").join("op-runtime").join("ptx"))
 }
 
-/// A cached PTX file, if present and plausible (UTF-8, no NUL, has `.version`/`.target`);
-/// anything else counts as a miss and is overwritten by the next publish.
-fn read_cached_ptx(path: &Path) -> Option<String> {
-    let bytes = fs::read(path).ok()?;
-    let text = String::from_utf8(bytes).ok()?;
-    if text.contains('\0') || !text.contains(".version") || !text.contains(".target") {
-        return None;
-    }
-    Some(text)
+/// Writes `bytes` to `path` atomically and durably ([`files::write_atomic`]): a temporary file
+/// with an unpredictable name, created exclusively (never through a symlink), synced, renamed
+/// over `path`, then the directory synced. Readers see either the old file or the complete new
+/// one; the temporary file is removed on failure. Pure filesystem code.
+pub fn publish_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    files::write_atomic(path, bytes, Replace::Yes, 0o644)
 }
 
-/// Writes `bytes` to `path` atomically: into a fresh temporary file in the same directory
-/// (created if missing), flushed to disk, then renamed over `path`. Readers see either the old
-/// file or the complete new one; the temporary file is removed on failure. Pure filesystem code.
-pub fn publish_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let file_name =
-        path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("{} has no file name", path.display())))?;
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    fs::create_dir_all(&dir)?;
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-    for _ in 0..64 {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let tmp = dir.join(format!(".{}.{}.{n}.{nanos:08x}.tmp", file_name.to_string_lossy(), std::process::id()));
-        let mut file = match fs::OpenOptions::new().write(true).create_new(true).open(&tmp) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        };
-        let written = file.write_all(bytes).and_then(|()| file.sync_all());
-        drop(file);
-        let result = written.and_then(|()| fs::rename(&tmp, path));
-        if let Err(e) = result {
-            let _ = fs::remove_file(&tmp);
-            return Err(e);
-        }
-        // Make the rename itself durable where the platform allows (best effort).
-        #[cfg(unix)]
-        if let Ok(d) = fs::File::open(&dir) {
-            let _ = d.sync_all();
-        }
-        return Ok(());
+/// Facts a CUDA device profile is made of.
+#[derive(Clone, Debug)]
+pub(crate) struct CudaFacts {
+    pub(crate) name: String,
+    pub(crate) uuid: String,
+    pub(crate) compute_capability: (i32, i32),
+    /// `cuDriverGetVersion` (e.g. 12080).
+    pub(crate) driver_api: i32,
+    /// The kernel driver's build (e.g. `550.54.15`), where the platform reports it.
+    pub(crate) driver_build: Option<String>,
+    pub(crate) nvrtc: (i32, i32),
+    pub(crate) ptx_target: i32,
+    pub(crate) device_id: u32,
+}
+
+/// The exact profile of a CUDA device: the model part (name, compute capability, driver API
+/// and build, NVRTC, PTX target, PCI ids) and the UUID as the instance. Pure.
+pub(crate) fn cuda_profile(f: CudaFacts) -> DeviceProfile {
+    let (cc_major, cc_minor) = f.compute_capability;
+    let api = format!("{}.{}", f.driver_api / 1000, (f.driver_api % 1000) / 10);
+    let build = f.driver_build.clone().unwrap_or_else(|| "unknown".to_string());
+    let mut details = BTreeMap::new();
+    details.insert("compute_capability".to_string(), format!("{cc_major}.{cc_minor}"));
+    details.insert("driver_api".to_string(), api.clone());
+    details.insert("driver_build".to_string(), build.clone());
+    details.insert("nvrtc".to_string(), format!("{}.{}", f.nvrtc.0, f.nvrtc.1));
+    details.insert("ptx_target".to_string(), format!("compute_{}", f.ptx_target));
+    DeviceProfile {
+        backend: "cuda".to_string(),
+        adapter: f.name,
+        driver: format!(
+            "CUDA driver {api}, build {build} (NVRTC {}.{}, compute capability {cc_major}.{cc_minor}, PTX compute_{})",
+            f.nvrtc.0, f.nvrtc.1, f.ptx_target
+        ),
+        vendor_id: NVIDIA_VENDOR_ID,
+        device_id: f.device_id,
+        details,
+        instance: Some(f.uuid),
     }
-    Err(io::Error::new(io::ErrorKind::AlreadyExists, "could not create a unique temporary file"))
+}
+
+/// `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, as `nvidia-smi -L` shows a device UUID.
+pub(crate) fn format_uuid(b: &[u8; 16]) -> String {
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!("GPU-{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
+}
+
+/// The driver build from `/proc/driver/nvidia/version` (its `NVRM version` line, e.g.
+/// `NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar 5 ...`). Pure.
+pub(crate) fn parse_nvidia_driver_build(text: &str) -> Option<String> {
+    let line = text.lines().find(|l| l.trim_start().starts_with("NVRM version"))?;
+    line.split_whitespace()
+        .find(|t| {
+            let parts: Vec<&str> = t.split('.').collect();
+            parts.len() >= 2 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .map(str::to_string)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1180,6 +1216,45 @@ mod tests {
             assert_eq!(dir_entries(&dir), vec!["same.ptx".to_string()], "temporary files left behind");
         }
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn cuda_profiles_are_exact() {
+        let facts = CudaFacts {
+            name: "NVIDIA H200".into(),
+            uuid: format_uuid(&[0xab; 16]),
+            compute_capability: (9, 0),
+            driver_api: 12080,
+            driver_build: Some("570.86.15".into()),
+            nvrtc: (12, 8),
+            ptx_target: 90,
+            device_id: 0x2335,
+        };
+        let p = cuda_profile(facts.clone());
+        assert_eq!(p.instance.as_deref(), Some("GPU-abababab-abab-abab-abab-abababababab"));
+        for (k, v) in [("compute_capability", "9.0"), ("driver_api", "12.8"), ("driver_build", "570.86.15"), ("nvrtc", "12.8")] {
+            assert_eq!(p.details[k], v, "{k}");
+        }
+        assert!(p.driver.contains("570.86.15") && p.driver.contains("NVRTC 12.8"), "{}", p.driver);
+        // Another card of the same model: same model, other instance. Any other fact: another model.
+        let twin = cuda_profile(CudaFacts { uuid: format_uuid(&[1; 16]), ..facts.clone() });
+        assert!(p.same_model(&twin) && p != twin);
+        for other in [
+            CudaFacts { driver_build: Some("570.86.16".into()), ..facts.clone() },
+            CudaFacts { nvrtc: (12, 9), ..facts.clone() },
+            CudaFacts { compute_capability: (9, 1), ..facts.clone() },
+            CudaFacts { driver_api: 12090, ..facts.clone() },
+            CudaFacts { name: "NVIDIA H100".into(), ..facts.clone() },
+        ] {
+            assert!(!p.same_model(&cuda_profile(other.clone())), "{other:?}");
+        }
+        let proprietary =
+            "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\nGCC version:  gcc version 12.2.0\n";
+        assert_eq!(parse_nvidia_driver_build(proprietary).as_deref(), Some("550.54.15"));
+        let open = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.86.15  Release Build  (dvs-builder@U16)  Thu Jan 23\n";
+        assert_eq!(parse_nvidia_driver_build(open).as_deref(), Some("570.86.15"));
+        assert_eq!(parse_nvidia_driver_build("garbage \u{ff}"), None);
+        assert_eq!(parse_nvidia_driver_build("NVRM version: x86_64 ..1 1."), None);
     }
 
     #[test]

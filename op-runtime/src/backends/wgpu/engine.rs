@@ -288,7 +288,23 @@ fn wgpu_profile(info: &wgpu::AdapterInfo) -> DeviceProfile {
         ("", i) => i.to_string(),
         (d, i) => format!("{d} ({i})"),
     };
-    DeviceProfile { backend: "wgpu".to_string(), adapter: info.name.clone(), driver, vendor_id: info.vendor, device_id: info.device }
+    let mut details = std::collections::BTreeMap::new();
+    details.insert("api".to_string(), format!("{:?}", info.backend));
+    details.insert("device_type".to_string(), format!("{:?}", info.device_type));
+    // The machine, and the adapter's PCI slot where the platform reports one.
+    let instance = crate::core::device::machine_fingerprint().map(|m| match info.device_pci_bus_id.trim() {
+        "" => m.to_string(),
+        bus => format!("{m}/pci {bus}"),
+    });
+    DeviceProfile {
+        backend: "wgpu".to_string(),
+        adapter: info.name.clone(),
+        driver,
+        vendor_id: info.vendor,
+        device_id: info.device,
+        details,
+        instance,
+    }
 }
 
 impl WgpuEngine {
@@ -335,7 +351,8 @@ impl WgpuEngine {
         SHARED.get_or_init(WgpuEngine::new).as_ref().map_err(Clone::clone)
     }
 
-    /// The device profile: backend `wgpu`, adapter name, driver (+ driver info), PCI ids.
+    /// The device profile: backend `wgpu`, adapter name, driver (+ driver info), PCI ids, API and
+    /// device type, and the machine (with the PCI slot where reported) as the instance.
     pub fn profile(&self) -> &DeviceProfile {
         &self.profile
     }

@@ -1,30 +1,38 @@
 //! Op cards: what a user sees of an op before using someone else's (source, licence, tolerance,
-//! kernels, receipts) and whether it is trusted on this device. Reads receipts; never mints one.
+//! kernels, receipts) and, per declared kernel, whether it is trusted on this machine's device
+//! for that kernel's backend. Reads receipts; never mints one.
 
 use crate::core::device::DeviceProfile;
+use crate::core::kind::BackendKind;
 use crate::core::op::{OpSource, RegisteredOp};
-use crate::core::receipt::{Receipt, ReceiptError};
+use crate::core::receipt::Receipt;
+use crate::core::registry::Registry;
+use crate::core::trust::TrustList;
 use op_contract::contract::{Backward, Category, KernelLang, Tolerance, Visibility};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fmt;
 
-/// Version of the card format.
-pub const CARD_FORMAT: u32 = 1;
+/// Version of the card format. Format 2: trust per declared kernel.
+pub const CARD_FORMAT: u32 = 2;
 
-/// Whether an op's kernels are trusted on a device. `Verified` means an intact receipt for this
-/// content and this device profile exists; receipts are unsigned (see `receipt`), so it attests
-/// integrity and binding, not authorship.
+/// Whether one kernel is trusted on this machine's device for its backend.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Trust {
-    /// A receipt for the op's current content verifies for this device.
+    /// A receipt from this kernel's backend, for the op's current content, counts on this
+    /// device ([`Receipt::verify_with`]).
     Verified {
-        /// The device the receipt was minted on (this one).
+        /// The device the receipt was minted on (this one, or one of the same model).
         device: DeviceProfile,
+        /// The receipt's digest.
+        receipt: String,
+        /// Why it counts: minted on this machine, or signed by a trusted key.
+        attestation: String,
     },
-    /// No receipt verifies for this device.
+    /// No receipt counts for this kernel on this device.
     Unverified {
-        /// Why not (no receipt, other device, other content, altered receipt).
+        /// Why not (no receipt, other device, other content, tampered, forged, unknown signer).
         reason: String,
     },
 }
@@ -33,6 +41,60 @@ impl Trust {
     /// Whether a receipt verified.
     pub fn is_verified(&self) -> bool {
         matches!(self, Trust::Verified { .. })
+    }
+}
+
+/// The trust of one declared kernel: the reference, the `cpu =` kernel, each GPU kernel.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelTrust {
+    /// The backend that runs it.
+    pub backend: BackendKind,
+    /// What runs: `reference` (the annotated function), the `cpu =` path, or the kernel path.
+    pub kernel: String,
+    /// Whether it is trusted here.
+    pub trust: Trust,
+}
+
+/// This machine's device for each backend kind: what a card's trust is decided against.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LocalDevices {
+    profiles: BTreeMap<BackendKind, DeviceProfile>,
+}
+
+impl LocalDevices {
+    /// No devices: every kernel is unverified.
+    pub fn new() -> LocalDevices {
+        LocalDevices::default()
+    }
+
+    /// The host's reference and cpu devices.
+    pub fn host() -> LocalDevices {
+        LocalDevices::new()
+            .with(BackendKind::Reference, DeviceProfile::host(BackendKind::Reference.name()))
+            .with(BackendKind::Cpu, DeviceProfile::host(BackendKind::Cpu.name()))
+    }
+
+    /// The devices of every backend of `registry` available on this machine.
+    pub fn of(registry: &Registry) -> LocalDevices {
+        let mut devices = LocalDevices::new();
+        for b in registry.backends() {
+            if let Ok(p) = b.availability().and_then(|()| b.profile()) {
+                devices.profiles.insert(b.kind(), (*p).clone());
+            }
+        }
+        devices
+    }
+
+    /// With `profile` as the device of `kind` (builder style).
+    pub fn with(mut self, kind: BackendKind, profile: DeviceProfile) -> LocalDevices {
+        self.profiles.insert(kind, profile);
+        self
+    }
+
+    /// The device of `kind`, if this machine has one.
+    pub fn get(&self, kind: BackendKind) -> Option<&DeviceProfile> {
+        self.profiles.get(&kind)
     }
 }
 
@@ -46,7 +108,7 @@ pub struct HeaderEntry {
     pub blake3: String,
 }
 
-/// One kernel of an op.
+/// One GPU kernel of an op.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KernelEntry {
@@ -92,45 +154,90 @@ pub struct OpCard {
     pub backward: Backward,
     /// Behaviour at kinks, where declared.
     pub subgradient: Option<String>,
+    /// The `cpu =` kernel's path, where declared.
+    pub cpu: Option<String>,
     /// GPU kernels in declaration order.
     pub kernels: Vec<KernelEntry>,
-    /// Intact receipts for this content, on any device.
+    /// Intact receipts for this content, on any device, signed or not (a tampered or forged
+    /// one is left off).
     pub receipts: Vec<Receipt>,
-    /// Trust on the device the card was made for.
-    pub trust: Trust,
+    /// Trust per declared kernel on the devices the card was made for: the reference, the cpu
+    /// kernel, then each GPU kernel in declaration order.
+    pub trust: Vec<KernelTrust>,
 }
 
-/// Why a freshly published card carries no trust of its own.
-pub(crate) const PUBLISHED_TRUST: &str = "a published card carries no trust: the loader verifies its receipts for its own device";
+/// Why a card as published carries no trust of its own.
+pub(crate) const PUBLISHED_TRUST: &str = "a published card carries no trust: the loader decides it for its own devices";
 
 impl OpCard {
-    /// The card of `op` with the receipts known for it, trusted on `device` only when one of
-    /// them verifies for the op's current content on `device` ([`Receipt::verify`]). Receipts
-    /// for other ops or other content, and altered ones, are left off the card (the trust
-    /// reason says why).
-    pub fn of(op: &RegisteredOp, receipts: &[Receipt], device: &DeviceProfile) -> OpCard {
-        let mut card = OpCard::untrusted(op, String::new());
-        (card.receipts, card.trust) = judge(receipts, device, |r| r.verify(op, device));
+    /// The card of `op` with the receipts known for it, each declared kernel trusted only when
+    /// a receipt from its backend counts for the op's current content on this machine's device
+    /// for that backend (`devices`), given `trust` ([`Receipt::verify_with`]). Tampered and
+    /// forged receipts, and those for other ops or content, are left off the card.
+    pub fn of(op: &RegisteredOp, receipts: &[Receipt], devices: &LocalDevices, trust: &TrustList) -> OpCard {
+        let mut card = OpCard::untrusted(op, receipts, String::new());
+        card.trust = card.judge(receipts, devices, trust);
         card
     }
 
     /// The card as published: every intact receipt for this content, no trust of its own.
     pub(crate) fn published(op: &RegisteredOp, receipts: &[Receipt]) -> OpCard {
-        let mut card = OpCard::untrusted(op, PUBLISHED_TRUST.to_string());
-        let any = DeviceProfile::host("reference");
-        card.receipts = judge(receipts, &any, |r| r.verify(op, &any)).0;
-        card
+        OpCard::untrusted(op, receipts, PUBLISHED_TRUST.to_string())
     }
 
-    /// The same card with its trust decided for `device` from its own receipts. Only meaningful
-    /// for a card whose content hash was checked (e.g. one loaded from a [`super::Store`]).
-    pub fn for_device(&self, device: &DeviceProfile) -> OpCard {
+    /// The same card with each kernel's trust decided for `devices` and `trust` from its own
+    /// receipts. Only meaningful for a card whose content hash was checked (e.g. one loaded
+    /// from a [`super::Store`]).
+    pub fn for_devices(&self, devices: &LocalDevices, trust: &TrustList) -> OpCard {
         let mut card = self.clone();
-        (card.receipts, card.trust) = judge(&self.receipts, device, |r| r.verify_parts(&self.id, &self.content_hash, device));
+        card.receipts = intact(&self.receipts, &self.id, &self.content_hash);
+        card.trust = card.judge(&self.receipts, devices, trust);
         card
     }
 
-    fn untrusted(op: &RegisteredOp, reason: String) -> OpCard {
+    /// The trust of the kernel that `backend` runs (the first declared for it), if any.
+    pub fn trust_of(&self, backend: BackendKind) -> Option<&Trust> {
+        self.trust.iter().find(|k| k.backend == backend).map(|k| &k.trust)
+    }
+
+    /// Whether every declared kernel is verified here.
+    pub fn fully_verified(&self) -> bool {
+        !self.trust.is_empty() && self.trust.iter().all(|k| k.trust.is_verified())
+    }
+
+    /// The declared kernels, in card order: (backend, what runs, whether that backend runs it).
+    fn declared(&self) -> Vec<(BackendKind, String, Option<String>)> {
+        let mut out = vec![(BackendKind::Reference, "reference".to_string(), None)];
+        if let Some(cpu) = &self.cpu {
+            out.push((BackendKind::Cpu, cpu.clone(), None));
+        }
+        for (i, k) in self.kernels.iter().enumerate() {
+            let backend = BackendKind::for_kernel(k.language);
+            let run = backend.runs_kernel(self.kernels.iter().map(|k| k.language));
+            let idle = (run != Some(i)).then(|| {
+                let first = run.and_then(|j| self.kernels.get(j)).map(|k| k.path.as_str()).unwrap_or("?");
+                format!("no backend runs this kernel: the {backend} backend runs the first one in its language, `{first}`")
+            });
+            out.push((backend, k.path.clone(), idle));
+        }
+        out
+    }
+
+    fn judge(&self, receipts: &[Receipt], devices: &LocalDevices, trust: &TrustList) -> Vec<KernelTrust> {
+        self.declared()
+            .into_iter()
+            .map(|(backend, kernel, idle)| {
+                let trust = match (idle, devices.get(backend)) {
+                    (Some(reason), _) => Trust::Unverified { reason },
+                    (None, None) => Trust::Unverified { reason: format!("this machine has no {backend} device to verify it on") },
+                    (None, Some(device)) => judge_kernel(&self.id, &self.content_hash, backend, receipts, device, trust),
+                };
+                KernelTrust { backend, kernel, trust }
+            })
+            .collect()
+    }
+
+    fn untrusted(op: &RegisteredOp, receipts: &[Receipt], reason: String) -> OpCard {
         let c = &op.contract;
         let kernels = op
             .decl
@@ -147,7 +254,7 @@ impl OpCard {
                 KernelEntry { path: k.path.to_string(), language, entry: k.entry.to_string(), blake3: blob_hash(k.source), headers }
             })
             .collect();
-        OpCard {
+        let mut card = OpCard {
             format: CARD_FORMAT,
             id: op.id.clone(),
             name: c.name.clone(),
@@ -161,10 +268,17 @@ impl OpCard {
             tolerance: c.tolerance,
             backward: c.backward.clone(),
             subgradient: c.subgradient.clone(),
+            cpu: c.cpu.clone(),
             kernels,
-            receipts: Vec::new(),
-            trust: Trust::Unverified { reason },
-        }
+            receipts: intact(receipts, &op.id, &op.hash_hex()),
+            trust: Vec::new(),
+        };
+        card.trust = card
+            .declared()
+            .into_iter()
+            .map(|(backend, kernel, _)| KernelTrust { backend, kernel, trust: Trust::Unverified { reason: reason.clone() } })
+            .collect();
+        card
     }
 
     /// Pretty JSON.
@@ -183,36 +297,51 @@ pub fn blob_hash(b: &[u8]) -> String {
     blake3::hash(b).to_hex().to_string()
 }
 
-/// Keeps the intact receipts for this content (valid here or on another device) and decides
-/// trust: verified when one is valid here, otherwise every reason.
-fn judge(receipts: &[Receipt], device: &DeviceProfile, verify: impl Fn(&Receipt) -> Result<(), ReceiptError>) -> (Vec<Receipt>, Trust) {
-    let mut kept = Vec::new();
-    let mut reasons = Vec::new();
-    let mut verified = None;
+/// The receipts that are intact (digest, format, any signature verifies) and for this op and
+/// content, without duplicates.
+pub(crate) fn intact(receipts: &[Receipt], id: &str, content_hash: &str) -> Vec<Receipt> {
+    let mut kept: Vec<Receipt> = Vec::new();
     for r in receipts {
-        match verify(r) {
-            Ok(()) => {
-                verified.get_or_insert_with(|| r.device.clone());
-                kept.push(r.clone());
-            }
-            Err(e) => {
-                if matches!(e, ReceiptError::Device { .. }) {
-                    kept.push(r.clone());
-                }
-                reasons.push(e.to_string());
-            }
+        if r.check_intact().is_ok() && r.op == id && r.content_hash == content_hash && !kept.contains(r) {
+            kept.push(r.clone());
         }
     }
-    let trust = match verified {
-        Some(device) => Trust::Verified { device },
-        None if receipts.is_empty() => Trust::Unverified {
+    kept
+}
+
+/// Verified when a receipt from `backend` counts on `device`; otherwise every reason.
+fn judge_kernel(
+    id: &str,
+    content_hash: &str,
+    backend: BackendKind,
+    receipts: &[Receipt],
+    device: &DeviceProfile,
+    trust: &TrustList,
+) -> Trust {
+    let mut reasons = Vec::new();
+    for r in receipts.iter().filter(|r| r.backend == backend) {
+        match r.verify_parts_with(id, content_hash, device, trust) {
+            Ok(attestation) => {
+                return Trust::Verified { device: r.device.clone(), receipt: r.digest.clone(), attestation: attestation.to_string() }
+            }
+            Err(e) => reasons.push(e.to_string()),
+        }
+    }
+    if reasons.is_empty() {
+        let others: Vec<&str> = receipts.iter().map(|r| r.backend.name()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+        let note = if others.is_empty() {
+            String::new()
+        } else {
+            format!(" (receipts from other backends — {} — verify only their own kernels)", others.join(", "))
+        };
+        return Trust::Unverified {
             reason: format!(
-                "no receipt for this content; conform it on this device ({device}) with `op_runtime::conformance::conform` to mint one"
+                "no {backend} receipt for this content{note}; conform it on this device ({device}) with \
+                 `op_runtime::conformance::conform(&handle, BackendKind::{backend:?})` to mint one"
             ),
-        },
-        None => Trust::Unverified { reason: reasons.join("; ") },
-    };
-    (kept, trust)
+        };
+    }
+    Trust::Unverified { reason: reasons.join("; ") }
 }
 
 fn backward_text(b: &Backward) -> String {
@@ -259,6 +388,9 @@ impl fmt::Display for OpCard {
         if let Some(s) = &self.subgradient {
             writeln!(f, "  subgradient  {s}")?;
         }
+        if let Some(cpu) = &self.cpu {
+            writeln!(f, "  cpu kernel   {cpu}")?;
+        }
         if self.kernels.is_empty() {
             writeln!(f, "  kernels      none (reference only)")?;
         }
@@ -276,11 +408,21 @@ impl fmt::Display for OpCard {
             writeln!(f, "  receipts     none")?;
         }
         for r in &self.receipts {
-            writeln!(f, "  receipt      {} on {} ({} cases, {})", r.backend, r.device, r.cases, r.engine_version)?;
+            let signed = r.signature.as_ref().map(|s| format!(", signed by {}", s.key)).unwrap_or_default();
+            writeln!(f, "  receipt      {} on {} ({} cases, {}{signed})", r.backend, r.device, r.cases, r.engine_version)?;
         }
-        match &self.trust {
-            Trust::Verified { device } => write!(f, "  trust        verified on {device}"),
-            Trust::Unverified { reason } => write!(f, "  trust        unverified: {reason}"),
+        write!(f, "  trust")?;
+        for (i, k) in self.trust.iter().enumerate() {
+            let pad = if i == 0 { "        " } else { "               " };
+            let what = format!("{} {}", k.backend, if k.kernel == "reference" { "" } else { k.kernel.as_str() });
+            match &k.trust {
+                Trust::Verified { device, attestation, .. } => write!(f, "{pad}{:<34} verified on {device} ({attestation})", what.trim())?,
+                Trust::Unverified { reason } => write!(f, "{pad}{:<34} unverified: {reason}", what.trim())?,
+            }
+            if i + 1 < self.trust.len() {
+                writeln!(f)?;
+            }
         }
+        Ok(())
     }
 }

@@ -109,6 +109,16 @@ pub enum SharingError {
         /// What is wrong.
         reason: String,
     },
+    /// Another publisher held the op's index lock for longer than the bounded wait.
+    #[error("op `{op}`: another publisher held the lock `{}` for {waited_ms} ms; try again (a lock dies with its holder, so none is stale)", file.display())]
+    Locked {
+        /// The op's `name@version`.
+        op: String,
+        /// The lock file.
+        file: PathBuf,
+        /// How long this publisher waited.
+        waited_ms: u64,
+    },
     /// The identity recomputed from the loaded contract, body and kernels is not the card's.
     #[error("op `{op}`: the card names content {card}, but its contract, body and kernels hash to {recomputed}; refusing to load it")]
     IdentityMismatch {
@@ -136,6 +146,7 @@ impl SharingError {
             | SharingError::MissingBlob { op, .. }
             | SharingError::Tampered { op, .. }
             | SharingError::Corrupt { op, .. }
+            | SharingError::Locked { op, .. }
             | SharingError::IdentityMismatch { op, .. } => op,
         }
     }
@@ -147,7 +158,8 @@ impl SharingError {
             | SharingError::Io { file, .. }
             | SharingError::MissingBlob { file, .. }
             | SharingError::Tampered { file, .. }
-            | SharingError::Corrupt { file, .. } => Some(file),
+            | SharingError::Corrupt { file, .. }
+            | SharingError::Locked { file, .. } => Some(file),
             _ => None,
         }
     }
