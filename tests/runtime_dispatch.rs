@@ -181,7 +181,7 @@ fn builtin_and_user_provenance_entries_have_identical_form() {
     assert_eq!(keys(&ju), keys(&jb));
     assert_eq!(&*pu.op, "user/example/windowed_median@1");
     assert_eq!(&*pb.op, "builtin/add@1");
-    assert_eq!(pu.content_hash, median::windowed_median::DECL.hash);
+    assert_eq!(pu.content_hash, median::windowed_median::DECL.identity());
     assert_eq!(pu.device, pb.device);
 }
 

@@ -54,6 +54,8 @@ fn changed_content_under_same_name_and_version_is_refused_naming_both_remedies()
     assert!(msg.contains("test/registry/affine@1"), "{msg}");
     assert!(msg.contains("bump the version"), "{msg}");
     assert!(msg.contains("under a new name"), "{msg}");
+    // Both declaration sites are named (file and line of each `#[op]`).
+    assert!(msg.contains("declared at tests/runtime_registry.rs:9") && msg.contains("this one at tests/runtime_registry.rs:16"), "{msg}");
     // The old content still runs; a new version registers alongside.
     assert_eq!(run(&r.lookup("test/registry/affine@1").unwrap()), vec![3.0, 5.0, 7.0]);
     r.register(&affine_v2::DECL).unwrap();
@@ -66,10 +68,10 @@ fn replace_is_verified_by_the_very_next_call_through_an_old_handle() {
     let old = r.register(&affine_a::DECL).unwrap();
     assert_eq!(run(&old), vec![3.0, 5.0, 7.0]);
     let new = r.replace(&affine_b::DECL).unwrap();
-    assert_eq!(new.op().hash, affine_b::DECL.hash);
+    assert_eq!(new.op().hash, affine_b::DECL.identity());
     // The handle obtained before the replacement runs the new content on its next call.
     assert_eq!(run(&old), vec![4.0, 7.0, 10.0]);
-    assert_eq!(old.op().hash, affine_b::DECL.hash);
+    assert_eq!(old.op().hash, affine_b::DECL.identity());
     // Replacing something never registered is refused.
     let e = Registry::new().replace(&affine_b::DECL).unwrap_err();
     assert!(matches!(e, KernelRegistrationError::NotRegistered { .. }), "{e}");

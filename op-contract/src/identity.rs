@@ -63,6 +63,30 @@ pub fn identity(contract_json: &str, body_tokens: &str, kernels: &[KernelBytes<'
     *h.finalize().as_bytes()
 }
 
+/// Version tag of the placed identity (code identity plus the declaring module).
+pub const PLACED_TAG: &[u8] = b"op-identity/placed/1\n";
+
+/// An op's identity: its code identity ([`identity`], computed at compile time) placed in the
+/// module it is declared in (`module`, relative to its crate, e.g. `builtins::elementwise`),
+/// the context its names resolve in. Two declarations whose code reads the same but resolves
+/// in different modules are two identities even where the macro could not tell which helper a
+/// name resolves to (a declaration written by a `macro_rules!`); moving a declaration to
+/// another module gives it a new identity (an over-approximation, never an omission).
+pub fn placed(code: &[u8; 32], module: &str) -> [u8; 32] {
+    let mut h = blake3::Hasher::new();
+    h.update(PLACED_TAG);
+    h.update(code);
+    frame(&mut h, module.as_bytes());
+    *h.finalize().as_bytes()
+}
+
+/// The module path of a declaration relative to its crate: `module_path!()` of the module
+/// `#[op]` generates (`crate::a::b::op_fn`) without the crate's name and the op's own segment.
+pub fn crate_relative_module(generated: &str) -> &str {
+    let inner = generated.split_once("::").map_or("", |(_, rest)| rest);
+    inner.rsplit_once("::").map_or("", |(parent, _)| parent)
+}
+
 /// The hash a 64-digit hex string spells (either case); `None` for anything else, never a
 /// panic (non-ASCII text included).
 pub fn parse_hex(s: &str) -> Option<[u8; 32]> {
@@ -97,6 +121,17 @@ mod tests {
         // Multi-byte characters: 64 bytes, but no valid digit pair boundary.
         assert_eq!(parse_hex(&"é".repeat(32)), None);
         assert_eq!(parse_hex(&format!("{}é{}", &hex(&h)[..31], &hex(&h)[..31])), None);
+    }
+
+    #[test]
+    fn placement_changes_the_identity_and_the_module_is_crate_relative() {
+        let code = identity("{}", "fn f", &[]);
+        assert_ne!(placed(&code, "a"), placed(&code, "b"));
+        assert_eq!(placed(&code, "a"), placed(&code, "a"));
+        assert_ne!(placed(&code, "a"), code);
+        assert_eq!(crate_relative_module("my_crate::ops::median::windowed_median"), "ops::median");
+        assert_eq!(crate_relative_module("my_crate::windowed_median"), "");
+        assert_eq!(crate_relative_module("my_crate"), "");
     }
 
     #[test]

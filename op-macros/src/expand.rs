@@ -423,6 +423,7 @@ fn generate(func: &RefFn, c: &Checked) -> TokenStream {
             pub static DECL: ::op_runtime::__private::OpDecl = ::op_runtime::__private::OpDecl {
                 rust_name: #name_str,
                 site: #site,
+                module: ::core::module_path!(),
                 contract_json: #contract_json,
                 body_tokens: #body,
                 hash: [#(#hash_bytes),*],

@@ -356,3 +356,45 @@ fn every_cuda_source_and_header_byte_changes_identity() {
     let grown = format!("{COMMON_CUH} ");
     assert_ne!(with_kernel_file("kernels/common.cuh", grown.as_bytes(), true), base);
 }
+
+/// The identity of the op declared on `reference` in `src/lib.rs` of a crate at `dir`, as the
+/// macro computes it there (the declaring crate's sources feed the code closure).
+fn hash_in_crate(dir: &Path, attr: &str, reference: &str) -> [u8; 32] {
+    use op_spec::check::{check_declaration, parse_item, Location};
+    use op_spec::closure::Site;
+    let file = dir.join("src/lib.rs");
+    let func = parse_item(tokens(reference)).expect("reference parses");
+    let location = Location { file: file.clone(), line: 1, column: 1 };
+    let site = Site { file: Some(file), manifest_dir: Some(dir.to_path_buf()), crate_name: Some("closure_crate".into()) };
+    match check_declaration(tokens(attr), &func, &[dir.to_path_buf()], Some(&location), Some(&site)) {
+        Ok(c) => c.hash,
+        Err(errs) => panic!("does not check: {:#?}", errs.iter().map(|e| e.to_string()).collect::<Vec<_>>()),
+    }
+}
+
+#[test]
+fn editing_a_vjp_body_or_a_cpu_kernels_helper_changes_identity_and_an_unrelated_edit_does_not() {
+    let attr = r#"name = "t/closure", version = 1, signature(x: f32[n]) -> f32[n], category = elementwise,
+                  tolerance = ulp(1), backward = vjp(twice_vjp), cpu = twice_cpu"#;
+    let reference = "pub fn twice<T: Real>(x: &[T]) -> Vec<T> { x.iter().map(|v| *v + *v).collect() }";
+    let lib = |vjp_body: &str, cpu_helper: &str, unrelated: &str| {
+        format!(
+            "use op_runtime::{{op, Real}};\n\
+             {reference}\n\
+             pub fn twice_vjp<T: Real>(_x: &[T], g: &[T]) -> Vec<T> {{ {vjp_body} }}\n\
+             fn scale2(v: f32) -> f32 {{ {cpu_helper} }}\n\
+             pub fn twice_cpu(x: &[f32]) -> Vec<f32> {{ x.iter().map(|v| scale2(*v)).collect() }}\n\
+             pub fn unrelated() -> u32 {{ {unrelated} }}\n"
+        )
+    };
+    let dir = kernel_dir();
+    let hash = |src: String| {
+        std::fs::create_dir_all(dir.join("src")).expect("src dir");
+        std::fs::write(dir.join("src/lib.rs"), src).expect("write lib.rs");
+        hash_in_crate(&dir, attr, reference)
+    };
+    let base = hash(lib("g.iter().map(|v| *v + *v).collect()", "v * 2.0", "1"));
+    assert_ne!(base, hash(lib("g.iter().map(|v| *v * (T::one() + T::one())).collect()", "v * 2.0", "1")), "a VJP body edit");
+    assert_ne!(base, hash(lib("g.iter().map(|v| *v + *v).collect()", "v + v", "1")), "an edit of the cpu kernel's helper");
+    assert_eq!(base, hash(lib("g.iter().map(|v| *v + *v).collect()", "v * 2.0", "2")), "an edit nothing reaches");
+}

@@ -36,11 +36,15 @@ pub struct OpDecl {
     pub rust_name: &'static str,
     /// Where the declaration is written, `path:line` (relative to its crate's manifest dir).
     pub site: &'static str,
+    /// `module_path!()` of the generated module (`crate::module::op_fn`): the op's identity is
+    /// its code identity placed in the declaring module (see `op_contract::identity::placed`).
+    pub module: &'static str,
     /// The canonical contract (see `op_contract::canon`).
     pub contract_json: &'static str,
     /// Canonical tokens of the reference function.
     pub body_tokens: &'static str,
-    /// Identity computed at compile time; re-checked at registration.
+    /// Code identity computed at compile time (contract, code tokens, kernel bytes); re-checked
+    /// at registration. The op's identity is this placed in its module: [`OpDecl::identity`].
     pub hash: [u8; 32],
     /// The doc comment.
     pub description: &'static str,
@@ -62,6 +66,15 @@ pub struct OpDecl {
     pub jvp_f64: &'static [ShimFn],
     /// Composite graph builder.
     pub composite: Option<CompositeFn>,
+}
+
+impl OpDecl {
+    /// The op's identity: the compile-time code identity ([`OpDecl::hash`]) placed in the
+    /// module the declaration is written in (`op_contract::identity::placed`). This is what
+    /// registration, provenance, receipts and cards carry.
+    pub fn identity(&self) -> [u8; 32] {
+        op_contract::identity::placed(&self.hash, op_contract::identity::crate_relative_module(self.module))
+    }
 }
 
 /// What a shim sees of one call.

@@ -94,7 +94,8 @@ pub enum TensorError {
 pub enum KernelRegistrationError {
     /// `name@version` is registered with a different content hash.
     #[error(
-        "op `{op}` is already registered with different content (registered {old}, new {new}); \
+        "op `{op}` is already registered with different content: the registered one is declared at {old_site} \
+         (content {old}), this one at {new_site} (content {new}); two computations cannot share one name and version: \
          bump the version (`version = N+1`) or register it under a new name"
     )]
     ContentChanged {
@@ -102,8 +103,12 @@ pub enum KernelRegistrationError {
         op: String,
         /// Content hash of the registered op (hex).
         old: String,
+        /// Where the registered op is declared (`path:line`).
+        old_site: String,
         /// Content hash of the new declaration (hex).
         new: String,
+        /// Where the new declaration is written (`path:line`).
+        new_site: String,
     },
     /// The compile-time hash differs from the one recomputed at load.
     #[error("op `{op}`: its compile-time identity {declared} does not match its content {actual} (a stale or tampered build); rebuild the crate")]

@@ -27,7 +27,8 @@ pub struct RegisteredOp {
     pub decl: &'static OpDecl,
     /// The parsed contract.
     pub contract: Contract,
-    /// Identity: blake3 over contract, reference tokens and kernel bytes.
+    /// Identity: the code identity (blake3 over contract, code tokens and kernel bytes) placed in
+    /// the declaring module (`op_contract::identity::placed`).
     pub hash: [u8; 32],
     /// `name@version`.
     pub id: String,
@@ -58,6 +59,7 @@ impl RegisteredOp {
         if actual != decl.hash {
             return Err(KernelRegistrationError::IdentityMismatch { op: id, declared: hex(&decl.hash), actual: hex(&actual) });
         }
+        let actual = decl.identity();
         check_description(decl, &contract).map_err(|reason| KernelRegistrationError::BadContract { op: id.clone(), reason })?;
         let plan = Plan::new(&contract).map_err(|reason| KernelRegistrationError::BadContract { op: id.clone(), reason })?;
         let id_shared: Arc<str> = Arc::from(id.as_str());

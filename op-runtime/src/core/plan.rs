@@ -4,7 +4,7 @@
 
 use crate::core::error::DispatchError;
 use crate::core::tensor::{Scalar, Shape, Tensor};
-use op_contract::contract::{BinOp, Constraint, Contract, DType, Expr, ShapeClass, Signature};
+use op_contract::contract::{BinOp, Constraint, Contract, DType, Expr, FloatConstraint, FloatTerm, ShapeClass, Signature};
 use smallvec::SmallVec;
 
 /// An expression over symbol slots.
@@ -128,6 +128,8 @@ pub struct Plan {
     inputs: Vec<InputPlan>,
     params: Vec<ParamPlan>,
     constraints: Vec<(Vec<IExpr>, Constraint, String)>,
+    /// `where` constraints over float parameters.
+    float_constraints: Vec<FloatConstraint>,
     outputs: Vec<OutputPlan>,
     dynamic: Option<String>,
     /// The `bounded(..)` limit on data-dependent dims.
@@ -195,6 +197,7 @@ impl Plan {
             inputs,
             params,
             constraints,
+            float_constraints: sig.float_constraints.clone(),
             outputs,
             dynamic,
             limit,
@@ -217,6 +220,7 @@ impl Plan {
         self.check_arity(inputs.len(), params.len())?;
         let mut values: SmallVec<[i128; 4]> = smallvec::smallvec![0i128; self.syms.len()];
         self.bind_params(params, float_as, &mut values)?;
+        self.check_float_constraints(params)?;
         self.bind_dims(inputs, float_as, &mut values)?;
         self.check_constraints(&values)?;
         // Data-dependent dims take their bound (`bounded`) or 0 (`dynamic`) in `out_shapes`.
@@ -321,6 +325,32 @@ impl Plan {
                 dims: ip.dims_text.clone(),
                 found: t.shape().to_vec(),
             });
+        }
+        Ok(())
+    }
+
+    /// Every `where` constraint over float parameters must hold, compared in IEEE arithmetic on
+    /// the values passed (a NaN parameter satisfies no comparison).
+    fn check_float_constraints(&self, params: &[Scalar]) -> Result<(), DispatchError> {
+        if self.float_constraints.is_empty() {
+            return Ok(());
+        }
+        let env = |name: &str| -> Option<f64> {
+            let k = self.params.iter().position(|p| p.name == name)?;
+            params.get(k).and_then(Scalar::as_f64)
+        };
+        for c in &self.float_constraints {
+            if c.holds(&env) != Some(true) {
+                let mut names: Vec<&str> =
+                    c.terms.iter().filter_map(|t| if let FloatTerm::Param(p) = t { Some(p.as_str()) } else { None }).collect();
+                names.dedup();
+                let values = names
+                    .iter()
+                    .map(|n| format!("{n} = {}", env(n).map_or("?".to_string(), |v| v.to_string())))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                return Err(DispatchError::Constraint { op: self.op.clone(), constraint: c.to_string(), values });
+            }
         }
         Ok(())
     }

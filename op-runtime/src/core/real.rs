@@ -4,7 +4,7 @@
 use crate::core::tensor::Element;
 use std::ops::{Add, AddAssign, Div, Mul, Neg, Sub};
 
-/// Float types a reference can be instantiated with (`f32`, `f64`).
+/// Float types a reference can be instantiated with (`f16`, `bf16`, `f32`, `f64`).
 pub trait Real:
     Element
     + PartialOrd
@@ -81,3 +81,71 @@ macro_rules! real {
 }
 real!(f32);
 real!(f64);
+
+/// The half-precision types: arithmetic in f32 (what `half` does for each operation), rounded
+/// once to the type; transcendental functions the same way. Gradcheck instantiates float
+/// references in f64, so a differentiable f16 or bf16 op is checked like any other.
+macro_rules! real_half {
+    ($t:ty) => {
+        impl Real for $t {
+            fn zero() -> Self {
+                <$t>::ZERO
+            }
+            fn one() -> Self {
+                <$t>::ONE
+            }
+            fn from_f64(v: f64) -> Self {
+                <$t>::from_f64(v)
+            }
+            fn to_f64(self) -> f64 {
+                <$t>::to_f64(self)
+            }
+            fn exp(self) -> Self {
+                <$t>::from_f32(self.to_f32().exp())
+            }
+            fn ln(self) -> Self {
+                <$t>::from_f32(self.to_f32().ln())
+            }
+            fn tanh(self) -> Self {
+                <$t>::from_f32(self.to_f32().tanh())
+            }
+            fn sqrt(self) -> Self {
+                <$t>::from_f32(self.to_f32().sqrt())
+            }
+            fn abs(self) -> Self {
+                <$t>::from_bits(self.to_bits() & 0x7fff)
+            }
+            fn total_cmp(&self, other: &Self) -> std::cmp::Ordering {
+                <$t>::total_cmp(self, other)
+            }
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+        }
+    };
+}
+real_half!(half::f16);
+real_half!(half::bf16);
+
+#[cfg(test)]
+mod tests {
+    use super::Real;
+    use half::{bf16, f16};
+
+    fn check<T: Real>() {
+        let two = T::one() + T::one();
+        assert_eq!((two * two).to_f64(), 4.0);
+        assert_eq!(T::from_f64(-1.5).abs().to_f64(), 1.5);
+        assert!((T::from_f64(2.0).ln().to_f64() - std::f64::consts::LN_2).abs() < 1e-2);
+        assert!(T::from_f64(f64::NAN).is_nan());
+        assert_eq!(T::from_f64(-0.0).total_cmp(&T::zero()), std::cmp::Ordering::Less);
+    }
+
+    #[test]
+    fn every_float_type_is_real() {
+        check::<f32>();
+        check::<f64>();
+        check::<f16>();
+        check::<bf16>();
+    }
+}

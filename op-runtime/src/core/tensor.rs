@@ -426,6 +426,16 @@ impl Scalar {
         })
     }
 
+    /// The value as f64 (floats exactly, integers where they fit, booleans as 0 or 1).
+    pub fn as_f64(&self) -> Option<f64> {
+        match *self {
+            Scalar::F32(v) => Some(v as f64),
+            Scalar::F64(v) => Some(v),
+            Scalar::Bool(b) => Some(if b { 1.0 } else { 0.0 }),
+            other => other.as_i128().map(|v| v as f64),
+        }
+    }
+
     /// The integer value, for constraint evaluation.
     pub fn as_i128(&self) -> Option<i128> {
         Some(match *self {
@@ -520,6 +530,24 @@ impl ParamValue for f64 {
         }
     }
 }
+/// Half-precision parameters arrive as `f32` or `f64` scalars (there is no 16-bit scalar),
+/// rounded to the type once.
+macro_rules! half_param {
+    ($t:ty) => {
+        impl ParamValue for $t {
+            fn from_scalar(s: &Scalar) -> Option<Self> {
+                match s {
+                    Scalar::F32(v) => Some(<$t>::from_f32(*v)),
+                    Scalar::F64(v) => Some(<$t>::from_f64(*v)),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+half_param!(f16);
+half_param!(bf16);
+
 impl From<f32> for Scalar {
     fn from(v: f32) -> Scalar {
         Scalar::F32(v)

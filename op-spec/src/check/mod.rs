@@ -31,7 +31,7 @@ use kernels::{check_binding_coverage, load_and_check_kernel};
 use outputs::{check_data_dependent_dims, check_data_dependent_support};
 use placement::check_module_level;
 use proc_macro2::{Span, TokenStream};
-use sharing::{check_license, check_public_metadata};
+use sharing::{check_license, check_public_metadata, check_reserved_namespace};
 use std::path::PathBuf;
 use symbols::{check_constraint_operands, check_names_unique, check_symbols_bound};
 use values::{check_domain_inputs, check_signed_zero_scope};
@@ -117,6 +117,7 @@ pub fn check(cx: &Ctxt, input: &CheckInput<'_>) -> Option<Checked> {
     check_subgradient(cx, attr);
     check_signed_zero_scope(cx, attr);
     check_license(cx, attr);
+    check_reserved_namespace(cx, attr, input.site.and_then(|s| s.crate_name.as_deref()));
     check_public_metadata(cx, attr, &description);
     if cx.has_errors() {
         return None;

@@ -25,6 +25,21 @@ pub(super) fn check_license(cx: &Ctxt, attr: &OpAttr) {
     }
 }
 
+/// The crate allowed to declare ops under `builtin/`.
+pub const BUILTIN_CRATE: &str = "op_runtime";
+
+// Rule: the `builtin/` namespace belongs to op-runtime: another crate declaring an op there
+// would be shown as a built-in wherever the name is read (cards, provenance).
+pub(super) fn check_reserved_namespace(cx: &Ctxt, attr: &OpAttr, crate_name: Option<&str>) {
+    let Some(name) = &attr.name else { return };
+    if name.value.starts_with("builtin/") && crate_name != Some(BUILTIN_CRATE) {
+        cx.error(name.span.error(format!(
+            "the `builtin/` namespace is reserved for op-runtime's own ops; name this op under your own namespace, e.g. \"{}\"",
+            name.value.replacen("builtin/", "user/", 1)
+        )));
+    }
+}
+
 // Rule: public ops meet the built-ins' metadata bar: a doc comment (the description), besides
 // the licence `check_license` requires of every non-private op.
 pub(super) fn check_public_metadata(cx: &Ctxt, attr: &OpAttr, description: &str) {

@@ -1,13 +1,12 @@
 //! The declaring crate's module tree: which target root holds the declaring file, and every
-//! module reached from it through `mod` declarations, each indexed. Files are cached by path,
-//! length and modification time across macro invocations (as plain data: spans never outlive
-//! the invocation that made them).
+//! module reached from it through `mod` declarations, each indexed. Indexes are cached by path
+//! and content digest across macro invocations (as plain data: spans never outlive the
+//! invocation that made them).
 
 use super::index::{index_file, Module};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::SystemTime;
 
 /// Most source files read for one crate (a guard against runaway `#[path]` graphs).
 const MAX_FILES: usize = 4096;
@@ -67,32 +66,32 @@ fn nesting(text: &str) -> usize {
 
 /// A file's index, or its raw text when it does not parse.
 type Indexed = Result<Arc<Vec<Module>>, Arc<String>>;
-type Cache = HashMap<PathBuf, (u64, Option<SystemTime>, Indexed)>;
+/// Indexed files by path, with the blake3 of the bytes they were indexed from.
+type Cache = HashMap<PathBuf, ([u8; 32], Indexed)>;
 
 fn cache() -> &'static Mutex<Cache> {
     static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-/// Reads and indexes one file (cached while its length and mtime are unchanged); `None` if it
-/// cannot be read.
+/// Reads and indexes one file; the index is reused while the file's bytes are the same (by
+/// content, never by modification time: an edit can never be missed). `None` if it cannot be read.
 fn read(path: &Path) -> Option<Indexed> {
-    let meta = std::fs::metadata(path).ok()?;
-    let (len, mtime) = (meta.len(), meta.modified().ok());
+    let text = std::fs::read_to_string(path).ok()?;
+    let digest = *blake3::hash(text.as_bytes()).as_bytes();
     let mut c = cache().lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((l, t, idx)) = c.get(path) {
-        if *l == len && *t == mtime && mtime.is_some() {
+    if let Some((d, idx)) = c.get(path) {
+        if *d == digest {
             return Some(idx.clone());
         }
     }
-    let text = std::fs::read_to_string(path).ok()?;
     // syn recurses into nested groups: a file nesting deeper than this enters as raw text.
     let parsed = if nesting(&text) <= MAX_NESTING { syn::parse_file(&text).ok() } else { None };
     let idx = match parsed {
         Some(f) => Ok(Arc::new(index_file(&f))),
         None => Err(Arc::new(format!("unparsed source: {text}"))),
     };
-    c.insert(path.to_path_buf(), (len, mtime, idx.clone()));
+    c.insert(path.to_path_buf(), (digest, idx.clone()));
     Some(idx)
 }
 

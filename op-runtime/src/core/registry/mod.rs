@@ -165,7 +165,13 @@ impl Registry {
         if cur.hash == op.hash {
             Ok(OpHandle { registry: self.clone(), slot: slot.clone() })
         } else {
-            Err(KernelRegistrationError::ContentChanged { op: op.id.clone(), old: cur.hash_hex(), new: op.hash_hex() })
+            Err(KernelRegistrationError::ContentChanged {
+                op: op.id.clone(),
+                old: cur.hash_hex(),
+                old_site: cur.decl.site.to_string(),
+                new: op.hash_hex(),
+                new_site: op.decl.site.to_string(),
+            })
         }
     }
 

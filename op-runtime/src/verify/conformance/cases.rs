@@ -256,9 +256,27 @@ impl<'a> Gen<'a> {
         self.space.admissible(values, SMALL)
     }
 
+    /// Float parameter values: drawn from a fixed pool plus the literals of the float
+    /// constraints (their boundaries, e.g. `lo == hi` through a shared literal), redrawn until
+    /// the float constraints hold (an op is not conformed on parameters it refuses).
     fn float_param_values(&self, rng: &mut Rng) -> Vec<f64> {
         const POOL: [f64; 10] = [1.0, -2.5, 0.0, -0.0, 0.1, 3.0, -1.0, 1.0e-3, 7.25, -0.5];
-        (0..self.n_float_params).map(|_| POOL[rng.index(POOL.len())]).collect()
+        let sig = &self.op.contract.signature;
+        let names: Vec<&str> = sig.params().filter(|p| !p.dtype.is_int()).map(|p| p.name.as_str()).collect();
+        let literals = sig.float_constraints.iter().flat_map(|c| &c.terms).filter_map(|t| match t {
+            op_contract::contract::FloatTerm::Lit(l) => Some(l.0),
+            _ => None,
+        });
+        let pool: Vec<f64> = POOL.iter().copied().chain(literals).collect();
+        let mut values = Vec::new();
+        for _ in 0..64 {
+            values = (0..self.n_float_params).map(|_| pool[rng.index(pool.len())]).collect();
+            let env = |n: &str| names.iter().position(|m| *m == n).map(|i| values[i]);
+            if sig.violated_float_constraint(&env).is_none() {
+                break;
+            }
+        }
+        values
     }
 
     /// Builds a case's tensors from its shape, pattern and seed; `None` when the plan refuses it.

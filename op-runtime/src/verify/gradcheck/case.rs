@@ -115,21 +115,32 @@ fn admitted(op: &RegisteredOp, space: &Space<'_>, values: &[i128]) -> bool {
 }
 
 /// The parameters of a binding in signature order: integers from `values`, floats log-uniform
-/// across magnitudes with a random sign, booleans at random.
+/// across magnitudes with a random sign (redrawn until the float constraints hold), booleans at
+/// random.
 fn params(op: &RegisteredOp, space: &Space<'_>, values: &[i128], rng: &mut Rng) -> Option<Vec<Scalar>> {
-    op.contract
-        .signature
-        .params()
-        .map(|p| {
-            if p.dtype.is_float() {
-                Some(Scalar::F64(Magnitudes::ORDINARY.value(rng, None)))
-            } else if p.dtype == DType::bool {
-                Some(Scalar::Bool(rng.chance(0.5)))
-            } else {
-                Scalar::from_int(p.dtype, values[space.slot(&p.name)?])
-            }
-        })
-        .collect()
+    let sig = &op.contract.signature;
+    let draw = |rng: &mut Rng| -> Option<Vec<Scalar>> {
+        sig.params()
+            .map(|p| {
+                if p.dtype.is_float() {
+                    Some(Scalar::F64(Magnitudes::ORDINARY.value(rng, None)))
+                } else if p.dtype == DType::bool {
+                    Some(Scalar::Bool(rng.chance(0.5)))
+                } else {
+                    Scalar::from_int(p.dtype, values[space.slot(&p.name)?])
+                }
+            })
+            .collect()
+    };
+    let mut drawn = draw(rng)?;
+    for _ in 0..64 {
+        let env = |n: &str| sig.params().position(|p| p.name == n).and_then(|i| drawn.get(i)).and_then(Scalar::as_f64);
+        if sig.violated_float_constraint(&env).is_none() {
+            break;
+        }
+        drawn = draw(rng)?;
+    }
+    Some(drawn)
 }
 
 /// Builds the input tensors of a binding: f64 for float inputs (values from [`fill`], inside

@@ -114,6 +114,17 @@ fn tie_partner(ck: &Checker, k: usize, base: &[Tensor], rng: &mut Rng) -> Option
     None
 }
 
+/// The step for probing a tie at value `v` between elements `s` and `t` of differentiable input
+/// `k`: small enough that three steps either way cross no other element's value (a near-tie
+/// with a third element is a second kink the one-sided differences would straddle), or `None`
+/// where that step would be lost in rounding.
+fn tie_step(ck: &Checker, k: usize, s: usize, t: usize, v: f64) -> Option<f64> {
+    let x = ck.inputs[ck.diff[k]].as_slice::<f64>()?;
+    let gap = x.iter().enumerate().filter(|(q, _)| *q != s && *q != t).map(|(_, y)| (y - v).abs()).fold(f64::INFINITY, f64::min);
+    let step = (ck.h * step_scale(v)).min(gap / 8.0);
+    (step > v.abs() * 1e-9).then_some(step)
+}
+
 /// Probes one tie: `x[t] = x[s]` in differentiable input `k`. Where moving both together
 /// crosses no kink (the tie is the kink), the convention names the one-sided derivative of each;
 /// where it does (the common value sits on a kink of its own), each value must lie between its
@@ -123,9 +134,9 @@ fn tie(ck: &mut Checker, k: usize, s: usize, t: usize, sizes: &[usize], rng: &mu
     if let Some(x) = ck.inputs[ck.diff[k]].as_mut_slice::<f64>() {
         x[t] = v;
     }
+    let Some(step) = tie_step(ck, k, s, t, v) else { return Ok(false) };
     let base = ck.forward(&ck.inputs)?;
     let u = ck.cotangent(&ck.out_shapes()?, rng);
-    let step = ck.h * step_scale(v);
     let (i, j) = (s.min(t), s.max(t));
     let g = if ck.has_vjp { Some(ck.vjp(&u)?) } else { None };
     let along = |ck: &Checker, dir: &Dir| -> Result<f64, GradcheckError> {

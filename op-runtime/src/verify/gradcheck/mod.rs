@@ -883,6 +883,7 @@ mod tests {
         let bad: &'static OpDecl = Box::leak(Box::new(OpDecl {
             rust_name: n.rust_name,
             site: n.site,
+            module: n.module,
             contract_json: "{",
             body_tokens: n.body_tokens,
             hash: n.hash,

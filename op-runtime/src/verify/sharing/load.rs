@@ -111,7 +111,7 @@ impl Store {
                 headers: k.headers.iter().map(|(p, b)| (p.as_str(), b.as_slice())).collect(),
             })
             .collect();
-        let recomputed = hex(&identity(&contract_json, &body_tokens, &kbytes));
+        let recomputed = hex(&op_contract::identity::placed(&identity(&contract_json, &body_tokens, &kbytes), &index.module));
         if recomputed != index.content_hash {
             return Err(SharingError::IdentityMismatch { op: id.to_string(), card: index.content_hash.clone(), recomputed });
         }

@@ -94,6 +94,9 @@ pub struct IndexEntry {
     pub contract: String,
     /// Blob of the reference body's canonical tokens.
     pub body: String,
+    /// The declaring module, relative to its crate (the identity places the code in it).
+    #[serde(default)]
+    pub module: String,
     /// Kernel blobs in declaration order.
     pub kernels: Vec<IndexKernel>,
 }
@@ -298,6 +301,7 @@ impl Store {
             card: blobs.put(id, card.to_json().as_bytes())?,
             contract: blobs.put(id, op.decl.contract_json.as_bytes())?,
             body: blobs.put(id, op.decl.body_tokens.as_bytes())?,
+            module: op_contract::identity::crate_relative_module(op.decl.module).to_string(),
             kernels,
         };
         let json = index.to_json();
