@@ -8,11 +8,18 @@ use op_runtime::core::error::KernelRegistrationError;
 use op_runtime::{Registry, Tensor};
 
 /// Declares `twin` (the same tokens in every module) calling `helper` as the module resolves it.
+#[rustfmt::skip] // rustfmt re-indents an attribute inside a macro body on every run
 macro_rules! twin {
     ($name:literal) => {
         /// Applies the module's helper to every element.
-        #[op_runtime::op(name = $name, version = 1, signature(x: f32[n]) -> f32[n],
-                                     category = elementwise, tolerance = ulp(0), backward = none)]
+        #[op_runtime::op(
+            name = $name,
+            version = 1,
+            signature(x: f32[n]) -> f32[n],
+            category = elementwise,
+            tolerance = ulp(0),
+            backward = none
+        )]
         pub fn twin<T: op_runtime::Real>(x: &[T]) -> Vec<T> {
             x.iter().map(|v| helper(*v)).collect()
         }

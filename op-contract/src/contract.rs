@@ -28,6 +28,10 @@ pub struct Contract {
     pub nan: Option<NanPolicy>,
     /// Path of an optional fast CPU kernel with the reference's signature.
     pub cpu: Option<String>,
+    /// The members of the dtype variables the `cpu` kernel serves (`cpu(path, dtypes(T: f32))`);
+    /// empty: every member. Absent from the JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_dtypes: Vec<DTypeVar>,
     /// GPU kernels with their binding descriptors.
     pub kernels: Vec<Kernel>,
     /// SPDX licence expression.
@@ -81,6 +85,13 @@ pub struct Signature {
     /// encoding (and identity) they had before float constraints existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub float_constraints: Vec<FloatConstraint>,
+    /// The dtype variables (`signature<T: f32 | f64>(...)`), each with its set of members, in
+    /// declaration order. A contract with variables is one instance of a dtype-generic op: every
+    /// tensor or parameter typed by a variable carries the variable's name and, as its `dtype`,
+    /// the member this instance binds (the first member of each set in the declared contract;
+    /// see `crate::generic`). Absent from the JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dtype_vars: Vec<DTypeVar>,
 }
 
 impl Signature {
@@ -124,6 +135,16 @@ impl Signature {
     }
 }
 
+/// A dtype variable and its members (`T: f16 | f32` in `signature<T: f16 | f32>(...)`); in a
+/// `dtypes(...)` clause, the members of a declared variable that a kernel serves.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DTypeVar {
+    /// The variable's name.
+    pub name: String,
+    /// Its members, in declaration order.
+    pub members: Vec<DType>,
+}
+
 /// One argument of the signature.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Arg {
@@ -148,10 +169,14 @@ impl Arg {
 pub struct TensorSig {
     /// The tensor's name (unnamed outputs get `out`, or `out0`, `out1`, ...).
     pub name: String,
-    /// Element type.
+    /// Element type (for a variable-typed tensor: the member this instance binds).
     pub dtype: DType,
     /// Dim expressions, outermost first.
     pub dims: Vec<Expr>,
+    /// The dtype variable typing the tensor (`x: T[n]`), if any. Absent from the JSON when
+    /// `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub var: Option<String>,
 }
 
 /// A scalar parameter.
@@ -159,8 +184,12 @@ pub struct TensorSig {
 pub struct ParamSig {
     /// The parameter's name.
     pub name: String,
-    /// Scalar type.
+    /// Scalar type (for a variable-typed parameter: the member this instance binds).
     pub dtype: DType,
+    /// The dtype variable typing the parameter (`alpha: T`), if any. Absent from the JSON
+    /// when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub var: Option<String>,
 }
 
 /// A comparison chain `e0 op0 e1 op1 e2 ...`, e.g. `1 <= w <= 31`.
@@ -803,6 +832,10 @@ pub struct Kernel {
     pub threads: Expr,
     /// CUDA threads per block (WGSL takes the workgroup size from the kernel).
     pub block: Option<u32>,
+    /// The members of the dtype variables this kernel serves (`dtypes(T: f32 | f16)`); empty:
+    /// every member. Absent from the JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dtypes: Vec<DTypeVar>,
 }
 
 /// One slot of the binding descriptor.
@@ -850,7 +883,7 @@ mod tests {
     }
 
     fn contract_with(e: &Expr) -> Contract {
-        let t = |name: &str, dims: Vec<Expr>| TensorSig { name: name.into(), dtype: DType::f32, dims };
+        let t = |name: &str, dims: Vec<Expr>| TensorSig { name: name.into(), dtype: DType::f32, dims, var: None };
         Contract {
             name: "a/b".into(),
             version: 1,
@@ -863,6 +896,7 @@ mod tests {
                     terms: vec![FloatTerm::Lit(FloatLit(0.0)), FloatTerm::Param("p".into())],
                     ops: vec![CmpOp::Le],
                 }],
+                dtype_vars: vec![],
             },
             category: Category::Elementwise,
             tolerance: Tolerance::Loose { rtol: 1e-3, atol: 0.0 },
@@ -872,6 +906,7 @@ mod tests {
             domain: vec![],
             nan: None,
             cpu: None,
+            cpu_dtypes: vec![],
             kernels: vec![Kernel {
                 lang: KernelLang::Wgsl,
                 path: "k.wgsl".into(),
@@ -879,6 +914,7 @@ mod tests {
                 bindings: vec![],
                 threads: e.clone(),
                 block: None,
+                dtypes: vec![],
             }],
             license: None,
             visibility: Visibility::Private,
@@ -936,6 +972,7 @@ mod tests {
             outputs: vec![],
             shape_class: ShapeClass::Static,
             float_constraints: vec![lo_hi.clone()],
+            dtype_vars: vec![],
         };
         let env = |lo: f64, hi: f64| {
             move |s: &str| match s {

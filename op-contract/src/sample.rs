@@ -480,16 +480,17 @@ mod tests {
     }
 
     fn t(name: &str, dims: Vec<Expr>) -> Arg {
-        Arg::Tensor(TensorSig { name: name.into(), dtype: DType::f32, dims })
+        Arg::Tensor(TensorSig { name: name.into(), dtype: DType::f32, dims, var: None })
     }
 
     fn sig(args: Vec<Arg>, constraints: Vec<Constraint>, out: Vec<Expr>) -> Signature {
         Signature {
             args,
             constraints,
-            outputs: vec![TensorSig { name: "out".into(), dtype: DType::f32, dims: out }],
+            outputs: vec![TensorSig { name: "out".into(), dtype: DType::f32, dims: out, var: None }],
             shape_class: ShapeClass::Static,
             float_constraints: Vec::new(),
+            dtype_vars: Vec::new(),
         }
     }
 
@@ -502,7 +503,7 @@ mod tests {
         let c = |terms: Vec<Expr>, ops: Vec<CmpOp>| Constraint { terms, ops };
         let lit = Expr::Lit;
         sig(
-            vec![t("x", vec![sym("n")]), Arg::Param(ParamSig { name: "w".into(), dtype: DType::u32 })],
+            vec![t("x", vec![sym("n")]), Arg::Param(ParamSig { name: "w".into(), dtype: DType::u32, var: None })],
             vec![
                 c(vec![Expr::Bin(crate::contract::BinOp::Rem, Box::new(sym("w")), Box::new(lit(2))), lit(1)], vec![CmpOp::Eq]),
                 c(vec![lit(1), sym("w"), lit(31)], vec![CmpOp::Le, CmpOp::Le]),

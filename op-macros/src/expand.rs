@@ -38,7 +38,7 @@ fn fallback(func: &RefFn, errors: Vec<syn::Error>) -> TokenStream {
     quote!(#func #(#errs)*)
 }
 
-fn dtype_tokens(d: DType) -> TokenStream {
+pub(crate) fn dtype_tokens(d: DType) -> TokenStream {
     match d {
         DType::f16 => quote!(::op_runtime::__private::f16),
         DType::bf16 => quote!(::op_runtime::__private::bf16),
@@ -205,7 +205,7 @@ impl Gen<'_> {
     /// Shim `name` on the f64 path, if there is one.
     fn f64(&self, name: &syn::Ident) -> Option<TokenStream> {
         match self.c.plan.f64 {
-            F64Path::None => None,
+            F64Path::None | F64Path::Member => None,
             F64Path::Generic => Some(quote!(#name::<f64>)),
             F64Path::Declared => Some(quote!(#name)),
         }
@@ -214,7 +214,7 @@ impl Gen<'_> {
 
 /// A user path as seen from the generated child module: `self::x` becomes `super::x`,
 /// `super::x` becomes `super::super::x`; other paths resolve through `use super::*`.
-fn rebase(p: &syn::Path) -> syn::Path {
+pub(crate) fn rebase(p: &syn::Path) -> syn::Path {
     let mut p = p.clone();
     if let Some(first) = p.segments.first_mut() {
         if first.ident == "self" {
@@ -231,7 +231,7 @@ fn rebase(p: &syn::Path) -> syn::Path {
 
 /// `ts` with every token's span set to `span`, so a type error on a generated check points at
 /// the user's path alone (not at the whole attribute).
-fn respan(ts: TokenStream, span: Span) -> TokenStream {
+pub(crate) fn respan(ts: TokenStream, span: Span) -> TokenStream {
     ts.into_iter()
         .map(|tt| match tt {
             proc_macro2::TokenTree::Group(g) => {
@@ -263,22 +263,22 @@ fn respan_ident(ts: TokenStream, name: &str, span: Span) -> TokenStream {
 
 /// `let __f: <fn type> = <path>;` with the user's span on the type check but a call-site
 /// `__f`, so the binding resolves from the (call-site) shim body even inside `macro_rules!`.
-fn typed_binding(span: Span, fty: &TokenStream, path: &TokenStream) -> TokenStream {
+pub(crate) fn typed_binding(span: Span, fty: &TokenStream, path: &TokenStream) -> TokenStream {
     let f = syn::Ident::new("__f", Span::call_site());
     quote_spanned!(span=> let #f: #fty = #path;)
 }
 
-fn path_span(p: &syn::Path) -> Span {
+pub(crate) fn path_span(p: &syn::Path) -> Span {
     p.segments.last().map(|s| s.ident.span()).unwrap_or_else(Span::call_site)
 }
 
 /// Every shim of the declaration and the `OpDecl` fields that name them.
-struct Shims {
-    items: Vec<TokenStream>,
-    fields: TokenStream,
+pub(crate) struct Shims {
+    pub(crate) items: Vec<TokenStream>,
+    pub(crate) fields: TokenStream,
 }
 
-fn option(v: Option<TokenStream>) -> TokenStream {
+pub(crate) fn option(v: Option<TokenStream>) -> TokenStream {
     match v {
         Some(v) => quote!(::core::option::Option::Some(#v)),
         None => quote!(::core::option::Option::None),
@@ -355,6 +355,7 @@ fn shims(g: &Gen<'_>, fname: &syn::Ident) -> Shims {
         jvp: &[#(#jvp),*],
         jvp_f64: &[#(#jvp_f64),*],
         composite: #composite,
+        members: &[],
     };
     Shims { items, fields }
 }
@@ -388,7 +389,7 @@ fn generate(func: &RefFn, c: &Checked) -> TokenStream {
     let fname = &func.sig.ident;
     let vis = &func.vis;
     let g = Gen { c };
-    let Shims { items, fields } = shims(&g, fname);
+    let Shims { items, fields } = if c.plan.members.is_empty() { shims(&g, fname) } else { crate::members::shims(c, fname) };
     let kernels = kernel_sources(c);
     let (contract_json, body, description) = (&c.contract_json, &c.body_tokens, &c.description);
     let hash_bytes = c.hash.iter();
@@ -445,7 +446,7 @@ mod tests {
     use std::panic::{catch_unwind, AssertUnwindSafe};
 
     /// Declarations (without kernels: the test has no kernel files) that check cleanly.
-    const SEEDS: [(&str, &str); 3] = [
+    const SEEDS: [(&str, &str); 4] = [
         (
             r#"name = "a/median", version = 1, signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
                category = selection, tolerance = exact, backward = vjp(self::median_vjp) + jvp(super::median_jvp),
@@ -461,6 +462,11 @@ mod tests {
             r#"name = "a/popcount", version = 1, signature(x: u32[n], s: i64 where s != 0) -> u32[k], output = bounded(n), category = integer,
                tolerance = exact, backward = none"#,
             "fn popcount(x: &[u32], s: i64) -> Vec<u32> { todo!() }",
+        ),
+        (
+            r#"name = "a/generic", version = 1, signature<T: f16 | f64, I: u32 | i64>(x: T[n], i: I[n]) -> (y: T[n], j: I[n]),
+               category = selection, tolerance = exact, backward = vjp(g_vjp), subgradient = "routed", cpu(fast, dtypes(T: f64))"#,
+            "fn generic<T: Real, I: Copy>(x: &[T], i: &[I]) -> (Vec<T>, Vec<I>) { todo!() }",
         ),
     ];
 

@@ -4,6 +4,7 @@
 use proc_macro::TokenStream;
 
 mod expand;
+mod members;
 
 /// Declares a compute op: the annotated function is its **reference implementation**, the
 /// attribute its **contract**. The contract is checked at compile time (errors point at the

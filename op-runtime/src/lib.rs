@@ -49,15 +49,18 @@ pub use crate::core::registry::{OpHandle, Registry};
 pub use crate::core::tensor::{Scalar, Tensor};
 pub use crate::train::tape::Tape;
 pub use crate::verify::conformance::conform;
+/// The 16-bit float types (from `half`), for `f16`/`bf16` tensors and kernels.
+pub use half::{bf16, f16};
 pub use op_contract::contract::DType;
 
 /// Items generated code refers to. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::core::decl::{Call, CompositeFn, KernelSource, OpDecl, ShimFn};
+    pub use crate::core::decl::{Call, CompositeFn, DeclMember, KernelSource, OpDecl, ShimFn};
     pub use crate::core::error::ShimError;
     pub use crate::core::real::Real;
     pub use crate::core::tensor::ParamValue;
     pub use crate::testing::{conformance_test, gradcheck_test};
     pub use half::{bf16, f16};
+    pub use op_contract::contract::DType;
 }

@@ -178,8 +178,10 @@ pub struct OpAttr {
     pub subgradient: Option<Spanned<String>>,
     /// `nan = propagate`.
     pub nan: Option<Spanned<NanPolicy>>,
-    /// `cpu = path`: the fast CPU kernel.
+    /// `cpu = path` or `cpu(path, dtypes(...))`: the fast CPU kernel.
     pub cpu: Option<syn::Path>,
+    /// The `dtypes(...)` selection of `cpu(path, dtypes(...))`; empty: every member.
+    pub cpu_dtypes: Vec<SDTypeVar>,
     /// `output = static | bounded(expr) | dynamic`.
     pub output: Option<SShapeClass>,
     /// Every `kernel(...)` entry that parsed, in order.
@@ -226,6 +228,8 @@ impl SDomain {
 pub struct SSignature {
     /// The `signature` keyword.
     pub span: SpanRange,
+    /// The dtype variables (`signature<T: f16 | f32>`), in order.
+    pub vars: Vec<SDTypeVar>,
     /// Tensor inputs and scalar parameters, in declaration order.
     pub args: Vec<SArg>,
     /// Every `where` constraint, in declaration order: integer ones and float ones (see
@@ -329,6 +333,25 @@ impl SArg {
     }
 }
 
+/// A dtype variable and its members (`T: f16 | f32`), or in a `dtypes(...)` selection the
+/// members of a variable a kernel serves.
+#[derive(Clone, Debug)]
+pub struct SDTypeVar {
+    /// The variable's name.
+    pub name: syn::Ident,
+    /// Its members, each at its token.
+    pub members: Vec<Spanned<DType>>,
+    /// From the name to the last member.
+    pub span: SpanRange,
+}
+
+impl SDTypeVar {
+    /// The span-free variable.
+    pub fn to_var(&self) -> contract::DTypeVar {
+        contract::DTypeVar { name: self.name.to_string(), members: self.members.iter().map(|m| m.value).collect() }
+    }
+}
+
 /// A tensor input or output.
 #[derive(Clone, Debug)]
 pub struct STensor {
@@ -336,8 +359,11 @@ pub struct STensor {
     pub name: syn::Ident,
     /// Whether the name was written (outputs may be unnamed).
     pub named: bool,
-    /// Element type.
+    /// Element type (for a variable-typed tensor: the variable's first member, at the
+    /// variable's token).
     pub dtype: Spanned<DType>,
+    /// The dtype variable typing the tensor, if any.
+    pub var: Option<syn::Ident>,
     /// Dim expressions, outermost first.
     pub dims: Vec<SExpr>,
 }
@@ -347,8 +373,10 @@ pub struct STensor {
 pub struct SParam {
     /// The parameter's name.
     pub name: syn::Ident,
-    /// Scalar type.
+    /// Scalar type (for a variable-typed parameter: the variable's first member).
     pub dtype: Spanned<DType>,
+    /// The dtype variable typing the parameter, if any.
+    pub var: Option<syn::Ident>,
 }
 
 /// A comparison chain.
@@ -439,6 +467,8 @@ pub struct SKernel {
     pub threads: Option<SExpr>,
     /// `block = n`: CUDA threads per block.
     pub block: Option<Spanned<u32>>,
+    /// `dtypes(T: f32 | f16)`: the members served (empty: every member), with the key's span.
+    pub dtypes: Option<(SpanRange, Vec<SDTypeVar>)>,
 }
 
 /// One descriptor slot with spans.
@@ -483,7 +513,11 @@ impl OpAttr {
                 .iter()
                 .map(|a| match a {
                     SArg::Tensor(t) => Some(contract::Arg::Tensor(t.to_sig())),
-                    SArg::Param(p) => Some(contract::Arg::Param(contract::ParamSig { name: p.name.to_string(), dtype: p.dtype.value })),
+                    SArg::Param(p) => Some(contract::Arg::Param(contract::ParamSig {
+                        name: p.name.to_string(),
+                        dtype: p.dtype.value,
+                        var: p.var.as_ref().map(|v| v.to_string()),
+                    })),
                     SArg::Broken(_) => None,
                 })
                 .collect::<Option<Vec<_>>>()?,
@@ -495,6 +529,7 @@ impl OpAttr {
                 Some(SShapeClass::Dynamic(_)) => contract::ShapeClass::Dynamic,
             },
             float_constraints: sig.float_constraints().map(SConstraint::to_float_constraint).collect::<Option<Vec<_>>>()?,
+            dtype_vars: sig.vars.iter().map(SDTypeVar::to_var).collect(),
         };
         let backward = match self.backward.as_ref()? {
             SBackward::None(_) => contract::Backward::None,
@@ -514,6 +549,7 @@ impl OpAttr {
             subgradient: self.subgradient.as_ref().map(|s| s.value.clone()),
             nan: self.nan.as_ref().map(|n| n.value),
             cpu: self.cpu.as_ref().map(path_text),
+            cpu_dtypes: self.cpu_dtypes.iter().map(SDTypeVar::to_var).collect(),
             kernels: self.kernels.iter().map(SKernel::to_kernel).collect(),
             license: self.license.as_ref().map(|l| l.value.clone()),
             visibility: self.visibility.as_ref().map(|v| v.value).unwrap_or(Visibility::Private),
@@ -526,7 +562,12 @@ impl OpAttr {
 impl STensor {
     /// The span-free tensor signature.
     pub fn to_sig(&self) -> contract::TensorSig {
-        contract::TensorSig { name: self.name.to_string(), dtype: self.dtype.value, dims: self.dims.iter().map(SExpr::to_expr).collect() }
+        contract::TensorSig {
+            name: self.name.to_string(),
+            dtype: self.dtype.value,
+            dims: self.dims.iter().map(SExpr::to_expr).collect(),
+            var: self.var.as_ref().map(|v| v.to_string()),
+        }
     }
 }
 
@@ -553,6 +594,7 @@ impl SKernel {
                 .collect(),
             threads: self.threads.as_ref().map(SExpr::to_expr).unwrap_or(contract::Expr::Lit(0)),
             block: self.block.as_ref().map(|b| b.value),
+            dtypes: self.dtypes.iter().flat_map(|(_, sel)| sel.iter().map(SDTypeVar::to_var)).collect(),
         }
     }
 }

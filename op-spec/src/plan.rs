@@ -26,6 +26,8 @@ pub enum F64Path {
     Generic,
     /// The declared shims themselves: every float of the op already is `f64`.
     Declared,
+    /// Concrete shims at [`ShimPlan::f64_binding`] (an op with dtype variables).
+    Member,
 }
 
 /// How the shims call the user's functions.
@@ -48,6 +50,13 @@ pub struct ShimPlan {
     pub jvp: Vec<syn::Path>,
     /// The composite graph builder.
     pub composite: Option<syn::Path>,
+    /// The bindings of the dtype variables, one instance each (empty for an op without
+    /// variables): the shims are concrete per instance.
+    pub members: Vec<Vec<DType>>,
+    /// Whether the `cpu` kernel serves each instance.
+    pub cpu_members: Vec<bool>,
+    /// The binding the f64 path instantiates (variables with a float member at `f64`).
+    pub f64_binding: Vec<DType>,
 }
 
 impl ShimPlan {
@@ -62,12 +71,16 @@ impl ShimPlan {
             .filter(|d| d.is_float())
             .collect();
         let generic = reference.float_generic.is_some() && !floats.is_empty();
+        let members = if c.is_generic() { c.instances() } else { Vec::new() };
         let f64 = match (floats.is_empty(), generic, floats.iter().all(|d| *d == DType::f64)) {
             (true, _, _) => F64Path::None,
+            _ if c.is_generic() => F64Path::Member,
             (false, true, _) => F64Path::Generic,
             (false, false, true) => F64Path::Declared,
             (false, false, false) => F64Path::None,
         };
+        let vars = &c.signature.dtype_vars;
+        let cpu_members = members.iter().map(|b| c.cpu.is_some() && op_contract::generic::serves(&c.cpu_dtypes, vars, b)).collect();
         let (mut vjp, mut jvp, mut composite) = (None, Vec::new(), None);
         match &attr.backward {
             Some(SBackward::Declared { vjp: v, jvp: j, .. }) => {
@@ -86,7 +99,16 @@ impl ShimPlan {
             vjp,
             jvp,
             composite,
+            members,
+            cpu_members,
+            f64_binding: op_contract::generic::f64_binding(vars),
         }
+    }
+
+    /// The element type of a value of dtype `d` typed by variable `var`, at instance `binding`
+    /// (an op with dtype variables).
+    pub fn member_elem(c: &Contract, d: DType, var: Option<&str>, binding: &[DType]) -> DType {
+        var.and_then(|v| c.signature.dtype_vars.iter().position(|x| x.name == v)).and_then(|i| binding.get(i).copied()).unwrap_or(d)
     }
 
     /// The element type of a value of dtype `d` in the shims.

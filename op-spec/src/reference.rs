@@ -87,8 +87,12 @@ impl ToTokens for RefFn {
 /// What the expansion needs to know about the reference function.
 #[derive(Clone, Debug, Default)]
 pub struct RefShape {
-    /// The float type parameter (`T` in `fn f<T: Real>`), if the reference is generic.
+    /// The float type parameter (`T` in `fn f<T: Real>`), if the reference is generic over one
+    /// float type of an op without dtype variables.
     pub float_generic: Option<syn::Ident>,
+    /// The reference's type parameters in order: for an op with dtype variables, exactly the
+    /// variables (by name).
+    pub type_params: Vec<syn::Ident>,
     /// Trailing `usize` parameters naming dim symbols, in order.
     pub extra_dims: Vec<String>,
 }
@@ -126,9 +130,19 @@ enum Fit {
     Alias,
 }
 
-/// Whether `ty` names the element type for `dtype` (the generic parameter for floats if any).
-fn elem_fits(ty: &Type, dtype: DType, generic: Option<&syn::Ident>) -> Fit {
+/// Whether `ty` names the element type for `dtype`: its dtype variable `var` if it has one,
+/// else the generic parameter for floats if any, else the dtype's Rust type.
+fn elem_fits(ty: &Type, dtype: DType, var: Option<&syn::Ident>, generic: Option<&syn::Ident>) -> Fit {
     let Some(name) = last_ident(ty) else { return Fit::No };
+    if let Some(v) = var {
+        return if *v == name {
+            Fit::Yes
+        } else if KNOWN_TYPES.contains(&name.as_str()) || name.len() == 1 {
+            Fit::No
+        } else {
+            Fit::Alias
+        };
+    }
     if let Some(g) = generic {
         if *g == name {
             return if dtype.is_float() { Fit::Yes } else { Fit::No };
@@ -143,7 +157,10 @@ fn elem_fits(ty: &Type, dtype: DType, generic: Option<&syn::Ident>) -> Fit {
     }
 }
 
-fn expected_elem(dtype: DType, generic: Option<&syn::Ident>) -> String {
+fn expected_elem(dtype: DType, var: Option<&syn::Ident>, generic: Option<&syn::Ident>) -> String {
+    if let Some(v) = var {
+        return v.to_string();
+    }
     match generic {
         Some(g) if dtype.is_float() => g.to_string(),
         _ => rust_elem_name(dtype).to_string(),
@@ -153,18 +170,19 @@ fn expected_elem(dtype: DType, generic: Option<&syn::Ident>) -> String {
 /// Checks the reference function against the signature: it must agree on parameter count,
 /// order and types, and return one `Vec` per output.
 pub fn check_reference_fn(cx: &Ctxt, func: &RefFn, sig: &SSignature, dim_symbols: &[String]) -> RefShape {
-    let float_generic = check_generics(cx, func, sig);
+    let float_generic = if sig.vars.is_empty() { check_generics(cx, func, sig) } else { check_var_generics(cx, func, sig) };
     let generic = float_generic.as_ref();
+    let type_params = type_params(func).into_iter().map(|t| t.ident.clone()).collect();
     if func.sig.receiver().is_some() {
         // A method: the placement rule says to declare the op at module level.
-        return RefShape { float_generic, extra_dims: Vec::new() };
+        return RefShape { float_generic, type_params, extra_dims: Vec::new() };
     }
     check_params(cx, func, sig, generic);
     let extra_dims = check_extra_params(cx, func, sig, dim_symbols);
     if !sig.gaps.outputs {
         check_return(cx, func, sig, generic);
     }
-    RefShape { float_generic, extra_dims }
+    RefShape { float_generic, type_params, extra_dims }
 }
 
 // Rule: at most one type parameter, the float element type, used only if the signature has a
@@ -172,16 +190,7 @@ pub fn check_reference_fn(cx: &Ctxt, func: &RefFn, sig: &SSignature, dim_symbols
 // has one dtype (the parameter is instantiated once, at it).
 fn check_generics(cx: &Ctxt, func: &RefFn, sig: &SSignature) -> Option<syn::Ident> {
     let fname = &func.sig.ident;
-    let types: Vec<&syn::TypeParam> = func
-        .sig
-        .generics
-        .params
-        .iter()
-        .filter_map(|g| match g {
-            GenericParam::Type(t) => Some(t),
-            _ => None,
-        })
-        .collect();
+    let types = type_params(func);
     if types.len() > 1 {
         cx.error(syn::Error::new(
             types[1].ident.span(),
@@ -227,6 +236,60 @@ fn check_generics(cx: &Ctxt, func: &RefFn, sig: &SSignature) -> Option<syn::Iden
     Some(g)
 }
 
+fn type_params(func: &RefFn) -> Vec<&syn::TypeParam> {
+    func.sig
+        .generics
+        .params
+        .iter()
+        .filter_map(|g| match g {
+            GenericParam::Type(t) => Some(t),
+            _ => None,
+        })
+        .collect()
+}
+
+// Rule: with dtype variables, the reference is generic over exactly them, each a type parameter
+// of the same name (it is instantiated once per member); no const generics; not `async`.
+fn check_var_generics(cx: &Ctxt, func: &RefFn, sig: &SSignature) -> Option<syn::Ident> {
+    let fname = &func.sig.ident;
+    let types = type_params(func);
+    for v in &sig.vars {
+        if !types.iter().any(|t| t.ident == v.name) {
+            let bound = if v.members.iter().all(|m| m.value.is_float()) { "Real" } else { "Copy" };
+            cx.error(syn::Error::new(
+                fname.span(),
+                format!(
+                    "reference `{fname}` must be generic over dtype variable `{}` (it is instantiated once per member): write `fn {fname}<{}: {bound}>(...)` and use `{}` where the signature does",
+                    v.name, v.name, v.name
+                ),
+            ));
+        }
+    }
+    for t in &types {
+        if !sig.vars.iter().any(|v| v.name == t.ident) {
+            let vars: Vec<String> = sig.vars.iter().map(|v| format!("`{}`", v.name)).collect();
+            cx.error(syn::Error::new(
+                t.ident.span(),
+                format!(
+                    "type parameter `{}` of reference `{fname}` is not a dtype variable of the signature ({}); a reference's type parameters are the declared variables",
+                    t.ident,
+                    vars.join(", ")
+                ),
+            ));
+        }
+    }
+    if let Some(c) = func.sig.generics.params.iter().find(|g| matches!(g, GenericParam::Const(_))) {
+        cx.error(syn::Error::new(
+            c.span(),
+            format!("reference `{fname}` cannot take const generics; declare a parameter in the signature instead"),
+        ));
+    }
+    if let Some(a) = &func.sig.asyncness {
+        cx.error(syn::Error::new(a.span, format!("reference `{fname}` must be a plain function, not `async`")));
+    }
+    None
+}
+
 // Rule: parameter `i` of the reference is `&[E]` for tensor input `i` and `E` for parameter `i`,
 // `E` the dtype's Rust type (the type parameter for floats of a generic reference).
 fn check_params(cx: &Ctxt, func: &RefFn, sig: &SSignature, generic: Option<&syn::Ident>) {
@@ -251,16 +314,33 @@ fn check_params(cx: &Ctxt, func: &RefFn, sig: &SSignature, generic: Option<&syn:
             SArg::Tensor(t) => {
                 let fits = match &*pt.ty {
                     Type::Reference(r) if r.mutability.is_none() => match &*r.elem {
-                        Type::Slice(s) => elem_fits(&s.elem, t.dtype.value, generic),
+                        Type::Slice(s) => elem_fits(&s.elem, t.dtype.value, t.var.as_ref(), generic),
                         _ => Fit::No,
                     },
                     _ => Fit::No,
                 };
-                (format!("&[{}]", expected_elem(t.dtype.value, generic)), fits, format!("tensor input `{}: {}[..]`", t.name, t.dtype.value))
+                (
+                    format!("&[{}]", expected_elem(t.dtype.value, t.var.as_ref(), generic)),
+                    fits,
+                    format!(
+                        "tensor input `{}: {}[..]`",
+                        t.name,
+                        t.var.as_ref().map_or_else(|| t.dtype.value.to_string(), |v| v.to_string())
+                    ),
+                )
             }
             SArg::Param(p) => {
-                let fits = if matches!(&*pt.ty, Type::Reference(_)) { Fit::No } else { elem_fits(&pt.ty, p.dtype.value, generic) };
-                (expected_elem(p.dtype.value, generic), fits, format!("scalar parameter `{}: {}`", p.name, p.dtype.value))
+                let fits =
+                    if matches!(&*pt.ty, Type::Reference(_)) { Fit::No } else { elem_fits(&pt.ty, p.dtype.value, p.var.as_ref(), generic) };
+                (
+                    expected_elem(p.dtype.value, p.var.as_ref(), generic),
+                    fits,
+                    format!(
+                        "scalar parameter `{}: {}`",
+                        p.name,
+                        p.var.as_ref().map_or_else(|| p.dtype.value.to_string(), |v| v.to_string())
+                    ),
+                )
             }
             SArg::Broken(_) => continue,
         };
@@ -309,7 +389,7 @@ fn vec_fits(ty: &Type, o: &STensor, generic: Option<&syn::Ident>) -> Fit {
     }
     match &seg.arguments {
         syn::PathArguments::AngleBracketed(ab) => match ab.args.first() {
-            Some(syn::GenericArgument::Type(t)) => elem_fits(t, o.dtype.value, generic),
+            Some(syn::GenericArgument::Type(t)) => elem_fits(t, o.dtype.value, o.var.as_ref(), generic),
             _ => Fit::No,
         },
         _ => Fit::No,
@@ -319,7 +399,7 @@ fn vec_fits(ty: &Type, o: &STensor, generic: Option<&syn::Ident>) -> Fit {
 // Rule: the return type is one `Vec` per output (a tuple of them for several), in order.
 fn check_return(cx: &Ctxt, func: &RefFn, sig: &SSignature, generic: Option<&syn::Ident>) {
     let fname = &func.sig.ident;
-    let want_one = |o: &STensor| format!("Vec<{}>", expected_elem(o.dtype.value, generic));
+    let want_one = |o: &STensor| format!("Vec<{}>", expected_elem(o.dtype.value, o.var.as_ref(), generic));
     let want_all = if sig.outputs.len() == 1 {
         want_one(&sig.outputs[0])
     } else {

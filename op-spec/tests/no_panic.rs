@@ -32,8 +32,14 @@ extern \"C\" __global__ void mul(const float* a, const float* b, float* out, uns
 }
 ";
 
+const PICK_CU: &str = "extern \"C\" __global__ void pick(const T* x, const I* i, T* y, I* j, unsigned int n) {
+    unsigned int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k < n) { y[k] = x[k]; j[k] = i[k]; }
+}
+";
+
 /// (attribute, item) pairs that check cleanly; the mutations start from these.
-const SEEDS: [(&str, &str); 4] = [
+const SEEDS: [(&str, &str); 5] = [
     (
         r#"name = "user/example/windowed_median", version = 1,
            signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
@@ -59,12 +65,18 @@ const SEEDS: [(&str, &str); 4] = [
            category = approximate, tolerance = loose(1e-3, 0.5), backward = none, output = dynamic"#,
         "fn approx(x: &[f64], s: i64) -> Vec<f64> { vec![] }",
     ),
+    (
+        r#"name = "a/generic", version = 1, signature<T: f16 | f32 | f64, I: u32 | i32>(x: T[n], i: I[n], a: T) -> (y: T[n], j: I[n]),
+           category = selection, tolerance = exact, backward = none, cpu(fast, dtypes(T: f32, I: u32)),
+           kernel(cuda = "kernels/pick.cu", dtypes(T: f32 | f64), bindings(x: read, i: read, y: read_write, j: read_write, uniform(n)), threads = n)"#,
+        "fn generic<T: Real, I: Copy>(x: &[T], i: &[I], a: T) -> (Vec<T>, Vec<I>) { todo!() }",
+    ),
 ];
 
 /// Tokens inserted by the `replace`/`insert` mutations: every punctuation the grammars use,
 /// keywords, odd literals.
 const POOL: &str = r#", = -> : ; ( ) [ ] { } + - * / % < <= == != > >= where min max none vjp jvp composite uniform read read_write
-    kernel signature bindings threads wgsl cuda 0 1 -1 18446744073709551616 99999999999999999999 1e309 "" "x" 'c' u4 f8e4m3 bool f16 bf16 self super crate _"#;
+    kernel signature bindings threads wgsl cuda dtypes T I | 0 1 -1 18446744073709551616 99999999999999999999 1e309 "" "x" 'c' u4 f8e4m3 bool f16 bf16 self super crate _"#;
 
 struct Rng(u64);
 
@@ -138,6 +150,7 @@ fn kernel_dir() -> PathBuf {
     std::fs::create_dir_all(dir.join("kernels")).expect("temp dir");
     std::fs::write(dir.join("kernels/median.wgsl"), MEDIAN_WGSL).expect("write");
     std::fs::write(dir.join("kernels/mul.cu"), MUL_CU).expect("write");
+    std::fs::write(dir.join("kernels/pick.cu"), PICK_CU).expect("write");
     std::fs::write(dir.join("kernels/common.cuh"), "#pragma once\n").expect("write");
     dir
 }
@@ -280,6 +293,7 @@ fn mutated_kernel_dir(round: usize, rng: &mut Rng) -> PathBuf {
     let write = |rel: &str, text: String| std::fs::write(Path::new(&dir).join(rel), text).expect("write");
     write("kernels/median.wgsl", mutate_source(MEDIAN_WGSL, rng));
     write("kernels/mul.cu", mutate_source(MUL_CU, rng));
+    write("kernels/pick.cu", mutate_source(PICK_CU, rng));
     write("kernels/common.cuh", mutate_source("#pragma once\ntypedef float real;\n", rng));
     dir
 }

@@ -75,6 +75,6 @@ impl Backend for ReferenceBackend {
         Ok(())
     }
     fn prepare(&self, op: &Arc<RegisteredOp>) -> Result<Arc<dyn Prepared>, BackendError> {
-        Ok(Arc::new(ShimPrepared { hash: op.hash, shim: op.decl.reference }))
+        Ok(Arc::new(ShimPrepared { hash: op.hash, shim: op.shims.reference }))
     }
 }

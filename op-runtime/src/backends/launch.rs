@@ -23,9 +23,17 @@ pub(crate) fn gpu_kernel(op: &RegisteredOp, lang: KernelLang) -> Result<usize, B
         KernelLang::Wgsl => "WGSL",
         KernelLang::Cuda => "CUDA",
     };
-    BackendKind::for_kernel(lang)
-        .runs_kernel(op.contract.kernels.iter().map(|k| k.lang))
-        .ok_or_else(|| BackendError::Unsupported(format!("the op declares no {name} kernel")))
+    let kind = BackendKind::for_kernel(lang);
+    if kind.runs_kernel(op.contract.kernels.iter().map(|k| k.lang)).is_none() {
+        return Err(BackendError::Unsupported(format!("the op declares no {name} kernel")));
+    }
+    // Of an op with dtype variables, the kernel serving this instance's binding.
+    (0..op.contract.kernels.len()).find(|&i| op.contract.kernels[i].lang == lang && op.contract.kernel_serves(i)).ok_or_else(|| {
+        BackendError::Unsupported(format!(
+            "the op's {name} kernels do not serve `{}` (no silent conversion: run another backend)",
+            op.binding_text()
+        ))
+    })
 }
 
 /// One value of a uniform block (WGSL) or one scalar kernel parameter (CUDA).

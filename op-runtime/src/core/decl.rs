@@ -5,6 +5,7 @@ use crate::core::error::ShimError;
 use crate::core::graph::{Graph, GraphError, Var};
 use crate::core::plan::{Bound, Plan};
 use crate::core::tensor::{checked_numel, Element, ParamValue, Scalar, Shape, Tensor};
+use op_contract::contract::DType;
 use smallvec::SmallVec;
 
 /// A generated shim: reads the call's inputs, calls the user's function, stores the result.
@@ -66,6 +67,25 @@ pub struct OpDecl {
     pub jvp_f64: &'static [ShimFn],
     /// Composite graph builder.
     pub composite: Option<CompositeFn>,
+    /// The instances of an op with dtype variables, each with its own shims (empty for an op
+    /// without variables; then the fields above are its only instance). The fields above hold
+    /// the first instance's shims and, for the f64 ones, the instance gradcheck runs.
+    pub members: &'static [DeclMember],
+}
+
+/// One instance of an op with dtype variables: the binding of its variables and its shims.
+#[derive(Debug)]
+pub struct DeclMember {
+    /// One member per dtype variable, in the variables' order.
+    pub dtypes: &'static [DType],
+    /// The reference at this instance.
+    pub reference: ShimFn,
+    /// The `cpu` kernel, where it serves this instance.
+    pub cpu: Option<ShimFn>,
+    /// The VJP at this instance.
+    pub vjp: Option<ShimFn>,
+    /// The JVP rules at this instance.
+    pub jvp: &'static [ShimFn],
 }
 
 impl OpDecl {

@@ -57,6 +57,14 @@ pub enum TensorError {
         /// The element count the shape asks for, when known.
         elements: Option<usize>,
     },
+    /// A float conversion asked of a non-float dtype.
+    #[error("`to_dtype` converts between float dtypes (f16, bf16, f32, f64); `{from}` to `{to}` is not such a conversion")]
+    NotFloat {
+        /// The tensor's dtype.
+        from: DType,
+        /// The dtype asked for.
+        to: DType,
+    },
     /// A `bool` element is neither 0 nor 1.
     #[error("byte {byte} at index {index} is not a bool (0 or 1)")]
     InvalidBool {
@@ -213,6 +221,30 @@ pub enum DispatchError {
         expected: DType,
         /// The dtype passed.
         found: DType,
+    },
+    /// No instance of the op has the asked binding of its dtype variables.
+    #[error("op `{op}` has no instance at {binding}; its instances: {instances}")]
+    NoInstance {
+        /// The op's `name@version`.
+        op: String,
+        /// The binding asked for.
+        binding: String,
+        /// The instances it has (`T = f32; T = f64`), or none for an op without variables.
+        instances: String,
+    },
+    /// An input's dtype is not a member of the dtype variable typing it.
+    #[error("op `{op}`: {what} is `{found}`, which is not a member of `{var}` ({members}); convert it explicitly (`Tensor::to_dtype`)")]
+    NotAMember {
+        /// The op's `name@version`.
+        op: String,
+        /// `input `x`` or `parameter `alpha``.
+        what: String,
+        /// The dtype variable.
+        var: String,
+        /// The dtype passed.
+        found: DType,
+        /// The variable's members, `f32 | f64`.
+        members: String,
     },
     /// An input has the wrong rank.
     #[error("op `{op}`: input `{input}` must have rank {expected} ({dims}), got shape {found:?}")]

@@ -2,11 +2,12 @@
 //! validation plan. Loading validates everything read from the description; it never
 //! registers or runs anything.
 
-use crate::core::decl::OpDecl;
-use crate::core::error::KernelRegistrationError;
+use crate::core::decl::{OpDecl, ShimFn};
+use crate::core::error::{DispatchError, KernelRegistrationError};
 use crate::core::kind::BackendKind;
 use crate::core::plan::Plan;
-use op_contract::contract::{Backward, Contract};
+use crate::core::tensor::{Scalar, Tensor};
+use op_contract::contract::{Arg, Backward, Contract, DType};
 use op_contract::identity::{hex, identity, KernelBytes};
 use std::sync::Arc;
 
@@ -38,6 +39,38 @@ pub struct RegisteredOp {
     pub plan: Plan,
     /// Built-in or user.
     pub source: OpSource,
+    /// The shims this instance runs.
+    pub shims: Shims,
+    /// For an op with dtype variables: every instance, in declaration order, each with its
+    /// contract and plan at its binding (this op is the first instance). Empty otherwise.
+    pub members: Vec<Arc<RegisteredOp>>,
+    /// Which instance this is (0 for an op without dtype variables).
+    pub member: usize,
+    /// Where a call binds each dtype variable (an op with dtype variables).
+    binders: Vec<Binder>,
+    /// The binding of each of `members`.
+    bindings: Vec<Vec<DType>>,
+}
+
+/// The shims one instance of an op runs (the f64 ones, shared by every instance, stay on the
+/// [`OpDecl`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Shims {
+    /// The reference.
+    pub reference: ShimFn,
+    /// The fast CPU kernel, where it serves the instance.
+    pub cpu: Option<ShimFn>,
+    /// The VJP.
+    pub vjp: Option<ShimFn>,
+    /// The JVP rules.
+    pub jvp: &'static [ShimFn],
+}
+
+/// Where a call binds a dtype variable: the first tensor input or parameter it types.
+#[derive(Clone, Debug)]
+enum Binder {
+    Input(usize, String),
+    Param(usize, String),
 }
 
 impl RegisteredOp {
@@ -61,9 +94,115 @@ impl RegisteredOp {
         }
         let actual = decl.identity();
         check_description(decl, &contract).map_err(|reason| KernelRegistrationError::BadContract { op: id.clone(), reason })?;
+        let shims = Shims { reference: decl.reference, cpu: decl.cpu, vjp: decl.vjp, jvp: decl.jvp };
+        let mut op = RegisteredOp::instance(decl, contract.clone(), actual, source, shims, 0)?;
+        if contract.is_generic() {
+            op.binders = binders(&contract);
+            op.bindings = contract.instances();
+            for (i, (m, b)) in decl.members.iter().zip(contract.instances()).enumerate() {
+                let at = contract.instantiate(&b).map_err(|reason| KernelRegistrationError::BadContract { op: id.clone(), reason })?;
+                let shims = Shims { reference: m.reference, cpu: m.cpu, vjp: m.vjp, jvp: m.jvp };
+                op.members.push(Arc::new(RegisteredOp::instance(decl, at, actual, source, shims, i)?));
+            }
+        }
+        Ok(op)
+    }
+
+    /// One instance: its contract (at its binding), validation plan and shims.
+    fn instance(
+        decl: &'static OpDecl,
+        contract: Contract,
+        hash: [u8; 32],
+        source: OpSource,
+        shims: Shims,
+        member: usize,
+    ) -> Result<RegisteredOp, KernelRegistrationError> {
+        let id = contract.id();
         let plan = Plan::new(&contract).map_err(|reason| KernelRegistrationError::BadContract { op: id.clone(), reason })?;
         let id_shared: Arc<str> = Arc::from(id.as_str());
-        Ok(RegisteredOp { decl, contract, hash: actual, id, id_shared, plan, source })
+        Ok(RegisteredOp {
+            decl,
+            contract,
+            hash,
+            id,
+            id_shared,
+            plan,
+            source,
+            shims,
+            members: Vec::new(),
+            member,
+            binders: Vec::new(),
+            bindings: Vec::new(),
+        })
+    }
+
+    /// The instance a call runs: `None` for an op without dtype variables (itself); else the
+    /// instance whose binding the inputs' (and parameters') dtypes spell. A dtype outside its
+    /// variable's set is a typed error; a call too short to bind is left to validation.
+    pub fn member_for(&self, inputs: &[&Tensor], params: &[Scalar]) -> Result<Option<&Arc<RegisteredOp>>, DispatchError> {
+        if self.members.is_empty() {
+            return Ok(None);
+        }
+        let vars = &self.contract.signature.dtype_vars;
+        let mut binding: smallvec::SmallVec<[DType; 2]> = smallvec::SmallVec::new();
+        for (v, b) in vars.iter().zip(&self.binders) {
+            let (found, what) = match b {
+                Binder::Input(i, name) => (inputs.get(*i).map(|t| t.dtype()), format!("input `{name}`")),
+                Binder::Param(i, name) => (params.get(*i).map(|p| p.dtype()), format!("parameter `{name}`")),
+            };
+            let Some(found) = found else { return Ok(self.members.first()) };
+            if !v.members.contains(&found) {
+                let members = op_contract::generic::members_text(v);
+                return Err(DispatchError::NotAMember { op: self.id.clone(), what, var: v.name.clone(), found, members });
+            }
+            binding.push(found);
+        }
+        let at = self.bindings.iter().position(|b| b.as_slice() == binding.as_slice());
+        Ok(at.and_then(|i| self.members.get(i)).or(self.members.first()))
+    }
+
+    /// Kernel `k`'s source as a backend compiles it: for an instance of an op with dtype
+    /// variables, the engine's prelude binding them (`alias T = f16;`, `typedef __half T;`,
+    /// see `op_contract::generic`) and then the source; the source alone otherwise.
+    pub fn kernel_text(&self, k: usize) -> Result<String, String> {
+        let src = self.decl.kernels.get(k).ok_or_else(|| format!("kernel {k} is not embedded"))?;
+        let text = std::str::from_utf8(src.source).map_err(|e| format!("the kernel source `{}` is not UTF-8: {e}", src.path))?;
+        let (vars, binding) = (&self.contract.signature.dtype_vars, self.contract.binding());
+        let prelude = match self.contract.kernels.get(k).map(|c| c.lang) {
+            _ if vars.is_empty() => String::new(),
+            Some(op_contract::contract::KernelLang::Wgsl) => op_contract::generic::wgsl_prelude(vars, &binding)?,
+            Some(op_contract::contract::KernelLang::Cuda) => op_contract::generic::cuda_prelude(vars, &binding),
+            None => String::new(),
+        };
+        Ok(format!("{prelude}{text}"))
+    }
+
+    /// The key device caches (pipelines, PTX) file this instance's kernels under: the content
+    /// hash, and for an instance of an op with dtype variables the binding too (each instance
+    /// compiles a different text).
+    pub fn cache_hash(&self) -> [u8; 32] {
+        if !self.contract.is_generic() {
+            return self.hash;
+        }
+        let mut h = blake3::Hasher::new();
+        h.update(&self.hash);
+        h.update(self.member_tag().as_bytes());
+        *h.finalize().as_bytes()
+    }
+
+    /// `T = f32` for an instance of an op with dtype variables, empty otherwise.
+    pub fn binding_text(&self) -> String {
+        self.contract.binding_text()
+    }
+
+    /// A suffix telling instances apart in names and cache keys (`-T=f16`), empty for an op
+    /// without dtype variables.
+    fn member_tag(&self) -> String {
+        if self.contract.is_generic() {
+            format!("-{}", self.binding_text().replace(' ', ""))
+        } else {
+            String::new()
+        }
     }
 
     /// Lowercase hex of the content hash.
@@ -73,17 +212,20 @@ impl RegisteredOp {
 
     /// Deterministic kernel name (same in every process and machine).
     pub fn kernel_name(&self) -> String {
-        format!("op_{}", &self.hash_hex()[..16])
+        match self.contract.is_generic() {
+            false => format!("op_{}", &self.hash_hex()[..16]),
+            true => format!("op_{}_m{}", &self.hash_hex()[..16], self.member),
+        }
     }
 
     /// Deterministic pipeline label.
     pub fn pipeline_name(&self) -> String {
-        format!("{}#{}", self.id, &self.hash_hex()[..16])
+        format!("{}#{}{}", self.id, &self.hash_hex()[..16], self.member_tag())
     }
 
     /// Deterministic compiled-cache key.
     pub fn cache_key(&self, backend: BackendKind) -> String {
-        format!("{}-{}", backend, self.hash_hex())
+        format!("{}-{}{}", backend, self.hash_hex(), self.member_tag())
     }
 }
 
@@ -142,8 +284,49 @@ fn check_description(decl: &OpDecl, c: &Contract) -> Result<(), String> {
         }
         _ => {}
     }
-    if c.cpu.is_some() != decl.cpu.is_some() {
+    if c.cpu_serves() != decl.cpu.is_some() {
         return Err("the contract's `cpu` kernel and the embedded one disagree".into());
     }
+    check_members(decl, c)
+}
+
+/// The embedded instances against the contract's dtype variables: one per binding, in order,
+/// each with the rules the contract declares.
+fn check_members(decl: &OpDecl, c: &Contract) -> Result<(), String> {
+    let instances = if c.is_generic() { c.instances() } else { Vec::new() };
+    if decl.members.len() != instances.len() {
+        return Err(format!("{} instance(s) embedded for {} binding(s) of the dtype variables", decl.members.len(), instances.len()));
+    }
+    for (m, b) in decl.members.iter().zip(&instances) {
+        let text = op_contract::generic::binding_text(&c.signature.dtype_vars, b);
+        if m.dtypes != b.as_slice() {
+            return Err(format!("the embedded instance for `{text}` is for {:?}", m.dtypes));
+        }
+        let cpu = c.cpu.is_some() && op_contract::generic::serves(&c.cpu_dtypes, &c.signature.dtype_vars, b);
+        if m.cpu.is_some() != cpu || m.vjp.is_some() != decl.vjp.is_some() || m.jvp.len() != decl.jvp.len() {
+            return Err(format!("the embedded rules of instance `{text}` disagree with the contract"));
+        }
+    }
     Ok(())
+}
+
+/// Where a call binds each dtype variable of `c`.
+fn binders(c: &Contract) -> Vec<Binder> {
+    let sig = &c.signature;
+    sig.dtype_vars
+        .iter()
+        .map(|v| {
+            let typed = |var: &Option<String>| var.as_deref() == Some(v.name.as_str());
+            let (mut ti, mut pi) = (0usize, 0usize);
+            for a in &sig.args {
+                match a {
+                    Arg::Tensor(t) if typed(&t.var) => return Binder::Input(ti, t.name.clone()),
+                    Arg::Param(p) if typed(&p.var) => return Binder::Param(pi, p.name.clone()),
+                    Arg::Tensor(_) => ti += 1,
+                    Arg::Param(_) => pi += 1,
+                }
+            }
+            Binder::Input(usize::MAX, v.name.clone())
+        })
+        .collect()
 }

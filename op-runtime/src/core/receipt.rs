@@ -40,6 +40,10 @@ pub struct Receipt {
     pub op: String,
     /// The op's content hash (hex).
     pub content_hash: String,
+    /// The instance of an op with dtype variables that conformed (`T = f16`); empty for an op
+    /// without variables (and then absent from the JSON).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub dtypes: String,
     /// The backend whose kernel conformed.
     pub backend: BackendKind,
     /// The device it conformed on.
@@ -180,6 +184,16 @@ pub enum ReceiptError {
         /// The signer.
         key: PublicKey,
     },
+    /// The receipt is for another instance (binding of the dtype variables) of the op.
+    #[error("receipt for `{op}` covers the instance `{receipt}`, not `{instance}`; each instance conforms on its own")]
+    OtherInstance {
+        /// The op's `name@version`.
+        op: String,
+        /// The receipt's instance.
+        receipt: String,
+        /// The instance being verified.
+        instance: String,
+    },
     /// The receipt's format is not the one this engine reads.
     #[error("receipt for `{op}` has format {found}; this engine reads format {RECEIPT_FORMAT}; conform locally")]
     Format {
@@ -195,6 +209,8 @@ struct Body<'a> {
     format: u32,
     op: &'a str,
     content_hash: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    dtypes: &'a str,
     backend: BackendKind,
     device: &'a DeviceProfile,
     tolerance: &'a Tolerance,
@@ -210,6 +226,7 @@ impl Receipt {
             format: RECEIPT_FORMAT,
             op: op.id.clone(),
             content_hash: op.hash_hex(),
+            dtypes: op.binding_text(),
             backend,
             device,
             tolerance: op.contract.tolerance,
@@ -229,6 +246,7 @@ impl Receipt {
             format: self.format,
             op: &self.op,
             content_hash: &self.content_hash,
+            dtypes: &self.dtypes,
             backend: self.backend,
             device: &self.device,
             tolerance: &self.tolerance,
@@ -305,7 +323,11 @@ impl Receipt {
     /// (else `UntrustedSigner`), this op and content, and then a device of the same model when
     /// signed, or exactly `local` (the minting machine) when unsigned (`Device` / `Unsigned`).
     pub fn verify_with(&self, op: &RegisteredOp, local: &DeviceProfile, trust: &TrustList) -> Result<Attestation, ReceiptError> {
-        self.verify_parts_with(&op.id, &op.hash_hex(), local, trust)
+        let attestation = self.verify_parts_with(&op.id, &op.hash_hex(), local, trust)?;
+        if self.dtypes != op.binding_text() {
+            return Err(ReceiptError::OtherInstance { op: op.id.clone(), receipt: self.dtypes.clone(), instance: op.binding_text() });
+        }
+        Ok(attestation)
     }
 
     /// [`Receipt::verify_with`] against an op known only by `name@version` and content hash

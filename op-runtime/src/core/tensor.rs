@@ -260,6 +260,18 @@ impl Data {
         Some(go!(Bool, U8, I8, U16, I16, U32, I32, U64, I64, F16, BF16, F32, F64))
     }
 
+    /// Float storage of `dtype` holding `v`, each value rounded to nearest (ties to even) once;
+    /// `None` for a non-float dtype.
+    pub fn from_f64(dtype: DType, v: &[f64]) -> Option<Data> {
+        Some(match dtype {
+            DType::f16 => Data::F16(v.iter().map(|x| half::f16::from_f64(*x)).collect()),
+            DType::bf16 => Data::BF16(v.iter().map(|x| half::bf16::from_f64(*x)).collect()),
+            DType::f32 => Data::F32(v.iter().map(|x| *x as f32).collect()),
+            DType::f64 => Data::F64(v.to_vec()),
+            _ => return None,
+        })
+    }
+
     /// Converts float storage to f64 (for gradcheck); `None` for non-float storage.
     pub fn to_f64_vec(&self) -> Option<Vec<f64>> {
         match self {
@@ -295,6 +307,26 @@ impl Tensor {
             return Err(TensorError::ShapeMismatch { shape: shape.to_vec(), elements: data.len() });
         }
         Ok(Tensor { shape, data })
+    }
+
+    /// A float tensor of `dtype` from f64 values (each rounded once to `dtype`).
+    pub fn from_f64(dtype: DType, shape: impl Into<Vec<usize>>, v: &[f64]) -> Result<Tensor, TensorError> {
+        let data = Data::from_f64(dtype, v).ok_or(TensorError::NotFloat { from: DType::f64, to: dtype })?;
+        Tensor::new(shape, data)
+    }
+
+    /// This tensor converted to another float dtype: every element rounded once to nearest
+    /// (ties to even) from its exact value; the same tensor for its own dtype. Conversions are
+    /// never implicit: ops refuse a dtype they do not serve. `Err` for a non-float dtype on
+    /// either side.
+    pub fn to_dtype(&self, dtype: DType) -> Result<Tensor, TensorError> {
+        if dtype == self.dtype() {
+            return Ok(self.clone());
+        }
+        let not_float = TensorError::NotFloat { from: self.dtype(), to: dtype };
+        let v = self.data.to_f64_vec().ok_or(not_float.clone())?;
+        let data = Data::from_f64(dtype, &v).ok_or(not_float)?;
+        Tensor::with_shape(self.shape.clone(), data)
     }
 
     /// A tensor from a typed vector.

@@ -41,7 +41,8 @@ pub(super) fn check_differentiable_reference_is_generic(
     func: &crate::reference::RefFn,
 ) {
     let Some(bw) = &attr.backward else { return };
-    if matches!(bw, SBackward::None(_)) || reference.float_generic.is_some() {
+    // (With dtype variables the reference is generic over them: `reference` checks that.)
+    if matches!(bw, SBackward::None(_)) || reference.float_generic.is_some() || !sig.vars.is_empty() {
         return;
     }
     let floats: Vec<DType> = sig

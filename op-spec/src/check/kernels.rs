@@ -3,11 +3,13 @@
 //! and NVRTC where it loads). Reads files but must not generate code.
 
 use super::cuda::check_cuda;
+use super::dtypes::{instantiate, served};
 use super::LoadedKernel;
 use crate::contract::{Access, KernelLang};
 use crate::ctxt::Ctxt;
 use crate::model::*;
 use crate::wgsl::{check_wgsl, KernelInfo};
+use op_contract::generic::{binding_text, cuda_prelude, wgsl_prelude};
 use std::path::{Component, Path, PathBuf};
 
 // Rule: each kernel binds every tensor exactly once, inputs `read`, outputs `read_write`,
@@ -198,21 +200,59 @@ pub(super) fn load_and_check_kernel(
         cx.error(syn::Error::new(k.path.span(), "kernel source is not UTF-8 text"));
         return None;
     };
-    match k.lang {
-        KernelLang::Wgsl => {
-            let info = check_wgsl(cx, k, sig, &text)?;
-            Some(LoadedKernel { abs_path, bytes, headers: Vec::new(), info })
+    let mut info = None;
+    let headers = if k.lang == KernelLang::Cuda { load_headers(cx, k, base, &text)? } else { Vec::new() };
+    for (label, prelude, vsig) in variants(k, sig) {
+        let sub = Ctxt::new();
+        let full = format!("{prelude}{text}");
+        let got = match k.lang {
+            KernelLang::Wgsl => check_wgsl(&sub, k, &vsig, &full),
+            KernelLang::Cuda => {
+                let header_texts: Vec<String> = headers.iter().map(|h| String::from_utf8_lossy(&h.2).to_string()).collect();
+                let refs: Vec<&str> = header_texts.iter().map(String::as_str).collect();
+                let entry = check_cuda(&sub, k, &vsig, &full, &refs);
+                if entry.is_some() {
+                    check_nvrtc(&sub, k, &full, &headers);
+                }
+                entry.map(|entry| KernelInfo { entry, workgroup_size: [k.block.as_ref().map(|b| b.value).unwrap_or(256), 1, 1] })
+            }
+        };
+        let failed = sub.has_errors();
+        for e in sub.check().err().unwrap_or_default() {
+            cx.error(match &label {
+                Some(l) => syn::Error::new(e.span(), format!("{e} (checked with `{l}`)")),
+                None => e,
+            });
         }
-        KernelLang::Cuda => {
-            let headers = load_headers(cx, k, base, &text)?;
-            let header_texts: Vec<String> = headers.iter().map(|h| String::from_utf8_lossy(&h.2).to_string()).collect();
-            let refs: Vec<&str> = header_texts.iter().map(String::as_str).collect();
-            let entry = check_cuda(cx, k, sig, &text, &refs)?;
-            check_nvrtc(cx, k, &text, &headers);
-            let workgroup_size = [k.block.as_ref().map(|b| b.value).unwrap_or(256), 1, 1];
-            Some(LoadedKernel { abs_path, bytes, headers, info: KernelInfo { entry, workgroup_size } })
+        if failed {
+            // The first failing member's errors stand for the rest (most repeat across them).
+            return None;
         }
+        info = info.or(got);
     }
+    Some(LoadedKernel { abs_path, bytes, headers, info: info? })
+}
+
+/// The instances a kernel's source is checked at: one, as written, for an op without dtype
+/// variables; else one per binding it serves, with the engine's prelude (`alias T = f16;`,
+/// `typedef __half T;`) and the signature at that binding, labelled `T = f16`. A WGSL binding
+/// without a WGSL type is left out (`dtypes` reports it).
+fn variants(k: &SKernel, sig: &SSignature) -> Vec<(Option<String>, String, SSignature)> {
+    if sig.vars.is_empty() {
+        return vec![(None, String::new(), sig.clone())];
+    }
+    let vars: Vec<_> = sig.vars.iter().map(SDTypeVar::to_var).collect();
+    let sel = k.dtypes.as_ref().map(|(_, s)| s.as_slice()).unwrap_or_default();
+    served(sig, sel)
+        .into_iter()
+        .filter_map(|b| {
+            let prelude = match k.lang {
+                KernelLang::Wgsl => wgsl_prelude(&vars, &b).ok()?,
+                KernelLang::Cuda => cuda_prelude(&vars, &b),
+            };
+            Some((Some(binding_text(&vars, &b)), prelude, instantiate(sig, &b)))
+        })
+        .collect()
 }
 
 /// Compiles a CUDA kernel with NVRTC when it loads, reporting its errors on the path.

@@ -7,6 +7,7 @@ mod backward;
 mod category;
 mod constraints;
 mod cuda;
+mod dtypes;
 mod floats;
 mod kernels;
 mod outputs;
@@ -155,6 +156,11 @@ fn declaration_site(input: &CheckInput<'_>) -> String {
 /// backward, the reference function.
 fn check_signature(cx: &Ctxt, input: &CheckInput<'_>, sig: &SSignature) -> RefShape {
     let attr = input.attr;
+    dtypes::check_var_sets(cx, sig);
+    dtypes::check_vars_bound(cx, sig);
+    dtypes::check_members_admitted(cx, attr, sig);
+    dtypes::check_floats_typed_by_vars(cx, sig);
+    dtypes::check_selections(cx, attr, sig);
     check_names_unique(cx, sig);
     let dims = bound_dim_symbols(sig);
     check_symbols_bound(cx, attr, sig, &dims);

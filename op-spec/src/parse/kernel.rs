@@ -20,6 +20,7 @@ struct KernelParts {
     bindings_span: Option<SpanRange>,
     threads: Option<SExpr>,
     block: Option<Spanned<u32>>,
+    dtypes: Option<(SpanRange, Vec<SDTypeVar>)>,
     /// Key groups seen (`wgsl` and `cuda` are one group: the source).
     seen: Vec<String>,
 }
@@ -83,6 +84,7 @@ fn parse_kernel_key(parts: &mut KernelParts, chunk: TokenStream) -> syn::Result<
         "entry" => parts.entry = Some(parse_kv(chunk, |i| i.parse::<LitStr>())?),
         "threads" => parts.threads = Some(parse_kv(chunk, parse_expr)?),
         "block" => parts.block = Some(parse_kv(chunk, parse_block)?),
+        "dtypes" => parts.dtypes = Some(Parser::parse2(super::dtypes::parse_selection, chunk)?),
         _ => {
             let (span, bindings) = Parser::parse2(parse_bindings, chunk)?;
             parts.bindings_span = Some(span);
@@ -115,7 +117,7 @@ fn parse_bindings(input: ParseStream) -> syn::Result<(SpanRange, Vec<SBinding>)>
 /// The kernel from its keys: the source is required; a missing descriptor or launch geometry
 /// is reported, but the kernel is kept (its other rules still run).
 fn assemble(cx: &Ctxt, kw: Ident, span: SpanRange, parts: KernelParts) -> syn::Result<SKernel> {
-    let KernelParts { lang_path, entry, bindings, bindings_span, threads, block, .. } = parts;
+    let KernelParts { lang_path, entry, bindings, bindings_span, threads, block, dtypes, .. } = parts;
     let Some((lang, path)) = lang_path else {
         return Err(syn::Error::new(kw.span(), "a kernel needs its source: `wgsl = \"kernels/x.wgsl\"` or `cuda = \"kernels/x.cu\"`"));
     };
@@ -134,7 +136,7 @@ fn assemble(cx: &Ctxt, kw: Ident, span: SpanRange, parts: KernelParts) -> syn::R
             "`block` is for CUDA kernels; a WGSL kernel's workgroup size comes from its `@workgroup_size`",
         ));
     }
-    Ok(SKernel { span, lang, path, entry, bindings, bindings_span, threads, block })
+    Ok(SKernel { span, lang, path, entry, bindings, bindings_span, threads, block, dtypes })
 }
 
 /// `name: read`, `name: read_write` (optionally `as global`) or `uniform(fields...)`.

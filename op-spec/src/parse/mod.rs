@@ -3,6 +3,7 @@
 //! malformed part is reported in one compile; this module checks syntax, unknown and duplicate
 //! keys only, never cross-entry rules (see `check`).
 
+mod dtypes;
 mod expr;
 mod kernel;
 mod signature;
@@ -71,7 +72,7 @@ pub mod keys {
         GENERATED_TESTS,
     ];
     /// Keys of `kernel(...)`.
-    pub const KERNEL_KEYS: [&str; 6] = ["wgsl", "cuda", "entry", "bindings", "threads", "block"];
+    pub const KERNEL_KEYS: [&str; 7] = ["wgsl", "cuda", "entry", "bindings", "threads", "block", "dtypes"];
 }
 
 /// The most levels of parentheses, brackets and braces an attribute entry may nest. Checked
@@ -106,18 +107,27 @@ fn sr(span: Span) -> SpanRange {
     SpanRange::single(span)
 }
 
-/// Splits a token stream at top-level commas; empty chunks are dropped.
+/// Splits a token stream at top-level commas; empty chunks are dropped. The commas of a dtype
+/// variable list (`signature<T: f32, U: u32>`) are inside `<...>`, which is not a token group:
+/// a `<` right after the ident `signature` opens such a list and the next `>` closes it.
 fn split_commas(tokens: TokenStream) -> Vec<TokenStream> {
     let mut out = Vec::new();
     let mut cur = TokenStream::new();
+    let (mut in_vars, mut after_signature) = (false, false);
     for tt in tokens {
         match &tt {
-            TokenTree::Punct(p) if p.as_char() == ',' => {
+            TokenTree::Punct(p) if p.as_char() == ',' && !in_vars => {
                 if !cur.is_empty() {
                     out.push(std::mem::take(&mut cur));
                 }
             }
-            _ => cur.extend(std::iter::once(tt)),
+            TokenTree::Punct(p) if p.as_char() == '<' && after_signature => in_vars = true,
+            TokenTree::Punct(p) if p.as_char() == '>' && in_vars => in_vars = false,
+            _ => {}
+        }
+        after_signature = matches!(&tt, TokenTree::Ident(i) if i == keys::SIGNATURE);
+        if !(matches!(&tt, TokenTree::Punct(p) if p.as_char() == ',') && !in_vars) {
+            cur.extend(std::iter::once(tt));
         }
     }
     if !cur.is_empty() {
@@ -182,7 +192,7 @@ fn parse_entry(cx: &Ctxt, attr: &mut OpAttr, key: &str, chunk: TokenStream) -> s
         keys::NAN => attr.nan = Some(parse_kv(chunk, parse_nan)?),
         keys::SIGNED_ZERO => attr.signed_zero = Some(parse_kv(chunk, crate::parse_values::parse_signed_zero)?),
         keys::DOMAIN => attr.domain = Parser::parse2(crate::parse_values::parse_domain, chunk)?,
-        keys::CPU => attr.cpu = Some(parse_kv(chunk, |i| i.parse::<syn::Path>())?),
+        keys::CPU => (attr.cpu, attr.cpu_dtypes) = dtypes::parse_cpu(chunk)?,
         keys::OUTPUT => attr.output = Some(parse_kv(chunk, parse_shape_class)?),
         keys::KERNEL => {
             if let Some(k) = Parser::parse2(|i: ParseStream| kernel::parse_kernel(cx, i), chunk)? {

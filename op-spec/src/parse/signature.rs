@@ -2,6 +2,7 @@
 //! its own, so one malformed part is reported where it is and the others still parse (the
 //! signature records the gap in [`Gaps`], and the rules that would need the part skip it).
 
+use super::dtypes::parse_elem;
 use super::expr::{parse_constraint, parse_expr};
 use super::{split_commas, sr};
 use crate::contract::{refused_dtype, DType};
@@ -15,11 +16,13 @@ use syn::{Ident, Token};
 /// error here means the signature as a whole is unusable.
 pub(super) fn parse_signature(cx: &Ctxt, input: ParseStream) -> syn::Result<SSignature> {
     let kw: Ident = input.parse()?;
+    let vars = if input.peek(Token![<]) { super::dtypes::parse_vars(cx, input)? } else { Vec::new() };
     if !input.peek(syn::token::Paren) {
         return Err(syn::Error::new(kw.span(), "expected `signature(args) -> outputs`"));
     }
     let args_group: proc_macro2::Group = input.parse()?;
-    let mut sig = SSignature { span: sr(kw.span()), args: Vec::new(), constraints: Vec::new(), outputs: Vec::new(), gaps: Gaps::default() };
+    let mut sig =
+        SSignature { span: sr(kw.span()), vars, args: Vec::new(), constraints: Vec::new(), outputs: Vec::new(), gaps: Gaps::default() };
     parse_args(cx, args_group.stream(), &mut sig);
     if !input.peek(Token![->]) {
         return Err(syn::Error::new(kw.span(), "the signature needs outputs: `signature(args) -> f32[dims]`"));
@@ -30,7 +33,7 @@ pub(super) fn parse_signature(cx: &Ctxt, input: ParseStream) -> syn::Result<SSig
         let chunks = split_commas(g.stream());
         let n = chunks.len();
         for (i, chunk) in chunks.into_iter().enumerate() {
-            match Parser::parse2(|c: ParseStream| parse_output(c, out_name(i, n)), chunk) {
+            match Parser::parse2(|c: ParseStream| parse_output(c, out_name(i, n), &sig.vars), chunk) {
                 Ok(o) => sig.outputs.push(o),
                 Err(e) => {
                     cx.error(e);
@@ -42,7 +45,8 @@ pub(super) fn parse_signature(cx: &Ctxt, input: ParseStream) -> syn::Result<SSig
             return Err(syn::Error::new(g.span(), "the signature declares no outputs"));
         }
     } else {
-        sig.outputs.push(parse_output(input, out_name(0, 1))?);
+        let out = parse_output(input, out_name(0, 1), &sig.vars)?;
+        sig.outputs.push(out);
     }
     if !input.is_empty() {
         return Err(input.error("unexpected tokens after the outputs; separate keys with `,`"));
@@ -81,7 +85,7 @@ fn parse_args(cx: &Ctxt, stream: TokenStream, sig: &mut SSignature) {
                 Some(TokenTree::Ident(i)) => i,
                 _ => continue,
             };
-            match Parser::parse2(parse_arg, chunk) {
+            match Parser::parse2(|c: ParseStream| parse_arg(c, &sig.vars), chunk) {
                 Ok((arg, rest)) => {
                     sig.args.push(arg);
                     in_where = rest.is_some();
@@ -132,15 +136,15 @@ fn push_constraint(cx: &Ctxt, chunk: TokenStream, sig: &mut SSignature) {
 
 /// `name: dtype[dims]` or `name: dtype`, then optionally `where` and the first constraint's
 /// tokens.
-fn parse_arg(input: ParseStream) -> syn::Result<(SArg, Option<TokenStream>)> {
+fn parse_arg(input: ParseStream, vars: &[SDTypeVar]) -> syn::Result<(SArg, Option<TokenStream>)> {
     let name: Ident = input.parse()?;
     input.parse::<Token![:]>()?;
-    let dtype = parse_dtype(input)?;
+    let (dtype, var) = parse_elem(input, vars)?;
     let arg = if input.peek(syn::token::Bracket) {
         let dims = parse_dims(input)?;
-        SArg::Tensor(STensor { name: name.clone(), named: true, dtype, dims })
+        SArg::Tensor(STensor { name: name.clone(), named: true, dtype, var, dims })
     } else {
-        SArg::Param(SParam { name: name.clone(), dtype })
+        SArg::Param(SParam { name: name.clone(), dtype, var })
     };
     if input.peek(Token![where]) {
         input.parse::<Token![where]>()?;
@@ -180,7 +184,7 @@ fn parse_dims(input: ParseStream) -> syn::Result<Vec<SExpr>> {
 }
 
 /// `[name:] dtype[dims]`; an unnamed output is called `default_name`, at its dtype.
-fn parse_output(input: ParseStream, default_name: String) -> syn::Result<STensor> {
+fn parse_output(input: ParseStream, default_name: String, vars: &[SDTypeVar]) -> syn::Result<STensor> {
     let named = input.peek(Ident) && input.peek2(Token![:]);
     let name = if named {
         let n: Ident = input.parse()?;
@@ -189,17 +193,15 @@ fn parse_output(input: ParseStream, default_name: String) -> syn::Result<STensor
     } else {
         None
     };
-    let dtype = parse_dtype(input)?;
+    let (dtype, var) = parse_elem(input, vars)?;
     if !input.peek(syn::token::Bracket) {
-        return Err(syn::Error::new(
-            dtype.span.first,
-            format!("outputs are tensors: write `{}[dims]` (`{}[]` for a scalar)", dtype.value, dtype.value),
-        ));
+        let t = var.as_ref().map_or_else(|| dtype.value.to_string(), |v| v.to_string());
+        return Err(syn::Error::new(dtype.span.first, format!("outputs are tensors: write `{t}[dims]` (`{t}[]` for a scalar)")));
     }
     let dims = parse_dims(input)?;
     if !input.is_empty() {
         return Err(input.error("unexpected tokens after the output; separate outputs with `,`"));
     }
     let name = name.unwrap_or_else(|| Ident::new(&default_name, dtype.span.first));
-    Ok(STensor { name, named, dtype, dims })
+    Ok(STensor { name, named, dtype, var, dims })
 }

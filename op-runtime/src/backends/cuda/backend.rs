@@ -51,8 +51,8 @@ impl Backend for CudaBackend {
         let plan = LaunchPlan::new(op, KernelLang::Cuda)?;
         let src =
             op.decl.kernels.get(plan.kernel).ok_or_else(|| BackendError::Unsupported("the op's CUDA source is not embedded".into()))?;
-        let source = std::str::from_utf8(src.source)
-            .map_err(|e| BackendError::Compile(format!("the CUDA source `{}` is not UTF-8: {e}", src.path)))?;
+        let text = op.kernel_text(plan.kernel).map_err(BackendError::Compile)?;
+        let source = text.as_str();
         // Headers are visible under the name the source includes them by (relative to its dir).
         let dir = std::path::Path::new(src.path).parent().map(|p| p.to_string_lossy().to_string()).unwrap_or_default();
         let headers: Vec<(String, String)> = src
@@ -63,7 +63,7 @@ impl Backend for CudaBackend {
                 (name, String::from_utf8_lossy(b).to_string())
             })
             .collect();
-        let kernel = engine()?.compile(op.hash, source, &headers, src.entry, &[])?;
+        let kernel = engine()?.compile(op.cache_hash(), source, &headers, src.entry, &[])?;
         Ok(Arc::new(CudaPrepared { hash: op.hash, plan, kernel, block: src.workgroup_size[0] }))
     }
 }

@@ -61,8 +61,8 @@ impl Backend for WgpuBackend {
         let plan = LaunchPlan::new(op, KernelLang::Wgsl)?;
         let src =
             op.decl.kernels.get(plan.kernel).ok_or_else(|| BackendError::Unsupported("the op's WGSL source is not embedded".into()))?;
-        let source = std::str::from_utf8(src.source)
-            .map_err(|e| BackendError::Compile(format!("the WGSL source `{}` is not UTF-8: {e}", src.path)))?;
+        let text = op.kernel_text(plan.kernel).map_err(BackendError::Compile)?;
+        let source = text.as_str();
         let kinds: Vec<SlotKind> = plan
             .slot_writable()
             .map(|w| match w {
@@ -73,7 +73,7 @@ impl Backend for WgpuBackend {
             .collect();
         // Built now (cached by content hash on this device), so compilation and validation
         // errors surface from `prepare`, never from a later call.
-        let pipeline = engine()?.prepare(op.hash, source, src.entry, &kinds)?;
+        let pipeline = engine()?.prepare(op.cache_hash(), source, src.entry, &kinds)?;
         Ok(Arc::new(WgpuPrepared { hash: op.hash, plan, pipeline, workgroup: src.workgroup_size }))
     }
 }

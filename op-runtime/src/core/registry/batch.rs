@@ -154,6 +154,9 @@ fn batch_size(id: &str, names: &[&str], inputs: &[&Tensor]) -> Result<usize, Bat
 
 /// A batch of size 0: no slice runs; the outputs' shapes still follow from one slice's signature.
 fn empty_batch(op: &RegisteredOp, inputs: &[&Tensor], params: &[Scalar]) -> Result<BatchOutcome, BatchError> {
+    let slice = |source| BatchError::Slice { op: op.id.clone(), index: 0, source: Box::new(source) };
+    // An op with dtype variables: the instance the inputs bind (its outputs' dtypes).
+    let op: &RegisteredOp = op.member_for(inputs, params).map_err(slice)?.map_or(op, |m| m.as_ref());
     let operands: Vec<(DType, &[usize])> = inputs.iter().map(|t| (t.dtype(), &t.shape()[1..])).collect();
     let bound = op.plan.validate(&operands, params, None).map_err(|source| BatchError::Slice {
         op: op.id.clone(),

@@ -24,6 +24,8 @@ type Chosen<'a> = (&'a Arc<dyn Backend>, Arc<dyn Prepared>);
 pub(crate) struct Choice {
     strict: Option<BackendKind>,
     generation: u64,
+    /// The instance it was made for (`RegisteredOp::member`).
+    member: usize,
     kind: BackendKind,
     prepared: Arc<dyn Prepared>,
     device: Arc<DeviceProfile>,
@@ -68,7 +70,7 @@ impl OpHandle {
 
     /// Calls the op with options.
     pub fn call_with(&self, inputs: &[&Tensor], params: &[Scalar], opts: CallOptions) -> Result<Outcome, DispatchError> {
-        self.registry.dispatch(&self.slot, inputs, params, opts, 0)
+        self.registry.dispatch(&self.slot, self.member, inputs, params, opts, 0)
     }
 
     /// Runs on one backend with `guard` canary elements around each output (conformance).
@@ -79,7 +81,7 @@ impl OpHandle {
         backend: BackendKind,
         guard: usize,
     ) -> Result<Outcome, DispatchError> {
-        self.registry.dispatch(&self.slot, inputs, params, CallOptions::on(backend), guard)
+        self.registry.dispatch(&self.slot, self.member, inputs, params, CallOptions::on(backend), guard)
     }
 }
 
@@ -92,12 +94,22 @@ impl Registry {
     pub(crate) fn dispatch(
         &self,
         slot: &Arc<Slot>,
+        pinned: Option<usize>,
         inputs: &[&Tensor],
         params: &[Scalar],
         opts: CallOptions,
         guard: usize,
     ) -> Result<Outcome, DispatchError> {
-        let op: Arc<RegisteredOp> = slot.entry.read().map(|e| e.clone()).unwrap_or_else(|p| p.into_inner().clone());
+        let entry: Arc<RegisteredOp> = slot.entry.read().map(|e| e.clone()).unwrap_or_else(|p| p.into_inner().clone());
+        // An op with dtype variables runs the instance the inputs' dtypes bind (or the one the
+        // handle is pinned to: validation then refuses inputs of other dtypes).
+        let op = match pinned.and_then(|m| entry.members.get(m)) {
+            Some(m) => m.clone(),
+            None => match entry.member_for(inputs, params)? {
+                Some(m) => m.clone(),
+                None => entry,
+            },
+        };
         let bound = op.plan.validate(inputs, params, None)?;
         let c = self.choice(slot, &op, opts.backend.or_else(|| self.setting_for(slot)))?;
         check_allocation(&op, &bound, c.kind, c.limit)?;
@@ -111,14 +123,22 @@ impl Registry {
     fn choice(&self, slot: &Slot, op: &Arc<RegisteredOp>, strict: Option<BackendKind>) -> Result<Arc<Choice>, DispatchError> {
         let generation = self.inner.generation.load(Ordering::Acquire);
         if let Some(c) = slot.chosen.read().unwrap_or_else(|p| p.into_inner()).as_ref() {
-            if c.strict == strict && c.generation == generation && c.prepared.content_hash() == op.hash {
+            if c.strict == strict && c.generation == generation && c.member == op.member && c.prepared.content_hash() == op.hash {
                 return Ok(c.clone());
             }
         }
         let (backend, prepared) = self.choose(slot, op, strict)?;
         let device =
             backend.profile().map_err(|reason| DispatchError::Unavailable { op: op.id.clone(), backend: backend.kind(), reason })?;
-        let c = Arc::new(Choice { strict, generation, kind: backend.kind(), prepared, device, limit: backend.allocation_limit() });
+        let c = Arc::new(Choice {
+            strict,
+            generation,
+            member: op.member,
+            kind: backend.kind(),
+            prepared,
+            device,
+            limit: backend.allocation_limit(),
+        });
         *slot.chosen.write().unwrap_or_else(|p| p.into_inner()) = Some(c.clone());
         Ok(c)
     }
@@ -157,7 +177,7 @@ impl Registry {
         let kind = b.kind();
         {
             let cache = slot.prepared.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some((_, p)) = cache.iter().find(|(k, p)| *k == kind && p.content_hash() == op.hash) {
+            if let Some((_, _, p)) = cache.iter().find(|(k, m, p)| *k == kind && *m == op.member && p.content_hash() == op.hash) {
                 return Ok(p.clone());
             }
         }
@@ -165,8 +185,8 @@ impl Registry {
         match b.prepare(op) {
             Ok(p) if p.content_hash() == op.hash => {
                 let mut cache = slot.prepared.lock().unwrap_or_else(|p| p.into_inner());
-                cache.retain(|(k, _)| *k != kind);
-                cache.push((kind, p.clone()));
+                cache.retain(|(k, m, _)| !(*k == kind && *m == op.member));
+                cache.push((kind, op.member, p.clone()));
                 Ok(p)
             }
             Ok(_) => {

@@ -21,7 +21,8 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 pub(crate) struct Slot {
     pub(crate) entry: RwLock<Arc<RegisteredOp>>,
     pub(crate) setting: KindCell,
-    pub(crate) prepared: Mutex<Vec<(BackendKind, Arc<dyn Prepared>)>>,
+    /// Prepared kernels by backend and instance (`RegisteredOp::member`).
+    pub(crate) prepared: Mutex<Vec<(BackendKind, usize, Arc<dyn Prepared>)>>,
     /// The last choice of backend, memoised (see `dispatch::Choice`).
     pub(crate) chosen: RwLock<Option<Arc<dispatch::Choice>>>,
 }
@@ -44,17 +45,53 @@ impl KindCell {
 }
 
 /// A handle to a registered op. Calls re-read the slot, so backend switches and verified
-/// replacements take effect on the next call even through handles obtained before.
+/// replacements take effect on the next call even through handles obtained before. A handle
+/// to an op with dtype variables runs the instance its inputs bind, or, pinned to one instance
+/// ([`OpHandle::at`], [`OpHandle::instances`]), that instance only.
 #[derive(Clone)]
 pub struct OpHandle {
     pub(crate) registry: Registry,
     pub(crate) slot: Arc<Slot>,
+    /// The instance this handle is pinned to (`RegisteredOp::member`), if any.
+    pub(crate) member: Option<usize>,
 }
 
 impl OpHandle {
-    /// The op as registered now.
+    /// The op as registered now (the pinned instance, for a pinned handle).
     pub fn op(&self) -> Arc<RegisteredOp> {
-        self.slot.entry.read().map(|e| e.clone()).unwrap_or_else(|p| p.into_inner().clone())
+        let entry = self.slot.entry.read().map(|e| e.clone()).unwrap_or_else(|p| p.into_inner().clone());
+        match self.member.and_then(|m| entry.members.get(m)) {
+            Some(m) => m.clone(),
+            None => entry,
+        }
+    }
+
+    /// One handle per instance of an op with dtype variables, each pinned to its instance, in
+    /// declaration order; the handle itself for an op without variables.
+    pub fn instances(&self) -> Vec<OpHandle> {
+        let entry = self.slot.entry.read().map(|e| e.clone()).unwrap_or_else(|p| p.into_inner().clone());
+        if entry.members.is_empty() {
+            return vec![self.clone()];
+        }
+        (0..entry.members.len()).map(|m| OpHandle { member: Some(m), ..self.clone() }).collect()
+    }
+
+    /// The handle pinned to the instance binding the dtype variables to `binding` (one dtype
+    /// per variable, in declaration order). `Err` names the op and the bindings it has.
+    pub fn at(&self, binding: &[op_contract::contract::DType]) -> Result<OpHandle, DispatchError> {
+        let entry = self.slot.entry.read().map(|e| e.clone()).unwrap_or_else(|p| p.into_inner().clone());
+        let found = entry.members.iter().position(|m| m.contract.binding() == binding);
+        found.map(|m| OpHandle { member: Some(m), ..self.clone() }).ok_or_else(|| DispatchError::NoInstance {
+            op: entry.id.clone(),
+            binding: format!("{binding:?}"),
+            instances: entry
+                .contract
+                .instances()
+                .iter()
+                .map(|b| op_contract::generic::binding_text(&entry.contract.signature.dtype_vars, b))
+                .collect::<Vec<_>>()
+                .join("; "),
+        })
     }
     /// `name@version`.
     pub fn id(&self) -> String {
@@ -157,13 +194,13 @@ impl Registry {
         let mut latest = self.inner.latest.write().unwrap_or_else(|p| p.into_inner());
         let v = latest.entry(name).or_insert(version);
         *v = (*v).max(version);
-        Ok(OpHandle { registry: self.clone(), slot })
+        Ok(OpHandle { registry: self.clone(), slot, member: None })
     }
 
     fn same_or_conflict(&self, slot: &Arc<Slot>, op: &RegisteredOp) -> Result<OpHandle, KernelRegistrationError> {
         let cur = read(&slot.entry);
         if cur.hash == op.hash {
-            Ok(OpHandle { registry: self.clone(), slot: slot.clone() })
+            Ok(OpHandle { registry: self.clone(), slot: slot.clone(), member: None })
         } else {
             Err(KernelRegistrationError::ContentChanged {
                 op: op.id.clone(),
@@ -186,7 +223,7 @@ impl Registry {
             slots.get(&loaded.id).cloned().ok_or_else(|| KernelRegistrationError::NotRegistered { op: loaded.id.clone() })?
         };
         // The replacement keeps the slot's registration path (a built-in stays built-in).
-        let op = Arc::new(RegisteredOp { source: read(&slot.entry).source, ..loaded });
+        let op = Arc::new(RegisteredOp::load_as(decl, read(&slot.entry).source)?);
         {
             let mut prepared = slot.prepared.lock().unwrap_or_else(|p| p.into_inner());
             let mut entry = slot.entry.write().unwrap_or_else(|p| p.into_inner());
@@ -194,7 +231,7 @@ impl Registry {
             prepared.clear();
         }
         self.inner.generation.fetch_add(1, Ordering::AcqRel);
-        Ok(OpHandle { registry: self.clone(), slot })
+        Ok(OpHandle { registry: self.clone(), slot, member: None })
     }
 
     /// Looks an op up by `name@version`, or by `name` for its latest version.
@@ -211,7 +248,7 @@ impl Registry {
         let slots = self.inner.slots.read().unwrap_or_else(|p| p.into_inner());
         slots
             .get(&id)
-            .map(|slot| OpHandle { registry: self.clone(), slot: slot.clone() })
+            .map(|slot| OpHandle { registry: self.clone(), slot: slot.clone(), member: None })
             .ok_or(DispatchError::UnknownOp { name: name.to_string() })
     }
 

@@ -82,6 +82,15 @@ pub(crate) fn no_f64(op: &RegisteredOp) -> String {
     )
 }
 
+/// The instance whose rules run: at dispatch dtypes, the one the inputs bind (an op with dtype
+/// variables); the op itself otherwise (the f64 rules are shared by every instance).
+fn instance<'a>(op: &'a RegisteredOp, inputs: &[&Tensor], params: &[Scalar], mode: Mode) -> Result<&'a RegisteredOp, String> {
+    match mode {
+        Mode::Dispatch => Ok(op.member_for(inputs, params).map_err(|e| e.to_string())?.map_or(op, |m| m.as_ref())),
+        Mode::ReferenceF64 => Ok(op),
+    }
+}
+
 /// Runs the declared VJP (at the mode's dtype): one gradient per differentiable input.
 pub(crate) fn vjp(
     op: &RegisteredOp,
@@ -90,8 +99,9 @@ pub(crate) fn vjp(
     cotangents: &[&Tensor],
     mode: Mode,
 ) -> Result<Vec<Tensor>, String> {
+    let op = instance(op, inputs, params, mode)?;
     let shim = match mode {
-        Mode::Dispatch => op.decl.vjp,
+        Mode::Dispatch => op.shims.vjp,
         Mode::ReferenceF64 => op.decl.vjp_f64,
     }
     .ok_or_else(|| format!("op `{}` declares no VJP at this dtype", op.id))?;
@@ -113,8 +123,9 @@ pub(crate) fn jvp(
     tangent: &Tensor,
     mode: Mode,
 ) -> Result<Vec<Tensor>, String> {
+    let op = instance(op, inputs, params, mode)?;
     let rules = match mode {
-        Mode::Dispatch => op.decl.jvp,
+        Mode::Dispatch => op.shims.jvp,
         Mode::ReferenceF64 => op.decl.jvp_f64,
     };
     let shim = *rules.get(k).ok_or_else(|| format!("op `{}` declares no JVP rule for differentiable input {k}", op.id))?;

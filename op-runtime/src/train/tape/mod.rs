@@ -261,7 +261,7 @@ pub(crate) fn reverse_rule(op: &RegisteredOp) -> Result<Rule, TapeError> {
         Backward::Composite { .. } => {
             op.decl.composite.map(|_| Rule::Composite).ok_or_else(|| TapeError::NoCompositeGraph { op: op.id.clone() })
         }
-        Backward::Declared { .. } => op.decl.vjp.map(|_| Rule::Vjp).ok_or_else(|| TapeError::NoVjp { op: op.id.clone() }),
+        Backward::Declared { .. } => op.shims.vjp.map(|_| Rule::Vjp).ok_or_else(|| TapeError::NoVjp { op: op.id.clone() }),
     }
 }
 

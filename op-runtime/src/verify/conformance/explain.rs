@@ -55,7 +55,7 @@ fn tie_order(op: &RegisteredOp, case: &Case, output: usize, got: &[u64]) -> Opti
         if !any_tie {
             return None;
         }
-        let out = run_shim(op, op.decl.reference, &inputs, &case.params, None).ok()?;
+        let out = run_shim(op, op.shims.reference, &inputs, &case.params, None).ok()?;
         if out.get(output).is_some_and(|o| bits(o) == got) {
             return Some(Class::TieOrder);
         }
@@ -111,7 +111,7 @@ fn step_ulps(v: f64, steps: f64, dtype: op_contract::contract::DType) -> f64 {
 /// two), the reference's with one integer parameter moved by a few steps, and that output
 /// differs from the case's own reference there.
 fn wrong_window(op: &RegisteredOp, case: &Case, output: usize, got: &[u64]) -> Option<Class> {
-    let own = run_shim(op, op.decl.reference, &case.inputs, &case.params, None).ok()?;
+    let own = run_shim(op, op.shims.reference, &case.inputs, &case.params, None).ok()?;
     let own = bits(own.get(output)?);
     for (k, (name, p)) in case.param_names.iter().zip(&case.params).enumerate() {
         let Some(was) = p.as_i128() else { continue };
@@ -123,7 +123,7 @@ fn wrong_window(op: &RegisteredOp, case: &Case, output: usize, got: &[u64]) -> O
             if op.plan.validate(&refs, &params, None).is_err() {
                 continue;
             }
-            let Some(alt) = run_shim(op, op.decl.reference, &case.inputs, &params, None).ok().and_then(|o| o.get(output).map(bits)) else {
+            let Some(alt) = run_shim(op, op.shims.reference, &case.inputs, &params, None).ok().and_then(|o| o.get(output).map(bits)) else {
                 continue;
             };
             let overlap = alt.len().min(got.len()).min(own.len());

@@ -253,7 +253,7 @@ impl Checker<'_> {
     /// non-`exact` classes, on cases with subnormal inputs) the reference on flushed inputs.
     fn reference(&self, case: &Case) -> Result<ReferenceOutputs, CaseError> {
         let op = &*self.op;
-        let expected = run_shim(op, op.decl.reference, &case.inputs, &case.params, None).map_err(CaseError::Reference)?;
+        let expected = run_shim(op, op.shims.reference, &case.inputs, &case.params, None).map_err(CaseError::Reference)?;
         explain::check_nan_policy(op, case, &expected).map_err(CaseError::Reference)?;
         if matches!(op.contract.tolerance, Tolerance::Exact) {
             return Ok((expected, None));
@@ -263,7 +263,7 @@ impl Checker<'_> {
             return Ok((expected, None));
         }
         let inputs: Vec<Tensor> = flushed.into_iter().zip(&case.inputs).map(|(f, t)| f.unwrap_or_else(|| t.clone())).collect();
-        let alt = run_shim(op, op.decl.reference, &inputs, &case.params, None).ok().map(|alt| (alt, inputs));
+        let alt = run_shim(op, op.shims.reference, &inputs, &case.params, None).ok().map(|alt| (alt, inputs));
         Ok((expected, alt))
     }
 
@@ -495,12 +495,14 @@ pub fn accum_margin(handle: &OpHandle, kind: BackendKind) -> Result<Option<(f64,
     Ok(Some(worst))
 }
 
-/// Conforms the op on every backend kind, in priority order; backends that cannot run
+/// Conforms the op on every backend kind, in priority order (every instance of an op with
+/// dtype variables, in declaration order); backends that cannot run
 /// it here (or are not compiled in) come back as `Unavailable`/`Unsupported` with the reason.
 pub fn conform_all(handle: &OpHandle) -> Vec<(BackendKind, Result<Receipt, ConformanceFailure>)> {
     // Every kind, compiled in or not: a backend missing from this build is reported as
     // unavailable (so a required GPU backend cannot disappear silently with a feature flag).
-    BackendKind::PRIORITY.into_iter().map(|k| (k, conform(handle, k))).collect()
+    // An op with dtype variables conforms per instance (each receipt names its `dtypes`).
+    handle.instances().iter().flat_map(|h| BackendKind::PRIORITY.into_iter().map(|k| (k, conform(h, k)))).collect()
 }
 
 /// Whether the backend runs one of the op's kernels (GPU or `cpu = path`), not its reference.
@@ -614,7 +616,7 @@ mod tests {
     fn a_reference_without_an_f64_scale_is_a_typed_failure() {
         let sum = handle("builtin/sum").op();
         let case = corpus(&sum).cases.into_iter().find(|c| c.sym("n").unwrap_or(0) > 3).expect("a case");
-        let expected = run_shim(&sum, sum.decl.reference, &case.inputs, &case.params, None).expect("runs");
+        let expected = run_shim(&sum, sum.shims.reference, &case.inputs, &case.params, None).expect("runs");
         let scales = accum_scales(&sum, &case, &expected, None).expect("scales");
         assert_eq!((scales.len(), scales[0].exact.len(), scales[0].magnitude.len()), (1, 1, 1));
         // The same op with its f64 reference taken away: a typed error, not an accept-all.

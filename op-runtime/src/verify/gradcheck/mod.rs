@@ -897,6 +897,7 @@ mod tests {
             jvp: n.jvp,
             jvp_f64: n.jvp_f64,
             composite: n.composite,
+            members: n.members,
         }));
         assert!(matches!(crate::gradcheck(bad), Err(GradcheckError::Load(_))));
     }

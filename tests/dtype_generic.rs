@@ -1,0 +1,131 @@
+//! One declaration over several float types: the instance is picked by the inputs' dtype, each
+//! instance conforms on its own (ulps in its own dtype's units, a receipt per instance), and a
+//! dtype without a kernel on a backend is a typed refusal, never a conversion.
+
+use op_runtime::core::kind::BackendKind;
+use op_runtime::f16;
+use op_runtime::verify::conformance::{conform, ConformanceFailure};
+use op_runtime::{op, CallOptions, DispatchError, Real, Registry};
+use op_runtime::{DType, Tensor};
+
+/// `3x + x/2`, rounded at every step at the instance's own type.
+#[op(
+    name = "test/generic/affine", version = 1,
+    signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[n],
+    category = elementwise, tolerance = ulp(1),
+    backward = vjp(affine_vjp),
+    cpu(affine_f16_in_f32, dtypes(T: f16)),
+    kernel(wgsl = "kernels/generic/affine.wgsl", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n),
+    generated_tests = false,
+)]
+pub fn affine<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| *v * T::from_f64(3.0) + *v * T::from_f64(0.5)).collect()
+}
+
+/// Its VJP: `3.5 g`.
+pub fn affine_vjp<T: Real>(_x: &[T], g: &[T]) -> Vec<T> {
+    g.iter().map(|g| *g * T::from_f64(3.5)).collect()
+}
+
+/// The f16 instance's CPU kernel: computes in f32 and rounds once (within 1 f16 ulp of the
+/// reference, which rounds at every step).
+pub fn affine_f16_in_f32(x: &[f16]) -> Vec<f16> {
+    x.iter().map(|v| f16::from_f32(v.to_f32() * 3.0 + v.to_f32() * 0.5)).collect()
+}
+
+/// The same op with an f16 kernel off by four f16 ulps.
+#[op(
+    name = "test/generic/affine_bad_f16", version = 1,
+    signature<T: f16 | f32>(x: T[n]) -> T[n],
+    category = elementwise, tolerance = ulp(1), backward = none,
+    cpu(affine_f16_off_by_four, dtypes(T: f16)),
+    generated_tests = false,
+)]
+pub fn affine_bad<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| *v * T::from_f64(3.0) + *v * T::from_f64(0.5)).collect()
+}
+
+/// Four f16 ulps above the correctly rounded result (for finite, nonzero results).
+pub fn affine_f16_off_by_four(x: &[f16]) -> Vec<f16> {
+    affine_f16_in_f32(x)
+        .into_iter()
+        .map(|r| if r.is_finite() && r != f16::ZERO { f16::from_bits(r.to_bits().wrapping_add(4)) } else { r })
+        .collect()
+}
+
+fn registry() -> Registry {
+    let r = Registry::with_builtins();
+    r.register(&affine::DECL).unwrap();
+    r.register(&affine_bad::DECL).unwrap();
+    r
+}
+
+fn t(dtype: DType, v: &[f64]) -> Tensor {
+    Tensor::from_f64(dtype, vec![v.len()], v).unwrap()
+}
+
+#[test]
+fn the_inputs_dtype_picks_the_instance_and_outputs_keep_it() {
+    let r = registry();
+    let h = r.lookup("test/generic/affine").unwrap();
+    for d in [DType::f16, DType::bf16, DType::f32, DType::f64] {
+        let out = h.call_with(&[&t(d, &[1.0, 2.0])], &[], CallOptions::on(BackendKind::Reference)).unwrap();
+        let y = out.output().unwrap();
+        assert_eq!(y.dtype(), d);
+        assert_eq!(y.data().to_f64_vec().unwrap(), vec![3.5, 7.0]);
+    }
+    // A dtype outside the set is a typed error naming the variable and its members.
+    let e = h.call(&[&Tensor::vector(vec![1i32])], &[]).unwrap_err();
+    assert!(matches!(e, DispatchError::NotAMember { .. }), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "op `test/generic/affine@1`: input `x` is `i32`, which is not a member of `T` (f16 | bf16 | f32 | f64); convert it explicitly (`Tensor::to_dtype`)"
+    );
+}
+
+#[test]
+fn a_dtype_without_a_kernel_on_a_backend_is_refused_not_converted() {
+    let r = registry();
+    let h = r.lookup("test/generic/affine").unwrap();
+    let e = h.call_with(&[&t(DType::f64, &[1.0])], &[], CallOptions::on(BackendKind::Wgpu)).unwrap_err();
+    assert!(matches!(e, DispatchError::Unsupported { .. }), "{e}");
+    assert!(e.to_string().contains("WGSL kernels do not serve `T = f64`"), "{e}");
+    let e = h.call_with(&[&t(DType::f32, &[1.0])], &[], CallOptions::on(BackendKind::Cpu)).unwrap_err();
+    assert!(e.to_string().contains("`cpu` kernel does not serve `T = f32`"), "{e}");
+    // Default selection runs each instance where it has a kernel (or on the reference).
+    let out = h.call(&[&t(DType::f16, &[1.0])], &[]).unwrap();
+    assert_eq!(out.provenance.backend, BackendKind::Cpu);
+    let out = h.call(&[&t(DType::f64, &[1.0])], &[]).unwrap();
+    assert_eq!(out.provenance.backend, BackendKind::Reference);
+}
+
+#[test]
+fn each_instance_conforms_with_its_own_receipt() {
+    let r = registry();
+    let h = r.lookup("test/generic/affine").unwrap();
+    let f16h = h.at(&[DType::f16]).unwrap();
+    let receipt = conform(&f16h, BackendKind::Cpu).unwrap();
+    assert_eq!(receipt.dtypes, "T = f16");
+    assert!(receipt.verify(&f16h.op(), &receipt.device).is_ok());
+    // A receipt for one instance does not count for another.
+    let f32op = h.at(&[DType::f32]).unwrap().op();
+    assert!(receipt.verify(&f32op, &receipt.device).is_err());
+    let wgpu = conform(&h.at(&[DType::f32]).unwrap(), BackendKind::Wgpu);
+    match wgpu {
+        Ok(r) => assert_eq!(r.dtypes, "T = f32"),
+        Err(ConformanceFailure::Unavailable { .. }) if std::env::var_os("OP_REQUIRE_GPU_ADAPTER").is_none() => {}
+        Err(e) => panic!("{e}"),
+    }
+    assert!(matches!(conform(&h.at(&[DType::f64]).unwrap(), BackendKind::Cpu), Err(ConformanceFailure::Unsupported { .. })));
+    assert!(h.at(&[DType::i32]).is_err());
+}
+
+#[test]
+fn an_f16_kernel_off_by_four_f16_ulps_is_rejected() {
+    let r = registry();
+    let h = r.lookup("test/generic/affine_bad_f16").unwrap().at(&[DType::f16]).unwrap();
+    match conform(&h, BackendKind::Cpu) {
+        Err(ConformanceFailure::Rejected(report)) => assert!(report.to_string().contains("ulp"), "{report}"),
+        other => panic!("must be rejected: {other:?}"),
+    }
+}

@@ -1,0 +1,13 @@
+use op_runtime::op;
+
+/// Doubles.
+#[op(
+    name = "ui/double", version = 1,
+    signature(x: T[n]) -> f32[n],
+    category = elementwise, tolerance = ulp(0), backward = none,
+)]
+pub fn double(x: &[f32]) -> Vec<f32> {
+    x.iter().map(|v| *v + *v).collect()
+}
+
+fn main() {}
