@@ -55,7 +55,8 @@ mod expand;
 ///             | "output" "=" shape_class          (* default: static *)
 ///             | "kernel" "(" kernel_item { "," kernel_item } ")"   (* repeatable *)
 ///             | "license" "=" STRING              (* SPDX expression *)
-///             | "visibility" "=" ( "private" | "workspace" | "public" ) ;  (* default private *)
+///             | "visibility" "=" ( "private" | "workspace" | "public" )   (* default private *)
+///             | "generated_tests" "=" ( "true" | "false" ) ;   (* default true *)
 ///
 /// (* Grammar 1: shape signature *)
 /// arg         = IDENT ":" dtype [ "[" dims "]" ] [ "where" constraint { "," constraint } ] ;
@@ -154,6 +155,11 @@ mod expand;
 ///   `composite(graph)` names a builder of type `op_runtime::__private::CompositeFn`.
 /// - **Identity**: blake3 over the canonical contract, the reference's tokens and every
 ///   kernel byte (CUDA `#include "..."` headers too); see `op_spec::canon`.
+/// - **Generated tests**: each declaration gets two `#[test]`s, conformance of every kernel on
+///   every available backend and gradcheck of the backward, and both demand success.
+///   `generated_tests = false` generates none: a deliberately broken fixture declares it, and
+///   its own test asserts the rejection with `op_runtime::testing::assert_conformance_rejected`,
+///   `assert_reference_rejected` or `assert_gradcheck_rejected`. It is not part of the contract.
 /// - The op must be declared at module level (the description lives in a sibling module of
 ///   the same name: `my_op::DECL`); on a method or in a function body it is an error.
 /// - **The reference's element types** may be written through a type alias (`&[Elem]`): the
