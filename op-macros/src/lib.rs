@@ -17,25 +17,49 @@ mod expand;
 ///
 /// # Example
 ///
-/// ```ignore
-/// use op_runtime::{op, Real};
+/// ```
+/// use op_runtime::{op, BackendKind, CallOptions, Real, Scalar, Tensor};
 ///
-/// /// Median of each odd-sized sliding window.
+/// /// `x` scaled by `s`.
 /// #[op(
-///     name = "user/example/windowed_median", version = 1,
-///     signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
-///     category = selection, tolerance = exact,
-///     backward = vjp(windowed_median_vjp),
-///     subgradient = "cotangent routed to the selected element",
-///     kernel(wgsl = "kernels/windowed_median.wgsl",
-///            bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1),
+///     name = "user/doc/scale", version = 1,
+///     signature(x: f32[n], s: f32) -> f32[n],
+///     category = elementwise, tolerance = ulp(1), nan = propagate,
+///     backward = vjp(scale_vjp),
+///     cpu = scale_cpu,
+///     kernel(wgsl = "kernels/doc_scale.wgsl", bindings(x: read, out: read_write, uniform(n, s)), threads = n),
 ///     license = "MIT",
 /// )]
-/// pub fn windowed_median<T: Real>(x: &[T], w: u32) -> Vec<T> { /* gather, sort, middle */ }
+/// pub fn scale<T: Real>(x: &[T], s: T) -> Vec<T> {
+///     x.iter().map(|v| *v * s).collect()
+/// }
 ///
-/// // registered like any built-in:
-/// let handle = op_runtime::register(&windowed_median::DECL)?;
+/// /// The VJP: each cotangent times `s`.
+/// pub fn scale_vjp<T: Real>(_x: &[T], s: T, g: &[T]) -> Vec<T> {
+///     g.iter().map(|v| *v * s).collect()
+/// }
+///
+/// /// A fast CPU kernel with the reference's signature at `f32`.
+/// pub fn scale_cpu(x: &[f32], s: f32) -> Vec<f32> {
+///     x.iter().map(|v| v * s).collect()
+/// }
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // Registered like any built-in and called through the same dispatch, which picks by
+/// // priority (a hardware GPU's WGSL kernel, else the CPU kernel) or the backend you name.
+/// let handle = op_runtime::register(&scale::DECL)?;
+/// let x = Tensor::vector(vec![1.0f32, -2.0, 0.5]);
+/// let out = handle.call(&[&x], &[Scalar::F32(2.0)])?;
+/// assert_eq!(out.outputs[0].as_slice::<f32>(), Some(&[2.0f32, -4.0, 1.0][..]));
+/// let on_cpu = handle.call_with(&[&x], &[Scalar::F32(2.0)], CallOptions::on(BackendKind::Cpu))?;
+/// assert_eq!(on_cpu.provenance.backend, BackendKind::Cpu);
+/// println!("{}", op_runtime::gradcheck(&scale::DECL)?); // the VJP against central differences
+/// # Ok(())
+/// # }
 /// ```
+///
+/// The README declares a selection op (a windowed median) with a window parameter, a WGSL and a
+/// CUDA kernel.
 ///
 /// # Grammar (EBNF)
 ///
