@@ -6,7 +6,8 @@
 //!
 //! This is the one module that reads the environment for test policy: [`REQUIRE_GPU_ENV`] and
 //! [`REQUIRE_CUDA_ENV`] turn an unavailable GPU backend from a printed skip into a failure.
-//! Library code paths below never read either.
+//! Library code paths below never read either (the GPU engines' own unit tests read them
+//! through these constants).
 
 use crate::core::decl::OpDecl;
 use crate::core::kind::BackendKind;
