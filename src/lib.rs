@@ -1,1 +1,3 @@
-//! The workspace root package: it exists to hold `examples/` and the cross-crate `tests/`.
+//! The workspace root package: it holds `examples/` and the cross-crate `tests/`, and its
+//! documentation is the README, whose Rust blocks run as doctests (`cargo test --doc`).
+#![doc = include_str!("../README.md")]

@@ -9,17 +9,18 @@
 //! declares a `cpu = path` fast kernel, so it runs without a GPU. The wrong kernels were
 //! accepted by a former bound (`k * len * eps * S`, 3% at this length; then
 //! `k * max(|r32 - r64|, sqrt(len) eps S)`, which grew with the reference's bias and let a sum
-//! that skips 31 of 131_071 terms through on 0.1 repeated); they live under `test/broken/`,
-//! so their generated `__op_conformance` tests expect the CPU rejection (and the reference's
-//! conformance). A sequential sum is correct in exact arithmetic but outside `accum(2)`'s
+//! that skips 31 of 131_071 terms through on 0.1 repeated); they declare
+//! `generated_tests = false`, and the tests below assert the CPU rejection and the reference's
+//! conformance (`op_runtime::testing::assert_conformance_rejected`). A sequential sum is correct in exact arithmetic but outside `accum(2)`'s
 //! pairwise model at these lengths, and is rejected too.
 
+use op_runtime::testing::assert_conformance_rejected;
 use op_runtime::verify::conformance::{self, cases, Case, ConformanceFailure, Fault, Pattern, Report};
 use op_runtime::{op, BackendKind, OpHandle, Real, Tensor};
 
 /// Wrong `sum`: skips every 4096th element (indices 4095, 8191, ...).
 #[op(name = "test/broken/accum_sum_skips_every_4096th", version = 1, signature(x: f32[n]) -> f32[],
-     category = reduction, tolerance = accum(2), backward = none, cpu = sum_skipping_every_4096th)]
+     category = reduction, tolerance = accum(2), backward = none, cpu = sum_skipping_every_4096th, generated_tests = false)]
 pub fn sum_skips_every_4096th<T: Real>(x: &[T]) -> Vec<T> {
     let mut s = T::zero();
     for v in x {
@@ -41,7 +42,7 @@ pub fn sum_skipping_every_4096th(x: &[f32]) -> Vec<f32> {
 
 /// Wrong `sum`: stops after 128_500 elements.
 #[op(name = "test/broken/accum_sum_stops_early", version = 1, signature(x: f32[n]) -> f32[],
-     category = reduction, tolerance = accum(2), backward = none, cpu = sum_stopping_at_128_500)]
+     category = reduction, tolerance = accum(2), backward = none, cpu = sum_stopping_at_128_500, generated_tests = false)]
 pub fn sum_stops_early<T: Real>(x: &[T]) -> Vec<T> {
     let mut s = T::zero();
     for v in x {
@@ -57,7 +58,7 @@ pub fn sum_stopping_at_128_500(x: &[f32]) -> Vec<f32> {
 
 /// Wrong `conv1d`: every output at index >= 4096 is scaled by 1.001.
 #[op(name = "test/broken/accum_conv1d_scaled_tail", version = 1, signature(x: f32[n], w: f32[m] where 1 <= m, m <= n) -> f32[n - m + 1],
-     category = contraction, tolerance = accum(2), backward = none, cpu = conv1d_scaling_the_tail)]
+     category = contraction, tolerance = accum(2), backward = none, cpu = conv1d_scaling_the_tail, generated_tests = false)]
 pub fn conv1d_scaled_tail<T: Real>(x: &[T], w: &[T]) -> Vec<T> {
     let m = w.len();
     (0..x.len() + 1 - m)
@@ -90,7 +91,7 @@ pub fn conv1d_scaling_the_tail(x: &[f32], w: &[f32]) -> Vec<f32> {
 /// the reference wherever the order matters): right in exact arithmetic, but its rounding error
 /// grows up to `(len - 1) eps S`, beyond `accum(2)`'s pairwise model at the large cases.
 #[op(name = "test/broken/accum_sum_sequential", version = 1, signature(x: f32[n]) -> f32[],
-     category = reduction, tolerance = accum(2), backward = none, cpu = sum_sequential_reversed)]
+     category = reduction, tolerance = accum(2), backward = none, cpu = sum_sequential_reversed, generated_tests = false)]
 pub fn sum_sequential<T: Real>(x: &[T]) -> Vec<T> {
     let mut s = T::zero();
     for v in x {
@@ -152,23 +153,18 @@ fn register(decl: &'static op_runtime::core::decl::OpDecl) -> OpHandle {
     op_runtime::Registry::new().register(decl).expect("registers")
 }
 
-fn rejected_on_cpu(decl: &'static op_runtime::core::decl::OpDecl) -> Box<Report> {
-    let h = register(decl);
-    match conformance::conform(&h, BackendKind::Cpu) {
-        Ok(r) => panic!("`{}`: a wrong kernel conformed ({} cases)", h.id(), r.cases),
-        Err(ConformanceFailure::Rejected(report)) => {
-            eprintln!("{report}");
-            match &report.first().fault {
-                Fault::Mismatch(m) => assert!(m.detail.contains("accum(2)") && m.detail.contains("ceil(log2 len"), "{report}"),
-                other => panic!("expected a value mismatch, got {other:?}\n{report}"),
-            }
-            // The reference itself conforms: the rejection is the kernel's.
-            conformance::conform(&h, BackendKind::Reference)
-                .unwrap_or_else(|e| panic!("`{}`: the reference does not conform: {e}", h.id()));
-            report
-        }
-        Err(e) => panic!("`{}`: expected a rejection, got {e}", h.id()),
+/// The CPU report of a wrong fast kernel, asserted rejected while the reference conforms.
+fn rejected_on_cpu(decl: &'static op_runtime::core::decl::OpDecl) -> Report {
+    let report = assert_conformance_rejected(decl)
+        .into_iter()
+        .find(|r| r.backend == BackendKind::Cpu)
+        .unwrap_or_else(|| panic!("`{}`: the CPU backend runs everywhere, yet it rejected nothing", decl.rust_name));
+    eprintln!("{report}");
+    match &report.first().fault {
+        Fault::Mismatch(m) => assert!(m.detail.contains("accum(2)") && m.detail.contains("ceil(log2 len"), "{report}"),
+        other => panic!("expected a value mismatch, got {other:?}\n{report}"),
     }
+    report
 }
 
 #[test]

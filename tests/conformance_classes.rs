@@ -7,18 +7,21 @@
 //! (`conformance_median.rs`: never written, write past the end, shifted output, wrong window,
 //! sign of zero). A declared NaN policy is checked on the reference too.
 //!
-//! The broken ops live in `test/broken/`, so their generated `__op_conformance` tests assert
-//! the rejection too. wgpu tests skip with a printed reason when no adapter exists, unless
+//! The broken ops declare `generated_tests = false`; each test below asserts its rejection
+//! through `op_runtime::testing` (`assert_conformance_rejected` for a kernel: every backend
+//! that runs it rejects it and the reference conforms; `assert_reference_rejected` for a
+//! broken reference). wgpu tests skip with a printed reason when no adapter exists, unless
 //! `OP_REQUIRE_GPU_ADAPTER=1` (CI), where that is a failure.
 
 mod common;
 
+use op_runtime::testing::assert_reference_rejected;
 use op_runtime::verify::conformance::{self, Class, ConformanceFailure, Report};
 use op_runtime::{op, BackendKind, OpHandle, Real, Scalar, Tensor};
 
 /// `builtin/tanh`'s contract and reference with the former kernel, which returns 1 for NaN.
 #[op(name = "test/broken/tanh_nan_one", version = 1, signature(x: f32[n]) -> f32[n],
-     category = transcendental, tolerance = ulp(16), nan = propagate, backward = none,
+     category = transcendental, tolerance = ulp(16), nan = propagate, backward = none, generated_tests = false,
      kernel(wgsl = "kernels/broken/tanh_nan_one.wgsl", entry = "tanh_main", bindings(x: read, out: read_write, uniform(n)), threads = n))]
 pub fn tanh_nan_one<T: Real>(x: &[T]) -> Vec<T> {
     op_runtime::builtins::tanh(x)
@@ -26,7 +29,7 @@ pub fn tanh_nan_one<T: Real>(x: &[T]) -> Vec<T> {
 
 /// `x / 10`, with a kernel computing `x * 0.1`.
 #[op(name = "test/broken/div_by_ten_as_mul", version = 1, signature(x: f32[n]) -> f32[n],
-     category = elementwise, tolerance = ulp(0), nan = propagate, backward = none,
+     category = elementwise, tolerance = ulp(0), nan = propagate, backward = none, generated_tests = false,
      kernel(wgsl = "kernels/broken/div_by_ten_as_mul.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n))]
 pub fn div_by_ten<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| *v / T::from_f64(10.0)).collect()
@@ -50,7 +53,7 @@ fn clamp_total<T: Real>(x: &[T], lo: T, hi: T) -> Vec<T> {
 
 /// A clamp whose kernel returns +0 where the reference has -0 (exact: rejected).
 #[op(name = "test/broken/clamp_zero_sign", version = 1, signature(x: f32[n], lo: f32, hi: f32) -> f32[n],
-     category = selection, tolerance = exact, backward = none,
+     category = selection, tolerance = exact, backward = none, generated_tests = false,
      kernel(wgsl = "kernels/clamp_zero_sign.wgsl", bindings(x: read, out: read_write, uniform(n, lo, hi)), threads = n))]
 pub fn clamp_zero_sign<T: Real>(x: &[T], lo: T, hi: T) -> Vec<T> {
     clamp_total(x, lo, hi)
@@ -67,7 +70,7 @@ pub fn clamp_ignoring_zero_sign<T: Real>(x: &[T], lo: T, hi: T) -> Vec<T> {
 /// Index of the largest element in IEEE total order, the first of equal ones; the kernel takes
 /// the last.
 #[op(name = "test/broken/argmax_last_tie", version = 1, signature(x: f32[n] where n >= 1) -> u32[],
-     category = selection, tolerance = exact, backward = none,
+     category = selection, tolerance = exact, backward = none, generated_tests = false,
      kernel(wgsl = "kernels/broken/argmax_last_tie.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = 1))]
 pub fn argmax_first<T: Real>(x: &[T]) -> Vec<u32> {
     let mut best = 0;
@@ -80,32 +83,15 @@ pub fn argmax_first<T: Real>(x: &[T]) -> Vec<u32> {
 }
 
 /// A relu whose reference drops NaN (gives 0) while the op declares `nan = propagate`: a
-/// contract defect conformance reports on the reference itself (no kernel: the generated test
-/// expects the reference's rejection).
+/// contract defect conformance reports on the reference itself (no kernel).
 #[op(name = "test/broken/relu_nan_dropped", version = 1, signature(x: f32[n]) -> f32[n],
-     category = selection, tolerance = exact, nan = propagate, backward = none)]
+     category = selection, tolerance = exact, nan = propagate, backward = none, generated_tests = false)]
 pub fn relu_nan_dropped<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| if *v > T::zero() { *v } else { T::zero() }).collect()
 }
 
 fn register(decl: &'static op_runtime::core::decl::OpDecl) -> OpHandle {
     op_runtime::register(decl).expect("registers")
-}
-
-/// The wgpu report of a broken op; `None` where wgpu cannot run (a printed skip).
-fn rejected(decl: &'static op_runtime::core::decl::OpDecl) -> Option<Report> {
-    if !common::wgpu_available() {
-        return None;
-    }
-    let h = register(decl);
-    match conformance::conform(&h, BackendKind::Wgpu) {
-        Ok(r) => panic!("the broken kernel of `{}` conformed ({} cases)", h.id(), r.cases),
-        Err(ConformanceFailure::Rejected(report)) => {
-            eprintln!("{report}");
-            Some(*report)
-        }
-        Err(other) => panic!("expected a rejection of `{}`, got: {other}", h.id()),
-    }
 }
 
 /// Asserts the report names `class` in its defect line, which precedes that defect's numbers.
@@ -121,7 +107,7 @@ fn names(report: &Report, class: &Class, words: &str) {
 
 #[test]
 fn tanh_returning_one_for_nan_is_rejected_as_nan_against_a_number() {
-    let Some(report) = rejected(&tanh_nan_one::DECL) else { return };
+    let Some(report) = common::wgpu_rejection(&tanh_nan_one::DECL) else { return };
     assert_eq!(report.defects.len(), 1, "wrong only on NaN:\n{report}");
     names(&report, &Class::Nan, "NaN payload or NaN against a number: the kernel returned ");
     // tanh(±NaN) = ±1 from the broken kernel: which sign the smallest case shows depends on the seed.
@@ -149,14 +135,14 @@ fn builtin_tanh_keeps_nan() {
 
 #[test]
 fn x_times_a_tenth_is_rejected_as_within_one_ulp() {
-    let Some(report) = rejected(&div_by_ten::DECL) else { return };
+    let Some(report) = common::wgpu_rejection(&div_by_ten::DECL) else { return };
     names(&report, &Class::OneUlp, "within 1 ulp of the reference");
     assert_eq!(report.defects.len(), 1, "only 1-ulp differences:\n{report}");
 }
 
 #[test]
 fn a_clamp_returning_plus_zero_is_rejected_as_sign_of_zero_and_told_about_signed_zero_ignore() {
-    let Some(report) = rejected(&clamp_zero_sign::DECL) else { return };
+    let Some(report) = common::wgpu_rejection(&clamp_zero_sign::DECL) else { return };
     assert_eq!(report.defects.len(), 1, "only zero signs differ:\n{report}");
     names(&report, &Class::SignOfZero, "differs only in the sign of zero: the reference gives -0 where the kernel gives +0");
     let line = report.explain(report.first());
@@ -177,15 +163,14 @@ fn the_same_clamp_conforms_where_the_contract_ignores_the_sign_of_zero() {
 
 #[test]
 fn an_argmax_taking_the_last_of_equal_maxima_is_rejected_as_tie_order() {
-    let Some(report) = rejected(&argmax_first::DECL) else { return };
+    let Some(report) = common::wgpu_rejection(&argmax_first::DECL) else { return };
     names(&report, &Class::TieOrder, "tie order: the output is the reference's on the same inputs with ties");
 }
 
 #[test]
 fn a_reference_that_breaks_its_declared_nan_policy_is_a_contract_defect() {
-    let h = register(&relu_nan_dropped::DECL);
-    match conformance::conform(&h, BackendKind::Reference) {
-        Err(ConformanceFailure::Reference { message, .. }) => assert!(message.contains("declares `nan = propagate`"), "{message}"),
+    match assert_reference_rejected(&relu_nan_dropped::DECL) {
+        ConformanceFailure::Reference { message, .. } => assert!(message.contains("declares `nan = propagate`"), "{message}"),
         other => panic!("expected the reference's rejection, got {other:?}"),
     }
     // The built-in relu propagates NaN, as declared.

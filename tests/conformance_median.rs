@@ -4,8 +4,10 @@
 //! (off-by-one read, write past the end, wrong middle index, -0/+0 ties by plain `<`, a window
 //! two wider) are each rejected, and each report names its defect's class before the numbers
 //! (element never written, output shifted, write past the end, sign of zero, wrong window),
-//! listing the smallest case of every class found. The broken ops live in the `test/broken/`
-//! namespace, so their generated `__op_conformance` tests assert rejection too.
+//! listing the smallest case of every class found. The broken ops declare
+//! `generated_tests = false`: each test below asserts its rejection through
+//! `op_runtime::testing::assert_conformance_rejected` (every backend that runs the kernel
+//! rejects it, and the reference conforms).
 //!
 //! wgpu tests skip with a printed reason when no adapter exists, unless
 //! `OP_REQUIRE_GPU_ADAPTER=1` (CI), where that is a failure.
@@ -27,7 +29,7 @@ macro_rules! broken_median {
         #[op(
             name = $op_name, version = 1,
             signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
-            category = selection, tolerance = exact, backward = none,
+            category = selection, tolerance = exact, backward = none, generated_tests = false,
             kernel(wgsl = $kernel, bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1),
             license = "MIT",
         )]
@@ -66,21 +68,6 @@ fn register(decl: &'static op_runtime::core::decl::OpDecl) -> OpHandle {
     op_runtime::register(decl).expect("registers")
 }
 
-fn rejected(decl: &'static op_runtime::core::decl::OpDecl) -> Option<conformance::Report> {
-    if !common::wgpu_available() {
-        return None;
-    }
-    let h = register(decl);
-    match conformance::conform(&h, BackendKind::Wgpu) {
-        Ok(r) => panic!("the broken kernel of `{}` conformed: {}", h.id(), r.to_json()),
-        Err(ConformanceFailure::Rejected(report)) => {
-            eprintln!("{report}");
-            Some(*report)
-        }
-        Err(other) => panic!("expected a rejection of `{}`, got: {other}", h.id()),
-    }
-}
-
 /// The report's line for `class`, which must come before that defect's numbers.
 fn class_line(report: &conformance::Report, class: &Class) -> String {
     let d = report.defect(class).unwrap_or_else(|| panic!("no `{}` defect in:\n{report}", class.name()));
@@ -93,7 +80,7 @@ fn class_line(report: &conformance::Report, class: &Class) -> String {
 
 #[test]
 fn guard_minus_is_rejected_on_n_equals_w() {
-    let Some(report) = rejected(&median_guard_minus::DECL) else { return };
+    let Some(report) = common::wgpu_rejection(&median_guard_minus::DECL) else { return };
     let d = report.first();
     let (n, w) = (d.case.sym("n").expect("n"), d.case.sym("w").expect("w"));
     assert_eq!(n, w, "the failing case reported is n = w (one output): {report}");
@@ -115,14 +102,14 @@ fn guard_minus_is_rejected_on_n_equals_w() {
 
 #[test]
 fn off_by_one_read_is_rejected_as_a_shifted_output() {
-    let Some(report) = rejected(&median_off_by_one_read::DECL) else { return };
+    let Some(report) = common::wgpu_rejection(&median_off_by_one_read::DECL) else { return };
     let line = class_line(&report, &Class::Shifted(1));
     assert!(line.starts_with("output shifted by 1 element(s): `out[i]` holds the reference's `out[i + 1]`"), "{line}");
 }
 
 #[test]
 fn write_past_the_end_is_rejected_as_out_of_bounds() {
-    let Some(report) = rejected(&median_write_past_end::DECL) else { return };
+    let Some(report) = common::wgpu_rejection(&median_write_past_end::DECL) else { return };
     match &report.first().fault {
         Fault::OutOfBounds(o) => {
             assert_eq!(o.side, "after");
@@ -136,13 +123,13 @@ fn write_past_the_end_is_rejected_as_out_of_bounds() {
 
 #[test]
 fn wrong_middle_is_rejected() {
-    let Some(report) = rejected(&median_wrong_middle::DECL) else { return };
+    let Some(report) = common::wgpu_rejection(&median_wrong_middle::DECL) else { return };
     assert!(matches!(report.first().fault, Fault::Mismatch(_)), "{report}");
 }
 
 #[test]
 fn plain_float_compare_is_rejected_with_its_sign_of_zero_named() {
-    let Some(report) = rejected(&median_plain_compare::DECL) else { return };
+    let Some(report) = common::wgpu_rejection(&median_plain_compare::DECL) else { return };
     let line = class_line(&report, &Class::SignOfZero);
     assert!(line.contains("the reference orders -0 before +0 (IEEE 754 total order"), "{line}");
     assert!(line.contains("`signed_zero = ignore`"), "{line}");
@@ -155,7 +142,7 @@ fn plain_float_compare_is_rejected_with_its_sign_of_zero_named() {
 
 #[test]
 fn a_window_two_wider_is_rejected_as_the_wrong_window_next_to_its_other_defects() {
-    let Some(report) = rejected(&median_window_plus_two::DECL) else { return };
+    let Some(report) = common::wgpu_rejection(&median_window_plus_two::DECL) else { return };
     let line = class_line(&report, &Class::WrongWindow { param: String::new(), was: 0, matches: 0 });
     assert!(line.starts_with("values from the wrong window: the output is the reference's with `w = "), "{line}");
     let d = report.defect(&Class::WrongWindow { param: String::new(), was: 0, matches: 0 }).expect("found");

@@ -1,6 +1,8 @@
 //! `output = bounded(..)` and `dynamic`: the reference sizes the data-dependent dims, the
 //! engine checks the bound and cross-output agreement, and static-only machinery refuses them.
 
+use op_runtime::testing::assert_reference_rejected;
+use op_runtime::verify::conformance::ConformanceFailure;
 use op_runtime::{op, BackendKind, CallOptions, DispatchError, Real, Registry, Scalar, Tensor};
 
 /// The strictly positive elements of `x`, in order, and their indices.
@@ -15,24 +17,25 @@ pub fn positives<T: Real>(x: &[T]) -> (Vec<T>, Vec<u32>) {
     (idx.iter().map(|i| x[*i as usize]).collect(), idx)
 }
 
-/// A broken data-dependent op: returns more elements than its bound allows (its generated
-/// conformance test requires the rejection: `test/broken/`).
+/// A broken data-dependent op: returns more elements than its bound allows (conformance must
+/// reject its reference: asserted below).
 #[op(
     name = "test/broken/dd_overflowing", version = 1,
     signature(x: f32[n], m: u32) -> f32[k],
     output = bounded(m),
-    category = selection, tolerance = exact, backward = none,
+    category = selection, tolerance = exact, backward = none, generated_tests = false,
 )]
 pub fn overflowing<T: Real>(x: &[T], _m: u32) -> Vec<T> {
     x.to_vec()
 }
 
-/// A broken data-dependent op: its outputs disagree on `k`.
+/// A broken data-dependent op: its outputs disagree on `k` (conformance must reject its
+/// reference: asserted below).
 #[op(
     name = "test/broken/dd_disagreeing", version = 1,
     signature(x: f32[n]) -> (a: f32[k], b: f32[k]),
     output = dynamic,
-    category = selection, tolerance = exact, backward = none,
+    category = selection, tolerance = exact, backward = none, generated_tests = false,
 )]
 pub fn disagreeing<T: Real>(x: &[T]) -> (Vec<T>, Vec<T>) {
     (x.to_vec(), x[..x.len() / 2].to_vec())
@@ -84,6 +87,17 @@ fn a_bound_overrun_or_disagreement_is_an_error_naming_the_op() {
     let h = r.register(&disagreeing::DECL).unwrap();
     let e = h.call_with(&[&x], &[], reference()).unwrap_err();
     assert!(e.to_string().contains("outputs disagree on data-dependent `k`: 5 and 2 (output `b`)"), "{e}");
+}
+
+#[test]
+fn conformance_rejects_a_reference_that_overruns_its_bound_or_whose_outputs_disagree() {
+    for (decl, says) in [(&overflowing::DECL, "beyond its declared bound"), (&disagreeing::DECL, "outputs disagree on data-dependent `k`")]
+    {
+        match assert_reference_rejected(decl) {
+            ConformanceFailure::Reference { message, .. } => assert!(message.contains(says), "{message}"),
+            other => panic!("`{}`: expected the reference's rejection, got {other}", decl.rust_name),
+        }
+    }
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! Gradcheck against the built-ins: every correct built-in VJP passes (on many generated cases),
-//! and test-local copies of four built-ins with a corrupted VJP are each rejected.
+//! and test-local copies of built-ins with a corrupted VJP are each rejected (they declare
+//! `generated_tests = false`; the tests below assert every rejection, across seeds).
 
 use op_runtime::builtins;
 use op_runtime::gradcheck;
@@ -8,7 +9,7 @@ use op_runtime::{op, Real};
 
 /// `mul` whose VJP swaps the two gradients.
 #[op(name = "test/bad/mul_swapped", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
-     category = elementwise, tolerance = ulp(1), backward = vjp(mul_swapped_vjp))]
+     category = elementwise, tolerance = ulp(1), backward = vjp(mul_swapped_vjp), generated_tests = false)]
 pub fn mul_swapped<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     builtins::mul(a, b)
 }
@@ -20,7 +21,7 @@ pub fn mul_swapped_vjp<T: Real>(a: &[T], b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
 
 /// `tanh` whose VJP forgets to square: `g (1 - tanh)`.
 #[op(name = "test/bad/tanh_unsquared", version = 1, signature(x: f32[n]) -> f32[n],
-     category = transcendental, tolerance = ulp(16), backward = vjp(tanh_unsquared_vjp))]
+     category = transcendental, tolerance = ulp(16), backward = vjp(tanh_unsquared_vjp), generated_tests = false)]
 pub fn tanh_unsquared<T: Real>(x: &[T]) -> Vec<T> {
     builtins::tanh(x)
 }
@@ -31,7 +32,7 @@ pub fn tanh_unsquared_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
 
 /// `conv1d` whose kernel gradient comes back reversed.
 #[op(name = "test/bad/conv1d_flipped", version = 1, signature(x: f32[n], w: f32[m] where 1 <= m, m <= n) -> f32[n - m + 1],
-     category = contraction, tolerance = accum(2), backward = vjp(conv1d_flipped_vjp))]
+     category = contraction, tolerance = accum(2), backward = vjp(conv1d_flipped_vjp), generated_tests = false)]
 pub fn conv1d_flipped<T: Real>(x: &[T], w: &[T]) -> Vec<T> {
     builtins::conv1d(x, w)
 }
@@ -44,7 +45,7 @@ pub fn conv1d_flipped_vjp<T: Real>(x: &[T], w: &[T], g: &[T]) -> (Vec<T>, Vec<T>
 
 /// `mse_loss` whose VJP drops the `1 / n` of the mean.
 #[op(name = "test/bad/mse_unaveraged", version = 1, signature(a: f32[n], b: f32[n] where n >= 1) -> f32[],
-     category = reduction, tolerance = accum(4), backward = vjp(mse_unaveraged_vjp))]
+     category = reduction, tolerance = accum(4), backward = vjp(mse_unaveraged_vjp), generated_tests = false)]
 pub fn mse_unaveraged<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     builtins::mse_loss(a, b)
 }
@@ -58,7 +59,7 @@ pub fn mse_unaveraged_vjp<T: Real>(a: &[T], b: &[T], g: &[T]) -> (Vec<T>, Vec<T>
 /// `relu` whose VJP lets the cotangent through where `x < 0` too.
 #[op(name = "test/bad/relu_leaky", version = 1, signature(x: f32[n]) -> f32[n],
      category = selection, tolerance = exact, backward = vjp(relu_leaky_vjp),
-     subgradient = "the cotangent passes everywhere (wrong on purpose)")]
+     subgradient = "the cotangent passes everywhere (wrong on purpose)", generated_tests = false)]
 pub fn relu_leaky<T: Real>(x: &[T]) -> Vec<T> {
     builtins::relu(x)
 }
@@ -150,7 +151,7 @@ fn the_report_is_a_value_and_serialises() {
 
 /// `sum` whose VJP is scaled by 1.01.
 #[op(name = "test/bad/sum_scaled", version = 1, signature(x: f32[n]) -> f32[],
-     category = reduction, tolerance = accum(2), backward = vjp(sum_scaled_vjp))]
+     category = reduction, tolerance = accum(2), backward = vjp(sum_scaled_vjp), generated_tests = false)]
 pub fn sum_scaled<T: Real>(x: &[T]) -> Vec<T> {
     builtins::sum(x)
 }
@@ -161,7 +162,7 @@ pub fn sum_scaled_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
 
 /// `mse_loss` whose VJP is scaled by 1.01.
 #[op(name = "test/bad/mse_scaled", version = 1, signature(a: f32[n], b: f32[n] where n >= 1) -> f32[],
-     category = reduction, tolerance = accum(4), backward = vjp(mse_scaled_vjp))]
+     category = reduction, tolerance = accum(4), backward = vjp(mse_scaled_vjp), generated_tests = false)]
 pub fn mse_scaled<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     builtins::mse_loss(a, b)
 }
@@ -207,7 +208,7 @@ fn a_reduction_vjp_scaled_by_1_01_is_rejected_at_50k_elements() {
 /// `matmul` whose VJP for `a` reads `b` with the row length `k` where it is `n`: right exactly
 /// when `k == n` (square `b`).
 #[op(name = "test/bad/matmul_square_only", version = 1, signature(a: f32[m, k], b: f32[k, n]) -> f32[m, n],
-     category = contraction, tolerance = accum(2), backward = vjp(matmul_square_only_vjp))]
+     category = contraction, tolerance = accum(2), backward = vjp(matmul_square_only_vjp), generated_tests = false)]
 pub fn matmul_square_only<T: Real>(a: &[T], b: &[T], m: usize, k: usize, n: usize) -> Vec<T> {
     builtins::matmul(a, b, m, k, n)
 }
@@ -244,7 +245,7 @@ fn a_matmul_rule_right_only_for_square_shapes_is_rejected_on_every_seed() {
 
 /// `x^3` whose VJP is 0.1% too large where `|x| > 10`, and right elsewhere.
 #[op(name = "test/bad/cube_off_beyond_ten", version = 1, signature(x: f32[n]) -> f32[n],
-     category = elementwise, tolerance = ulp(2), backward = vjp(cube_off_beyond_ten_vjp))]
+     category = elementwise, tolerance = ulp(2), backward = vjp(cube_off_beyond_ten_vjp), generated_tests = false)]
 pub fn cube_off_beyond_ten<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| *v * *v * *v).collect()
 }
@@ -285,7 +286,7 @@ fn a_vjp_off_by_a_tenth_of_a_percent_beyond_ten_is_rejected() {
 /// one-sided derivatives (0 and 1) at the kink, which the ordinary probes skip.
 #[op(name = "test/bad/relu_doubled_at_zero", version = 1, signature(x: f32[n]) -> f32[n],
      category = selection, tolerance = exact, backward = vjp(relu_doubled_at_zero_vjp),
-     subgradient = "twice the cotangent at x = 0 (wrong on purpose)")]
+     subgradient = "twice the cotangent at x = 0 (wrong on purpose)", generated_tests = false)]
 pub fn relu_doubled_at_zero<T: Real>(x: &[T]) -> Vec<T> {
     builtins::relu(x)
 }

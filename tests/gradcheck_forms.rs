@@ -1,9 +1,12 @@
 //! The backward forms beyond a plain VJP: `none` (a typed error naming the op), `composite`
 //! (derived from the graph on the tape, gradchecked like any other), JVP rules, VJP + JVP
-//! (checked against each other), and the two ways a check can fail to certify anything.
+//! (checked against each other), and the two ways a check can fail to certify anything. The
+//! wrong fixtures declare `generated_tests = false`; the tests below assert that gradcheck does
+//! not certify them (`op_runtime::testing::assert_gradcheck_rejected`) and how.
 
 use op_runtime::core::graph::{Graph, GraphError};
 use op_runtime::gradcheck;
+use op_runtime::testing::assert_gradcheck_rejected;
 use op_runtime::train::tape::{Tape, TapeError, Var};
 use op_runtime::verify::gradcheck::{BackwardForm, GradcheckError};
 use op_runtime::{op, Real, Registry, Scalar, Tensor};
@@ -40,7 +43,7 @@ pub fn smooth_abs_graph(t: &mut dyn Graph, x: &[Var], _p: &[Scalar]) -> Result<V
 
 /// A composite whose graph computes something else (`x tanh(2 x)`) than its reference.
 #[op(name = "test/bad/smooth_abs_graph", version = 1, signature(x: f32[n]) -> f32[n],
-     category = transcendental, tolerance = ulp(16), backward = composite(wrong_graph))]
+     category = transcendental, tolerance = ulp(16), backward = composite(wrong_graph), generated_tests = false)]
 pub fn smooth_abs_wrong<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| *v * (*v * T::from_f64(4.0)).tanh()).collect()
 }
@@ -64,7 +67,7 @@ pub fn cube_jvp<T: Real>(x: &[T], t: &[T]) -> Vec<T> {
 
 /// Cube with a wrong JVP rule (`2 x^2 t`).
 #[op(name = "test/bad/cube_jvp", version = 1, signature(x: f32[n]) -> f32[n],
-     category = elementwise, tolerance = ulp(2), backward = jvp(cube_jvp_wrong))]
+     category = elementwise, tolerance = ulp(2), backward = jvp(cube_jvp_wrong), generated_tests = false)]
 pub fn cube_wrong<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| *v * *v * *v).collect()
 }
@@ -95,7 +98,8 @@ pub fn product_jvp_b<T: Real>(a: &[T], _b: &[T], t: &[T]) -> Vec<T> {
 /// `a * b` with a correct VJP and a JVP rule for `b` that is twice too large: the VJP agrees
 /// with central differences, so only the VJP/JVP consistency check can catch it.
 #[op(name = "test/bad/product_jvp_doubled", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
-     category = elementwise, tolerance = ulp(1), backward = vjp(product_vjp) + jvp(product_jvp_a, product_jvp_b_doubled))]
+     category = elementwise, tolerance = ulp(1), backward = vjp(product_vjp) + jvp(product_jvp_a, product_jvp_b_doubled),
+     generated_tests = false)]
 pub fn product_jvp_doubled<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     product(a, b)
 }
@@ -108,7 +112,8 @@ pub fn product_jvp_b_doubled<T: Real>(a: &[T], b: &[T], t: &[T]) -> Vec<T> {
 /// with central differences before the two are compared with each other, so this is rejected
 /// by the declared-rule check (`Mismatch`), not the consistency check.
 #[op(name = "test/bad/product_vjp_doubled", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
-     category = elementwise, tolerance = ulp(1), backward = vjp(product_vjp_doubled) + jvp(product_jvp_a, product_jvp_b))]
+     category = elementwise, tolerance = ulp(1), backward = vjp(product_vjp_doubled) + jvp(product_jvp_a, product_jvp_b),
+     generated_tests = false)]
 pub fn product_bad_vjp<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     product(a, b)
 }
@@ -121,7 +126,7 @@ pub fn product_vjp_doubled<T: Real>(a: &[T], b: &[T], g: &[T]) -> (Vec<T>, Vec<T
 
 /// An op whose output ignores its input: every gradient is zero, so no corruption can show.
 #[op(name = "test/bad/flat", version = 1, signature(x: f32[n]) -> f32[n],
-     category = elementwise, tolerance = ulp(1), backward = vjp(flat_vjp))]
+     category = elementwise, tolerance = ulp(1), backward = vjp(flat_vjp), generated_tests = false)]
 pub fn flat<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|_| T::zero()).collect()
 }
@@ -133,7 +138,7 @@ pub fn flat_vjp<T: Real>(x: &[T], _g: &[T]) -> Vec<T> {
 /// Distance to the nearest multiple of 0.0026: a kink every 0.0013, so nearly every probe is
 /// within h of one.
 #[op(name = "test/bad/sawtooth", version = 1, signature(x: f32[n]) -> f32[n],
-     category = elementwise, tolerance = ulp(4), backward = vjp(sawtooth_vjp))]
+     category = elementwise, tolerance = ulp(4), backward = vjp(sawtooth_vjp), generated_tests = false)]
 pub fn sawtooth<T: Real>(x: &[T]) -> Vec<T> {
     x.iter()
         .map(|v| {
@@ -207,10 +212,8 @@ fn composite_backward_is_derived_from_the_tape_and_gradchecked() {
 
 #[test]
 fn a_composite_graph_that_computes_something_else_is_rejected() {
-    match gradcheck(&smooth_abs_wrong::DECL) {
-        Err(e @ GradcheckError::Mismatch { .. }) => assert!(e.to_string().contains("composite graph's VJP"), "{e}"),
-        other => panic!("{other:?}"),
-    }
+    let e = assert_gradcheck_rejected(&smooth_abs_wrong::DECL);
+    assert!(matches!(e, GradcheckError::Mismatch { .. }) && e.to_string().contains("composite graph's VJP"), "{e}");
 }
 
 #[test]
@@ -218,10 +221,8 @@ fn jvp_rules_are_checked_and_a_wrong_one_rejected() {
     let r = gradcheck(&cube::DECL).unwrap_or_else(|e| panic!("{e}"));
     assert!(r.to_string().contains("jvp      : declared rules `cube_jvp`"), "{r}");
     assert!(r.to_string().contains("negative control : corrupted jvp REJECTED"), "{r}");
-    match gradcheck(&cube_wrong::DECL) {
-        Err(e @ GradcheckError::Mismatch { .. }) => assert!(e.to_string().contains("declared JVP"), "{e}"),
-        other => panic!("{other:?}"),
-    }
+    let e = assert_gradcheck_rejected(&cube_wrong::DECL);
+    assert!(matches!(e, GradcheckError::Mismatch { .. }) && e.to_string().contains("declared JVP"), "{e}");
 }
 
 #[test]
@@ -234,13 +235,12 @@ fn vjp_and_jvp_are_checked_against_each_other() {
 
 #[test]
 fn a_jvp_that_disagrees_with_a_correct_vjp_is_inconsistent() {
-    match gradcheck(&product_jvp_doubled::DECL) {
-        Err(e @ GradcheckError::Inconsistent { .. }) => {
-            let m = e.to_string();
+    let e = assert_gradcheck_rejected(&product_jvp_doubled::DECL);
+    let m = e.to_string();
+    match e {
+        GradcheckError::Inconsistent { jvp, vjp, allowed, .. } => {
             assert!(m.contains("op `test/bad/product_jvp_doubled@1`: the declared VJP and JVP disagree"), "{m}");
-            if let GradcheckError::Inconsistent { jvp, vjp, allowed, .. } = e {
-                assert!((jvp - vjp).abs() > 10.0 * allowed, "{m}");
-            }
+            assert!((jvp - vjp).abs() > 10.0 * allowed, "{m}");
             assert!(GradcheckError::Inconsistent { op: String::new(), at: String::new(), jvp: 0.0, vjp: 0.0, allowed: 0.0 }.is_rejection());
         }
         other => panic!("a wrong JVP next to a correct VJP must be Inconsistent, got {other:?}"),
@@ -249,24 +249,18 @@ fn a_jvp_that_disagrees_with_a_correct_vjp_is_inconsistent() {
 
 #[test]
 fn a_wrong_vjp_next_to_a_correct_jvp_fails_the_declared_rule_check() {
-    match gradcheck(&product_bad_vjp::DECL) {
-        Err(e @ GradcheckError::Mismatch { .. }) => {
-            let m = e.to_string();
-            assert!(m.contains("op `test/bad/product_vjp_doubled@1`: the declared VJP disagrees with central differences"), "{m}");
-        }
-        other => panic!("a wrong VJP must be rejected against central differences, got {other:?}"),
-    }
+    let e = assert_gradcheck_rejected(&product_bad_vjp::DECL);
+    let m = e.to_string();
+    assert!(matches!(e, GradcheckError::Mismatch { .. }), "a wrong VJP must be rejected against central differences, got {m}");
+    assert!(m.contains("op `test/bad/product_vjp_doubled@1`: the declared VJP disagrees with central differences"), "{m}");
 }
 
 #[test]
 fn a_check_that_cannot_fail_fails() {
-    match gradcheck(&flat::DECL) {
-        Err(e @ GradcheckError::NegativeControlAccepted { .. }) => {
-            let m = e.to_string();
-            assert!(m.contains("`test/bad/flat@1`") && m.contains("the check could not fail"), "{m}");
-        }
-        other => panic!("{other:?}"),
-    }
+    let e = assert_gradcheck_rejected(&flat::DECL);
+    let m = e.to_string();
+    assert!(matches!(e, GradcheckError::NegativeControlAccepted { .. }), "{m}");
+    assert!(m.contains("`test/bad/flat@1`") && m.contains("the check could not fail"), "{m}");
 }
 
 /// Absolute value, with its kink at 0.
@@ -314,8 +308,5 @@ fn probes_within_h_of_a_kink_are_skipped_and_too_many_is_inconclusive() {
 fn dense_kinks_are_never_certified() {
     // Kinks every 0.0013: probes are skipped where the kink shows, and where sampling at h
     // aliases kinks into apparent curvature, the central difference disagrees and rejects.
-    match gradcheck(&sawtooth::DECL) {
-        Err(e) => assert!(e.is_check_failure(), "{e}"),
-        Ok(r) => panic!("{r}"),
-    }
+    assert_gradcheck_rejected(&sawtooth::DECL);
 }

@@ -3,12 +3,14 @@
 //! wrong only where two window values are equal (they send the cotangent to every element equal
 //! to the median, or to the last of equal elements where the convention names the first): the
 //! ordinary probes skip those points, and the kink check, which places points exactly on ties,
-//! rejects them.
+//! rejects them. The wrong backwards declare `generated_tests = false`: the tests below assert
+//! each rejection.
 
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
 use op_runtime::gradcheck;
+use op_runtime::testing::assert_gradcheck_rejected;
 use op_runtime::verify::gradcheck::GradcheckError;
 use op_runtime::{op, Real};
 
@@ -21,7 +23,7 @@ fn med<T: Real>(x: &[T], w: u32) -> Vec<T> {
 #[op(name = "test/bad/median_centre", version = 1,
      signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
      category = selection, tolerance = exact, backward = vjp(centre_vjp),
-     subgradient = "cotangent routed to the window centre (wrong on purpose)")]
+     subgradient = "cotangent routed to the window centre (wrong on purpose)", generated_tests = false)]
 pub fn median_centre<T: Real>(x: &[T], w: u32) -> Vec<T> {
     med(x, w)
 }
@@ -38,7 +40,7 @@ pub fn centre_vjp<T: Real>(x: &[T], w: u32, g: &[T]) -> Vec<T> {
 #[op(name = "test/bad/median_scaled", version = 1,
      signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
      category = selection, tolerance = exact, backward = vjp(scaled_vjp),
-     subgradient = "cotangent routed to the selected element, times 1.01 (wrong on purpose)")]
+     subgradient = "cotangent routed to the selected element, times 1.01 (wrong on purpose)", generated_tests = false)]
 pub fn median_scaled<T: Real>(x: &[T], w: u32) -> Vec<T> {
     med(x, w)
 }
@@ -51,7 +53,7 @@ pub fn scaled_vjp<T: Real>(x: &[T], w: u32, g: &[T]) -> Vec<T> {
 #[op(name = "test/bad/median_sign", version = 1,
      signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
      category = selection, tolerance = exact, backward = vjp(sign_vjp),
-     subgradient = "minus the cotangent routed to the selected element (wrong on purpose)")]
+     subgradient = "minus the cotangent routed to the selected element (wrong on purpose)", generated_tests = false)]
 pub fn median_sign<T: Real>(x: &[T], w: u32) -> Vec<T> {
     med(x, w)
 }
@@ -64,7 +66,7 @@ pub fn sign_vjp<T: Real>(x: &[T], w: u32, g: &[T]) -> Vec<T> {
 #[op(name = "test/bad/median_zero", version = 1,
      signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
      category = selection, tolerance = exact, backward = vjp(zero_vjp),
-     subgradient = "no cotangent anywhere (wrong on purpose)")]
+     subgradient = "no cotangent anywhere (wrong on purpose)", generated_tests = false)]
 pub fn median_zero<T: Real>(x: &[T], w: u32) -> Vec<T> {
     med(x, w)
 }
@@ -84,7 +86,7 @@ fn argmedian_last<T: Real>(x: &[T], w: u32) -> Vec<usize> {
 #[op(name = "test/bad/median_all_ties", version = 1,
      signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
      category = selection, tolerance = exact, backward = vjp(all_ties_vjp),
-     subgradient = "cotangent routed to every element equal to the median (wrong on purpose)")]
+     subgradient = "cotangent routed to every element equal to the median (wrong on purpose)", generated_tests = false)]
 pub fn median_all_ties<T: Real>(x: &[T], w: u32) -> Vec<T> {
     med(x, w)
 }
@@ -106,7 +108,7 @@ pub fn all_ties_vjp<T: Real>(x: &[T], w: u32, g: &[T]) -> Vec<T> {
 #[op(name = "test/bad/median_last_tie", version = 1,
      signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
      category = selection, tolerance = exact, backward = vjp(last_tie_vjp),
-     subgradient = "cotangent routed to the last of equal elements (wrong on purpose: ties are in index order)")]
+     subgradient = "cotangent routed to the last of equal elements (wrong on purpose: ties are in index order)", generated_tests = false)]
 pub fn median_last_tie<T: Real>(x: &[T], w: u32) -> Vec<T> {
     med(x, w)
 }
@@ -144,14 +146,11 @@ fn the_median_passes_with_its_negative_control() {
 }
 
 fn assert_rejected(decl: &'static op_runtime::core::decl::OpDecl, op: &str) {
-    match gradcheck(decl) {
-        Err(e @ GradcheckError::Mismatch { .. }) => {
-            let msg = e.to_string();
-            assert!(msg.contains(&format!("op `{op}@1`")), "{msg}");
-            assert!(msg.contains("disagrees with central differences"), "{msg}");
-        }
-        other => panic!("`{op}` must be rejected, got {other:?}"),
-    }
+    let e = assert_gradcheck_rejected(decl);
+    let msg = e.to_string();
+    assert!(matches!(e, GradcheckError::Mismatch { .. }), "`{op}` must be rejected against central differences, got {msg}");
+    assert!(msg.contains(&format!("op `{op}@1`")), "{msg}");
+    assert!(msg.contains("disagrees with central differences"), "{msg}");
 }
 
 /// The two wrong-at-ties backwards pass every ordinary probe (those skip ties) and are

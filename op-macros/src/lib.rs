@@ -18,25 +18,49 @@ mod members;
 ///
 /// # Example
 ///
-/// ```ignore
-/// use op_runtime::{op, Real};
+/// ```
+/// use op_runtime::{op, BackendKind, CallOptions, Real, Scalar, Tensor};
 ///
-/// /// Median of each odd-sized sliding window.
+/// /// `x` scaled by `s`.
 /// #[op(
-///     name = "user/example/windowed_median", version = 1,
-///     signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
-///     category = selection, tolerance = exact,
-///     backward = vjp(windowed_median_vjp),
-///     subgradient = "cotangent routed to the selected element",
-///     kernel(wgsl = "kernels/windowed_median.wgsl",
-///            bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1),
+///     name = "user/doc/scale", version = 1,
+///     signature(x: f32[n], s: f32) -> f32[n],
+///     category = elementwise, tolerance = ulp(1), nan = propagate,
+///     backward = vjp(scale_vjp),
+///     cpu = scale_cpu,
+///     kernel(wgsl = "kernels/doc_scale.wgsl", bindings(x: read, out: read_write, uniform(n, s)), threads = n),
 ///     license = "MIT",
 /// )]
-/// pub fn windowed_median<T: Real>(x: &[T], w: u32) -> Vec<T> { /* gather, sort, middle */ }
+/// pub fn scale<T: Real>(x: &[T], s: T) -> Vec<T> {
+///     x.iter().map(|v| *v * s).collect()
+/// }
 ///
-/// // registered like any built-in:
-/// let handle = op_runtime::register(&windowed_median::DECL)?;
+/// /// The VJP: each cotangent times `s`.
+/// pub fn scale_vjp<T: Real>(_x: &[T], s: T, g: &[T]) -> Vec<T> {
+///     g.iter().map(|v| *v * s).collect()
+/// }
+///
+/// /// A fast CPU kernel with the reference's signature at `f32`.
+/// pub fn scale_cpu(x: &[f32], s: f32) -> Vec<f32> {
+///     x.iter().map(|v| v * s).collect()
+/// }
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // Registered like any built-in and called through the same dispatch, which picks by
+/// // priority (a hardware GPU's WGSL kernel, else the CPU kernel) or the backend you name.
+/// let handle = op_runtime::register(&scale::DECL)?;
+/// let x = Tensor::vector(vec![1.0f32, -2.0, 0.5]);
+/// let out = handle.call(&[&x], &[Scalar::F32(2.0)])?;
+/// assert_eq!(out.outputs[0].as_slice::<f32>(), Some(&[2.0f32, -4.0, 1.0][..]));
+/// let on_cpu = handle.call_with(&[&x], &[Scalar::F32(2.0)], CallOptions::on(BackendKind::Cpu))?;
+/// assert_eq!(on_cpu.provenance.backend, BackendKind::Cpu);
+/// println!("{}", op_runtime::gradcheck(&scale::DECL)?); // the VJP against central differences
+/// # Ok(())
+/// # }
 /// ```
+///
+/// The README declares a selection op (a windowed median) with a window parameter, a WGSL and a
+/// CUDA kernel.
 ///
 /// # Grammar (EBNF)
 ///
@@ -56,7 +80,8 @@ mod members;
 ///             | "output" "=" shape_class          (* default: static *)
 ///             | "kernel" "(" kernel_item { "," kernel_item } ")"   (* repeatable *)
 ///             | "license" "=" STRING              (* SPDX expression *)
-///             | "visibility" "=" ( "private" | "workspace" | "public" ) ;  (* default private *)
+///             | "visibility" "=" ( "private" | "workspace" | "public" )   (* default private *)
+///             | "generated_tests" "=" ( "true" | "false" ) ;   (* default true *)
 ///
 /// (* Grammar 1: shape signature *)
 /// arg         = IDENT ":" dtype [ "[" dims "]" ] [ "where" constraint { "," constraint } ] ;
@@ -155,6 +180,11 @@ mod members;
 ///   `composite(graph)` names a builder of type `op_runtime::__private::CompositeFn`.
 /// - **Identity**: blake3 over the canonical contract, the reference's tokens and every
 ///   kernel byte (CUDA `#include "..."` headers too); see `op_spec::canon`.
+/// - **Generated tests**: each declaration gets two `#[test]`s, conformance of every kernel on
+///   every available backend and gradcheck of the backward, and both demand success.
+///   `generated_tests = false` generates none: a deliberately broken fixture declares it, and
+///   its own test asserts the rejection with `op_runtime::testing::assert_conformance_rejected`,
+///   `assert_reference_rejected` or `assert_gradcheck_rejected`. It is not part of the contract.
 /// - The op must be declared at module level (the description lives in a sibling module of
 ///   the same name: `my_op::DECL`); on a method or in a function body it is an error.
 /// - **The reference's element types** may be written through a type alias (`&[Elem]`): the

@@ -27,7 +27,8 @@
 //! `docs/ARCHITECTURE.md`): [`core`] (tensors, plans, the op description, registry and
 //! dispatch, the typed backend seam), [`backends`] (reference, cpu, wgpu, cuda), [`train`] (the
 //! tape and optimisers), [`verify`] (conformance, gradcheck, sharing), and on top the
-//! [`builtins`] with the process-wide registry, and [`testing`] (the tests `#[op]` generates).
+//! [`builtins`] with the process-wide registry, and [`testing`] (the tests `#[op]` generates
+//! and the helpers that assert a deliberately broken fixture's rejection).
 
 extern crate self as op_runtime;
 

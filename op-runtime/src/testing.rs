@@ -1,16 +1,22 @@
 //! Test support, on the top floor: the tests `#[op]` generates for every declaration
-//! (conformance of every kernel, gradcheck of the backward) and the policy they read from the
-//! environment (which GPU backends a run requires). Library code paths below never read the
-//! environment for test policy.
+//! (conformance of every kernel, gradcheck of the backward), which always demand success, and
+//! the helpers a fixture's own tests call to assert a rejection ([`assert_conformance_rejected`],
+//! [`assert_reference_rejected`], [`assert_gradcheck_rejected`]; such fixtures declare
+//! `generated_tests = false`). Nothing here reads an op's name to decide what to expect.
+//!
+//! This is the one module that reads the environment for test policy: [`REQUIRE_GPU_ENV`] and
+//! [`REQUIRE_CUDA_ENV`] turn an unavailable GPU backend from a printed skip into a failure.
+//! Library code paths below never read either (the GPU engines' own unit tests read them
+//! through these constants).
 
 use crate::core::decl::OpDecl;
 use crate::core::kind::BackendKind;
 use crate::core::op::RegisteredOp;
 use crate::core::receipt::Receipt;
-use crate::core::registry::Registry;
+use crate::core::registry::{OpHandle, Registry};
 use crate::train::tape::{check_differentiable, TapeError};
-use crate::verify::conformance::{conform_all, is_kernel, ConformanceFailure};
-use crate::verify::gradcheck::GradcheckError;
+use crate::verify::conformance::{conform, conform_all, is_kernel, ConformanceFailure, Report};
+use crate::verify::gradcheck::{GradcheckError, GradcheckReport};
 
 /// Env variable that turns a missing wgpu adapter into a test failure (set by CI).
 pub const REQUIRE_GPU_ENV: &str = "OP_REQUIRE_GPU_ADAPTER";
@@ -24,83 +30,60 @@ struct Required {
     wgpu: bool,
     cuda: bool,
 }
-/// Namespace of deliberately broken ops: their generated test passes only if conformance
-/// rejects every kernel they declare (GPU or `cpu = path`) that runs here, while their
-/// reference still conforms; a broken op without any kernel is a broken reference, which must
-/// be rejected (a negative control: a check that cannot fail certifies nothing).
-pub const BROKEN_NAMESPACE: &str = "test/broken/";
+
+impl Required {
+    /// The policy of this run, from [`REQUIRE_GPU_ENV`] and [`REQUIRE_CUDA_ENV`].
+    fn from_env() -> Required {
+        Required { wgpu: std::env::var(REQUIRE_GPU_ENV).as_deref() == Ok("1"), cuda: std::env::var(REQUIRE_CUDA_ENV).as_deref() == Ok("1") }
+    }
+
+    /// The failure for `e` on `kind` when it is an unavailable backend this run requires.
+    fn refuses(self, kind: BackendKind, e: &ConformanceFailure) -> Option<String> {
+        match e {
+            ConformanceFailure::Unavailable { .. } if kind == BackendKind::Wgpu && self.wgpu => {
+                Some(format!("{REQUIRE_GPU_ENV}=1 but {e}"))
+            }
+            ConformanceFailure::Unavailable { .. } if kind == BackendKind::Cuda && self.cuda => {
+                Some(format!("{REQUIRE_CUDA_ENV}=1 but {e}"))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The op in a private registry: a declaration's own conformance must not depend on what else
+/// the process registered (a test may register other content under the same name on purpose).
+fn register_privately(decl: &'static OpDecl, what: &str) -> OpHandle {
+    match Registry::new().register(decl) {
+        Ok(h) => h,
+        Err(e) => panic!("{what} of `{}`: the op does not register: {e}", decl.rust_name),
+    }
+}
 
 /// The test `#[op]` generates for every declaration: conformance of each kernel on each
-/// available backend. Fails (panics, as a test does) with the reports when a kernel does not
-/// conform; skips unavailable GPU backends with a printed reason, except that with
-/// `OP_REQUIRE_GPU_ADAPTER=1` a missing wgpu adapter fails. Ops under `test/broken/` are
-/// negative controls: each of their kernels (GPU or `cpu = path`) that runs here must be
-/// rejected, and their reference must conform; one without any kernel must have its
-/// reference rejected.
+/// available backend, and of the reference. Fails (panics, as a test does) with the reports
+/// when anything does not conform; skips unavailable GPU backends with a printed reason, except
+/// that with `OP_REQUIRE_GPU_ADAPTER=1` a missing wgpu adapter fails, and with
+/// `OP_REQUIRE_CUDA=1` an unavailable CUDA backend fails for ops with a CUDA kernel.
 pub fn conformance_test(decl: &'static OpDecl) {
-    // A private registry: the declaration's own conformance must not depend on what else the
-    // process registered (a test may register other content under the same name on purpose).
-    let handle = match Registry::new().register(decl) {
-        Ok(h) => h,
-        Err(e) => panic!("conformance of `{}`: the op does not register: {e}", decl.rust_name),
-    };
-    let id = handle.id();
-    let required = Required {
-        wgpu: std::env::var(REQUIRE_GPU_ENV).as_deref() == Ok("1"),
-        cuda: std::env::var(REQUIRE_CUDA_ENV).as_deref() == Ok("1"),
-    };
-    let broken = handle.op().contract.name.starts_with(BROKEN_NAMESPACE);
-    if let Err(failures) = verdict(&id, broken, required, conform_all(&handle)) {
+    let handle = register_privately(decl, "conformance");
+    if let Err(failures) = verdict(&handle.id(), Required::from_env(), conform_all(&handle)) {
         panic!("{failures}");
     }
 }
 
 /// The generated test's decision over every backend's result: `Err` with the failures joined.
-/// Prints conformed backends, skips (with the reason) and expected rejections.
-fn verdict(
-    id: &str,
-    broken: bool,
-    required: Required,
-    results: Vec<(BackendKind, Result<Receipt, ConformanceFailure>)>,
-) -> Result<(), String> {
-    // A broken fixture without any kernel (GPU or `cpu = path`) is a broken reference:
-    // conformance must reject it (a reference that breaks its own contract), and nothing else
-    // is excused. With a kernel, every kernel that runs here must be rejected (any non-skip
-    // error on a kernel backend is the expected rejection) and the reference must conform.
-    let kernel_declared = results.iter().any(|(k, r)| is_kernel(*k) && !matches!(r, Err(ConformanceFailure::Unsupported { .. })));
-    if broken && !kernel_declared {
-        let mut rejected = false;
-        for (kind, result) in &results {
-            match result {
-                Err(e) if e.is_skip() => println!("conformance: skipping {kind} for `{id}`: {e}"),
-                Err(e) => {
-                    println!("conformance: `{id}` on {kind} rejected, as declared:\n{e}");
-                    rejected = true;
-                }
-                Ok(_) => {}
-            }
-        }
-        return if rejected {
-            Ok(())
-        } else {
-            Err(format!("op `{id}` is declared broken (`{BROKEN_NAMESPACE}`) but conformance rejected nothing"))
-        };
-    }
+/// Prints conformed backends and skips (with the reason).
+fn verdict(id: &str, required: Required, results: Vec<(BackendKind, Result<Receipt, ConformanceFailure>)>) -> Result<(), String> {
     let mut failures: Vec<String> = Vec::new();
     for (kind, result) in results {
         match result {
-            Ok(r) if broken && is_kernel(kind) => failures
-                .push(format!("op `{id}` is declared broken (`{BROKEN_NAMESPACE}`) but its {kind} kernel conformed ({} cases)", r.cases)),
             Ok(r) => println!("conformance: `{id}` on {kind}: {} cases conform ({})", r.cases, r.device),
-            Err(e @ ConformanceFailure::Unavailable { .. }) if kind == BackendKind::Wgpu && required.wgpu => {
-                failures.push(format!("{REQUIRE_GPU_ENV}=1 but {e}"))
-            }
-            Err(e @ ConformanceFailure::Unavailable { .. }) if kind == BackendKind::Cuda && required.cuda => {
-                failures.push(format!("{REQUIRE_CUDA_ENV}=1 but {e}"))
-            }
-            Err(e) if e.is_skip() => println!("conformance: skipping {kind} for `{id}`: {e}"),
-            Err(e) if broken && is_kernel(kind) => println!("conformance: `{id}` on {kind} rejected, as declared:\n{e}"),
-            Err(e) => failures.push(e.to_string()),
+            Err(e) => match required.refuses(kind, &e) {
+                Some(f) => failures.push(f),
+                None if e.is_skip() => println!("conformance: skipping {kind} for `{id}`: {e}"),
+                None => failures.push(e.to_string()),
+            },
         }
     }
     if failures.is_empty() {
@@ -110,13 +93,98 @@ fn verdict(
     }
 }
 
-/// Ops named under this prefix are fixtures with a deliberately wrong backward (tests of
-/// gradcheck itself): their generated test requires gradcheck to reject them.
-pub const BAD_FIXTURE_PREFIX: &str = "test/bad/";
+/// Asserts that conformance rejects every kernel of a deliberately broken op (GPU or
+/// `cpu = path`) that runs here, and that its reference conforms (so the rejection is the
+/// kernel's): a negative control, for a fixture declared with `generated_tests = false`.
+/// Returns the rejection reports, one per backend that ran a kernel (empty where none runs
+/// here). Unavailable GPU backends skip with a printed reason, except where the run requires
+/// them (`OP_REQUIRE_GPU_ADAPTER=1`, `OP_REQUIRE_CUDA=1`). Panics, as a test does, when a
+/// kernel conforms, fails otherwise than by a rejection, when the reference does not conform,
+/// or when the op declares no kernel (assert a broken reference with
+/// [`assert_reference_rejected`]).
+pub fn assert_conformance_rejected(decl: &'static OpDecl) -> Vec<Report> {
+    let handle = register_privately(decl, "conformance");
+    let contract = &handle.op().contract;
+    let declares_kernel = contract.cpu.is_some() || !contract.kernels.is_empty();
+    match kernels_rejected(&handle.id(), declares_kernel, Required::from_env(), conform_all(&handle)) {
+        Ok(reports) => reports,
+        Err(failures) => panic!("{failures}"),
+    }
+}
 
-/// The gradcheck test `#[op]` generates for every declaration. Differentiable ops must pass gradcheck
-/// (negative control included); `backward = none` ops pass after checking that asking for
-/// gradients is the typed error naming them; `test/bad/...` fixtures must be rejected.
+/// [`assert_conformance_rejected`]'s decision over every backend's result.
+fn kernels_rejected(
+    id: &str,
+    declares_kernel: bool,
+    required: Required,
+    results: Vec<(BackendKind, Result<Receipt, ConformanceFailure>)>,
+) -> Result<Vec<Report>, String> {
+    if !declares_kernel {
+        return Err(format!(
+            "op `{id}` declares no kernel (GPU or `cpu = path`), so no kernel can be rejected; assert a broken reference with `assert_reference_rejected`"
+        ));
+    }
+    let mut failures: Vec<String> = Vec::new();
+    let mut reports = Vec::new();
+    for (kind, result) in results {
+        match result {
+            Ok(r) if !is_kernel(kind) => println!("conformance: `{id}` on {kind}: {} cases conform ({})", r.cases, r.device),
+            Err(e) if !is_kernel(kind) => {
+                failures.push(format!("op `{id}`: the reference must conform for a kernel's rejection to mean anything, but: {e}"))
+            }
+            Ok(r) => failures.push(format!("op `{id}` must be rejected, but its {kind} kernel conformed ({} cases)", r.cases)),
+            Err(ConformanceFailure::Rejected(report)) => {
+                println!("conformance: `{id}` on {kind} rejected, as asserted:\n{report}");
+                reports.push(*report);
+            }
+            Err(e) => match required.refuses(kind, &e) {
+                Some(f) => failures.push(f),
+                None if e.is_skip() => println!("conformance: skipping {kind} for `{id}`: {e}"),
+                None => {
+                    failures.push(format!("op `{id}` on {kind}: expected the kernel's rejection (a mismatch with the reference), got: {e}"))
+                }
+            },
+        }
+    }
+    if !failures.is_empty() {
+        return Err(failures.join("\n\n"));
+    }
+    if reports.is_empty() {
+        println!("conformance: no kernel of `{id}` runs here; nothing was rejected (every kernel backend skipped)");
+    }
+    Ok(reports)
+}
+
+/// Asserts that conformance rejects the reference of a deliberately broken op (a reference that
+/// breaks its own contract: a declared NaN policy, an output bound, outputs that disagree):
+/// a negative control, for a fixture declared with `generated_tests = false`. Returns the
+/// failure. Panics, as a test does, when the reference conforms, or when conformance found no
+/// case to judge it on (a check that did not run rejected nothing).
+pub fn assert_reference_rejected(decl: &'static OpDecl) -> ConformanceFailure {
+    let handle = register_privately(decl, "conformance");
+    match reference_rejected(&handle.id(), conform(&handle, BackendKind::Reference)) {
+        Ok(failure) => failure,
+        Err(message) => panic!("{message}"),
+    }
+}
+
+/// [`assert_reference_rejected`]'s decision over the reference's result.
+fn reference_rejected(id: &str, result: Result<Receipt, ConformanceFailure>) -> Result<ConformanceFailure, String> {
+    match result {
+        Ok(r) => Err(format!("op `{id}` must have its reference rejected, but the reference conformed ({} cases)", r.cases)),
+        Err(e @ (ConformanceFailure::NoCases { .. } | ConformanceFailure::Unavailable { .. } | ConformanceFailure::Unsupported { .. })) => {
+            Err(format!("op `{id}` must have its reference rejected, but conformance judged nothing: {e}"))
+        }
+        Err(e) => {
+            println!("conformance: the reference of `{id}` rejected, as asserted:\n{e}");
+            Ok(e)
+        }
+    }
+}
+
+/// The gradcheck test `#[op]` generates for every declaration. A differentiable op must pass
+/// gradcheck (negative control included); a `backward = none` op passes after checking that
+/// asking for gradients is the typed error naming it.
 pub fn gradcheck_test(decl: &'static OpDecl) {
     let op = match RegisteredOp::load(decl) {
         Ok(op) => op,
@@ -133,115 +201,198 @@ pub fn gradcheck_test(decl: &'static OpDecl) {
         }
         return;
     }
-    let result = crate::builtins::gradcheck(decl);
-    if op.contract.name.starts_with(BAD_FIXTURE_PREFIX) {
-        match result {
-            Err(e) if e.is_check_failure() => println!("{} not certified, as it must not be: {e}", op.id),
-            Ok(r) => panic!("`{}` has a deliberately wrong backward but passed gradcheck:\n{r}", op.id),
-            Err(e) => panic!("`{}` has a deliberately wrong backward; gradcheck must reject it, but failed otherwise: {e}", op.id),
-        }
-        return;
-    }
-    match result {
+    match crate::builtins::gradcheck(decl) {
         Ok(r) => println!("{r}"),
         Err(e) => panic!("{e}"),
+    }
+}
+
+/// Asserts that gradcheck runs on a deliberately wrong backward and does not certify it
+/// (rejected, inconclusive, or unable to fail: [`GradcheckError::is_check_failure`]): a
+/// negative control, for a fixture declared with `generated_tests = false`. Returns the error
+/// so the test can assert which one. Panics, as a test does, when gradcheck passes or cannot
+/// run (e.g. `backward = none`, no float input).
+pub fn assert_gradcheck_rejected(decl: &'static OpDecl) -> GradcheckError {
+    match gradcheck_rejected(decl.rust_name, crate::builtins::gradcheck(decl)) {
+        Ok(e) => e,
+        Err(message) => panic!("{message}"),
+    }
+}
+
+/// [`assert_gradcheck_rejected`]'s decision over gradcheck's result.
+fn gradcheck_rejected(name: &str, result: Result<GradcheckReport, GradcheckError>) -> Result<GradcheckError, String> {
+    match result {
+        Err(e) if e.is_check_failure() => {
+            println!("gradcheck: `{name}` not certified, as asserted: {e}");
+            Ok(e)
+        }
+        Ok(r) => Err(format!("`{}` must not pass gradcheck, but passed:\n{r}", r.op)),
+        Err(e) => Err(format!("`{name}` must be rejected by gradcheck, but gradcheck did not run to a verdict: {e}")),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::conformance::conform;
+    use crate::{op, Real};
+    use std::panic::catch_unwind;
 
-    fn handle(name: &str) -> crate::core::registry::OpHandle {
-        Registry::with_builtins().lookup(name).expect("built-in")
+    /// `sum` with a fast kernel that drops the last element: a kernel conformance must reject.
+    #[op(name = "test/testing/sum_drops_last", version = 1, signature(x: f32[n]) -> f32[],
+         category = reduction, tolerance = accum(2), backward = none, cpu = sum_dropping_last, generated_tests = false)]
+    pub fn sum_drops_last<T: Real>(x: &[T]) -> Vec<T> {
+        crate::builtins::sum(x)
+    }
+    /// Wrong on purpose: the last element is left out.
+    pub fn sum_dropping_last(x: &[f32]) -> Vec<f32> {
+        crate::builtins::sum(&x[..x.len().saturating_sub(1)])
+    }
+
+    /// `sum` with a correct fast kernel (the reference's own order).
+    #[op(name = "test/testing/sum_fast", version = 1, signature(x: f32[n]) -> f32[],
+         category = reduction, tolerance = accum(2), backward = none, cpu = sum_fast_kernel, generated_tests = false)]
+    pub fn sum_fast<T: Real>(x: &[T]) -> Vec<T> {
+        crate::builtins::sum(x)
+    }
+    /// Correct.
+    pub fn sum_fast_kernel(x: &[f32]) -> Vec<f32> {
+        crate::builtins::sum(x)
+    }
+
+    /// A relu whose reference drops NaN while the op declares `nan = propagate`: a reference
+    /// conformance must reject (there is no kernel).
+    #[op(name = "test/testing/relu_nan_dropped", version = 1, signature(x: f32[n]) -> f32[n],
+         category = selection, tolerance = exact, nan = propagate, backward = none, generated_tests = false)]
+    pub fn relu_nan_dropped<T: Real>(x: &[T]) -> Vec<T> {
+        x.iter().map(|v| if *v > T::zero() { *v } else { T::zero() }).collect()
+    }
+
+    /// `3 x` whose VJP is `2 g`: a backward gradcheck must reject.
+    #[op(name = "test/testing/triple_vjp_doubled", version = 1, signature(x: f32[n]) -> f32[n],
+         category = elementwise, tolerance = ulp(1), backward = vjp(doubled_vjp), generated_tests = false)]
+    pub fn triple<T: Real>(x: &[T]) -> Vec<T> {
+        x.iter().map(|v| *v * T::from_f64(3.0)).collect()
+    }
+    /// Wrong on purpose: `2 g` instead of `3 g`.
+    pub fn doubled_vjp<T: Real>(_x: &[T], g: &[T]) -> Vec<T> {
+        g.iter().map(|g| *g * T::from_f64(2.0)).collect()
+    }
+
+    fn receipt() -> Receipt {
+        let h = Registry::with_builtins().lookup("builtin/add").expect("built-in");
+        conform(&h, BackendKind::Reference).expect("conforms")
+    }
+
+    /// A real rejection report: the CPU kernel of `sum_drops_last`.
+    fn report() -> Report {
+        let h = Registry::new().register(&sum_drops_last::DECL).expect("registers");
+        match conform(&h, BackendKind::Cpu) {
+            Err(ConformanceFailure::Rejected(r)) => *r,
+            other => panic!("expected a rejection, got {other:?}"),
+        }
+    }
+
+    fn rejected() -> ConformanceFailure {
+        ConformanceFailure::Rejected(Box::new(report()))
+    }
+    fn unavailable(backend: BackendKind) -> ConformanceFailure {
+        ConformanceFailure::Unavailable { op: "x".into(), backend, reason: "no device".into() }
+    }
+    fn unsupported(backend: BackendKind) -> ConformanceFailure {
+        ConformanceFailure::Unsupported { op: "x".into(), backend, reason: "no kernel for it".into() }
+    }
+    fn reference_failed() -> ConformanceFailure {
+        ConformanceFailure::Reference { op: "x".into(), case: "case".into(), message: "broken".into() }
+    }
+    fn no_cases() -> ConformanceFailure {
+        ConformanceFailure::NoCases { op: "x".into() }
+    }
+
+    const NONE: Required = Required { wgpu: false, cuda: false };
+    const WGPU: Required = Required { wgpu: true, cuda: false };
+    const CUDA: Required = Required { wgpu: false, cuda: true };
+
+    #[test]
+    fn a_generated_conformance_test_demands_success() {
+        use BackendKind::{Cpu, Cuda, Reference, Wgpu};
+        // Conformed backends and skips pass.
+        assert!(verdict("x", NONE, vec![(Wgpu, Err(unavailable(Wgpu))), (Cpu, Err(unsupported(Cpu))), (Reference, Ok(receipt()))]).is_ok());
+        // A skip the run requires fails.
+        let e = verdict("x", WGPU, vec![(Wgpu, Err(unavailable(Wgpu))), (Reference, Ok(receipt()))]).unwrap_err();
+        assert!(e.contains(REQUIRE_GPU_ENV), "{e}");
+        assert!(verdict("x", NONE, vec![(Cuda, Err(unavailable(Cuda)))]).is_ok());
+        let e = verdict("x", CUDA, vec![(Cuda, Err(unavailable(Cuda)))]).unwrap_err();
+        assert!(e.contains(REQUIRE_CUDA_ENV), "{e}");
+        // Any rejection fails: of a kernel, of the reference, or no case to judge on.
+        assert!(verdict("x", NONE, vec![(Cpu, Err(rejected())), (Reference, Ok(receipt()))]).is_err());
+        assert!(verdict("x", NONE, vec![(Wgpu, Err(unsupported(Wgpu))), (Reference, Err(reference_failed()))]).is_err());
+        assert!(verdict("x", NONE, vec![(Reference, Err(no_cases()))]).is_err());
     }
 
     #[test]
-    fn generated_test_verdicts() {
-        let h = handle("builtin/add");
-        let receipt = conform(&h, BackendKind::Reference).expect("conforms");
-        let unavailable = || ConformanceFailure::Unavailable { op: "x".into(), backend: BackendKind::Wgpu, reason: "no adapter".into() };
-        let rejected = || ConformanceFailure::NoCases { op: "x".into() };
-        // Skips pass, except a missing wgpu adapter when it is required.
-        assert!(verdict(
-            "x",
-            false,
-            Required::default(),
-            vec![(BackendKind::Wgpu, Err(unavailable())), (BackendKind::Reference, Ok(receipt.clone()))]
-        )
-        .is_ok());
-        let e = verdict("x", false, Required { wgpu: true, cuda: false }, vec![(BackendKind::Wgpu, Err(unavailable()))]).unwrap_err();
-        assert!(e.contains(REQUIRE_GPU_ENV), "{e}");
-        // A failure fails the test; for a declared-broken op a GPU rejection passes and a GPU
-        // pass fails.
-        assert!(verdict("x", false, Required::default(), vec![(BackendKind::Wgpu, Err(rejected()))]).is_err());
-        assert!(verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Err(rejected()))]).is_ok());
-        assert!(verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Ok(receipt.clone()))]).is_err());
-        let gpu_unsupported =
-            || ConformanceFailure::Unsupported { op: "x".into(), backend: BackendKind::Wgpu, reason: "no WGSL kernel".into() };
-        assert!(
-            verdict("x", true, Required::default(), vec![(BackendKind::Wgpu, Err(rejected())), (BackendKind::Reference, Err(rejected()))])
-                .is_err(),
-            "with GPU kernels, the reference path is never excused"
-        );
-        // Without GPU kernels, a broken fixture's reference must be rejected, and is.
-        assert!(verdict(
-            "x",
-            true,
-            Required::default(),
-            vec![(BackendKind::Wgpu, Err(gpu_unsupported())), (BackendKind::Reference, Err(rejected()))]
-        )
-        .is_ok());
-        assert!(verdict(
-            "x",
-            true,
-            Required::default(),
-            vec![(BackendKind::Wgpu, Err(gpu_unsupported())), (BackendKind::Reference, Ok(receipt.clone()))]
-        )
-        .is_err());
-        // A broken op with only a `cpu = path` kernel: the CPU rejection is the expected one,
-        // and the reference must still conform.
-        let cpu_rejected = || (BackendKind::Cpu, Err(ConformanceFailure::NoCases { op: "x".into() }));
-        let cpu_conformed = (BackendKind::Cpu, Ok(receipt.clone()));
-        assert!(verdict(
-            "x",
-            true,
-            Required::default(),
-            vec![(BackendKind::Wgpu, Err(gpu_unsupported())), cpu_rejected(), (BackendKind::Reference, Ok(receipt.clone()))]
-        )
-        .is_ok());
-        let e = verdict(
-            "x",
-            true,
-            Required::default(),
-            vec![(BackendKind::Wgpu, Err(gpu_unsupported())), cpu_conformed.clone(), (BackendKind::Reference, Ok(receipt.clone()))],
-        )
-        .unwrap_err();
-        assert!(e.contains("cpu kernel conformed") || e.contains("kernel conformed"), "{e}");
-        assert!(
-            verdict(
-                "x",
-                true,
-                Required::default(),
-                vec![(BackendKind::Wgpu, Err(gpu_unsupported())), cpu_rejected(), (BackendKind::Reference, Err(rejected()))]
-            )
-            .is_err(),
-            "with a CPU kernel, the reference path is never excused"
-        );
-        // A broken GPU kernel with a correct CPU kernel is not a negative control.
-        assert!(verdict(
-            "x",
-            true,
-            Required::default(),
-            vec![(BackendKind::Wgpu, Err(rejected())), cpu_conformed, (BackendKind::Reference, Ok(receipt.clone()))]
-        )
-        .is_err());
-        // With CUDA required, an unavailable CUDA backend fails; without, it is a printed skip.
-        let cuda_unavailable =
-            || ConformanceFailure::Unavailable { op: "x".into(), backend: BackendKind::Cuda, reason: "no libcuda".into() };
-        assert!(verdict("x", false, Required::default(), vec![(BackendKind::Cuda, Err(cuda_unavailable()))]).is_ok());
-        let e = verdict("x", false, Required { wgpu: false, cuda: true }, vec![(BackendKind::Cuda, Err(cuda_unavailable()))]).unwrap_err();
-        assert!(e.contains(REQUIRE_CUDA_ENV), "{e}");
+    fn asserting_a_kernel_rejection_requires_every_kernel_that_runs_rejected_and_the_reference_conforming() {
+        use BackendKind::{Cpu, Cuda, Reference, Wgpu};
+        let reports =
+            kernels_rejected("x", true, NONE, vec![(Wgpu, Err(unsupported(Wgpu))), (Cpu, Err(rejected())), (Reference, Ok(receipt()))])
+                .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(reports.iter().map(|r| r.backend).collect::<Vec<_>>(), [Cpu]);
+        // A kernel that conforms fails the assertion, also next to a rejected one.
+        let e = kernels_rejected("x", true, NONE, vec![(Cpu, Ok(receipt())), (Reference, Ok(receipt()))]).unwrap_err();
+        assert!(e.contains("cpu kernel conformed"), "{e}");
+        assert!(kernels_rejected("x", true, NONE, vec![(Wgpu, Err(rejected())), (Cpu, Ok(receipt())), (Reference, Ok(receipt()))]).is_err());
+        // The reference is never excused: the rejection must be the kernel's.
+        let e = kernels_rejected("x", true, NONE, vec![(Cpu, Err(rejected())), (Reference, Err(reference_failed()))]).unwrap_err();
+        assert!(e.contains("the reference must conform"), "{e}");
+        // A kernel failing otherwise than by a mismatch is not the asserted rejection.
+        let e = kernels_rejected("x", true, NONE, vec![(Cpu, Err(no_cases())), (Reference, Ok(receipt()))]).unwrap_err();
+        assert!(e.contains("expected the kernel's rejection"), "{e}");
+        // An op without a kernel has nothing to reject.
+        let e = kernels_rejected("x", false, NONE, vec![(Reference, Ok(receipt()))]).unwrap_err();
+        assert!(e.contains("assert_reference_rejected"), "{e}");
+        // Unavailable GPU backends skip (nothing rejected here), unless the run requires them.
+        let gpu_only = || vec![(Cuda, Err(unavailable(Cuda))), (Wgpu, Err(unavailable(Wgpu))), (Reference, Ok(receipt()))];
+        assert!(kernels_rejected("x", true, NONE, gpu_only()).unwrap_or_else(|e| panic!("{e}")).is_empty());
+        assert!(kernels_rejected("x", true, WGPU, gpu_only()).unwrap_err().contains(REQUIRE_GPU_ENV));
+        assert!(kernels_rejected("x", true, CUDA, gpu_only()).unwrap_err().contains(REQUIRE_CUDA_ENV));
+    }
+
+    #[test]
+    fn asserting_a_reference_rejection_requires_a_verdict_against_the_reference() {
+        assert!(matches!(reference_rejected("x", Err(reference_failed())), Ok(ConformanceFailure::Reference { .. })));
+        assert!(reference_rejected("x", Ok(receipt())).unwrap_err().contains("the reference conformed"));
+        assert!(reference_rejected("x", Err(no_cases())).unwrap_err().contains("judged nothing"));
+    }
+
+    #[test]
+    fn asserting_a_gradcheck_rejection_requires_a_check_that_ran_and_did_not_certify() {
+        let inconsistent = GradcheckError::Inconsistent { op: "x".into(), at: "a".into(), jvp: 1.0, vjp: 2.0, allowed: 0.1 };
+        assert_eq!(gradcheck_rejected("x", Err(inconsistent.clone())), Ok(inconsistent));
+        let vacuous = GradcheckError::NegativeControlAccepted { op: "x".into(), corruption: "scaled".into() };
+        assert_eq!(gradcheck_rejected("x", Err(vacuous.clone())), Ok(vacuous));
+        let passed = crate::builtins::gradcheck(&crate::builtins::mul::DECL).unwrap_or_else(|e| panic!("{e}"));
+        assert!(gradcheck_rejected("x", Ok(passed)).unwrap_err().contains("must not pass gradcheck"));
+        let e = gradcheck_rejected("x", Err(GradcheckError::NotDifferentiable { op: "x".into() })).unwrap_err();
+        assert!(e.contains("did not run to a verdict"), "{e}");
+    }
+
+    /// The helpers on real fixtures: each asserts its rejection and fails on a correct op; the
+    /// generated tests fail on the broken ones.
+    #[test]
+    fn the_helpers_and_the_generated_tests_on_real_fixtures() {
+        let reports = assert_conformance_rejected(&sum_drops_last::DECL);
+        assert_eq!(reports.iter().map(|r| r.backend).collect::<Vec<_>>(), [BackendKind::Cpu]);
+        assert!(catch_unwind(|| assert_conformance_rejected(&sum_fast::DECL)).is_err(), "a conforming kernel is not rejected");
+        conformance_test(&sum_fast::DECL);
+        assert!(catch_unwind(|| conformance_test(&sum_drops_last::DECL)).is_err(), "the generated test demands success");
+
+        assert!(matches!(assert_reference_rejected(&relu_nan_dropped::DECL), ConformanceFailure::Reference { .. }));
+        assert!(catch_unwind(|| assert_reference_rejected(&sum_fast::DECL)).is_err(), "a conforming reference is not rejected");
+        assert!(catch_unwind(|| conformance_test(&relu_nan_dropped::DECL)).is_err(), "the generated test demands success");
+
+        assert!(assert_gradcheck_rejected(&triple::DECL).is_rejection());
+        assert!(catch_unwind(|| assert_gradcheck_rejected(&crate::builtins::mul::DECL)).is_err(), "a correct backward is not rejected");
+        gradcheck_test(&crate::builtins::mul::DECL);
+        assert!(catch_unwind(|| gradcheck_test(&triple::DECL)).is_err(), "the generated test demands success");
+        assert!(catch_unwind(|| assert_gradcheck_rejected(&sum_fast::DECL)).is_err(), "`backward = none` runs no check");
     }
 }

@@ -1379,7 +1379,7 @@ mod tests {
     // ---- with a GPU (skipped unless CUDA is present; OP_REQUIRE_CUDA=1 makes them fail) ------
 
     fn require_cuda() -> bool {
-        std::env::var("OP_REQUIRE_CUDA").map(|v| v == "1").unwrap_or(false)
+        std::env::var(crate::testing::REQUIRE_CUDA_ENV).map(|v| v == "1").unwrap_or(false)
     }
 
     /// A fresh engine on device 0 with its own cache directory, or `None` (test skipped).

@@ -798,8 +798,9 @@ mod tests {
         match WgpuEngine::shared() {
             Ok(e) => Some(e),
             Err(e) => {
-                if std::env::var("OP_REQUIRE_GPU_ADAPTER").as_deref() == Ok("1") {
-                    panic!("OP_REQUIRE_GPU_ADAPTER=1 but no wgpu engine: {e}");
+                use crate::testing::REQUIRE_GPU_ENV;
+                if std::env::var(REQUIRE_GPU_ENV).as_deref() == Ok("1") {
+                    panic!("{REQUIRE_GPU_ENV}=1 but no wgpu engine: {e}");
                 }
                 eprintln!("skipping wgpu test: {e}");
                 None

@@ -7,10 +7,30 @@
 //! the smallest case of each, shrunk while keeping its class. Owns the procedure; it must not change dispatch, and
 //! nothing here is ever required to *use* an op.
 //!
-//! ```ignore
-//! let h = op_runtime::register(&my_op::DECL)?;
-//! let receipt = op_runtime::conformance::conform(&h, BackendKind::Wgpu)?;
-//! receipt.verify(&h.op(), &device_profile)?;
+//! ```
+//! use op_runtime::verify::conformance::{conform, ConformanceFailure};
+//! use op_runtime::{op, BackendKind, Real};
+//!
+//! /// `x + x`, with a fast CPU kernel.
+//! #[op(name = "user/doc/double", version = 1, signature(x: f32[n]) -> f32[n],
+//!      category = elementwise, tolerance = ulp(0), backward = none, cpu = double_cpu)]
+//! pub fn double<T: Real>(x: &[T]) -> Vec<T> {
+//!     x.iter().map(|v| *v + *v).collect()
+//! }
+//! pub fn double_cpu(x: &[f32]) -> Vec<f32> {
+//!     x.iter().map(|v| v + v).collect()
+//! }
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let h = op_runtime::register(&double::DECL)?;
+//! let receipt = conform(&h, BackendKind::Cpu)?;
+//! let cpu = op_runtime::registry().backend(BackendKind::Cpu).ok_or("the CPU backend is compiled in")?;
+//! let profile = cpu.profile()?;
+//! receipt.verify(&h.op(), &profile)?;
+//! // A backend the op has no kernel for is a skip, not a verdict.
+//! assert!(matches!(conform(&h, BackendKind::Wgpu), Err(ConformanceFailure::Unsupported { .. })));
+//! # Ok(())
+//! # }
 //! ```
 
 pub mod cases;

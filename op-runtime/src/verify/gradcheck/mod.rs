@@ -28,9 +28,26 @@
 //!   sign-flipped and routed to the neighbouring element; each must be rejected, else the check
 //!   "could not fail" and gradcheck fails.
 //!
-//! ```ignore
-//! let report = op_runtime::gradcheck::gradcheck(&my_op::DECL)?;
+//! ```
+//! use op_runtime::{op, Real};
+//!
+//! /// `x^3`.
+//! #[op(name = "user/doc/cube", version = 1, signature(x: f32[n]) -> f32[n],
+//!      category = elementwise, tolerance = ulp(2), backward = vjp(cube_vjp))]
+//! pub fn cube<T: Real>(x: &[T]) -> Vec<T> {
+//!     x.iter().map(|v| *v * *v * *v).collect()
+//! }
+//! /// The VJP: `3 x^2 g`.
+//! pub fn cube_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
+//!     x.iter().zip(g).map(|(x, g)| T::from_f64(3.0) * *x * *x * *g).collect()
+//! }
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let report = op_runtime::gradcheck(&cube::DECL)?;
+//! assert!(report.negative_control_rejected());
 //! println!("{report}");
+//! # Ok(())
+//! # }
 //! ```
 
 mod case;
