@@ -2,15 +2,16 @@
 //! the backend (a thread pool per backend: all cores by default, or
 //! [`CpuBackend::with_threads`]) and the toolkit `cpu` kernels are written with: [`par`] (work
 //! split into chunks that do not depend on the thread count), [`simd`] (portable vectors, the
-//! instruction set chosen at run time) and [`math`] (vector `exp`/`ln`/`tanh`).
-//! Must not fall back silently: an op without a `cpu` kernel is
+//! instruction set chosen at run time), [`math`] (vector `exp`/`ln`/`tanh`), and the built-ins'
+//! kernels (`kernels`). Must not fall back silently: an op without a `cpu` kernel is
 //! `Unsupported` here (the reference runs it only when chosen).
 //!
 //! A kernel starts on the calling thread; the chunks of a [`par::for_each_chunk`] call large
 //! enough to split run on this backend's pool, so a small call never hands anything to another
 //! thread, and the thread count never changes a result. A user's kernel written with `par` and
-//! `simd` runs like a built-in kernel.
+//! `simd` is as fast as a built-in's (`examples/windowed_median/median_cpu.rs`).
 
+pub(crate) mod kernels;
 pub mod math;
 pub mod par;
 pub mod simd;

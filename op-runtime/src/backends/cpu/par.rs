@@ -48,7 +48,7 @@ thread_local! {
 /// Runs `f` (a kernel, on the calling thread) with `pool` as the pool its
 /// [`for_each_chunk`] calls split over. Nothing is handed to the pool unless a chunked call
 /// is large enough to split, so a small call costs no thread hand-off.
-pub(super) fn run_in<R>(pool: &Arc<ThreadPool>, f: impl FnOnce() -> R) -> R {
+pub(crate) fn run_in<R>(pool: &Arc<ThreadPool>, f: impl FnOnce() -> R) -> R {
     struct Restore(Option<Arc<ThreadPool>>);
     impl Drop for Restore {
         fn drop(&mut self) {
@@ -171,9 +171,9 @@ mod tests {
         let seen = Mutex::new(Vec::new());
         let record = |_: usize, _: &mut [f32]| seen.lock().unwrap_or_else(|p| p.into_inner()).push(std::thread::current().id());
         let mut small = [0f32; 16];
-        run_in(&pool(2), || for_each_chunk(&mut small, 16, &record));
+        run_in(&pool(2), || for_each_chunk(&mut small, 16, record));
         let mut big = vec![0f32; 64];
-        run_in(&pool(1), || for_each_chunk(&mut big, 4, &record));
+        run_in(&pool(1), || for_each_chunk(&mut big, 4, record));
         let seen = seen.into_inner().unwrap_or_else(|p| p.into_inner());
         assert_eq!(seen.len(), 1 + 16);
         assert!(seen.iter().all(|t| *t == me));
