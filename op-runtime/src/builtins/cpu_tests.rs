@@ -17,6 +17,7 @@ use crate::core::registry::{OpHandle, Registry};
 use crate::core::tensor::Tensor;
 use crate::verify::conformance::{self, cases, Case, Pattern};
 use op_contract::sample::Rng;
+use std::mem::MaybeUninit;
 use std::sync::{Arc, OnceLock};
 
 /// Runs `f` as dispatch runs a kernel: on this thread, forced onto `isa`, with a backend pool
@@ -26,6 +27,12 @@ fn on<R>(isa: Isa, threads: usize, f: impl FnOnce() -> R) -> R {
     let pools =
         POOLS.get_or_init(|| (1..=3).map(|t| Arc::new(rayon::ThreadPoolBuilder::new().num_threads(t).build().expect("a pool"))).collect());
     with_isa_override(isa, || run_in(&pools[threads - 1], f)).expect("an instruction set this CPU has")
+}
+
+/// `out` as the elementwise kernels take it. Sound: they store only initialised floats.
+fn uninit(out: &mut [f32]) -> &mut [MaybeUninit<f32>] {
+    // SAFETY: same layout; nothing uninitialised is ever written through the result.
+    unsafe { &mut *(out as *mut [f32] as *mut [MaybeUninit<f32>]) }
 }
 
 /// Every (instruction set, threads) pair the exact and reduction tests cover.
@@ -66,9 +73,9 @@ fn same(got: &[f32], want: &[f32], nan_any: bool) -> Result<(), String> {
     }
 }
 
-type Bin = fn(&[f32], &[f32], &mut [f32]);
+type Bin = fn(&[f32], &[f32], &mut [MaybeUninit<f32>]);
 type BinRef = fn(&[f32], &[f32]) -> Vec<f32>;
-type Un = fn(&[f32], &mut [f32]);
+type Un = fn(&[f32], &mut [MaybeUninit<f32>]);
 type UnRef = fn(&[f32]) -> Vec<f32>;
 type Scalar1 = fn(f32) -> f32;
 
@@ -100,15 +107,15 @@ fn exact_elementwise_kernels_are_bit_identical_to_the_reference_on_every_isa_and
         for (a, b) in &cases {
             let mut got = vec![f32::from_bits(0x7fa5_a5a5); a.len()];
             for (name, k, reference) in BINS {
-                on(isa, t, || k(a, b, &mut got));
+                on(isa, t, || k(a, b, uninit(&mut got)));
                 same(&got, &reference(a, b), true).unwrap_or_else(|e| panic!("{name} {isa:?} {t} threads n={}: {e}", a.len()));
             }
             for (name, k, reference) in EXACT_UNS {
-                on(isa, t, || k(a, &mut got));
+                on(isa, t, || k(a, uninit(&mut got)));
                 same(&got, &reference(a), false).unwrap_or_else(|e| panic!("{name} {isa:?} {t} threads n={}: {e}", a.len()));
             }
             for s in [1.7f32, -0.0, f32::INFINITY, f32::from_bits(0xffc0_0001), 1e-40] {
-                on(isa, t, || ew::scale(a, s, &mut got));
+                on(isa, t, || ew::scale(a, s, uninit(&mut got)));
                 same(&got, &builtins::scale::<f32>(a, s), true).unwrap_or_else(|e| panic!("scale by {s:e} {isa:?} {t} threads: {e}"));
             }
         }
@@ -120,7 +127,7 @@ fn relu_keeps_nan_payloads_and_maps_negative_zero_to_positive_zero() {
     let x = [-0.0f32, 0.0, f32::from_bits(0x7fc0_0001), f32::from_bits(0xff80_0001), -1.0, 1e-45, -1e-45];
     for isa in Isa::available() {
         let mut got = [1f32; 7];
-        on(isa, 1, || ew::relu(&x, &mut got));
+        on(isa, 1, || ew::relu(&x, uninit(&mut got)));
         let want = [0.0f32, 0.0, x[2], x[3], 0.0, 1e-45, 0.0];
         same(&got, &want, false).unwrap_or_else(|e| panic!("{isa:?}: {e}"));
     }
@@ -142,7 +149,7 @@ fn sweep(isa: Isa, k: Un, reference: Scalar1, step: u64, special_step: u64) -> (
                 .map(|lo| f32::from_bits(((hi << 16) | lo) as u32)),
         );
         let got = &mut got[..xs.len()];
-        on(isa, 1, || k(&xs, got));
+        on(isa, 1, || k(&xs, uninit(got)));
         for (x, a) in xs.iter().zip(got.iter()) {
             let e = reference(*x);
             let d =
@@ -180,7 +187,7 @@ fn transcendentals_are_within_2_ulp_of_std_with_exact_specials_on_every_isa() {
             .filter(|(i, _)| *i == Isa::detect())
             .map(|(i, t)| {
                 let mut o = vec![0f32; x.len()];
-                on(i, t, || k(&x, &mut o));
+                on(i, t, || k(&x, uninit(&mut o)));
                 o
             })
             .collect();

@@ -4,20 +4,25 @@
 
 use crate::backends::cpu::kernels::elementwise as kern;
 use crate::{op, Real};
+use std::mem::MaybeUninit;
 
 /// `n` outputs of a binary `cpu` kernel: the reference zips its inputs, so the length is the
 /// shorter one's (dispatch passes equal lengths).
-fn binary_cpu(a: &[f32], b: &[f32], k: fn(&[f32], &[f32], &mut [f32])) -> Vec<f32> {
+fn binary_cpu(a: &[f32], b: &[f32], k: fn(&[f32], &[f32], &mut [MaybeUninit<f32>])) -> Vec<f32> {
     let n = a.len().min(b.len());
-    let mut out = vec![0f32; n];
-    k(&a[..n], &b[..n], &mut out);
+    let mut out = Vec::with_capacity(n);
+    k(&a[..n], &b[..n], &mut out.spare_capacity_mut()[..n]);
+    // SAFETY: the kernel wrote every one of the `n` elements (see `kernels::elementwise`).
+    unsafe { out.set_len(n) };
     out
 }
 
-/// The output of a unary `cpu` kernel.
-fn unary_cpu(x: &[f32], k: fn(&[f32], &mut [f32])) -> Vec<f32> {
-    let mut out = vec![0f32; x.len()];
-    k(x, &mut out);
+/// The output of a unary `cpu` kernel (see [`binary_cpu`]).
+fn unary_cpu(x: &[f32], k: impl Fn(&[f32], &mut [MaybeUninit<f32>])) -> Vec<f32> {
+    let mut out = Vec::with_capacity(x.len());
+    k(x, &mut out.spare_capacity_mut()[..x.len()]);
+    // SAFETY: the kernel wrote every element (see `kernels::elementwise`).
+    unsafe { out.set_len(x.len()) };
     out
 }
 
@@ -116,9 +121,7 @@ pub fn scale_vjp<T: Real>(_x: &[T], s: T, g: &[T]) -> Vec<T> {
 }
 /// `cpu` kernel of `scale` (bit-identical to the reference).
 fn scale_cpu(x: &[f32], s: f32) -> Vec<f32> {
-    let mut out = vec![0f32; x.len()];
-    kern::scale(x, s, &mut out);
-    out
+    unary_cpu(x, |x, o| kern::scale(x, s, o))
 }
 
 /// Natural exponential.

@@ -43,6 +43,8 @@
 // The portable transposes index rows and columns by position, like the x86 shuffles they mirror.
 #![allow(clippy::needless_range_loop)]
 
+use std::mem::MaybeUninit;
+
 /// Which implementation runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Isa {
@@ -1055,13 +1057,45 @@ pub mod x86 {
 /// is copied into a zero-padded block, so every element goes through the same vector code.
 #[inline(always)]
 pub fn map1<V: Vf>(x: &[f32], out: &mut [f32], f: impl Fn(V) -> V) {
-    let l = V::L;
     let n = x.len().min(out.len());
+    // SAFETY: `out` has `n` writable floats.
+    unsafe { map1_raw(x, out.as_mut_ptr(), n, f) }
+}
+
+/// [`map1`] into uninitialised memory (e.g. a new `Vec`'s spare capacity, which then needs no
+/// zeroing pass): every one of the first `min(x.len(), out.len())` elements is written.
+#[inline(always)]
+pub fn map1_uninit<V: Vf>(x: &[f32], out: &mut [MaybeUninit<f32>], f: impl Fn(V) -> V) {
+    let n = x.len().min(out.len());
+    // SAFETY: `out` has `n` writable floats (`MaybeUninit<f32>` has the layout of `f32`).
+    unsafe { map1_raw(x, out.as_mut_ptr() as *mut f32, n, f) }
+}
+
+/// Binary counterpart of [`map1`]: `out[i] = f(a[i], b[i])` over the first
+/// `min(a.len(), b.len(), out.len())` elements.
+#[inline(always)]
+pub fn map2<V: Vf>(a: &[f32], b: &[f32], out: &mut [f32], f: impl Fn(V, V) -> V) {
+    let n = a.len().min(b.len()).min(out.len());
+    // SAFETY: `out` has `n` writable floats.
+    unsafe { map2_raw(a, b, out.as_mut_ptr(), n, f) }
+}
+
+/// [`map2`] into uninitialised memory (see [`map1_uninit`]).
+#[inline(always)]
+pub fn map2_uninit<V: Vf>(a: &[f32], b: &[f32], out: &mut [MaybeUninit<f32>], f: impl Fn(V, V) -> V) {
+    let n = a.len().min(b.len()).min(out.len());
+    // SAFETY: as in `map1_uninit`.
+    unsafe { map2_raw(a, b, out.as_mut_ptr() as *mut f32, n, f) }
+}
+
+/// `op[i] = f(x[i])` for `i < n`, in `L`-lane blocks, the tail through a zero-padded block.
+/// Safety: `n <= x.len()` and `op` has `n` writable floats.
+#[inline(always)]
+unsafe fn map1_raw<V: Vf>(x: &[f32], op: *mut f32, n: usize, f: impl Fn(V) -> V) {
+    let l = V::L;
     let main = n - n % l;
-    let (xp, op) = (x.as_ptr(), out.as_mut_ptr());
+    let xp = x.as_ptr();
     let mut i = 0;
-    // SAFETY: every full block lies inside both slices (`i + L <= main <= n`); the tail goes
-    // through 16-lane stack buffers (`L <= 16`).
     unsafe {
         while i < main {
             f(V::load(xp.add(i))).store(op.add(i));
@@ -1072,21 +1106,19 @@ pub fn map1<V: Vf>(x: &[f32], out: &mut [f32], f: impl Fn(V) -> V) {
             bx[..n - main].copy_from_slice(&x[main..n]);
             let mut bo = [0f32; 16];
             f(V::load(bx.as_ptr())).store(bo.as_mut_ptr());
-            out[main..n].copy_from_slice(&bo[..n - main]);
+            std::ptr::copy_nonoverlapping(bo.as_ptr(), op.add(main), n - main);
         }
     }
 }
 
-/// Binary counterpart of [`map1`]: `out[i] = f(a[i], b[i])` over the first
-/// `min(a.len(), b.len(), out.len())` elements.
+/// `op[i] = f(a[i], b[i])` for `i < n` (see [`map1_raw`]). Safety: `n <= a.len(), b.len()`
+/// and `op` has `n` writable floats.
 #[inline(always)]
-pub fn map2<V: Vf>(a: &[f32], b: &[f32], out: &mut [f32], f: impl Fn(V, V) -> V) {
+unsafe fn map2_raw<V: Vf>(a: &[f32], b: &[f32], op: *mut f32, n: usize, f: impl Fn(V, V) -> V) {
     let l = V::L;
-    let n = a.len().min(b.len()).min(out.len());
     let main = n - n % l;
-    let (ap, bp, op) = (a.as_ptr(), b.as_ptr(), out.as_mut_ptr());
+    let (ap, bp) = (a.as_ptr(), b.as_ptr());
     let mut i = 0;
-    // SAFETY: as in `map1`.
     unsafe {
         while i < main {
             f(V::load(ap.add(i)), V::load(bp.add(i))).store(op.add(i));
@@ -1099,7 +1131,7 @@ pub fn map2<V: Vf>(a: &[f32], b: &[f32], out: &mut [f32], f: impl Fn(V, V) -> V)
             bb[..n - main].copy_from_slice(&b[main..n]);
             let mut bo = [0f32; 16];
             f(V::load(ba.as_ptr()), V::load(bb.as_ptr())).store(bo.as_mut_ptr());
-            out[main..n].copy_from_slice(&bo[..n - main]);
+            std::ptr::copy_nonoverlapping(bo.as_ptr(), op.add(main), n - main);
         }
     }
 }
