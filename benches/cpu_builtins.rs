@@ -42,85 +42,100 @@ struct Line<'a> {
     reference: Box<dyn Fn() + 'a>,
 }
 
+/// The inputs, made once.
+struct Data {
+    x: Vec<f32>,
+    y: Vec<f32>,
+    /// exp and tanh inputs.
+    wide: Vec<f32>,
+    /// log inputs (its domain).
+    pos: Vec<f32>,
+    a: Vec<f32>,
+    b: Vec<f32>,
+    taps: Vec<f32>,
+}
+
+/// Every built-in's line.
+fn lines(d: &Data) -> Vec<Line<'_>> {
+    type R<'a> = Box<dyn Fn() + 'a>;
+    let v = |s: &[f32]| Tensor::vector(s.to_vec());
+    let m512 = |s: &[f32]| Tensor::from_vec(vec![512, 512], s.to_vec()).expect("a 512 x 512 matrix");
+    let n = format!("n={N}");
+    let bin = |name, f: fn(&[f32], &[f32]) -> Vec<f32>| Line {
+        name,
+        shape: n.clone(),
+        inputs: vec![v(&d.x), v(&d.y)],
+        params: vec![],
+        reference: Box::new(move || drop(black_box(f(black_box(&d.x), black_box(&d.y))))) as R<'_>,
+    };
+    let un = |name, shape: String, x: &'static str, f: fn(&[f32]) -> Vec<f32>| {
+        let data: &Vec<f32> = match x {
+            "wide" => &d.wide,
+            "pos" => &d.pos,
+            _ => &d.x,
+        };
+        Line {
+            name,
+            shape,
+            inputs: vec![v(data)],
+            params: vec![],
+            reference: Box::new(move || drop(black_box(f(black_box(data))))) as R<'_>,
+        }
+    };
+    vec![
+        bin("add", builtins::add::<f32>),
+        bin("sub", builtins::sub::<f32>),
+        bin("mul", builtins::mul::<f32>),
+        bin("div", builtins::div::<f32>),
+        un("neg", n.clone(), "x", builtins::neg::<f32>),
+        Line {
+            name: "scale",
+            shape: n.clone(),
+            inputs: vec![v(&d.x)],
+            params: vec![Scalar::F32(1.7)],
+            reference: Box::new(|| drop(black_box(builtins::scale::<f32>(black_box(&d.x), 1.7)))),
+        },
+        un("exp", format!("{n}, x in [-20, 20)"), "wide", builtins::exp::<f32>),
+        un("log", format!("{n}, x in [1e-3, 100)"), "pos", builtins::log::<f32>),
+        un("tanh", format!("{n}, x in [-20, 20)"), "wide", builtins::tanh::<f32>),
+        un("relu", n.clone(), "x", builtins::relu::<f32>),
+        un("sum", n.clone(), "x", builtins::sum::<f32>),
+        un("mean", n.clone(), "x", builtins::mean::<f32>),
+        bin("mse_loss", builtins::mse_loss::<f32>),
+        Line {
+            name: "matmul",
+            shape: "512x512x512".into(),
+            inputs: vec![m512(&d.a), m512(&d.b)],
+            params: vec![],
+            reference: Box::new(|| drop(black_box(builtins::matmul::<f32>(black_box(&d.a), black_box(&d.b), 512, 512, 512)))),
+        },
+        Line {
+            name: "conv1d",
+            shape: format!("{n}, m=64"),
+            inputs: vec![v(&d.x), v(&d.taps)],
+            params: vec![],
+            reference: Box::new(|| drop(black_box(builtins::conv1d::<f32>(black_box(&d.x), black_box(&d.taps))))),
+        },
+    ]
+}
+
 fn main() {
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-')).unwrap_or_default();
     let budget = timing::budget();
     let (one, all) = (registry(CpuBackend::with_threads(1)), registry(CpuBackend::default()));
     let threads = CpuBackend::default().threads();
     println!("cpu_builtins: {}; {budget} s per line", timing::machine());
-    let (x, y) = (values(N, -1.0, 1.0, 1), values(N, -1.0, 1.0, 2));
-    let (wide, pos) = (values(N, -20.0, 20.0, 3), values(N, 1e-3, 100.0, 4));
-    let (a, b) = (values(512 * 512, -1.0, 1.0, 5), values(512 * 512, -1.0, 1.0, 6));
-    let taps = values(64, -1.0, 1.0, 7);
-    let v = |d: &[f32]| Tensor::vector(d.to_vec());
-    let m512 = |d: &[f32]| Tensor::from_vec(vec![512, 512], d.to_vec()).expect("a 512 x 512 matrix");
-    let n = format!("n={N}");
-    type R<'a> = Box<dyn Fn() + 'a>;
-    let (xr, yr, wr, pr) = (&x, &y, &wide, &pos);
-    let bin = |f: fn(&[f32], &[f32]) -> Vec<f32>| -> R<'_> { Box::new(move || drop(black_box(f(black_box(xr), black_box(yr))))) };
-    let un = |f: fn(&[f32]) -> Vec<f32>, d: &'static str| -> R<'_> {
-        let data: &Vec<f32> = match d {
-            "wide" => wr,
-            "pos" => pr,
-            _ => xr,
-        };
-        Box::new(move || drop(black_box(f(black_box(data)))))
+    let d = Data {
+        x: values(N, -1.0, 1.0, 1),
+        y: values(N, -1.0, 1.0, 2),
+        wide: values(N, -20.0, 20.0, 3),
+        pos: values(N, 1e-3, 100.0, 4),
+        a: values(512 * 512, -1.0, 1.0, 5),
+        b: values(512 * 512, -1.0, 1.0, 6),
+        taps: values(64, -1.0, 1.0, 7),
     };
-    let lines = vec![
-        Line { name: "add", shape: n.clone(), inputs: vec![v(&x), v(&y)], params: vec![], reference: bin(builtins::add::<f32>) },
-        Line { name: "sub", shape: n.clone(), inputs: vec![v(&x), v(&y)], params: vec![], reference: bin(builtins::sub::<f32>) },
-        Line { name: "mul", shape: n.clone(), inputs: vec![v(&x), v(&y)], params: vec![], reference: bin(builtins::mul::<f32>) },
-        Line { name: "div", shape: n.clone(), inputs: vec![v(&x), v(&y)], params: vec![], reference: bin(builtins::div::<f32>) },
-        Line { name: "neg", shape: n.clone(), inputs: vec![v(&x)], params: vec![], reference: un(builtins::neg::<f32>, "x") },
-        Line {
-            name: "scale",
-            shape: n.clone(),
-            inputs: vec![v(&x)],
-            params: vec![Scalar::F32(1.7)],
-            reference: Box::new(|| drop(black_box(builtins::scale::<f32>(black_box(&x), 1.7)))),
-        },
-        Line {
-            name: "exp",
-            shape: format!("{n}, x in [-20, 20)"),
-            inputs: vec![v(&wide)],
-            params: vec![],
-            reference: un(builtins::exp::<f32>, "wide"),
-        },
-        Line {
-            name: "log",
-            shape: format!("{n}, x in [1e-3, 100)"),
-            inputs: vec![v(&pos)],
-            params: vec![],
-            reference: un(builtins::log::<f32>, "pos"),
-        },
-        Line {
-            name: "tanh",
-            shape: format!("{n}, x in [-20, 20)"),
-            inputs: vec![v(&wide)],
-            params: vec![],
-            reference: un(builtins::tanh::<f32>, "wide"),
-        },
-        Line { name: "relu", shape: n.clone(), inputs: vec![v(&x)], params: vec![], reference: un(builtins::relu::<f32>, "x") },
-        Line { name: "sum", shape: n.clone(), inputs: vec![v(&x)], params: vec![], reference: un(builtins::sum::<f32>, "x") },
-        Line { name: "mean", shape: n.clone(), inputs: vec![v(&x)], params: vec![], reference: un(builtins::mean::<f32>, "x") },
-        Line { name: "mse_loss", shape: n.clone(), inputs: vec![v(&x), v(&y)], params: vec![], reference: bin(builtins::mse_loss::<f32>) },
-        Line {
-            name: "matmul",
-            shape: "512x512x512".into(),
-            inputs: vec![m512(&a), m512(&b)],
-            params: vec![],
-            reference: Box::new(|| drop(black_box(builtins::matmul::<f32>(black_box(&a), black_box(&b), 512, 512, 512)))),
-        },
-        Line {
-            name: "conv1d",
-            shape: format!("{n}, m=64"),
-            inputs: vec![v(&x), v(&taps)],
-            params: vec![],
-            reference: Box::new(|| drop(black_box(builtins::conv1d::<f32>(black_box(&x), black_box(&taps))))),
-        },
-    ];
     println!(
-        "{:<9} {:<22} {:>10} {:>11} {:>7} {:>11} {:>7}",
+        "{:<9} {:<26} {:>10} {:>11} {:>7} {:>11} {:>7}",
         "op",
         "shape",
         "reference",
@@ -129,7 +144,7 @@ fn main() {
         format!("cpu {threads} thr"),
         "ratio"
     );
-    for line in lines.iter().filter(|l| filter.is_empty() || l.name.contains(filter.as_str())) {
+    for line in lines(&d).iter().filter(|l| filter.is_empty() || l.name.contains(filter.as_str())) {
         let (h1, ha) = (
             one.lookup(&format!("builtin/{}", line.name)).expect("built-in"),
             all.lookup(&format!("builtin/{}", line.name)).expect("built-in"),
@@ -140,7 +155,7 @@ fn main() {
         let call = |h: &op_runtime::OpHandle| drop(black_box(h.call(&refs, &line.params).expect("runs")));
         let r = timing::race(budget, &*line.reference, &|| call(&h1), &|| call(&ha));
         println!(
-            "{:<9} {:<22} {:>10} {:>11} {:>6.1}x {:>11} {:>6.1}x   ({} reference samples)",
+            "{:<9} {:<26} {:>10} {:>11} {:>6.1}x {:>11} {:>6.1}x   ({} reference samples)",
             line.name,
             line.shape,
             timing::fmt(r.reference),

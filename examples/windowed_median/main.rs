@@ -119,6 +119,22 @@ fn conform(h: &OpHandle, show: bool) -> Vec<Receipt> {
     out
 }
 
+/// A call that names no backend: prints the order default selection tries (a GPU adapter that
+/// is a software rasteriser, such as lavapipe/llvmpipe, ranks below the native CPU backend; an
+/// explicit `CallOptions::on(BackendKind::Wgpu)` still reaches it), makes one such call and
+/// checks that it ran where the order says.
+fn default_call(registry: &Registry, median: &OpHandle) -> Result<(), Box<dyn std::error::Error>> {
+    println!("\ndefault selection for {} (the order default calls try, and why):", median.id());
+    let expected = explain_default(registry, median);
+    let probe = Tensor::vector(signal(4096).1);
+    let ran = median.call(&[&probe], &[Scalar::U32(W)])?.provenance;
+    println!("  a default call ran on: {} ({})", ran.backend, ran.device);
+    if ran.backend.name() != expected {
+        return Err(format!("the default call ran on {}, default selection says {expected}", ran.backend).into());
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let started = Instant::now();
     let registry = op_runtime::registry();
@@ -137,17 +153,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     receipts.extend(conform(&conv, false));
     receipts.extend(conform(&mse, false));
 
-    // 2. Default selection: no backend named, the first in default order that runs the op. A
-    //    GPU adapter that is a software rasteriser (lavapipe/llvmpipe) ranks below the native
-    //    CPU backend; an explicit `CallOptions::on(BackendKind::Wgpu)` still reaches it.
-    println!("\ndefault selection for {} (the order default calls try, and why):", op.id);
-    let expected = explain_default(registry, &median);
-    let probe = Tensor::vector(signal(4096).1);
-    let ran = median.call(&[&probe], &[Scalar::U32(W)])?.provenance;
-    println!("  a default call ran on: {} ({})", ran.backend, ran.device);
-    if ran.backend.name() != expected {
-        return Err(format!("the default call ran on {}, default selection says {expected}", ran.backend).into());
-    }
+    // 2. Default selection: which backend a call that names none runs on, and why.
+    default_call(registry, &median)?;
 
     // 3. Gradcheck of the declared backward, with its negative control.
     println!();

@@ -202,6 +202,9 @@ const TR_NV: usize = 8;
 /// share all but one input vector. Full blocks of [`JB`] = 16 taps are unrolled with a
 /// sliding register window (one aligned load per tap for `NV` FMAs). Same summation order as
 /// [`conv_tile`] (bit-identical results).
+///
+/// Longer than 80 lines because the 16 taps of a block are written out (`tap!`) so that the
+/// register window's indices are constants; splitting it would put the window in memory.
 #[inline(always)]
 #[allow(unused_assignments)]
 unsafe fn conv_tile_tr<V: Vf, const NV: usize>(x: *const f32, w: &[f32], out: *mut f32) {
