@@ -1,7 +1,8 @@
 //! The whole story, as a user writes it: declare a sliding-window median the catalog lacks
-//! (`median.rs`), register it next to the built-ins with no change to the engine, conform it on
-//! every backend here, gradcheck its declared backward, then train a despiking pipeline through
-//! it and print the provenance of the run.
+//! (`median.rs`, with a fast CPU kernel of the user's own in `median_cpu.rs`), register it next
+//! to the built-ins with no change to the engine, conform it on every backend here, show which
+//! backend a default call runs on and why, gradcheck its declared backward, then train a
+//! despiking pipeline through it and print the provenance of the run.
 //!
 //! ```text
 //! cargo run --release --example windowed_median
@@ -14,7 +15,7 @@ use op_runtime::gradcheck;
 use op_runtime::train::optim::Sgd;
 use op_runtime::train::tape::{human_bytes, Tape};
 use op_runtime::verify::conformance::{conform_all, ConformanceFailure};
-use op_runtime::{DType, OpHandle, Scalar, Tensor};
+use op_runtime::{DType, OpHandle, Registry, Scalar, Tensor};
 use std::time::Instant;
 
 /// Samples in the signal.
@@ -57,6 +58,35 @@ fn energy(a: &[f32], b: &[f32]) -> f64 {
     a.iter().zip(b).map(|(x, y)| ((x - y) as f64).powi(2)).sum()
 }
 
+/// Prints the order default selection tries the backends in for `h`, why each one before the
+/// chosen one is passed over and why the ones after it rank lower; returns the chosen backend's
+/// name.
+fn explain_default(registry: &Registry, h: &OpHandle) -> String {
+    let op = h.op();
+    let mut chosen: Option<String> = None;
+    for b in registry.default_order() {
+        let kind = b.kind();
+        let device = b.profile().map(|p| p.to_string()).unwrap_or_default();
+        let why = match (b.supports(&op), b.availability()) {
+            (Err(e), _) => format!("passed over: {e}"),
+            (_, Err(e)) => format!("passed over: {e}"),
+            _ if chosen.is_some() && b.is_software() => {
+                format!("ranks below cpu: its adapter is a software rasteriser on the CPU ({device})")
+            }
+            _ if chosen.is_some() => "ranks lower".to_string(),
+            _ => {
+                chosen = Some(kind.name().to_string());
+                match kind.name() {
+                    "cpu" => format!("CHOSEN: the op's own `cpu` kernel, natively on this CPU ({device})"),
+                    _ => format!("CHOSEN: {device}"),
+                }
+            }
+        };
+        println!("  {:<9} {why}", kind.name());
+    }
+    chosen.unwrap_or_else(|| "none".to_string())
+}
+
 /// Conforms an op on every backend; prints each outcome; returns the receipts minted.
 fn conform(h: &OpHandle, show: bool) -> Vec<Receipt> {
     let mut out = Vec::new();
@@ -89,6 +119,22 @@ fn conform(h: &OpHandle, show: bool) -> Vec<Receipt> {
     out
 }
 
+/// A call that names no backend: prints the order default selection tries (a GPU adapter that
+/// is a software rasteriser, such as lavapipe/llvmpipe, ranks below the native CPU backend; an
+/// explicit `CallOptions::on(BackendKind::Wgpu)` still reaches it), makes one such call and
+/// checks that it ran where the order says.
+fn default_call(registry: &Registry, median: &OpHandle) -> Result<(), Box<dyn std::error::Error>> {
+    println!("\ndefault selection for {} (the order default calls try, and why):", median.id());
+    let expected = explain_default(registry, median);
+    let probe = Tensor::vector(signal(4096).1);
+    let ran = median.call(&[&probe], &[Scalar::U32(W)])?.provenance;
+    println!("  a default call ran on: {} ({})", ran.backend, ran.device);
+    if ran.backend.name() != expected {
+        return Err(format!("the default call ran on {}, default selection says {expected}", ran.backend).into());
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let started = Instant::now();
     let registry = op_runtime::registry();
@@ -107,12 +153,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     receipts.extend(conform(&conv, false));
     receipts.extend(conform(&mse, false));
 
-    // 2. Gradcheck of the declared backward, with its negative control.
+    // 2. Default selection: which backend a call that names none runs on, and why.
+    default_call(registry, &median)?;
+
+    // 3. Gradcheck of the declared backward, with its negative control.
     println!();
     let report = gradcheck(&median::windowed_median::DECL)?;
     print!("{report}");
 
-    // 3. A despiking pipeline: trainable pre-filter -> median -> loss against the clean signal.
+    // 4. A despiking pipeline: trainable pre-filter -> median -> loss against the clean signal.
     let (clean, noisy) = signal(N);
     let m = N - (TAPS - 1) - (W as usize - 1);
     let offset = (TAPS - 1) / 2 + (W as usize - 1) / 2;
@@ -147,14 +196,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let final_run = tape.run(&[(x, &xs), (y, &ys)])?;
     println!("  after {STEPS} steps: loss {:.6}", final_run.scalar(loss).ok_or("the loss was not computed")?);
 
-    // 4. How much of the spikes' energy is gone.
+    // 5. How much of the spikes' energy is gone.
     let out = final_run.value(despiked).and_then(|t| t.as_slice::<f32>()).ok_or("the despiked signal was not computed")?;
     let spikes = energy(&noisy[offset..offset + m], &target);
     let residual = energy(out, &target);
     println!("\nspike energy   : {spikes:.1} in the input, {residual:.3} left after the trained pipeline");
     println!("removed        : {:.2}% of the spike energy", 100.0 * (1.0 - residual / spikes));
 
-    // 5. Provenance of the last training run: the user op and the built-ins pinned alike.
+    // 6. Provenance of the last training run: the user op and the built-ins pinned alike.
     if let Some(run) = last {
         println!();
         print!("{}", run.provenance);

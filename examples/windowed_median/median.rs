@@ -1,7 +1,12 @@
 //! The user's op: a sliding-window median the catalog lacks, declared in user code with no
-//! change to the engine.
+//! change to the engine, with a WGSL and a CUDA kernel and a fast CPU kernel
+//! (`median_cpu.rs`, written with the runtime's public `par` and `simd` helpers).
 
 use op_runtime::{op, Real};
+
+#[path = "median_cpu.rs"]
+pub mod median_cpu;
+pub use median_cpu::windowed_median_cpu;
 
 /// Median of every odd-sized window of `x` (`w` at most 31): out[i] = median(x[i .. i + w]).
 #[op(
@@ -14,6 +19,7 @@ use op_runtime::{op, Real};
            bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1),
     kernel(cuda = "kernels/windowed_median.cu",
            bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1, block = 128),
+    cpu = windowed_median_cpu,
     license = "MIT",
 )]
 pub fn windowed_median<T: Real>(x: &[T], w: u32) -> Vec<T> {

@@ -1,10 +1,34 @@
-//! Elementwise built-ins (binary, unary, transcendental, relu) with their VJPs.
+//! Elementwise built-ins (binary, unary, transcendental, relu) with their VJPs and their `cpu`
+//! functions (the reference's signature at f32: allocate the output, run the vector kernel of
+//! `backends::cpu::kernels::elementwise` over the CPU backend's threads).
 
+use crate::backends::cpu::kernels::elementwise as kern;
 use crate::{op, Real};
+use std::mem::MaybeUninit;
+
+/// `n` outputs of a binary `cpu` kernel: the reference zips its inputs, so the length is the
+/// shorter one's (dispatch passes equal lengths).
+fn binary_cpu(a: &[f32], b: &[f32], k: fn(&[f32], &[f32], &mut [MaybeUninit<f32>])) -> Vec<f32> {
+    let n = a.len().min(b.len());
+    let mut out = Vec::with_capacity(n);
+    k(&a[..n], &b[..n], &mut out.spare_capacity_mut()[..n]);
+    // SAFETY: the kernel wrote every one of the `n` elements (see `kernels::elementwise`).
+    unsafe { out.set_len(n) };
+    out
+}
+
+/// The output of a unary `cpu` kernel (see [`binary_cpu`]).
+fn unary_cpu(x: &[f32], k: impl Fn(&[f32], &mut [MaybeUninit<f32>])) -> Vec<f32> {
+    let mut out = Vec::with_capacity(x.len());
+    k(x, &mut out.spare_capacity_mut()[..x.len()]);
+    // SAFETY: the kernel wrote every element (see `kernels::elementwise`).
+    unsafe { out.set_len(x.len()) };
+    out
+}
 
 /// Elementwise sum `a + b`.
 #[op(name = "builtin/add", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
-     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(add_vjp), kernel(wgsl = "kernels/add.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
+     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(add_vjp), cpu = add_cpu, kernel(wgsl = "kernels/add.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn add<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     a.iter().zip(b).map(|(x, y)| *x + *y).collect()
@@ -13,10 +37,14 @@ pub fn add<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
 pub fn add_vjp<T: Real>(_a: &[T], _b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
     (g.to_vec(), g.to_vec())
 }
+/// `cpu` kernel of `add` (bit-identical to the reference).
+fn add_cpu(a: &[f32], b: &[f32]) -> Vec<f32> {
+    binary_cpu(a, b, kern::add)
+}
 
 /// Elementwise difference `a - b`.
 #[op(name = "builtin/sub", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
-     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(sub_vjp), kernel(wgsl = "kernels/sub.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
+     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(sub_vjp), cpu = sub_cpu, kernel(wgsl = "kernels/sub.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn sub<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     a.iter().zip(b).map(|(x, y)| *x - *y).collect()
@@ -25,10 +53,14 @@ pub fn sub<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
 pub fn sub_vjp<T: Real>(_a: &[T], _b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
     (g.to_vec(), g.iter().map(|v| -*v).collect())
 }
+/// `cpu` kernel of `sub` (bit-identical to the reference).
+fn sub_cpu(a: &[f32], b: &[f32]) -> Vec<f32> {
+    binary_cpu(a, b, kern::sub)
+}
 
 /// Elementwise product `a * b`.
 #[op(name = "builtin/mul", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
-     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(mul_vjp), kernel(wgsl = "kernels/mul.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
+     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(mul_vjp), cpu = mul_cpu, kernel(wgsl = "kernels/mul.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn mul<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     a.iter().zip(b).map(|(x, y)| *x * *y).collect()
@@ -37,10 +69,14 @@ pub fn mul<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
 pub fn mul_vjp<T: Real>(a: &[T], b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
     (g.iter().zip(b).map(|(g, b)| *g * *b).collect(), g.iter().zip(a).map(|(g, a)| *g * *a).collect())
 }
+/// `cpu` kernel of `mul` (bit-identical to the reference).
+fn mul_cpu(a: &[f32], b: &[f32]) -> Vec<f32> {
+    binary_cpu(a, b, kern::mul)
+}
 
 /// Elementwise quotient `a / b`.
 #[op(name = "builtin/div", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
-     category = elementwise, tolerance = ulp(3), nan = propagate, backward = vjp(div_vjp), kernel(wgsl = "kernels/div.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
+     category = elementwise, tolerance = ulp(3), nan = propagate, backward = vjp(div_vjp), cpu = div_cpu, kernel(wgsl = "kernels/div.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn div<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     a.iter().zip(b).map(|(x, y)| *x / *y).collect()
@@ -51,10 +87,14 @@ pub fn div_vjp<T: Real>(a: &[T], b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
     let gb = g.iter().zip(a.iter().zip(b)).map(|(g, (a, b))| -(*g * *a) / (*b * *b)).collect();
     (ga, gb)
 }
+/// `cpu` kernel of `div` (bit-identical to the reference).
+fn div_cpu(a: &[f32], b: &[f32]) -> Vec<f32> {
+    binary_cpu(a, b, kern::div)
+}
 
 /// Negation `-x`.
 #[op(name = "builtin/neg", version = 1, signature(x: f32[n]) -> f32[n],
-     category = elementwise, tolerance = ulp(0), nan = propagate, backward = vjp(neg_vjp), kernel(wgsl = "kernels/neg.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n),
+     category = elementwise, tolerance = ulp(0), nan = propagate, backward = vjp(neg_vjp), cpu = neg_cpu, kernel(wgsl = "kernels/neg.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn neg<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| -*v).collect()
@@ -63,10 +103,14 @@ pub fn neg<T: Real>(x: &[T]) -> Vec<T> {
 pub fn neg_vjp<T: Real>(_x: &[T], g: &[T]) -> Vec<T> {
     g.iter().map(|v| -*v).collect()
 }
+/// `cpu` kernel of `neg` (bit-identical to the reference).
+fn neg_cpu(x: &[f32]) -> Vec<f32> {
+    unary_cpu(x, kern::neg)
+}
 
 /// Scaling by a scalar parameter `s * x`.
 #[op(name = "builtin/scale", version = 1, signature(x: f32[n], s: f32) -> f32[n],
-     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(scale_vjp), kernel(wgsl = "kernels/scale.wgsl", bindings(x: read, out: read_write, uniform(n, s)), threads = n),
+     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(scale_vjp), cpu = scale_cpu, kernel(wgsl = "kernels/scale.wgsl", bindings(x: read, out: read_write, uniform(n, s)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn scale<T: Real>(x: &[T], s: T) -> Vec<T> {
     x.iter().map(|v| *v * s).collect()
@@ -75,10 +119,14 @@ pub fn scale<T: Real>(x: &[T], s: T) -> Vec<T> {
 pub fn scale_vjp<T: Real>(_x: &[T], s: T, g: &[T]) -> Vec<T> {
     g.iter().map(|v| *v * s).collect()
 }
+/// `cpu` kernel of `scale` (bit-identical to the reference).
+fn scale_cpu(x: &[f32], s: f32) -> Vec<f32> {
+    unary_cpu(x, |x, o| kern::scale(x, s, o))
+}
 
 /// Natural exponential.
 #[op(name = "builtin/exp", version = 1, signature(x: f32[n]) -> f32[n],
-     category = transcendental, tolerance = ulp(16), nan = propagate, backward = vjp(exp_vjp), kernel(wgsl = "kernels/exp_tanh.wgsl", entry = "exp_main", bindings(x: read, out: read_write, uniform(n)), threads = n),
+     category = transcendental, tolerance = ulp(16), nan = propagate, backward = vjp(exp_vjp), cpu = exp_cpu, kernel(wgsl = "kernels/exp_tanh.wgsl", entry = "exp_main", bindings(x: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn exp<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| v.exp()).collect()
@@ -87,11 +135,15 @@ pub fn exp<T: Real>(x: &[T]) -> Vec<T> {
 pub fn exp_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
     x.iter().zip(g).map(|(x, g)| x.exp() * *g).collect()
 }
+/// `cpu` kernel of `exp` (a vector polynomial within 1 ulp of `f32::exp`).
+fn exp_cpu(x: &[f32]) -> Vec<f32> {
+    unary_cpu(x, kern::exp)
+}
 
 /// Natural logarithm, defined on `x > 0` (its domain: conformance and gradcheck sample only
 /// there; NaN propagates).
 #[op(name = "builtin/log", version = 1, signature(x: f32[n]) -> f32[n],
-     category = transcendental, tolerance = ulp(16), nan = propagate, backward = vjp(log_vjp), domain(x > 0), kernel(wgsl = "kernels/log.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n),
+     category = transcendental, tolerance = ulp(16), nan = propagate, backward = vjp(log_vjp), domain(x > 0), cpu = log_cpu, kernel(wgsl = "kernels/log.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn log<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| v.ln()).collect()
@@ -100,10 +152,14 @@ pub fn log<T: Real>(x: &[T]) -> Vec<T> {
 pub fn log_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
     x.iter().zip(g).map(|(x, g)| *g / *x).collect()
 }
+/// `cpu` kernel of `log` (a vector polynomial within 1 ulp of `f32::ln`).
+fn log_cpu(x: &[f32]) -> Vec<f32> {
+    unary_cpu(x, kern::log)
+}
 
 /// Hyperbolic tangent.
 #[op(name = "builtin/tanh", version = 1, signature(x: f32[n]) -> f32[n],
-     category = transcendental, tolerance = ulp(16), nan = propagate, backward = vjp(tanh_vjp), kernel(wgsl = "kernels/exp_tanh.wgsl", entry = "tanh_main", bindings(x: read, out: read_write, uniform(n)), threads = n),
+     category = transcendental, tolerance = ulp(16), nan = propagate, backward = vjp(tanh_vjp), cpu = tanh_cpu, kernel(wgsl = "kernels/exp_tanh.wgsl", entry = "tanh_main", bindings(x: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn tanh<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| v.tanh()).collect()
@@ -118,12 +174,16 @@ pub fn tanh_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
         })
         .collect()
 }
+/// `cpu` kernel of `tanh` (a vector polynomial within 2 ulp of `f32::tanh`).
+fn tanh_cpu(x: &[f32]) -> Vec<f32> {
+    unary_cpu(x, kern::tanh)
+}
 
 /// Rectified linear unit `max(x, 0)`; NaN stays NaN.
 #[op(name = "builtin/relu", version = 1, signature(x: f32[n]) -> f32[n],
      category = selection, tolerance = exact, nan = propagate, backward = vjp(relu_vjp),
      subgradient = "zero at x = 0: the cotangent passes only where x > 0",
-     kernel(wgsl = "kernels/relu.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n),
+     cpu = relu_cpu, kernel(wgsl = "kernels/relu.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn relu<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| if *v > T::zero() || v.is_nan() { *v } else { T::zero() }).collect()
@@ -131,4 +191,8 @@ pub fn relu<T: Real>(x: &[T]) -> Vec<T> {
 /// VJP of `relu`.
 pub fn relu_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
     x.iter().zip(g).map(|(x, g)| if *x > T::zero() { *g } else { T::zero() }).collect()
+}
+/// `cpu` kernel of `relu` (bit-identical to the reference).
+fn relu_cpu(x: &[f32]) -> Vec<f32> {
+    unary_cpu(x, kern::relu)
 }

@@ -1,10 +1,13 @@
-//! Contraction built-ins: matrix product and valid 1-D convolution (correlation).
+//! Contraction built-ins: matrix product and valid 1-D convolution (correlation), with their
+//! VJPs and their `cpu` functions (cache-blocked kernels with fixed summation orders:
+//! `backends::cpu::kernels::{matmul, conv1d}`).
 
+use crate::backends::cpu::kernels::{conv1d as conv_kern, matmul as mm_kern};
 use crate::{op, Real};
 
 /// Matrix product `a (m x k) * b (k x n)`, row-major.
 #[op(name = "builtin/matmul", version = 1, signature(a: f32[m, k], b: f32[k, n]) -> f32[m, n],
-     category = contraction, tolerance = accum(2), nan = propagate, backward = vjp(matmul_vjp), kernel(wgsl = "kernels/matmul.wgsl", bindings(a: read, b: read, out: read_write, uniform(m, k, n)), threads = m * n),
+     category = contraction, tolerance = accum(2), nan = propagate, backward = vjp(matmul_vjp), cpu = matmul_cpu, kernel(wgsl = "kernels/matmul.wgsl", bindings(a: read, b: read, out: read_write, uniform(m, k, n)), threads = m * n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn matmul<T: Real>(a: &[T], b: &[T], m: usize, k: usize, n: usize) -> Vec<T> {
     let mut out = vec![T::zero(); m * n];
@@ -34,10 +37,23 @@ pub fn matmul_vjp<T: Real>(a: &[T], b: &[T], m: usize, k: usize, n: usize, g: &[
     }
     (ga, gb)
 }
+/// `cpu` kernel of `matmul` (cache-blocked; see `kernels::matmul` for its summation order).
+/// Shapes the signature does not admit (never passed by dispatch, which validated
+/// `a: [m, k]`, `b: [k, n]`) run the reference, which is what they would run anyway.
+fn matmul_cpu(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
+    match (m.checked_mul(k), k.checked_mul(n), m.checked_mul(n)) {
+        (Some(mk), Some(kn), Some(mn)) if a.len() == mk && b.len() == kn => {
+            let mut out = vec![0f32; mn];
+            mm_kern::matmul(a, b, m, k, n, &mut out);
+            out
+        }
+        _ => matmul(a, b, m, k, n),
+    }
+}
 
 /// Valid 1-D correlation of `x` with kernel `w`: `out[i] = sum_j x[i + j] w[j]`.
 #[op(name = "builtin/conv1d", version = 1, signature(x: f32[n], w: f32[m] where 1 <= m, m <= n) -> f32[n - m + 1],
-     category = contraction, tolerance = accum(2), nan = propagate, backward = vjp(conv1d_vjp), kernel(wgsl = "kernels/conv1d.wgsl", bindings(x: read, w: read, out: read_write, uniform(n, m)), threads = n - m + 1),
+     category = contraction, tolerance = accum(2), nan = propagate, backward = vjp(conv1d_vjp), cpu = conv1d_cpu, kernel(wgsl = "kernels/conv1d.wgsl", bindings(x: read, w: read, out: read_write, uniform(n, m)), threads = n - m + 1),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn conv1d<T: Real>(x: &[T], w: &[T]) -> Vec<T> {
     let m = w.len();
@@ -63,4 +79,15 @@ pub fn conv1d_vjp<T: Real>(x: &[T], w: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
         }
     }
     (gx, gw)
+}
+/// `cpu` kernel of `conv1d` (see `kernels::conv1d` for its layouts and summation order).
+/// Shapes the signature does not admit (never passed by dispatch, which validated
+/// `1 <= m <= n`) run the reference.
+fn conv1d_cpu(x: &[f32], w: &[f32]) -> Vec<f32> {
+    if w.is_empty() || w.len() > x.len() {
+        return conv1d(x, w);
+    }
+    let mut out = vec![0f32; x.len() - w.len() + 1];
+    conv_kern::conv1d(x, w, &mut out);
+    out
 }

@@ -4,6 +4,8 @@
 //! them. Conveniences that default to the process-wide registry (`Tape::new`, `gradcheck`) live
 //! here, so the floors below never name it.
 
+#[cfg(test)]
+mod cpu_tests;
 mod elementwise;
 mod linalg;
 mod reduce;

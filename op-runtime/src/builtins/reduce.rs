@@ -1,10 +1,13 @@
-//! Reduction built-ins: sum, mean and the mean-squared-error loss.
+//! Reduction built-ins: sum, mean and the mean-squared-error loss, with their VJPs and their
+//! `cpu` functions (f64 accumulation in a fixed pairwise tree, the same bits on any number of
+//! threads: `backends::cpu::kernels::reduce`).
 
+use crate::backends::cpu::kernels::reduce as kern;
 use crate::{op, Real};
 
 /// Sum of all elements (a rank-0 result).
 #[op(name = "builtin/sum", version = 1, signature(x: f32[n]) -> f32[],
-     category = reduction, tolerance = accum(2), nan = propagate, backward = vjp(sum_vjp), kernel(wgsl = "kernels/sum.wgsl", entry = "sum_main", bindings(x: read, out: read_write, uniform(n)), threads = 256),
+     category = reduction, tolerance = accum(2), nan = propagate, backward = vjp(sum_vjp), cpu = sum_cpu, kernel(wgsl = "kernels/sum.wgsl", entry = "sum_main", bindings(x: read, out: read_write, uniform(n)), threads = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn sum<T: Real>(x: &[T]) -> Vec<T> {
     let mut s = T::zero();
@@ -17,10 +20,14 @@ pub fn sum<T: Real>(x: &[T]) -> Vec<T> {
 pub fn sum_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
     vec![g[0]; x.len()]
 }
+/// `cpu` kernel of `sum` (summed in f64, rounded once).
+fn sum_cpu(x: &[f32]) -> Vec<f32> {
+    vec![kern::sum(x)]
+}
 
 /// Mean of all elements (`n >= 1`).
 #[op(name = "builtin/mean", version = 1, signature(x: f32[n] where n >= 1) -> f32[],
-     category = reduction, tolerance = accum(2), nan = propagate, backward = vjp(mean_vjp), kernel(wgsl = "kernels/sum.wgsl", entry = "mean_main", bindings(x: read, out: read_write, uniform(n)), threads = 256),
+     category = reduction, tolerance = accum(2), nan = propagate, backward = vjp(mean_vjp), cpu = mean_cpu, kernel(wgsl = "kernels/sum.wgsl", entry = "mean_main", bindings(x: read, out: read_write, uniform(n)), threads = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn mean<T: Real>(x: &[T]) -> Vec<T> {
     let mut s = T::zero();
@@ -33,10 +40,14 @@ pub fn mean<T: Real>(x: &[T]) -> Vec<T> {
 pub fn mean_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
     vec![g[0] / T::from_f64(x.len() as f64); x.len()]
 }
+/// `cpu` kernel of `mean` (summed in f64, rounded once).
+fn mean_cpu(x: &[f32]) -> Vec<f32> {
+    vec![kern::mean(x)]
+}
 
 /// Mean squared error `mean((a - b)^2)` (`n >= 1`).
 #[op(name = "builtin/mse_loss", version = 1, signature(a: f32[n], b: f32[n] where n >= 1) -> f32[],
-     category = reduction, tolerance = accum(4), nan = propagate, backward = vjp(mse_loss_vjp), kernel(wgsl = "kernels/mse_loss.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = 256),
+     category = reduction, tolerance = accum(4), nan = propagate, backward = vjp(mse_loss_vjp), cpu = mse_loss_cpu, kernel(wgsl = "kernels/mse_loss.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn mse_loss<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     let mut s = T::zero();
@@ -52,4 +63,10 @@ pub fn mse_loss_vjp<T: Real>(a: &[T], b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
     let ga: Vec<T> = a.iter().zip(b).map(|(x, y)| (*x - *y) * k).collect();
     let gb = ga.iter().map(|v| -*v).collect();
     (ga, gb)
+}
+/// `cpu` kernel of `mse_loss` (terms formed and summed in f64, rounded once; the reference
+/// zips its inputs, so the length is the shorter one's: dispatch passes equal lengths).
+fn mse_loss_cpu(a: &[f32], b: &[f32]) -> Vec<f32> {
+    let n = a.len().min(b.len());
+    vec![kern::mse_loss(&a[..n], &b[..n])]
 }
