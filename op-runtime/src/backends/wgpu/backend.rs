@@ -131,7 +131,7 @@ impl Prepared for WgpuPrepared {
         for a in &args {
             match a {
                 Arg::Scalars(v) => uniforms.push(v.iter().flat_map(|f| f.to_le_bytes()).collect()),
-                Arg::Output { index, data, guard } => outs.push((*index, out_buf(*data, *guard, align)?)),
+                Arg::Output { index, data, guard, accumulate } => outs.push((*index, out_buf(*data, *guard, *accumulate, align)?)),
                 Arg::Input(_) => {}
             }
         }
@@ -166,15 +166,22 @@ impl Prepared for WgpuPrepared {
     }
 }
 
-/// The device buffer of one output: plain (zero-filled by wgpu) or guarded with canaries.
-fn out_buf(data: u64, guard: u64, align: u64) -> Result<OutBuf, BackendError> {
+/// The device buffer of one output: plain (zero-filled by wgpu) or guarded with canaries (an
+/// accumulating output keeps its data zero between the canary guards).
+fn out_buf(data: u64, guard: u64, accumulate: bool, align: u64) -> Result<OutBuf, BackendError> {
     let too_large = || BackendError::TooLarge(format!("an output buffer of {data} bytes does not fit this host's address space"));
     if guard == 0 {
         return Ok(OutBuf::Plain { len: usize::try_from(data).map_err(|_| too_large())? });
     }
     let layout = GuardLayout::new(data, guard, align);
     let len = usize::try_from(layout.total).map_err(|_| too_large())?;
-    Ok(OutBuf::Guarded { init: vec![CANARY_BYTE; len], layout })
+    let mut init = vec![CANARY_BYTE; len];
+    if accumulate {
+        let start = usize::try_from(layout.front).map_err(|_| too_large())?;
+        let end = usize::try_from(layout.front + layout.data).map_err(|_| too_large())?;
+        init[start..end].fill(0);
+    }
+    Ok(OutBuf::Guarded { init, layout })
 }
 
 #[cfg(test)]
