@@ -12,7 +12,7 @@ macro_rules! twin {
     ($name:literal) => {
         /// Applies the module's helper to every element.
         #[op_runtime::op(name = $name, version = 1, signature(x: f32[n]) -> f32[n],
-                                             category = elementwise, tolerance = ulp(0), backward = none)]
+                                                     category = elementwise, tolerance = ulp(0), backward = none)]
         pub fn twin<T: op_runtime::Real>(x: &[T]) -> Vec<T> {
             x.iter().map(|v| helper(*v)).collect()
         }

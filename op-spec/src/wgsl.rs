@@ -1,10 +1,12 @@
 //! The compile-time check of a WGSL kernel against its `kernel(...)` binding descriptor and the
-//! op's signature (naga parse and validation, entry point and its 1-D workgroup, every binding:
-//! slot, address space, access, runtime-sized element type, name); it reads no files.
+//! op's signature (naga parse and validation, entry point and its 1-D workgroup, its launch
+//! convention (`wgsl_launch`), every binding: slot, address space, access, runtime-sized element
+//! type, name); it reads no files.
 
 use crate::contract::{Access, DType};
 use crate::ctxt::Ctxt;
 use crate::model::{SBinding, SKernel, SSignature, SpanRange, Spanned};
+pub use crate::wgsl_launch::Launch;
 use naga::common::wgsl::{TryToWgsl as _, TypeContext as _};
 use naga::valid::{Capabilities, FunctionInfo, ModuleInfo, ValidationFlags, Validator};
 use naga::{AddressSpace, ArraySize, GlobalVariable, Module, ResourceBinding, Scalar, ShaderStage, StorageAccess, TypeInner};
@@ -18,6 +20,8 @@ pub struct KernelInfo {
     pub entry: String,
     /// `@workgroup_size(x, y, z)`.
     pub workgroup_size: [u32; 3],
+    /// How the entry indexes its invocations (see `wgsl_launch`); CUDA kernels are flat.
+    pub launch: Launch,
 }
 
 /// Checks `source` (the WGSL file's text) against `kernel`'s descriptor and `sig`. Every
@@ -65,7 +69,8 @@ pub fn check_wgsl(cx: &Ctxt, kernel: &SKernel, sig: &SSignature, source: &str) -
         cx.error(syn::Error::new(kernel.path.span(), msg));
         return None;
     }
-    Some(KernelInfo { entry: ep.name.clone(), workgroup_size: ep.workgroup_size })
+    let launch = crate::wgsl_launch::check_launch(cx, kernel, &module, info.get_entry_point(index), ep)?;
+    Some(KernelInfo { entry: ep.name.clone(), workgroup_size: ep.workgroup_size, launch })
 }
 
 /// Rule: the source parses and validates (all validation flags, all capabilities: what the
@@ -548,7 +553,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     fn windowed_median_passes() {
         let (info, errs) = check(median_kernel(), MEDIAN);
         assert!(errs.is_empty(), "{errs:#?}");
-        assert_eq!(info, Some(KernelInfo { entry: "main".into(), workgroup_size: [64, 1, 1] }));
+        assert_eq!(info, Some(KernelInfo { entry: "main".into(), workgroup_size: [64, 1, 1], launch: Launch::Flat }));
     }
 
     #[test]
@@ -704,7 +709,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         let k = quote!(kernel(wgsl = "k.wgsl", entry = "other", bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1));
         let (info, errs) = check(k, &two);
         assert!(errs.is_empty(), "{errs:#?}");
-        assert_eq!(info, Some(KernelInfo { entry: "other".into(), workgroup_size: [32, 1, 1] }));
+        assert_eq!(info, Some(KernelInfo { entry: "other".into(), workgroup_size: [32, 1, 1], launch: Launch::Flat }));
 
         let frag = MEDIAN
             .replace(
@@ -791,6 +796,54 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
 
     #[test]
+    fn launch_convention_is_read_from_the_builtins() {
+        let linear = MEDIAN
+            .replace(
+                "@builtin(global_invocation_id) gid: vec3<u32>)",
+                "@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>)",
+            )
+            .replace("let i = gid.x;", "let i = gid.x + gid.y * nwg.x * 64u;");
+        let (info, errs) = check(median_kernel(), &linear);
+        assert!(errs.is_empty(), "{errs:#?}");
+        assert_eq!(info.map(|i| i.launch), Some(Launch::Linear));
+        // The builtins as members of a struct argument.
+        let member = MEDIAN
+            .replace(
+                "struct Params",
+                "struct Ids { @builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32> }\nstruct Params",
+            )
+            .replace("fn main(@builtin(global_invocation_id) gid: vec3<u32>)", "fn main(ids: Ids)")
+            .replace("let i = gid.x;", "let i = ids.gid.x + ids.gid.y * ids.nwg.x * 64u;");
+        let (info, errs) = check(median_kernel(), &member);
+        assert!(errs.is_empty(), "{errs:#?}");
+        assert_eq!(info.map(|i| i.launch), Some(Launch::Linear));
+        // Rows without their width: refused.
+        let no_width = MEDIAN.replace("let i = gid.x;", "let i = gid.x + gid.y * 4194240u;");
+        let (info, errs) = check(median_kernel(), &no_width);
+        assert_eq!(info, None);
+        assert_eq!(errs.len(), 1, "{errs:#?}");
+        assert!(
+            errs[0]
+                .starts_with("WGSL entry `main` reads more than `global_invocation_id.x` but does not declare `@builtin(num_workgroups)`"),
+            "{}",
+            errs[0]
+        );
+        // The whole vector counts as more than x.
+        let whole = MEDIAN.replace("let i = gid.x;", "let v = gid.xy; let i = v.x;");
+        assert_eq!(check(median_kernel(), &whole).1.len(), 1);
+        // `num_workgroups` declared but only x read (a grid-stride loop, say): flat.
+        let stride = MEDIAN
+            .replace(
+                "@builtin(global_invocation_id) gid: vec3<u32>)",
+                "@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>)",
+            )
+            .replace("let i = gid.x;", "let i = gid.x + 0u * nwg.x;");
+        let (info, errs) = check(median_kernel(), &stride);
+        assert!(errs.is_empty(), "{errs:#?}");
+        assert_eq!(info.map(|i| i.launch), Some(Launch::Flat));
+    }
+
+    #[test]
     fn override_workgroup_size_is_refused() {
         let src = MEDIAN.replace("@compute @workgroup_size(64)", "override WG: u32 = 64;\n@compute @workgroup_size(WG)");
         let (info, errs) = check(median_kernel(), &src);
@@ -808,7 +861,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             .replace("struct Params", "@group(2) @binding(0) var<uniform> q: Params;\nstruct Params")
             .replace("let i = gid.x;", "let i = gid.x + q.n;");
         let (info, errs) = check(median_kernel(), &src);
-        assert_eq!(info, Some(KernelInfo { entry: "main".into(), workgroup_size: [64, 1, 1] }));
+        assert_eq!(info, Some(KernelInfo { entry: "main".into(), workgroup_size: [64, 1, 1], launch: Launch::Flat }));
         assert_eq!(errs.len(), 4, "{errs:#?}");
         assert!(errs[0].starts_with("`x` is bound `read` but WGSL"), "{}", errs[0]);
         assert!(

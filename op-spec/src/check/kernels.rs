@@ -216,7 +216,7 @@ pub(super) fn load_and_check_kernel(
             let entry = check_cuda(cx, k, sig, &text, &refs)?;
             check_nvrtc(cx, k, &text, &headers);
             let workgroup_size = [k.block.as_ref().map(|b| b.value).unwrap_or(256), 1, 1];
-            Some(LoadedKernel { abs_path, bytes, headers, info: KernelInfo { entry, workgroup_size } })
+            Some(LoadedKernel { abs_path, bytes, headers, info: KernelInfo { entry, workgroup_size, launch: crate::wgsl::Launch::Flat } })
         }
     }
 }

@@ -6,9 +6,10 @@
 //! output as a window after an aligned front guard, with the back guard inside the binding, so
 //! a write past the end lands on canaries instead of being clamped by wgpu's bounds checks.
 
-use super::engine::{Pipeline, Slot, SlotKind, WgpuEngine, WgpuError};
+use super::engine::{Geometry, Pipeline, Slot, SlotKind, WgpuEngine, WgpuError};
 use crate::backends::launch::{Arg, LaunchPlan};
 use crate::core::backend::{Backend, BackendError, ExecRequest, Prepared, CANARY_BYTE};
+use crate::core::decl::Launch;
 use crate::core::device::DeviceProfile;
 use crate::core::kind::BackendKind;
 use crate::core::op::RegisteredOp;
@@ -74,7 +75,7 @@ impl Backend for WgpuBackend {
         // Built now (cached by content hash on this device), so compilation and validation
         // errors surface from `prepare`, never from a later call.
         let pipeline = engine()?.prepare(op.hash, source, src.entry, &kinds)?;
-        Ok(Arc::new(WgpuPrepared { hash: op.hash, plan, pipeline, workgroup: src.workgroup_size }))
+        Ok(Arc::new(WgpuPrepared { hash: op.hash, plan, pipeline, workgroup: src.workgroup_size, launch: src.launch }))
     }
 }
 
@@ -110,6 +111,16 @@ struct WgpuPrepared {
     plan: LaunchPlan,
     pipeline: Arc<Pipeline>,
     workgroup: [u32; 3],
+    launch: Launch,
+}
+
+impl WgpuPrepared {
+    /// The launch of `threads` invocations: guarded (conformance) runs launch linear kernels in
+    /// rows one workgroup wide, so a kernel that linearises its index wrongly fails on small
+    /// cases instead of only beyond the device's workgroups per dimension.
+    fn geometry(&self, threads: u64, guarded: bool) -> Geometry {
+        Geometry { wg: self.workgroup, threads, launch: self.launch, row: guarded.then_some(1) }
+    }
 }
 
 /// An output slot's bytes and how the returned part sits in them.
@@ -148,7 +159,7 @@ impl Prepared for WgpuPrepared {
                 },
             })
             .collect();
-        let read = engine.run_pipeline(&self.pipeline, self.workgroup, &slots, threads)?;
+        let read = engine.run_pipeline(&self.pipeline, self.geometry(threads, req.guard > 0), &slots)?;
         let mut reads = Vec::with_capacity(outs.len());
         for ((index, buf), bytes) in outs.iter().zip(read) {
             reads.push((
