@@ -12,8 +12,9 @@ fn key(v: f32) -> u32 {
 }
 
 @compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    // Linear launch: rows of nwg.x workgroups of 64, as many rows as the length needs.
+    let i = gid.x + gid.y * nwg.x * 64u;
     if (i >= p.n - p.w + 1u) { return; }
     var win: array<f32, 31>;
     for (var j = 0u; j < p.w; j = j + 1u) {

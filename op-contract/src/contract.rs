@@ -867,6 +867,26 @@ pub enum Access {
     Read,
     /// Read and written (`read_write`).
     ReadWrite,
+    /// An output the kernel adds into (`accumulate`): it starts at zero on every backend and
+    /// in conformance too (no canaries inside it), so an element the kernel never adds to is
+    /// zero, not a defect.
+    Accumulate,
+}
+
+impl Access {
+    /// The keyword as written in a binding descriptor.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::ReadWrite => "read_write",
+            Access::Accumulate => "accumulate",
+        }
+    }
+
+    /// Whether the kernel may write the buffer (`read_write` or `accumulate`).
+    pub fn writes(self) -> bool {
+        !matches!(self, Access::Read)
+    }
 }
 
 #[cfg(test)]

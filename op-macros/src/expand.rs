@@ -370,6 +370,10 @@ fn kernel_sources(c: &Checked) -> Vec<TokenStream> {
             let path = &k.path;
             let entry = &lk.info.entry;
             let [x, y, z] = lk.info.workgroup_size;
+            let launch = match lk.info.launch {
+                op_spec::wgsl::Launch::Flat => quote!(::op_runtime::__private::Launch::Flat),
+                op_spec::wgsl::Launch::Linear => quote!(::op_runtime::__private::Launch::Linear),
+            };
             let headers = lk.headers.iter().map(|(rel, abs, _)| {
                 let abs = abs.to_string_lossy().to_string();
                 quote!((#rel, include_bytes!(#abs)))
@@ -380,6 +384,7 @@ fn kernel_sources(c: &Checked) -> Vec<TokenStream> {
                 headers: &[#(#headers),*],
                 entry: #entry,
                 workgroup_size: [#x, #y, #z],
+                launch: #launch,
             })
         })
         .collect()

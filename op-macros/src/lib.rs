@@ -112,7 +112,7 @@ mod members;
 ///             | "bindings" "(" slot { "," slot } ")"
 ///             | "threads" "=" expr                (* invocations to launch *)
 ///             | "block" "=" INT ;                 (* CUDA threads per block, default 256 *)
-/// slot        = IDENT ":" ( "read" | "read_write" ) [ "as" IDENT ]   (* `as`: the kernel's name for it *)
+/// slot        = IDENT ":" ( "read" | "read_write" | "accumulate" ) [ "as" IDENT ]   (* `as`: the kernel's name for it *)
 ///             | "uniform" "(" IDENT { "," IDENT } ")" ;
 ///
 /// (* Grammar 3: backward representation *)
@@ -162,10 +162,24 @@ mod members;
 ///   parameter (`<T: Real>`): conformance runs it at the declared dtype, gradcheck in `f64`.
 /// - **Bindings**: slot `i` of `bindings(...)` is WGSL `@group(0) @binding(i)` (CUDA: parameter
 ///   `i`, a uniform's fields each one scalar parameter). Inputs are `read`, outputs
-///   `read_write`, each tensor exactly once; the kernel's global (CUDA: parameter) carries the
+///   `read_write` or `accumulate`, each tensor exactly once. An `accumulate` output is one the
+///   kernel adds into: it starts at zero on every backend, in conformance too (only its guard
+///   bands hold canaries), so elements the kernel never touches are zero, not a defect, and a
+///   launch may have no threads; in WGSL it is `var<storage, read_write>`, for `u32`/`i32`
+///   optionally `array<atomic<u32>>` / `array<atomic<i32>>`. (Plain calls zero-fill every
+///   output; conformance fills `read_write` outputs with canaries.) `bf16` has no WGSL type: a
+///   WGSL kernel binding a `bf16` tensor is a compile error (use a CUDA kernel); the kernel's global (CUDA: parameter) carries the
 ///   tensor's name, or the one given with `as`, so swapped slots cannot compile. A tensor is a
 ///   runtime-sized `array<E>` of its element type; the uniform block's struct has one `u32` per
-///   dim field and the parameter's type per param field, in order. Workgroups are 1-D. WGSL
+///   dim field and the parameter's type per param field, in order. Workgroups are 1-D;
+///   workgroup (shared) memory is allowed. **Launches**: a WGSL entry that indexes with the x
+///   components only is launched flat, at most the device's workgroups per dimension (65,535:
+///   4.2M invocations at 64); one that declares `@builtin(num_workgroups) nwg` and linearises
+///   `let i = gid.x + gid.y * nwg.x * WG;` (or `(wid.x + wid.y * nwg.x) * WG + lid`) is launched
+///   in rows of workgroups, any length the device's buffers allow. Reading the y or z
+///   component of `global_invocation_id`/`workgroup_id` without `num_workgroups` is an error;
+///   conformance launches such kernels in rows one workgroup wide, so a wrong row width fails
+///   on small cases. WGSL
 ///   files are parsed and validated with naga at compile time and must match. A CUDA entry is
 ///   `extern "C" __global__ void`, each buffer a pointer to the element type (`const` when
 ///   read), each field `unsigned int` (dims) or the parameter's `int`/`unsigned int`/`float`;

@@ -7,8 +7,9 @@ struct Params { n: u32 }
 @group(0) @binding(3) var<uniform> p: Params;
 
 @compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    // Linear launch: rows of nwg.x workgroups of 64, as many rows as the length needs.
+    let i = gid.x + gid.y * nwg.x * 64u;
     if (i >= p.n) { return; }
     out[i] = a[i] + b[i];
 }

@@ -70,15 +70,17 @@ fn tanh_(v: f32) -> f32 {
 }
 
 @compute @workgroup_size(64)
-fn exp_main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
+fn exp_main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    // Linear launch: rows of nwg.x workgroups of 64, as many rows as the length needs.
+    let i = gid.x + gid.y * nwg.x * 64u;
     if (i >= p.n) { return; }
     out[i] = exp_(x[i]);
 }
 
 @compute @workgroup_size(64)
-fn tanh_main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
+fn tanh_main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    // Linear launch: rows of nwg.x workgroups of 64, as many rows as the length needs.
+    let i = gid.x + gid.y * nwg.x * 64u;
     if (i >= p.n) { return; }
     out[i] = tanh_(x[i]);
 }

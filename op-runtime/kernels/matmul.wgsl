@@ -1,10 +1,14 @@
-// builtin/matmul: out[i, j] = sum_p a[i, p] b[p, j], row-major; one invocation per output.
-// The k products are summed pairwise (units of 16 consecutive products summed as a balanced
-// tree, pushed on a binary counter), so every product is rounded at most about
-// ceil(log2 k) + 1 times: within `accum`'s pairwise bound on any input (a sequential loop
-// drifted on a biased input). Loop iterations per invocation: k / 16 + 15 + 24, below
-// lavapipe's limit of 65535 (gallivm's loop limiter, which silently ended the former
-// one-term loop at the 65535th term) for every k <= 16 * 65490 (1_047_840).
+// builtin/matmul: out[i, j] = sum_p a[i, p] b[p, j], row-major, tiled: one workgroup of 256
+// invocations per 16 x 16 tile of the output, one invocation per output element. Each step
+// loads a 16 x 16 tile of `a` and of `b` into workgroup memory (every element read once per
+// tile instead of once per output element) and sums the tile's 16 products of its row and
+// column as a balanced tree, pushed as one unit on a binary counter; the products past the
+// last whole tile are pushed one by one. Every product is rounded at most about
+// ceil(log2 k) + 1 times: within `accum`'s pairwise bound on any input, and the same
+// arithmetic, in the same order, as one invocation per element without tiles. Loop iterations
+// per invocation: k / 16 + 15 + 24, below lavapipe's limit of 65535 (gallivm's loop limiter)
+// for every k <= 16 * 65490 (1_047_840). Tiles are numbered along rows of the launch
+// (`workgroup_id.x + workgroup_id.y * num_workgroups.x`), so any number of tiles launches.
 struct Params { m: u32, k: u32, n: u32 }
 
 @group(0) @binding(0) var<storage, read> a: array<f32>;
@@ -99,26 +103,55 @@ fn finish(s: f32) -> f32 {
     return s;
 }
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let t = gid.x;
-    if (t >= p.m * p.n) { return; }
-    let i = t / p.n;
-    let j = t % p.n;
-    let r = i * p.k;
-    var q = 0u;
-    for (; q + 15u < p.k; q = q + 16u) {
-        push((((fin(a[r + q + 0u] * b[(q + 0u) * p.n + j]) + fin(a[r + q + 1u] * b[(q + 1u) * p.n + j]))
-            + (fin(a[r + q + 2u] * b[(q + 2u) * p.n + j]) + fin(a[r + q + 3u] * b[(q + 3u) * p.n + j])))
-            + ((fin(a[r + q + 4u] * b[(q + 4u) * p.n + j]) + fin(a[r + q + 5u] * b[(q + 5u) * p.n + j]))
-            + (fin(a[r + q + 6u] * b[(q + 6u) * p.n + j]) + fin(a[r + q + 7u] * b[(q + 7u) * p.n + j]))))
-            + (((fin(a[r + q + 8u] * b[(q + 8u) * p.n + j]) + fin(a[r + q + 9u] * b[(q + 9u) * p.n + j]))
-            + (fin(a[r + q + 10u] * b[(q + 10u) * p.n + j]) + fin(a[r + q + 11u] * b[(q + 11u) * p.n + j])))
-            + ((fin(a[r + q + 12u] * b[(q + 12u) * p.n + j]) + fin(a[r + q + 13u] * b[(q + 13u) * p.n + j]))
-            + (fin(a[r + q + 14u] * b[(q + 14u) * p.n + j]) + fin(a[r + q + 15u] * b[(q + 15u) * p.n + j])))));
+const T: u32 = 16u;
+var<workgroup> ta: array<f32, 256>; // ta[r * 16 + c] = a[row r of the tile, column q0 + c]
+var<workgroup> tb: array<f32, 256>; // tb[r * 16 + c] = b[row q0 + r, column c of the tile]
+
+// Loads the k-tile starting at q0 (zeros outside the matrices) and waits for every invocation.
+fn load(i: u32, j: u32, q0: u32, r: u32, c: u32, lid: u32) {
+    var va = 0.0;
+    if (i < p.m && q0 + c < p.k) { va = a[i * p.k + q0 + c]; }
+    var vb = 0.0;
+    if (j < p.n && q0 + r < p.k) { vb = b[(q0 + r) * p.n + j]; }
+    ta[lid] = va;
+    tb[lid] = vb;
+    workgroupBarrier();
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let tiles_n = (p.n + T - 1u) / T;
+    let tile = wid.x + wid.y * nwg.x;
+    if (tile >= ((p.m + T - 1u) / T) * tiles_n) { return; }
+    let r = lid / T;
+    let c = lid % T;
+    let i = (tile / tiles_n) * T + r;
+    let j = (tile % tiles_n) * T + c;
+    let ar = r * T;
+    var q0 = 0u;
+    for (; q0 + 15u < p.k; q0 = q0 + T) {
+        load(i, j, q0, r, c, lid);
+        push((((fin(ta[ar + 0u] * tb[0u * T + c]) + fin(ta[ar + 1u] * tb[1u * T + c]))
+            + (fin(ta[ar + 2u] * tb[2u * T + c]) + fin(ta[ar + 3u] * tb[3u * T + c])))
+            + ((fin(ta[ar + 4u] * tb[4u * T + c]) + fin(ta[ar + 5u] * tb[5u * T + c]))
+            + (fin(ta[ar + 6u] * tb[6u * T + c]) + fin(ta[ar + 7u] * tb[7u * T + c]))))
+            + (((fin(ta[ar + 8u] * tb[8u * T + c]) + fin(ta[ar + 9u] * tb[9u * T + c]))
+            + (fin(ta[ar + 10u] * tb[10u * T + c]) + fin(ta[ar + 11u] * tb[11u * T + c])))
+            + ((fin(ta[ar + 12u] * tb[12u * T + c]) + fin(ta[ar + 13u] * tb[13u * T + c]))
+            + (fin(ta[ar + 14u] * tb[14u * T + c]) + fin(ta[ar + 15u] * tb[15u * T + c])))));
+        workgroupBarrier();
     }
-    for (; q < p.k; q = q + 1u) {
-        push(fin(a[r + q] * b[q * p.n + j]));
+    if (q0 < p.k) {
+        load(i, j, q0, r, c, lid);
+        for (var t = 0u; q0 + t < p.k; t = t + 1u) {
+            push(fin(ta[ar + t] * tb[t * T + c]));
+        }
     }
-    out[t] = finish(pushed());
+    if (i < p.m && j < p.n) {
+        out[i * p.n + j] = finish(pushed());
+    }
 }

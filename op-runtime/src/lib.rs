@@ -57,7 +57,7 @@ pub use op_contract::contract::DType;
 /// Items generated code refers to. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::core::decl::{Call, CompositeFn, DeclMember, KernelSource, OpDecl, ShimFn};
+    pub use crate::core::decl::{Call, CompositeFn, DeclMember, KernelSource, Launch, OpDecl, ShimFn};
     pub use crate::core::error::ShimError;
     pub use crate::core::real::Real;
     pub use crate::core::tensor::ParamValue;

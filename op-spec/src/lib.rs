@@ -17,3 +17,4 @@ pub mod parse_values;
 pub mod plan;
 pub mod reference;
 pub mod wgsl;
+pub mod wgsl_launch;

@@ -1,10 +1,12 @@
 //! The compile-time check of a WGSL kernel against its `kernel(...)` binding descriptor and the
-//! op's signature (naga parse and validation, entry point and its 1-D workgroup, every binding:
-//! slot, address space, access, runtime-sized element type, name); it reads no files.
+//! op's signature (naga parse and validation, entry point and its 1-D workgroup, its launch
+//! convention (`wgsl_launch`), every binding: slot, address space, access, runtime-sized element
+//! type, name); it reads no files.
 
 use crate::contract::{Access, DType};
 use crate::ctxt::Ctxt;
 use crate::model::{SBinding, SKernel, SSignature, SpanRange, Spanned};
+pub use crate::wgsl_launch::Launch;
 use naga::common::wgsl::{TryToWgsl as _, TypeContext as _};
 use naga::valid::{Capabilities, FunctionInfo, ModuleInfo, ValidationFlags, Validator};
 use naga::{AddressSpace, ArraySize, GlobalVariable, Module, ResourceBinding, Scalar, ShaderStage, StorageAccess, TypeInner};
@@ -18,6 +20,8 @@ pub struct KernelInfo {
     pub entry: String,
     /// `@workgroup_size(x, y, z)`.
     pub workgroup_size: [u32; 3],
+    /// How the entry indexes its invocations (see `wgsl_launch`); CUDA kernels are flat.
+    pub launch: Launch,
 }
 
 /// Checks `source` (the WGSL file's text) against `kernel`'s descriptor and `sig`. Every
@@ -65,7 +69,8 @@ pub fn check_wgsl(cx: &Ctxt, kernel: &SKernel, sig: &SSignature, source: &str) -
         cx.error(syn::Error::new(kernel.path.span(), msg));
         return None;
     }
-    Some(KernelInfo { entry: ep.name.clone(), workgroup_size: ep.workgroup_size })
+    let launch = crate::wgsl_launch::check_launch(cx, kernel, &module, info.get_entry_point(index), ep)?;
+    Some(KernelInfo { entry: ep.name.clone(), workgroup_size: ep.workgroup_size, launch })
 }
 
 /// Rule: the source parses and validates (all validation flags, all capabilities: what the
@@ -238,7 +243,7 @@ fn check_global_name(
     if !matches!(var.space, AddressSpace::Storage { .. }) || wgsl_name == want {
         return;
     }
-    let acc = if access.value == Access::Read { "read" } else { "read_write" };
+    let acc = access.value.keyword();
     let (at, hint) = match alias {
         Some(a) => (a.span(), format!("change `as {a}` to `as {wgsl_name}`")),
         None => (name.span(), format!("reorder `bindings(...)` to match the kernel, rename the global to `{name}`, or write `{name}: {acc} as {wgsl_name}` if the kernel names it differently on purpose")),
@@ -251,8 +256,10 @@ fn check_global_name(
 }
 
 /// Rule: descriptor slot `slot` binding tensor `name` is a WGSL storage array at
-/// `@group(0) @binding(slot)` with the same access and the tensor's element type (its dtype
-/// must be one WGSL storage can hold).
+/// `@group(0) @binding(slot)` with the same access (`accumulate` is `read_write`) and the
+/// tensor's element type (its dtype must be one WGSL storage can hold); an accumulating `u32`
+/// or `i32` output may be `array<atomic<u32>>` / `array<atomic<i32>>` (kernels add into it
+/// from many invocations).
 fn check_buffer(
     cx: &Ctxt,
     module: &Module,
@@ -265,13 +272,16 @@ fn check_buffer(
     // A name that is no tensor of the signature is the binding-coverage rule's to report.
     let Some(dtype) = tensor_dtype(sig, name).map(|d| d.value) else { return };
     let scalar = storage_scalar(dtype);
-    if scalar.is_none() {
+    if dtype == DType::bf16 {
+        let msg = format!("`{name}` has dtype `bf16`, which WGSL has no type for (WGSL storage holds f32, f16, u32 and i32 only; `enable f16` adds IEEE half, not bfloat16), so no WGSL kernel can read or write it; declare the WGSL kernel's op on `f32` or `f16`, or give this op a CUDA kernel (`__nv_bfloat16`) instead");
+        cx.error(syn::Error::new(name.span(), msg));
+    } else if scalar.is_none() {
         let msg = format!("`{name}` has dtype `{}`, which a WGSL storage buffer cannot hold (f32, f16, u32 and i32 only); change the dtype or give this op a CUDA kernel instead", dtype.name());
         cx.error(syn::Error::new(name.span(), msg));
     }
     let (want, want_access) = match access.value {
         Access::Read => ("read", StorageAccess::LOAD),
-        Access::ReadWrite => ("read_write", StorageAccess::LOAD | StorageAccess::STORE),
+        Access::ReadWrite | Access::Accumulate => ("read_write", StorageAccess::LOAD | StorageAccess::STORE),
     };
     let elem = dtype.name();
     let Some((var, rb)) = global else {
@@ -291,12 +301,22 @@ fn check_buffer(
         return;
     };
     if wgsl_access & (StorageAccess::LOAD | StorageAccess::STORE) != want_access {
-        let msg = format!("`{name}` is bound `{want}` but WGSL {} is {}; make them agree", describe(var, rb), access_name(wgsl_access));
+        let msg = format!(
+            "`{name}` is bound `{}` but WGSL {} is {}; make them agree{}",
+            access.value.keyword(),
+            describe(var, rb),
+            access_name(wgsl_access),
+            if access.value == Access::Accumulate { " (an accumulating output is `var<storage, read_write>`)" } else { "" }
+        );
         cx.error(access.span.error(msg));
     }
     let Some(scalar) = scalar else { return };
     let (ok, sized) = match module.types[var.ty].inner {
-        TypeInner::Array { base, size, .. } => (module.types[base].inner == TypeInner::Scalar(scalar), !matches!(size, ArraySize::Dynamic)),
+        TypeInner::Array { base, size, .. } => {
+            let elem = &module.types[base].inner;
+            let atomic = access.value == Access::Accumulate && *elem == TypeInner::Atomic(scalar) && scalar.kind != naga::ScalarKind::Float;
+            (*elem == TypeInner::Scalar(scalar) || atomic, !matches!(size, ArraySize::Dynamic))
+        }
         _ => (false, false),
     };
     if ok && sized {
@@ -533,7 +553,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     fn windowed_median_passes() {
         let (info, errs) = check(median_kernel(), MEDIAN);
         assert!(errs.is_empty(), "{errs:#?}");
-        assert_eq!(info, Some(KernelInfo { entry: "main".into(), workgroup_size: [64, 1, 1] }));
+        assert_eq!(info, Some(KernelInfo { entry: "main".into(), workgroup_size: [64, 1, 1], launch: Launch::Flat }));
     }
 
     #[test]
@@ -689,7 +709,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         let k = quote!(kernel(wgsl = "k.wgsl", entry = "other", bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1));
         let (info, errs) = check(k, &two);
         assert!(errs.is_empty(), "{errs:#?}");
-        assert_eq!(info, Some(KernelInfo { entry: "other".into(), workgroup_size: [32, 1, 1] }));
+        assert_eq!(info, Some(KernelInfo { entry: "other".into(), workgroup_size: [32, 1, 1], launch: Launch::Flat }));
 
         let frag = MEDIAN
             .replace(
@@ -743,6 +763,87 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
 
     #[test]
+    fn accumulating_outputs_are_read_write_and_may_be_atomic() {
+        const HIST: &str = r#"
+struct Params { n: u32, bins: u32 }
+@group(0) @binding(0) var<storage, read> x: array<u32>;
+@group(0) @binding(1) var<storage, read_write> out: array<atomic<u32>>;
+@group(0) @binding(2) var<uniform> p: Params;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x >= p.n) { return; }
+    atomicAdd(&out[x[gid.x] % p.bins], 1u);
+}
+"#;
+        let sig = quote!(signature(x: u32[n], bins: u32) -> u32[bins]);
+        let k = |acc: TokenStream| quote!(kernel(wgsl = "k.wgsl", bindings(x: read, out: #acc, uniform(n, bins)), threads = n));
+        assert_eq!(check_with(sig.clone(), k(quote!(accumulate)), HIST).1, Vec::<String>::new());
+        // An atomic element is for adding into: a plain `read_write` output must hold `u32`.
+        let (_, errs) = check_with(sig.clone(), k(quote!(read_write)), HIST);
+        assert_eq!(errs.len(), 1, "{errs:#?}");
+        assert!(errs[0].starts_with("`out` holds `u32` in the signature but WGSL"), "{}", errs[0]);
+        // `accumulate` is read-write storage.
+        let src = HIST
+            .replace("var<storage, read_write> out: array<atomic<u32>>", "var<storage, read> out: array<u32>")
+            .replace("atomicAdd(&out[x[gid.x] % p.bins], 1u);", "let v = out[0] + x[gid.x];");
+        let (_, errs) = check_with(sig, k(quote!(accumulate)), &src);
+        assert_eq!(errs.len(), 1, "{errs:#?}");
+        assert!(
+            errs[0].starts_with("`out` is bound `accumulate` but WGSL `@group(0) @binding(1) var<storage, read> out` is read"),
+            "{}",
+            errs[0]
+        );
+    }
+
+    #[test]
+    fn launch_convention_is_read_from_the_builtins() {
+        let linear = MEDIAN
+            .replace(
+                "@builtin(global_invocation_id) gid: vec3<u32>)",
+                "@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>)",
+            )
+            .replace("let i = gid.x;", "let i = gid.x + gid.y * nwg.x * 64u;");
+        let (info, errs) = check(median_kernel(), &linear);
+        assert!(errs.is_empty(), "{errs:#?}");
+        assert_eq!(info.map(|i| i.launch), Some(Launch::Linear));
+        // The builtins as members of a struct argument.
+        let member = MEDIAN
+            .replace(
+                "struct Params",
+                "struct Ids { @builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32> }\nstruct Params",
+            )
+            .replace("fn main(@builtin(global_invocation_id) gid: vec3<u32>)", "fn main(ids: Ids)")
+            .replace("let i = gid.x;", "let i = ids.gid.x + ids.gid.y * ids.nwg.x * 64u;");
+        let (info, errs) = check(median_kernel(), &member);
+        assert!(errs.is_empty(), "{errs:#?}");
+        assert_eq!(info.map(|i| i.launch), Some(Launch::Linear));
+        // Rows without their width: refused.
+        let no_width = MEDIAN.replace("let i = gid.x;", "let i = gid.x + gid.y * 4194240u;");
+        let (info, errs) = check(median_kernel(), &no_width);
+        assert_eq!(info, None);
+        assert_eq!(errs.len(), 1, "{errs:#?}");
+        assert!(
+            errs[0]
+                .starts_with("WGSL entry `main` reads more than `global_invocation_id.x` but does not declare `@builtin(num_workgroups)`"),
+            "{}",
+            errs[0]
+        );
+        // The whole vector counts as more than x.
+        let whole = MEDIAN.replace("let i = gid.x;", "let v = gid.xy; let i = v.x;");
+        assert_eq!(check(median_kernel(), &whole).1.len(), 1);
+        // `num_workgroups` declared but only x read (a grid-stride loop, say): flat.
+        let stride = MEDIAN
+            .replace(
+                "@builtin(global_invocation_id) gid: vec3<u32>)",
+                "@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>)",
+            )
+            .replace("let i = gid.x;", "let i = gid.x + 0u * nwg.x;");
+        let (info, errs) = check(median_kernel(), &stride);
+        assert!(errs.is_empty(), "{errs:#?}");
+        assert_eq!(info.map(|i| i.launch), Some(Launch::Flat));
+    }
+
+    #[test]
     fn override_workgroup_size_is_refused() {
         let src = MEDIAN.replace("@compute @workgroup_size(64)", "override WG: u32 = 64;\n@compute @workgroup_size(WG)");
         let (info, errs) = check(median_kernel(), &src);
@@ -760,7 +861,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             .replace("struct Params", "@group(2) @binding(0) var<uniform> q: Params;\nstruct Params")
             .replace("let i = gid.x;", "let i = gid.x + q.n;");
         let (info, errs) = check(median_kernel(), &src);
-        assert_eq!(info, Some(KernelInfo { entry: "main".into(), workgroup_size: [64, 1, 1] }));
+        assert_eq!(info, Some(KernelInfo { entry: "main".into(), workgroup_size: [64, 1, 1], launch: Launch::Flat }));
         assert_eq!(errs.len(), 4, "{errs:#?}");
         assert!(errs[0].starts_with("`x` is bound `read` but WGSL"), "{}", errs[0]);
         assert!(

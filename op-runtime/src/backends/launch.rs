@@ -10,7 +10,7 @@ use crate::core::kind::BackendKind;
 use crate::core::op::RegisteredOp;
 use crate::core::plan::IExpr;
 use crate::core::tensor::{checked_numel, Data, Scalar, Tensor};
-use op_contract::contract::{Binding, DType, KernelLang};
+use op_contract::contract::{Access, Binding, DType, KernelLang};
 use std::borrow::Cow;
 
 /// Index of the op's kernel in `lang`, if a GPU backend can run the op at all (GPU launches need
@@ -72,8 +72,9 @@ enum Field {
 enum Role {
     /// Tensor input `i` (read-only storage).
     Input(usize),
-    /// Output `o` (read-write storage).
-    Output(usize),
+    /// Output `o` (read-write storage); `true` when it accumulates (starts at zero everywhere,
+    /// conformance included).
+    Output(usize, bool),
     /// A uniform block / scalar parameters, in field order.
     Uniform(Vec<Field>),
 }
@@ -91,6 +92,9 @@ pub(crate) enum Arg<'a> {
         data: u64,
         /// Bytes of each guard band (0 for plain calls).
         guard: u64,
+        /// Whether the output accumulates: its data starts at zero even in guarded runs (only
+        /// the guard bands hold canaries).
+        accumulate: bool,
     },
     /// The uniform fields' values, in order.
     Scalars(Vec<FieldValue>),
@@ -118,10 +122,10 @@ impl LaunchPlan {
         let mut roles = Vec::with_capacity(decl.bindings.len());
         for b in &decl.bindings {
             roles.push(match b {
-                Binding::Buffer { name, .. } => {
+                Binding::Buffer { name, access, .. } => {
                     match (sig.inputs().position(|t| &t.name == name), sig.outputs.iter().position(|t| &t.name == name)) {
                         (Some(i), _) => Role::Input(i),
-                        (None, Some(o)) => Role::Output(o),
+                        (None, Some(o)) => Role::Output(o, *access == Access::Accumulate),
                         (None, None) => return Err(bad(format!("binding `{name}` names no tensor of the signature"))),
                     }
                 }
@@ -129,7 +133,7 @@ impl LaunchPlan {
             });
         }
         for (o, out) in sig.outputs.iter().enumerate() {
-            if !roles.iter().any(|r| matches!(r, Role::Output(k) if *k == o)) {
+            if !roles.iter().any(|r| matches!(r, Role::Output(k, _) if *k == o)) {
                 return Err(bad(format!("output `{}` is not bound by the kernel", out.name)));
             }
         }
@@ -142,7 +146,7 @@ impl LaunchPlan {
     pub(crate) fn slot_writable(&self) -> impl Iterator<Item = Option<bool>> + '_ {
         self.roles.iter().map(|r| match r {
             Role::Input(_) => Some(false),
-            Role::Output(_) => Some(true),
+            Role::Output(..) => Some(true),
             Role::Uniform(_) => None,
         })
     }
@@ -156,7 +160,7 @@ impl LaunchPlan {
                     let t = req.inputs.get(*i).ok_or_else(|| BackendError::Marshal(format!("tensor input {i} was not passed")))?;
                     Arg::Input(input_bytes(t))
                 }
-                Role::Output(o) => self.output_arg(req, *o)?,
+                Role::Output(o, acc) => self.output_arg(req, *o, *acc)?,
                 Role::Uniform(fields) => {
                     Arg::Scalars(fields.iter().map(|f| field_value(f, &req.bound.values, req.params)).collect::<Result<_, _>>()?)
                 }
@@ -171,7 +175,7 @@ impl LaunchPlan {
         Ok((args, threads))
     }
 
-    fn output_arg(&self, req: &ExecRequest<'_>, o: usize) -> Result<Arg<'static>, BackendError> {
+    fn output_arg(&self, req: &ExecRequest<'_>, o: usize, accumulate: bool) -> Result<Arg<'static>, BackendError> {
         let dtype = self.out_dtypes[o];
         let shape = req.bound.out_shapes.get(o).ok_or_else(|| BackendError::Marshal(format!("output {o} has no shape")))?;
         let too_large =
@@ -180,7 +184,7 @@ impl LaunchPlan {
         let data = (numel as u64).checked_mul(dtype.size() as u64).ok_or_else(|| too_large("bytes"))?;
         let guard = (req.guard as u64).checked_mul(dtype.size() as u64).ok_or_else(|| too_large("guard bytes"))?;
         data.checked_add(guard.checked_mul(2).ok_or_else(|| too_large("guard bytes"))?).ok_or_else(|| too_large("guarded bytes"))?;
-        Ok(Arg::Output { index: o, data, guard })
+        Ok(Arg::Output { index: o, data, guard, accumulate })
     }
 
     /// The outputs from the bytes read back for each output slot, as `(output index, bytes)`:

@@ -7,7 +7,7 @@ use crate::{op, Real};
 
 /// Matrix product `a (m x k) * b (k x n)`, row-major.
 #[op(name = "builtin/matmul", version = 1, signature(a: f32[m, k], b: f32[k, n]) -> f32[m, n],
-     category = contraction, tolerance = accum(2), nan = propagate, backward = vjp(matmul_vjp), cpu = matmul_cpu, kernel(wgsl = "kernels/matmul.wgsl", bindings(a: read, b: read, out: read_write, uniform(m, k, n)), threads = m * n),
+     category = contraction, tolerance = accum(2), nan = propagate, backward = vjp(matmul_vjp), cpu = matmul_cpu, kernel(wgsl = "kernels/matmul.wgsl", bindings(a: read, b: read, out: read_write, uniform(m, k, n)), threads = ((m + 15) / 16) * ((n + 15) / 16) * 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn matmul<T: Real>(a: &[T], b: &[T], m: usize, k: usize, n: usize) -> Vec<T> {
     let mut out = vec![T::zero(); m * n];

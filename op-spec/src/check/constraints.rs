@@ -472,26 +472,31 @@ fn counts(e: &Expr, o: &STensor) -> bool {
 }
 
 // Rule: a kernel's `threads` is >= 0 for every admissible input, and >= 1 whenever an output
-// is non-empty (a launch of no threads writes nothing).
+// is non-empty (a launch of no threads writes nothing), accumulating outputs excepted (they
+// start at zero).
 pub(super) fn check_launch_geometry(cx: &Ctxt, attr: &OpAttr, solver: &Solver<'_>) {
     let sig = solver.sig;
     if sig.outputs.iter().any(|o| o.dims.iter().any(|d| !solver.mentions_only_known(d))) {
         return; // data-dependent outputs have no kernels (`outputs` reports it)
     }
-    for t in attr.kernels.iter().filter_map(|k| k.threads.as_ref()).filter(|t| solver.mentions_only_known(t)) {
+    for k in &attr.kernels {
+        let Some(t) = k.threads.as_ref().filter(|t| solver.mentions_only_known(t)) else { continue };
+        // An accumulating output is correct untouched (it starts at zero): only the others
+        // need a thread.
+        let written: Vec<&STensor> = sig.outputs.iter().filter(|o| !accumulates(k, &o.name)).collect();
         let e = t.to_expr();
         let lo = solver.lower_bound(&e);
         // At least one thread always; or never negative and zero only with every output empty
         // (`threads` is a dim of every output, or its element count): nothing to search.
-        if lo.is_some_and(|lo| lo >= 1) || (lo.is_some_and(|lo| lo >= 0) && sig.outputs.iter().all(|o| counts(&e, o))) {
+        if lo.is_some_and(|lo| lo >= 1) || (lo.is_some_and(|lo| lo >= 0) && written.iter().all(|o| counts(&e, o))) {
             continue;
         }
         let mut found: Option<(i128, Option<(&STensor, i128)>)> = None;
         let env = solver.witness(|env| {
             let Some(v) = e.eval_map(env) else { return false };
-            let outs: Option<Vec<i128>> = sig.outputs.iter().map(|o| numel(o, env)).collect();
+            let outs: Option<Vec<i128>> = written.iter().map(|o| numel(o, env)).collect();
             let Some(outs) = outs else { return false };
-            let nonempty = sig.outputs.iter().zip(&outs).find(|(_, n)| **n > 0).map(|(o, n)| (o, *n));
+            let nonempty = written.iter().zip(&outs).find(|(_, n)| **n > 0).map(|(o, n)| (*o, *n));
             found = Some((v, nonempty));
             v < 0 || (v == 0 && nonempty.is_some())
         });
@@ -504,6 +509,13 @@ pub(super) fn check_launch_geometry(cx: &Ctxt, attr: &OpAttr, solver: &Solver<'_
         };
         cx.error(t.span.error(msg));
     }
+}
+
+/// Whether kernel `k` binds output `name` as `accumulate`.
+fn accumulates(k: &SKernel, name: &syn::Ident) -> bool {
+    k.bindings
+        .iter()
+        .any(|b| matches!(b, SBinding::Buffer { name: n, access, .. } if n == name && access.value == crate::contract::Access::Accumulate))
 }
 
 /// Integer parameter names plus dims: the symbols an integer expression may use.

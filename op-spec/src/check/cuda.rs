@@ -370,8 +370,9 @@ fn check_buffer_param(
         cx.error(
             access.span.error(format!("`{name}` is bound `read` but CUDA parameter {i} of `{entry}` is `{text}`; declare it `const`")),
         );
-    } else if access.value == Access::ReadWrite && p.pointee_const {
-        cx.error(access.span.error(format!("`{name}` is bound `read_write` but CUDA parameter {i} of `{entry}` is `{text}` (const)")));
+    } else if access.value.writes() && p.pointee_const {
+        let acc = access.value.keyword();
+        cx.error(access.span.error(format!("`{name}` is bound `{acc}` but CUDA parameter {i} of `{entry}` is `{text}` (const)")));
     }
     let dtype = sig.inputs().chain(&sig.outputs).find(|t| t.name == *name).map(|t| t.dtype.value);
     let base = resolve(&p.base, aliases);
@@ -385,7 +386,7 @@ fn check_buffer_param(
         }
     }
     let want = global.map_or_else(|| name.to_string(), |g| g.to_string());
-    let acc = if access.value == Access::Read { "read" } else { "read_write" };
+    let acc = access.value.keyword();
     let hint = format!(", or write `{name}: {acc} as {}` if the name differs on purpose", p.name.as_deref().unwrap_or(""));
     check_param_name(cx, entry, i, p, name, &want, &hint);
 }

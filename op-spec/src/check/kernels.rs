@@ -12,8 +12,8 @@ use crate::wgsl::{check_wgsl, KernelInfo};
 use op_contract::generic::{binding_text, cuda_prelude, wgsl_prelude};
 use std::path::{Component, Path, PathBuf};
 
-// Rule: each kernel binds every tensor exactly once, inputs `read`, outputs `read_write`,
-// names only tensors of the signature, and has at most one uniform block. Returns whether the
+// Rule: each kernel binds every tensor exactly once, inputs `read`, outputs `read_write` or
+// `accumulate`, names only tensors of the signature, and has at most one uniform block. Returns whether the
 // descriptor is present and sound.
 pub(super) fn check_binding_coverage(cx: &Ctxt, k: &SKernel, sig: &SSignature) -> bool {
     let before = cx.error_count();
@@ -57,17 +57,23 @@ pub(super) fn check_binding_coverage(cx: &Ctxt, k: &SKernel, sig: &SSignature) -
     k.bindings_span.is_some() && cx.error_count() == before
 }
 
-/// A buffer binding's name against the signature: an input `read`, an output `read_write`,
-/// never a parameter or an unknown name.
+/// A buffer binding's name against the signature: an input `read`, an output `read_write` (or
+/// `accumulate`: the kernel adds into it, from zero), never a parameter or an unknown name.
 fn check_buffer_role(cx: &Ctxt, sig: &SSignature, name: &syn::Ident, access: &Spanned<Access>, (inputs, outputs): (&[String], &[String])) {
     let s = name.to_string();
     if inputs.contains(&s) {
-        if access.value != Access::Read {
+        if access.value == Access::Accumulate {
+            cx.error(access.span.error(format!(
+                "input `{s}` cannot be bound `accumulate`: only outputs accumulate (they start at zero); bind the input `read`"
+            )));
+        } else if access.value != Access::Read {
             cx.error(access.span.error(format!("input `{s}` must be bound `read`: kernels may not write their inputs")));
         }
     } else if outputs.contains(&s) {
-        if access.value != Access::ReadWrite {
-            cx.error(access.span.error(format!("output `{s}` must be bound `read_write`: the kernel writes it")));
+        if access.value == Access::Read {
+            cx.error(access.span.error(format!(
+                "output `{s}` must be bound `read_write` (the kernel writes it) or `accumulate` (the kernel adds into it, from zero)"
+            )));
         }
     } else if sig.param(&s).is_some() {
         cx.error(syn::Error::new(name.span(), format!("`{s}` is a scalar parameter: pass it in `uniform({s})`, not as a buffer")));
@@ -214,7 +220,11 @@ pub(super) fn load_and_check_kernel(
                 if entry.is_some() {
                     check_nvrtc(&sub, k, &full, &headers);
                 }
-                entry.map(|entry| KernelInfo { entry, workgroup_size: [k.block.as_ref().map(|b| b.value).unwrap_or(256), 1, 1] })
+                entry.map(|entry| KernelInfo {
+                    entry,
+                    workgroup_size: [k.block.as_ref().map(|b| b.value).unwrap_or(256), 1, 1],
+                    launch: crate::wgsl::Launch::Flat,
+                })
             }
         };
         let failed = sub.has_errors();
@@ -320,7 +330,7 @@ mod tests {
         let e = msgs(check_tokens(attr(quote!(bindings(out: read_write))), item.clone(), &bases));
         assert_eq!(e, vec!["tensor `x` is not bound by this kernel; add `x: read` to `bindings(...)`".to_string()]);
         let e = msgs(check_tokens(attr(quote!(bindings(x: read, out: write))), item.clone(), &bases));
-        assert_eq!(e, vec!["unknown access `write`; valid: read, read_write".to_string()]);
+        assert_eq!(e, vec!["unknown access `write`; valid: read, read_write, accumulate".to_string()]);
         let e = msgs(check_tokens(
             quote!(name = "a/b", version = 1, signature(x: f32[n]) -> f32[n], category = elementwise, tolerance = ulp(0),
             backward = none, kernel(wgsl = "nope.wgsl", bindings(x: read, out: read_write), threads = n)),

@@ -139,7 +139,8 @@ fn assemble(cx: &Ctxt, kw: Ident, span: SpanRange, parts: KernelParts) -> syn::R
     Ok(SKernel { span, lang, path, entry, bindings, bindings_span, threads, block, dtypes })
 }
 
-/// `name: read`, `name: read_write` (optionally `as global`) or `uniform(fields...)`.
+/// `name: read`, `name: read_write`, `name: accumulate` (optionally `as global`) or
+/// `uniform(fields...)`.
 fn parse_binding(input: ParseStream) -> syn::Result<SBinding> {
     let name: Ident = input.parse()?;
     if name == "uniform" && input.peek(syn::token::Paren) {
@@ -159,7 +160,8 @@ fn parse_binding(input: ParseStream) -> syn::Result<SBinding> {
     let access = match acc.to_string().as_str() {
         "read" => Access::Read,
         "read_write" => Access::ReadWrite,
-        other => return Err(syn::Error::new(acc.span(), format!("unknown access `{other}`; valid: read, read_write"))),
+        "accumulate" => Access::Accumulate,
+        other => return Err(syn::Error::new(acc.span(), format!("unknown access `{other}`; valid: read, read_write, accumulate"))),
     };
     let global = if input.peek(Token![as]) {
         input.parse::<Token![as]>()?;

@@ -67,8 +67,11 @@ impl CpuBackend {
     }
 }
 
-fn no_kernel() -> BackendError {
-    BackendError::Unsupported("the op declares no `cpu` kernel".into())
+fn no_kernel(op: &RegisteredOp) -> BackendError {
+    BackendError::Unsupported(match op.contract.cpu {
+        Some(_) => format!("the op's `cpu` kernel does not serve `{}` (no silent conversion: run another backend)", op.binding_text()),
+        None => "the op declares no `cpu` kernel".into(),
+    })
 }
 
 impl Backend for CpuBackend {
@@ -85,10 +88,10 @@ impl Backend for CpuBackend {
         super::host::host_memory()
     }
     fn supports(&self, op: &RegisteredOp) -> Result<(), BackendError> {
-        op.decl.cpu.map(|_| ()).ok_or_else(no_kernel)
+        op.shims.cpu.map(|_| ()).ok_or_else(|| no_kernel(op))
     }
     fn prepare(&self, op: &Arc<RegisteredOp>) -> Result<Arc<dyn Prepared>, BackendError> {
-        let shim = op.decl.cpu.ok_or_else(no_kernel)?;
+        let shim = op.shims.cpu.ok_or_else(|| no_kernel(op))?;
         Ok(Arc::new(CpuPrepared { hash: op.hash, shim, pool: self.pool()? }))
     }
 }

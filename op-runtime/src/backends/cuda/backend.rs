@@ -81,17 +81,23 @@ impl Prepared for CudaPrepared {
     }
     fn execute(&self, req: &ExecRequest<'_>) -> Result<Vec<Tensor>, BackendError> {
         let (args, threads) = self.plan.marshal(req)?;
-        // Output buffers: zeros for plain calls; guard canaries, data canaries, guard canaries in
-        // guarded runs (the kernel gets a pointer past the front guard).
+        // Output buffers: zeros for plain calls; guard canaries, data canaries (zeros for an
+        // accumulating output), guard canaries in guarded runs (the kernel gets a pointer past
+        // the front guard).
         let mut outs: Vec<(usize, Vec<u8>, usize)> = Vec::new();
         for a in &args {
-            if let Arg::Output { index, data, guard } = *a {
+            if let Arg::Output { index, data, guard, accumulate } = *a {
                 let total = data.checked_add(2 * guard).and_then(|t| usize::try_from(t).ok());
                 let total = total.ok_or_else(|| {
                     BackendError::TooLarge(format!("output {index}: {data} bytes plus guards do not fit this host's address space"))
                 })?;
                 let fill = if guard == 0 { 0 } else { CANARY_BYTE };
-                outs.push((index, vec![fill; total], guard as usize));
+                let mut init = vec![fill; total];
+                if accumulate {
+                    // An accumulating output starts at zero; only its guards hold canaries.
+                    init[guard as usize..guard as usize + data as usize].fill(0);
+                }
+                outs.push((index, init, guard as usize));
             }
         }
         let mut o = outs.iter();

@@ -6,9 +6,10 @@
 //! output as a window after an aligned front guard, with the back guard inside the binding, so
 //! a write past the end lands on canaries instead of being clamped by wgpu's bounds checks.
 
-use super::engine::{Pipeline, Slot, SlotKind, WgpuEngine, WgpuError};
+use super::engine::{Geometry, Pipeline, Slot, SlotKind, WgpuEngine, WgpuError};
 use crate::backends::launch::{Arg, LaunchPlan};
 use crate::core::backend::{Backend, BackendError, ExecRequest, Prepared, CANARY_BYTE};
+use crate::core::decl::Launch;
 use crate::core::device::DeviceProfile;
 use crate::core::kind::BackendKind;
 use crate::core::op::RegisteredOp;
@@ -74,7 +75,7 @@ impl Backend for WgpuBackend {
         // Built now (cached by content hash on this device), so compilation and validation
         // errors surface from `prepare`, never from a later call.
         let pipeline = engine()?.prepare(op.cache_hash(), source, src.entry, &kinds)?;
-        Ok(Arc::new(WgpuPrepared { hash: op.hash, plan, pipeline, workgroup: src.workgroup_size }))
+        Ok(Arc::new(WgpuPrepared { hash: op.hash, plan, pipeline, workgroup: src.workgroup_size, launch: src.launch }))
     }
 }
 
@@ -110,6 +111,16 @@ struct WgpuPrepared {
     plan: LaunchPlan,
     pipeline: Arc<Pipeline>,
     workgroup: [u32; 3],
+    launch: Launch,
+}
+
+impl WgpuPrepared {
+    /// The launch of `threads` invocations: guarded (conformance) runs launch linear kernels in
+    /// rows one workgroup wide, so a kernel that linearises its index wrongly fails on small
+    /// cases instead of only beyond the device's workgroups per dimension.
+    fn geometry(&self, threads: u64, guarded: bool) -> Geometry {
+        Geometry { wg: self.workgroup, threads, launch: self.launch, row: guarded.then_some(1) }
+    }
 }
 
 /// An output slot's bytes and how the returned part sits in them.
@@ -131,7 +142,7 @@ impl Prepared for WgpuPrepared {
         for a in &args {
             match a {
                 Arg::Scalars(v) => uniforms.push(v.iter().flat_map(|f| f.to_le_bytes()).collect()),
-                Arg::Output { index, data, guard } => outs.push((*index, out_buf(*data, *guard, align)?)),
+                Arg::Output { index, data, guard, accumulate } => outs.push((*index, out_buf(*data, *guard, *accumulate, align)?)),
                 Arg::Input(_) => {}
             }
         }
@@ -148,7 +159,7 @@ impl Prepared for WgpuPrepared {
                 },
             })
             .collect();
-        let read = engine.run_pipeline(&self.pipeline, self.workgroup, &slots, threads)?;
+        let read = engine.run_pipeline(&self.pipeline, self.geometry(threads, req.guard > 0), &slots)?;
         let mut reads = Vec::with_capacity(outs.len());
         for ((index, buf), bytes) in outs.iter().zip(read) {
             reads.push((
@@ -166,15 +177,22 @@ impl Prepared for WgpuPrepared {
     }
 }
 
-/// The device buffer of one output: plain (zero-filled by wgpu) or guarded with canaries.
-fn out_buf(data: u64, guard: u64, align: u64) -> Result<OutBuf, BackendError> {
+/// The device buffer of one output: plain (zero-filled by wgpu) or guarded with canaries (an
+/// accumulating output keeps its data zero between the canary guards).
+fn out_buf(data: u64, guard: u64, accumulate: bool, align: u64) -> Result<OutBuf, BackendError> {
     let too_large = || BackendError::TooLarge(format!("an output buffer of {data} bytes does not fit this host's address space"));
     if guard == 0 {
         return Ok(OutBuf::Plain { len: usize::try_from(data).map_err(|_| too_large())? });
     }
     let layout = GuardLayout::new(data, guard, align);
     let len = usize::try_from(layout.total).map_err(|_| too_large())?;
-    Ok(OutBuf::Guarded { init: vec![CANARY_BYTE; len], layout })
+    let mut init = vec![CANARY_BYTE; len];
+    if accumulate {
+        let start = usize::try_from(layout.front).map_err(|_| too_large())?;
+        let end = usize::try_from(layout.front + layout.data).map_err(|_| too_large())?;
+        init[start..end].fill(0);
+    }
+    Ok(OutBuf::Guarded { init, layout })
 }
 
 #[cfg(test)]

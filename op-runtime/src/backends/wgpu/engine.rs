@@ -8,6 +8,7 @@
 //! uncaptured-error handler is installed as well (wgpu's default one panics); errors it sees
 //! are recorded and can be drained with [`WgpuEngine::take_uncaptured_errors`].
 
+use crate::core::decl::Launch;
 use crate::core::device::DeviceProfile;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -77,6 +78,29 @@ impl<'a> Slot<'a> {
 
     fn read_back(&self) -> bool {
         matches!(self, Slot::ReadWrite(_) | Slot::Guarded { .. } | Slot::Output { .. })
+    }
+}
+
+/// The launch of one dispatch: workgroup size, invocations, and the kernel's launch
+/// convention. A flat kernel gets `ceil(threads / wg)` workgroups along x; a linear one a 2-D
+/// grid of rows (`row` workgroups wide, the device's per-dimension limit by default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    /// `@workgroup_size`; only `[x, 1, 1]` is supported.
+    pub wg: [u32; 3],
+    /// Invocations to launch.
+    pub threads: u64,
+    /// How the kernel indexes its invocations.
+    pub launch: Launch,
+    /// Row width in workgroups for linear kernels (`None`: as wide as the device allows).
+    /// Conformance launches narrow rows so a wrong linearisation fails on small cases.
+    pub row: Option<u32>,
+}
+
+impl Geometry {
+    /// A flat launch of `threads` invocations in workgroups of `wg`.
+    pub fn flat(wg: [u32; 3], threads: u64) -> Geometry {
+        Geometry { wg, threads, launch: Launch::Flat, row: None }
     }
 }
 
@@ -542,16 +566,17 @@ impl WgpuEngine {
     ) -> Result<Vec<Vec<u8>>, WgpuError> {
         self.check_lost()?;
         // Launch geometry and buffer sizes are refused before anything is compiled.
-        self.workgroups(wg, threads)?;
+        let geometry = Geometry::flat(wg, threads);
+        self.grid(geometry)?;
         self.slot_sizes(slots)?;
         let kinds: Vec<SlotKind> = slots.iter().map(Slot::kind).collect();
         let pipeline = self.pipeline(key, source, entry, &kinds)?;
-        self.run_pipeline(&pipeline, wg, slots, threads)
+        self.run_pipeline(&pipeline, geometry, slots)
     }
 
     /// Runs a pipeline from [`WgpuEngine::prepare`] (see [`WgpuEngine::run`]); the slots must
     /// have the kinds it was prepared with.
-    pub fn run_pipeline(&self, pipeline: &Pipeline, wg: [u32; 3], slots: &[Slot<'_>], threads: u64) -> Result<Vec<Vec<u8>>, WgpuError> {
+    pub fn run_pipeline(&self, pipeline: &Pipeline, geometry: Geometry, slots: &[Slot<'_>]) -> Result<Vec<Vec<u8>>, WgpuError> {
         self.check_lost()?;
         if slots.len() != pipeline.kinds.len() || slots.iter().zip(&pipeline.kinds).any(|(s, k)| s.kind() != *k) {
             let kinds: Vec<SlotKind> = slots.iter().map(Slot::kind).collect();
@@ -560,9 +585,9 @@ impl WgpuEngine {
                 detail: format!("prepared with slots {:?}, called with {kinds:?}", pipeline.kinds),
             });
         }
-        let groups = self.workgroups(wg, threads)?;
+        let groups = self.grid(geometry)?;
         let sizes = self.slot_sizes(slots)?;
-        if threads == 0 {
+        if geometry.threads == 0 {
             return Ok(slots
                 .iter()
                 .filter(|s| s.read_back())
@@ -578,8 +603,10 @@ impl WgpuEngine {
         self.read_back(&bound, maps, slots)
     }
 
-    /// The number of workgroups in x for `threads` invocations, within the device's limits.
-    fn workgroups(&self, wg: [u32; 3], threads: u64) -> Result<u64, WgpuError> {
+    /// The workgroups to dispatch, `(x, y)`, for a launch within the device's limits: flat
+    /// kernels along x only; linear ones in rows (see [`Geometry`]).
+    pub fn grid(&self, g: Geometry) -> Result<(u32, u32), WgpuError> {
+        let wg = g.wg;
         if wg[0] == 0 || wg[1] != 1 || wg[2] != 1 {
             return Err(WgpuError::InvalidLaunch(format!("workgroup size {wg:?}: only 1-D workgroups [x, 1, 1] with x > 0 are supported")));
         }
@@ -587,16 +614,31 @@ impl WgpuEngine {
         if wg[0] > max_x {
             return Err(WgpuError::TooLarge { what: "workgroup size x".into(), requested: u64::from(wg[0]), limit: u64::from(max_x) });
         }
-        let groups = threads.div_ceil(u64::from(wg[0]));
+        let groups = g.threads.div_ceil(u64::from(wg[0]));
         let max_groups = u64::from(self.limits.max_compute_workgroups_per_dimension);
-        if groups > max_groups {
+        if g.launch == Launch::Flat {
+            if groups > max_groups {
+                return Err(WgpuError::TooLarge {
+                    what: format!(
+                        "workgroups in x ({} threads / workgroup {}; a kernel that linearises its index over rows with `@builtin(num_workgroups)` launches any number)",
+                        g.threads, wg[0]
+                    ),
+                    requested: groups,
+                    limit: max_groups,
+                });
+            }
+            return Ok((groups as u32, 1));
+        }
+        let width = u64::from(g.row.unwrap_or(u32::MAX).max(1)).min(max_groups).min(groups.max(1));
+        let rows = groups.div_ceil(width);
+        if rows > max_groups {
             return Err(WgpuError::TooLarge {
-                what: format!("workgroups in x ({threads} threads / workgroup {})", wg[0]),
-                requested: groups,
+                what: format!("rows of {width} workgroups ({} threads / workgroup {})", g.threads, wg[0]),
+                requested: rows,
                 limit: max_groups,
             });
         }
-        Ok(groups)
+        Ok((width as u32, rows as u32))
     }
 
     /// Each slot's (padded) buffer size, checked against the device's limits before any GPU work.
@@ -697,7 +739,7 @@ impl WgpuEngine {
         &self,
         pipeline: &Pipeline,
         bound: &Bound,
-        groups: u64,
+        groups: (u32, u32),
         sizes: &[u64],
     ) -> Result<(wgpu::SubmissionIndex, MapReceiver), WgpuError> {
         let (tx, rx) = mpsc::channel();
@@ -707,7 +749,7 @@ impl WgpuEngine {
                 let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
                 pass.set_pipeline(&pipeline.pipeline);
                 pass.set_bind_group(0, &bound.bind_group, &[]);
-                pass.dispatch_workgroups(groups as u32, 1, 1);
+                pass.dispatch_workgroups(groups.0, groups.1, 1);
             }
             for (i, st) in &bound.staging {
                 encoder.copy_buffer_to_buffer(&bound.buffers[*i], 0, st, 0, sizes[*i]);
@@ -1101,6 +1143,25 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
         let err = e.run(key("too-many"), ADD, "add", [8, 8, 1], &[], 1).expect_err("2-D workgroup");
         assert!(matches!(err, WgpuError::InvalidLaunch(_)), "{err:?}");
+    }
+
+    #[test]
+    fn linear_launches_run_in_rows() {
+        let Some(e) = engine() else { return };
+        let max = e.limits().max_compute_workgroups_per_dimension;
+        let lin = |threads: u64, row: Option<u32>| e.grid(Geometry { wg: [64, 1, 1], threads, launch: Launch::Linear, row });
+        // Within one row: a single row of exactly the workgroups needed.
+        assert_eq!(lin(1000, None).expect("fits"), (16, 1));
+        // Past the per-dimension limit: full rows, as many as needed.
+        let groups = u64::from(max) * 3 + 5;
+        assert_eq!(lin(groups * 64, None).expect("fits"), (max, 4));
+        // Narrow rows (conformance): one workgroup per row.
+        assert_eq!(lin(1000, Some(1)).expect("fits"), (1, 16));
+        // A flat kernel past the limit is refused; a linear one past max x max too.
+        assert!(matches!(e.grid(Geometry::flat([64, 1, 1], groups * 64)), Err(WgpuError::TooLarge { .. })));
+        let too_many = (u64::from(max) * u64::from(max) + 1) * 64;
+        assert!(matches!(lin(too_many, None), Err(WgpuError::TooLarge { .. })));
+        assert!(matches!(lin(too_many / 64, Some(1)), Err(WgpuError::TooLarge { .. })));
     }
 
     #[test]
