@@ -45,7 +45,7 @@ pub fn presence(x: &[u32], bins: u32) -> Vec<u32> {
      signature(x: u32[n], bins: u32 where 1 <= n, 1 <= bins <= 4096) -> u32[bins],
      category = integer, tolerance = exact, backward = none,
      kernel(wgsl = "kernels/presence.wgsl", bindings(x: read, out: read_write, uniform(n, bins)), threads = n),
-     license = "MIT")]
+     license = "MIT", generated_tests = false)]
 pub fn presence_read_write(x: &[u32], bins: u32) -> Vec<u32> {
     presence(x, bins)
 }

@@ -18,7 +18,7 @@ use op_runtime::{op, BackendKind, CallOptions, Real, Scalar, Tensor};
 #[op(name = "test/broken/add_row_width", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
      category = elementwise, tolerance = ulp(1), backward = none,
      kernel(wgsl = "kernels/broken/add_row_width.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
-     license = "MIT")]
+     license = "MIT", generated_tests = false)]
 pub fn add_row_width<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     a.iter().zip(b).map(|(x, y)| *x + *y).collect()
 }

@@ -28,6 +28,13 @@ pub fn double_fast(x: &[f32]) -> Vec<f32> {
     x.iter().map(|v| v * 2.0).collect()
 }
 
+/// A user op with no `cpu` kernel (the reference, or a GPU kernel, must run it).
+#[op(name = "test/dispatch/halve", version = 1, signature(x: f32[n]) -> f32[n],
+     category = elementwise, tolerance = ulp(0), backward = none)]
+pub fn halve<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| *v * T::from_f64(0.5)).collect()
+}
+
 fn v(xs: &[f32]) -> Tensor {
     Tensor::vector(xs.to_vec())
 }
@@ -84,10 +91,10 @@ fn selection_order_per_call_then_per_op_then_global_then_priority() {
     // Per-call beats per-op.
     assert_eq!(backend(CallOptions::on(BackendKind::Reference)), BackendKind::Reference);
     // A backend the op cannot use is an error when chosen, never a silent fallback.
-    let add = r.register(op_runtime::builtins::decls()[0]).unwrap();
-    let e = add.call_with(&[&x, &x], &[], CallOptions::on(BackendKind::Cpu)).unwrap_err();
-    assert_eq!(e.to_string(), "op `builtin/add@1` cannot run on cpu: the op declares no `cpu` kernel");
-    let e = add.call_with(&[&x, &x], &[], CallOptions::on(BackendKind::Wgpu)).unwrap_err();
+    let halve = r.register(&halve::DECL).unwrap();
+    let e = halve.call_with(&[&x], &[], CallOptions::on(BackendKind::Cpu)).unwrap_err();
+    assert_eq!(e.to_string(), "op `test/dispatch/halve@1` cannot run on cpu: the op declares no `cpu` kernel");
+    let e = halve.call_with(&[&x], &[], CallOptions::on(BackendKind::Wgpu)).unwrap_err();
     assert!(matches!(e, DispatchError::Unavailable { backend: BackendKind::Wgpu, .. }), "{e}");
 }
 
@@ -161,10 +168,10 @@ fn a_failed_build_keeps_its_cause_lists_remaining_backends_and_never_falls_back(
 #[test]
 fn nothing_left_to_run_lists_what_was_tried_and_why() {
     let r = Registry::with_backends(vec![Arc::new(CpuBackend::default())]);
-    let h = r.register(&median::windowed_median::DECL).unwrap();
-    let e = h.call(&[&v(&[1.0, 2.0, 3.0])], &[Scalar::U32(3)]).unwrap_err();
+    let h = r.register(&halve::DECL).unwrap();
+    let e = h.call(&[&v(&[1.0, 2.0, 3.0])], &[]).unwrap_err();
     assert!(matches!(e, DispatchError::Exhausted(_)), "{e}");
-    assert_eq!(e.to_string(), "op `user/example/windowed_median@1`: no backend can run it; tried: cpu (the op declares no `cpu` kernel)");
+    assert_eq!(e.to_string(), "op `test/dispatch/halve@1`: no backend can run it; tried: cpu (the op declares no `cpu` kernel)");
 }
 
 #[test]

@@ -72,11 +72,19 @@ pub(crate) struct Rounding {
     pub diff: f64,
     /// `c`: outputs that changed.
     pub changed: usize,
+    /// Sum of |u| |f(x)| over outputs that did not change: what a step that moves nothing
+    /// (a saturated `tanh`, say) can still hide below the outputs' resolution.
+    pub still: f64,
 }
 
 impl Rounding {
     fn max(self, o: Rounding) -> Rounding {
-        Rounding { own: self.own.max(o.own), diff: self.diff.max(o.diff), changed: self.changed.max(o.changed) }
+        Rounding {
+            own: self.own.max(o.own),
+            diff: self.diff.max(o.diff),
+            changed: self.changed.max(o.changed),
+            still: self.still.max(o.still),
+        }
     }
 }
 
@@ -144,6 +152,7 @@ impl Checker {
             if let (Some(u), Some(v), Some(b)) = (u, o.as_slice::<f64>(), b.as_slice::<f64>()) {
                 for ((u, y), y0) in u.iter().zip(v).zip(b) {
                     if y == y0 {
+                        r.still += u.abs() * y.abs();
                         continue;
                     }
                     let d = u * (y - y0);
@@ -256,6 +265,11 @@ impl Checker {
     /// dense direction) the rounding of `x + t v` propagated through a slope of order `slope`.
     pub fn round(&self, r: Rounding, step: f64, dense: bool, slope: f64) -> f64 {
         let mut round = 4.0 * f64::EPSILON * (((self.len as f64).sqrt() + 8.0) * r.own + (r.changed as f64 + 8.0) * r.diff) / step;
+        if r.changed == 0 {
+            // No output moved at any step: the slope is only known to be below the outputs'
+            // resolution (an unchanged output hides up to an ulp of itself).
+            round += 4.0 * f64::EPSILON * r.still / step;
+        }
         if dense {
             // Rounding of x + t v in every element (independent, at most eps |x_i| each): a
             // random walk, so the l2 norm of x.
