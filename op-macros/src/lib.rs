@@ -168,7 +168,10 @@ mod members;
 ///   launch may have no threads; in WGSL it is `var<storage, read_write>`, for `u32`/`i32`
 ///   optionally `array<atomic<u32>>` / `array<atomic<i32>>`. (Plain calls zero-fill every
 ///   output; conformance fills `read_write` outputs with canaries.) `bf16` has no WGSL type: a
-///   WGSL kernel binding a `bf16` tensor is a compile error (use a CUDA kernel); the kernel's global (CUDA: parameter) carries the
+///   WGSL kernel binding a `bf16` tensor is a compile error (use a CUDA kernel). A WGSL kernel on
+///   `f16` (`enable f16;`) runs where the adapter has `shader-f16` (the engine enables it); on a
+///   device without it, dispatch refuses the op on wgpu before any work with
+///   `BackendError::MissingFeature` naming `shader-f16`; the kernel's global (CUDA: parameter) carries the
 ///   tensor's name, or the one given with `as`, so swapped slots cannot compile. A tensor is a
 ///   runtime-sized `array<E>` of its element type; the uniform block's struct has one `u32` per
 ///   dim field and the parameter's type per param field, in order. Workgroups are 1-D;

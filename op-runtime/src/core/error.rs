@@ -31,6 +31,21 @@ pub enum BackendError {
     /// that was not produced, a readback that came back short).
     #[error("{0}")]
     Kernel(String),
+    /// The kernel needs a device feature this device lacks (e.g. `shader-f16` for a WGSL kernel
+    /// on `f16`): refused before any work.
+    #[error("the kernel needs the `{feature}` feature, which device `{device}` lacks; {hint}")]
+    MissingFeature {
+        /// The feature, as the API names it (`shader-f16`).
+        feature: String,
+        /// The device.
+        device: String,
+        /// What to do instead.
+        hint: String,
+    },
+    /// A tensor is on a device this backend cannot use (a device tensor passed to a host
+    /// backend, or to another device): refused, never copied silently.
+    #[error("{0}")]
+    Placement(String),
 }
 
 /// Creating or reading a tensor.

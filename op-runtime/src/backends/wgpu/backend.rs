@@ -17,14 +17,25 @@ use crate::core::tensor::Tensor;
 use op_contract::contract::KernelLang;
 use std::sync::{Arc, OnceLock};
 
-/// The wgpu backend.
+/// The wgpu backend, on the process-wide engine (`Default`) or on a given one.
 #[derive(Default)]
 pub struct WgpuBackend {
     profile: OnceLock<Result<Arc<DeviceProfile>, BackendError>>,
+    on: Option<&'static WgpuEngine>,
 }
 
-fn engine() -> Result<&'static WgpuEngine, BackendError> {
-    WgpuEngine::shared().map_err(BackendError::from)
+impl WgpuBackend {
+    /// The backend on a given engine (e.g. one created with fewer optional features).
+    pub fn on(engine: &'static WgpuEngine) -> WgpuBackend {
+        WgpuBackend { profile: OnceLock::new(), on: Some(engine) }
+    }
+
+    fn engine(&self) -> Result<&'static WgpuEngine, BackendError> {
+        match self.on {
+            Some(e) => Ok(e),
+            None => WgpuEngine::shared().map_err(BackendError::from),
+        }
+    }
 }
 
 impl From<WgpuError> for BackendError {
@@ -50,13 +61,25 @@ impl Backend for WgpuBackend {
         self.profile().map(|_| ())
     }
     fn profile(&self) -> Result<Arc<DeviceProfile>, BackendError> {
-        self.profile.get_or_init(|| engine().map(|e| Arc::new(e.profile().clone()))).clone()
+        self.profile.get_or_init(|| self.engine().map(|e| Arc::new(e.profile().clone()))).clone()
     }
     fn is_software(&self) -> bool {
-        engine().map(|e| e.is_software()).unwrap_or(false)
+        self.engine().map(|e| e.is_software()).unwrap_or(false)
     }
     fn supports(&self, op: &RegisteredOp) -> Result<(), BackendError> {
-        crate::backends::launch::gpu_kernel(op, KernelLang::Wgsl).map(|_| ())
+        let k = crate::backends::launch::gpu_kernel(op, KernelLang::Wgsl)?;
+        // A kernel on `f16` needs `shader-f16`: refused here, before anything is built or
+        // uploaded, where the device lacks it (an unavailable engine is `availability`'s to say).
+        if let Ok(engine) = self.engine() {
+            if needs_f16(op, k) && !engine.supports_f16() {
+                return Err(BackendError::MissingFeature {
+                    feature: "shader-f16".into(),
+                    device: engine.profile().adapter.clone(),
+                    hint: "run the op on another backend (CPU, CUDA) or on an adapter with 16-bit float shaders".into(),
+                });
+            }
+        }
+        Ok(())
     }
     fn prepare(&self, op: &Arc<RegisteredOp>) -> Result<Arc<dyn Prepared>, BackendError> {
         let plan = LaunchPlan::new(op, KernelLang::Wgsl)?;
@@ -74,9 +97,33 @@ impl Backend for WgpuBackend {
             .collect();
         // Built now (cached by content hash on this device), so compilation and validation
         // errors surface from `prepare`, never from a later call.
-        let pipeline = engine()?.prepare(op.cache_hash(), source, src.entry, &kinds)?;
-        Ok(Arc::new(WgpuPrepared { hash: op.hash, plan, pipeline, workgroup: src.workgroup_size, launch: src.launch }))
+        let engine = self.engine()?;
+        let pipeline = engine.prepare(op.cache_hash(), source, src.entry, &kinds)?;
+        Ok(Arc::new(WgpuPrepared { engine, hash: op.hash, plan, pipeline, workgroup: src.workgroup_size, launch: src.launch }))
     }
+}
+
+/// Whether the op's WGSL kernel `k` uses `f16`: it binds an `f16` tensor, or its source enables
+/// the extension (`enable f16;`).
+fn needs_f16(op: &RegisteredOp, k: usize) -> bool {
+    let sig = &op.contract.signature;
+    let binds_f16 = op.contract.kernels.get(k).is_some_and(|kernel| {
+        kernel.bindings.iter().any(|b| match b {
+            op_contract::contract::Binding::Buffer { name, .. } => {
+                sig.inputs().chain(&sig.outputs).any(|t| &t.name == name && t.dtype == op_contract::contract::DType::f16)
+            }
+            op_contract::contract::Binding::Uniform { .. } => false,
+        })
+    });
+    // The text as compiled (an instance of a generic op on `f16` gets `enable f16;` from its
+    // prelude).
+    let enables = op.kernel_text(k).is_ok_and(|text| {
+        text.split([';', '\n']).any(|l| {
+            let l = l.trim_start();
+            l.starts_with("enable") && l.trim_end_matches(';').split([' ', ',']).any(|w| w == "f16")
+        })
+    });
+    binds_f16 || enables
 }
 
 /// Where a guarded output lives in its device buffer: `front` bytes before the data (a multiple
@@ -107,6 +154,7 @@ impl GuardLayout {
 }
 
 struct WgpuPrepared {
+    engine: &'static WgpuEngine,
     hash: [u8; 32],
     plan: LaunchPlan,
     pipeline: Arc<Pipeline>,
@@ -134,7 +182,7 @@ impl Prepared for WgpuPrepared {
         self.hash
     }
     fn execute(&self, req: &ExecRequest<'_>) -> Result<Vec<Tensor>, BackendError> {
-        let engine = engine()?;
+        let engine = self.engine;
         let (args, threads) = self.plan.marshal(req)?;
         let align = engine.storage_offset_alignment();
         let mut uniforms: Vec<Vec<u8>> = Vec::new();

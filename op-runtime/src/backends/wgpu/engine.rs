@@ -210,6 +210,7 @@ pub struct WgpuEngine {
     queue: wgpu::Queue,
     info: wgpu::AdapterInfo,
     limits: wgpu::Limits,
+    features: wgpu::Features,
     profile: DeviceProfile,
     pipelines: Mutex<PipelineCache>,
     built: AtomicUsize,
@@ -336,13 +337,21 @@ impl WgpuEngine {
     /// hardware one and falling back to a CPU/software one (lavapipe), then creates a device
     /// with the adapter's own limits (so large storage buffers work).
     pub fn new() -> Result<Self, WgpuError> {
+        WgpuEngine::with_optional_features(wgpu::Features::SHADER_F16)
+    }
+
+    /// [`WgpuEngine::new`] enabling only those of `optional` the adapter has (`new` enables
+    /// `SHADER_F16`; an engine without it refuses `f16` kernels as a device lacking it would).
+    pub fn with_optional_features(optional: wgpu::Features) -> Result<Self, WgpuError> {
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let adapter = choose_adapter(&instance)?;
         let info = adapter.get_info();
         let limits = adapter.limits();
+        // Optional features the adapter has are enabled, so kernels needing them run here.
+        let features = adapter.features() & optional;
         let desc = wgpu::DeviceDescriptor {
             label: Some("op-runtime wgpu engine"),
-            required_features: wgpu::Features::empty(),
+            required_features: features,
             required_limits: limits.clone(),
             experimental_features: wgpu::ExperimentalFeatures::disabled(),
             memory_hints: wgpu::MemoryHints::Performance,
@@ -351,6 +360,7 @@ impl WgpuEngine {
         let (device, queue) = pollster::block_on(adapter.request_device(&desc))
             .map_err(|e| WgpuError::RequestDevice(format!("{e} (adapter {:?})", info.name)))?;
         let limits = device.limits();
+        let features = device.features();
         let (uncaptured, lost, lost_flag) = watch_errors(&device);
         let profile = wgpu_profile(&info);
         Ok(WgpuEngine {
@@ -360,6 +370,7 @@ impl WgpuEngine {
             queue,
             info,
             limits,
+            features,
             profile,
             pipelines: Mutex::new(HashMap::new()),
             built: AtomicUsize::new(0),
@@ -389,6 +400,16 @@ impl WgpuEngine {
     /// The limits of the device (the adapter's own limits).
     pub fn limits(&self) -> &wgpu::Limits {
         &self.limits
+    }
+
+    /// The features enabled on the device (those of the adapter's the engine uses).
+    pub fn features(&self) -> wgpu::Features {
+        self.features
+    }
+
+    /// Whether WGSL kernels may use `f16` (`enable f16;`) here: the adapter has `shader-f16`.
+    pub fn supports_f16(&self) -> bool {
+        self.features.contains(wgpu::Features::SHADER_F16)
     }
 
     /// The alignment a [`Slot::Guarded`] offset must have

@@ -1,0 +1,84 @@
+//! f16 WGSL kernels: on an adapter with `shader-f16` they run (and equal the reference); on a
+//! device without it, dispatch refuses them with a typed error naming the missing feature,
+//! before anything is built or uploaded, and default selection passes over wgpu. (Mesa's
+//! lavapipe 22.3 has `shader-f16`, so the refusal is shown on a device created from the same
+//! adapter without that feature.)
+
+mod common;
+
+use op_runtime::backends::wgpu::engine::WgpuEngine;
+use op_runtime::backends::wgpu::WgpuBackend;
+use op_runtime::backends::ReferenceBackend;
+use op_runtime::core::error::{BackendError, DispatchError};
+use op_runtime::core::tensor::f16;
+use op_runtime::verify::conformance::{self, ConformanceFailure};
+use op_runtime::Registry;
+use op_runtime::{op, BackendKind, CallOptions, Real, Tensor};
+use std::sync::Arc;
+
+/// `x + x` in half precision.
+#[op(name = "test/f16/double", version = 1, signature(x: f16[n]) -> f16[n],
+     category = elementwise, tolerance = ulp(0), backward = none,
+     kernel(wgsl = "kernels/double_f16.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n),
+     license = "MIT")]
+pub fn double_f16<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| *v + *v).collect()
+}
+
+fn x() -> Tensor {
+    Tensor::vector((0..1000).map(|i| f16::from_f32(i as f32 * 0.25 - 7.0)).collect::<Vec<f16>>())
+}
+
+#[test]
+fn f16_kernels_run_where_the_adapter_has_shader_f16() {
+    if !common::wgpu_available() {
+        return;
+    }
+    let engine = WgpuEngine::shared().expect("engine");
+    eprintln!("adapter `{}`: shader-f16 {}", engine.profile().adapter, engine.supports_f16());
+    if !engine.supports_f16() {
+        return refused(op_runtime::registry());
+    }
+    let h = op_runtime::register(&double_f16::DECL).expect("registers");
+    let got = h.call_with(&[&x()], &[], CallOptions::on(BackendKind::Wgpu)).expect("runs").output().expect("out");
+    let want = h.call_with(&[&x()], &[], CallOptions::on(BackendKind::Reference)).expect("reference").output().expect("out");
+    assert_eq!(got, want);
+    conformance::conform(&h, BackendKind::Wgpu).expect("conforms");
+}
+
+#[test]
+fn f16_kernels_are_refused_by_name_on_a_device_without_shader_f16() {
+    if !common::wgpu_available() {
+        return;
+    }
+    let engine = WgpuEngine::with_optional_features(wgpu::Features::empty()).expect("engine");
+    assert!(!engine.supports_f16());
+    let engine: &'static WgpuEngine = Box::leak(Box::new(engine));
+    let registry = Registry::with_backends(vec![Arc::new(WgpuBackend::on(engine)), Arc::new(ReferenceBackend::default())]);
+    refused(&registry);
+    assert_eq!(engine.pipelines_built(), 0, "nothing was built on the device");
+}
+
+/// On a registry whose wgpu device lacks `shader-f16`: the typed refusal, default selection
+/// elsewhere, and a conformance skip naming the feature.
+fn refused(registry: &Registry) {
+    let h = registry.register(&double_f16::DECL).expect("registers");
+    let device = registry.backend(BackendKind::Wgpu).and_then(|b| b.profile().ok()).map(|p| p.adapter.clone()).expect("wgpu profile");
+    match h.call_with(&[&x()], &[], CallOptions::on(BackendKind::Wgpu)) {
+        Err(DispatchError::Unsupported {
+            backend: BackendKind::Wgpu,
+            reason: BackendError::MissingFeature { feature, device: d, .. },
+            ..
+        }) => {
+            assert_eq!(feature, "shader-f16");
+            assert_eq!(d, device);
+        }
+        other => panic!("expected a typed refusal naming shader-f16, got {other:?}"),
+    }
+    let out = h.call(&[&x()], &[]).expect("runs on a host backend");
+    assert_ne!(out.provenance.backend, BackendKind::Wgpu);
+    match conformance::conform(&h, BackendKind::Wgpu) {
+        Err(e @ ConformanceFailure::Unsupported { .. }) => assert!(e.to_string().contains("shader-f16"), "{e}"),
+        other => panic!("expected a skip, got {other:?}"),
+    }
+}
