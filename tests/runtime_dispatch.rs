@@ -51,7 +51,7 @@ fn constraint_violations_name_op_parameter_and_the_constraint_as_written() {
     let e = h.call_with(&[&x], &[Scalar::U32(33)], CallOptions::on(BackendKind::Reference)).unwrap_err();
     assert!(e.to_string().contains("constraint `1 <= w <= 31` is violated (w = 33)"), "{e}");
     let e = h.call_with(&[&Tensor::vector(vec![1u32; 4])], &[Scalar::U32(3)], CallOptions::default()).unwrap_err();
-    assert_eq!(e.to_string(), "op `user/example/windowed_median@1`: input `x` must be `f32`, got `u32`");
+    assert_eq!(e.to_string(), "op `user/example/windowed_median@1`: input `x` is `u32`, which is not a member of `T` (f16 | bf16 | f32 | f64); convert it explicitly (`Tensor::to_dtype`)");
     let e = h.call_with(&[&x], &[], CallOptions::default()).unwrap_err();
     assert!(matches!(e, DispatchError::ParamCount { .. }), "{e}");
 }

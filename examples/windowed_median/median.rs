@@ -1,6 +1,9 @@
 //! The user's op: a sliding-window median the catalog lacks, declared in user code with no
 //! change to the engine, with a WGSL and a CUDA kernel and a fast CPU kernel
-//! (`median_cpu.rs`, written with the runtime's public `par` and `simd` helpers).
+//! (`median_cpu.rs`, written with the runtime's public `par` and `simd` helpers). Declared once
+//! over `f16 | bf16 | f32 | f64`: every instance has the reference (and its gradient); the
+//! kernels serve `f32`, so another dtype on a kernel backend is a typed refusal, never a
+//! conversion.
 
 use op_runtime::{op, Real};
 
@@ -11,15 +14,15 @@ pub use median_cpu::windowed_median_cpu;
 /// Median of every odd-sized window of `x` (`w` at most 31): out[i] = median(x[i .. i + w]).
 #[op(
     name = "user/example/windowed_median", version = 1,
-    signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
+    signature<T: f16 | bf16 | f32 | f64>(x: T[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> T[n - w + 1],
     category = selection, tolerance = exact,
     backward = vjp(windowed_median_vjp),
     subgradient = "cotangent routed to the selected element",
-    kernel(wgsl = "kernels/windowed_median.wgsl",
+    kernel(wgsl = "kernels/windowed_median.wgsl", dtypes(T: f32),
            bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1),
-    kernel(cuda = "kernels/windowed_median.cu",
+    kernel(cuda = "kernels/windowed_median.cu", dtypes(T: f32),
            bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1, block = 128),
-    cpu = windowed_median_cpu,
+    cpu(windowed_median_cpu, dtypes(T: f32)),
     license = "MIT",
 )]
 pub fn windowed_median<T: Real>(x: &[T], w: u32) -> Vec<T> {

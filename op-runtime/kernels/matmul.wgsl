@@ -103,7 +103,7 @@ fn finish(s: f32) -> f32 {
     return s;
 }
 
-const T: u32 = 16u;
+const TILE: u32 = 16u;
 var<workgroup> ta: array<f32, 256>; // ta[r * 16 + c] = a[row r of the tile, column q0 + c]
 var<workgroup> tb: array<f32, 256>; // tb[r * 16 + c] = b[row q0 + r, column c of the tile]
 
@@ -124,31 +124,31 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let tiles_n = (p.n + T - 1u) / T;
+    let tiles_n = (p.n + TILE - 1u) / TILE;
     let tile = wid.x + wid.y * nwg.x;
-    if (tile >= ((p.m + T - 1u) / T) * tiles_n) { return; }
-    let r = lid / T;
-    let c = lid % T;
-    let i = (tile / tiles_n) * T + r;
-    let j = (tile % tiles_n) * T + c;
-    let ar = r * T;
+    if (tile >= ((p.m + TILE - 1u) / TILE) * tiles_n) { return; }
+    let r = lid / TILE;
+    let c = lid % TILE;
+    let i = (tile / tiles_n) * TILE + r;
+    let j = (tile % tiles_n) * TILE + c;
+    let ar = r * TILE;
     var q0 = 0u;
-    for (; q0 + 15u < p.k; q0 = q0 + T) {
+    for (; q0 + 15u < p.k; q0 = q0 + TILE) {
         load(i, j, q0, r, c, lid);
-        push((((fin(ta[ar + 0u] * tb[0u * T + c]) + fin(ta[ar + 1u] * tb[1u * T + c]))
-            + (fin(ta[ar + 2u] * tb[2u * T + c]) + fin(ta[ar + 3u] * tb[3u * T + c])))
-            + ((fin(ta[ar + 4u] * tb[4u * T + c]) + fin(ta[ar + 5u] * tb[5u * T + c]))
-            + (fin(ta[ar + 6u] * tb[6u * T + c]) + fin(ta[ar + 7u] * tb[7u * T + c]))))
-            + (((fin(ta[ar + 8u] * tb[8u * T + c]) + fin(ta[ar + 9u] * tb[9u * T + c]))
-            + (fin(ta[ar + 10u] * tb[10u * T + c]) + fin(ta[ar + 11u] * tb[11u * T + c])))
-            + ((fin(ta[ar + 12u] * tb[12u * T + c]) + fin(ta[ar + 13u] * tb[13u * T + c]))
-            + (fin(ta[ar + 14u] * tb[14u * T + c]) + fin(ta[ar + 15u] * tb[15u * T + c])))));
+        push((((fin(ta[ar + 0u] * tb[0u * TILE + c]) + fin(ta[ar + 1u] * tb[1u * TILE + c]))
+            + (fin(ta[ar + 2u] * tb[2u * TILE + c]) + fin(ta[ar + 3u] * tb[3u * TILE + c])))
+            + ((fin(ta[ar + 4u] * tb[4u * TILE + c]) + fin(ta[ar + 5u] * tb[5u * TILE + c]))
+            + (fin(ta[ar + 6u] * tb[6u * TILE + c]) + fin(ta[ar + 7u] * tb[7u * TILE + c]))))
+            + (((fin(ta[ar + 8u] * tb[8u * TILE + c]) + fin(ta[ar + 9u] * tb[9u * TILE + c]))
+            + (fin(ta[ar + 10u] * tb[10u * TILE + c]) + fin(ta[ar + 11u] * tb[11u * TILE + c])))
+            + ((fin(ta[ar + 12u] * tb[12u * TILE + c]) + fin(ta[ar + 13u] * tb[13u * TILE + c]))
+            + (fin(ta[ar + 14u] * tb[14u * TILE + c]) + fin(ta[ar + 15u] * tb[15u * TILE + c])))));
         workgroupBarrier();
     }
     if (q0 < p.k) {
         load(i, j, q0, r, c, lid);
         for (var t = 0u; q0 + t < p.k; t = t + 1u) {
-            push(fin(ta[ar + t] * tb[t * T + c]));
+            push(fin(ta[ar + t] * tb[t * TILE + c]));
         }
     }
     if (i < p.m && j < p.n) {

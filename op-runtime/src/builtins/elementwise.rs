@@ -27,8 +27,8 @@ fn unary_cpu(x: &[f32], k: impl Fn(&[f32], &mut [MaybeUninit<f32>])) -> Vec<f32>
 }
 
 /// Elementwise sum `a + b`.
-#[op(name = "builtin/add", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
-     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(add_vjp), cpu = add_cpu, kernel(wgsl = "kernels/add.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
+#[op(name = "builtin/add", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n]) -> T[n],
+     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(add_vjp), cpu(add_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/add.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn add<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     a.iter().zip(b).map(|(x, y)| *x + *y).collect()
@@ -43,8 +43,8 @@ fn add_cpu(a: &[f32], b: &[f32]) -> Vec<f32> {
 }
 
 /// Elementwise difference `a - b`.
-#[op(name = "builtin/sub", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
-     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(sub_vjp), cpu = sub_cpu, kernel(wgsl = "kernels/sub.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
+#[op(name = "builtin/sub", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n]) -> T[n],
+     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(sub_vjp), cpu(sub_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/sub.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn sub<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     a.iter().zip(b).map(|(x, y)| *x - *y).collect()
@@ -59,8 +59,8 @@ fn sub_cpu(a: &[f32], b: &[f32]) -> Vec<f32> {
 }
 
 /// Elementwise product `a * b`.
-#[op(name = "builtin/mul", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
-     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(mul_vjp), cpu = mul_cpu, kernel(wgsl = "kernels/mul.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
+#[op(name = "builtin/mul", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n]) -> T[n],
+     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(mul_vjp), cpu(mul_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/mul.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn mul<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     a.iter().zip(b).map(|(x, y)| *x * *y).collect()
@@ -75,8 +75,8 @@ fn mul_cpu(a: &[f32], b: &[f32]) -> Vec<f32> {
 }
 
 /// Elementwise quotient `a / b`.
-#[op(name = "builtin/div", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
-     category = elementwise, tolerance = ulp(3), nan = propagate, backward = vjp(div_vjp), cpu = div_cpu, kernel(wgsl = "kernels/div.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
+#[op(name = "builtin/div", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n]) -> T[n],
+     category = elementwise, tolerance = ulp(3), nan = propagate, backward = vjp(div_vjp), cpu(div_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/div.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn div<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     a.iter().zip(b).map(|(x, y)| *x / *y).collect()
@@ -93,8 +93,8 @@ fn div_cpu(a: &[f32], b: &[f32]) -> Vec<f32> {
 }
 
 /// Negation `-x`.
-#[op(name = "builtin/neg", version = 1, signature(x: f32[n]) -> f32[n],
-     category = elementwise, tolerance = ulp(0), nan = propagate, backward = vjp(neg_vjp), cpu = neg_cpu, kernel(wgsl = "kernels/neg.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n),
+#[op(name = "builtin/neg", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[n],
+     category = elementwise, tolerance = ulp(0), nan = propagate, backward = vjp(neg_vjp), cpu(neg_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/neg.wgsl", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn neg<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| -*v).collect()
@@ -109,8 +109,8 @@ fn neg_cpu(x: &[f32]) -> Vec<f32> {
 }
 
 /// Scaling by a scalar parameter `s * x`.
-#[op(name = "builtin/scale", version = 1, signature(x: f32[n], s: f32) -> f32[n],
-     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(scale_vjp), cpu = scale_cpu, kernel(wgsl = "kernels/scale.wgsl", bindings(x: read, out: read_write, uniform(n, s)), threads = n),
+#[op(name = "builtin/scale", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n], s: T) -> T[n],
+     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(scale_vjp), cpu(scale_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/scale.wgsl", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n, s)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn scale<T: Real>(x: &[T], s: T) -> Vec<T> {
     x.iter().map(|v| *v * s).collect()
@@ -125,8 +125,8 @@ fn scale_cpu(x: &[f32], s: f32) -> Vec<f32> {
 }
 
 /// Natural exponential.
-#[op(name = "builtin/exp", version = 1, signature(x: f32[n]) -> f32[n],
-     category = transcendental, tolerance = ulp(16), nan = propagate, backward = vjp(exp_vjp), cpu = exp_cpu, kernel(wgsl = "kernels/exp_tanh.wgsl", entry = "exp_main", bindings(x: read, out: read_write, uniform(n)), threads = n),
+#[op(name = "builtin/exp", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[n],
+     category = transcendental, tolerance = ulp(16), nan = propagate, backward = vjp(exp_vjp), cpu(exp_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/exp_tanh.wgsl", entry = "exp_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn exp<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| v.exp()).collect()
@@ -142,8 +142,8 @@ fn exp_cpu(x: &[f32]) -> Vec<f32> {
 
 /// Natural logarithm, defined on `x > 0` (its domain: conformance and gradcheck sample only
 /// there; NaN propagates).
-#[op(name = "builtin/log", version = 1, signature(x: f32[n]) -> f32[n],
-     category = transcendental, tolerance = ulp(16), nan = propagate, backward = vjp(log_vjp), domain(x > 0), cpu = log_cpu, kernel(wgsl = "kernels/log.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n),
+#[op(name = "builtin/log", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[n],
+     category = transcendental, tolerance = ulp(16), nan = propagate, backward = vjp(log_vjp), domain(x > 0), cpu(log_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/log.wgsl", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn log<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| v.ln()).collect()
@@ -158,8 +158,8 @@ fn log_cpu(x: &[f32]) -> Vec<f32> {
 }
 
 /// Hyperbolic tangent.
-#[op(name = "builtin/tanh", version = 1, signature(x: f32[n]) -> f32[n],
-     category = transcendental, tolerance = ulp(16), nan = propagate, backward = vjp(tanh_vjp), cpu = tanh_cpu, kernel(wgsl = "kernels/exp_tanh.wgsl", entry = "tanh_main", bindings(x: read, out: read_write, uniform(n)), threads = n),
+#[op(name = "builtin/tanh", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[n],
+     category = transcendental, tolerance = ulp(16), nan = propagate, backward = vjp(tanh_vjp), cpu(tanh_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/exp_tanh.wgsl", entry = "tanh_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn tanh<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| v.tanh()).collect()
@@ -180,10 +180,10 @@ fn tanh_cpu(x: &[f32]) -> Vec<f32> {
 }
 
 /// Rectified linear unit `max(x, 0)`; NaN stays NaN.
-#[op(name = "builtin/relu", version = 1, signature(x: f32[n]) -> f32[n],
+#[op(name = "builtin/relu", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[n],
      category = selection, tolerance = exact, nan = propagate, backward = vjp(relu_vjp),
      subgradient = "zero at x = 0: the cotangent passes only where x > 0",
-     cpu = relu_cpu, kernel(wgsl = "kernels/relu.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n),
+     cpu(relu_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/relu.wgsl", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn relu<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| if *v > T::zero() || v.is_nan() { *v } else { T::zero() }).collect()

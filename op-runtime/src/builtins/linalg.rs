@@ -6,8 +6,8 @@ use crate::backends::cpu::kernels::{conv1d as conv_kern, matmul as mm_kern};
 use crate::{op, Real};
 
 /// Matrix product `a (m x k) * b (k x n)`, row-major.
-#[op(name = "builtin/matmul", version = 1, signature(a: f32[m, k], b: f32[k, n]) -> f32[m, n],
-     category = contraction, tolerance = accum(2), nan = propagate, backward = vjp(matmul_vjp), cpu = matmul_cpu, kernel(wgsl = "kernels/matmul.wgsl", bindings(a: read, b: read, out: read_write, uniform(m, k, n)), threads = ((m + 15) / 16) * ((n + 15) / 16) * 256),
+#[op(name = "builtin/matmul", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[m, k], b: T[k, n]) -> T[m, n],
+     category = contraction, tolerance = accum(2), nan = propagate, backward = vjp(matmul_vjp), cpu(matmul_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/matmul.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(m, k, n)), threads = ((m + 15) / 16) * ((n + 15) / 16) * 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn matmul<T: Real>(a: &[T], b: &[T], m: usize, k: usize, n: usize) -> Vec<T> {
     let mut out = vec![T::zero(); m * n];
@@ -52,8 +52,8 @@ fn matmul_cpu(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
 }
 
 /// Valid 1-D correlation of `x` with kernel `w`: `out[i] = sum_j x[i + j] w[j]`.
-#[op(name = "builtin/conv1d", version = 1, signature(x: f32[n], w: f32[m] where 1 <= m, m <= n) -> f32[n - m + 1],
-     category = contraction, tolerance = accum(2), nan = propagate, backward = vjp(conv1d_vjp), cpu = conv1d_cpu, kernel(wgsl = "kernels/conv1d.wgsl", bindings(x: read, w: read, out: read_write, uniform(n, m)), threads = n - m + 1),
+#[op(name = "builtin/conv1d", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n], w: T[m] where 1 <= m, m <= n) -> T[n - m + 1],
+     category = contraction, tolerance = accum(2), nan = propagate, backward = vjp(conv1d_vjp), cpu(conv1d_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/conv1d.wgsl", dtypes(T: f32), bindings(x: read, w: read, out: read_write, uniform(n, m)), threads = n - m + 1),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn conv1d<T: Real>(x: &[T], w: &[T]) -> Vec<T> {
     let m = w.len();

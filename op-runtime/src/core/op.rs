@@ -94,8 +94,9 @@ impl RegisteredOp {
         }
         let actual = decl.identity();
         check_description(decl, &contract).map_err(|reason| KernelRegistrationError::BadContract { op: id.clone(), reason })?;
-        let shims = Shims { reference: decl.reference, cpu: decl.cpu, vjp: decl.vjp, jvp: decl.jvp };
-        let mut op = RegisteredOp::instance(decl, contract.clone(), actual, source, shims, 0)?;
+        let (at, shims, primary) =
+            primary(decl, &contract).map_err(|reason| KernelRegistrationError::BadContract { op: id.clone(), reason })?;
+        let mut op = RegisteredOp::instance(decl, at, actual, source, shims, primary)?;
         if contract.is_generic() {
             op.binders = binders(&contract);
             op.bindings = contract.instances();
@@ -143,11 +144,21 @@ impl RegisteredOp {
         if self.members.is_empty() {
             return Ok(None);
         }
+        let dtypes: smallvec::SmallVec<[DType; 4]> = inputs.iter().map(|t| t.dtype()).collect();
+        self.member_for_dtypes(&dtypes, params)
+    }
+
+    /// [`RegisteredOp::member_for`] from the inputs' dtypes alone (planning, before any tensor
+    /// exists).
+    pub fn member_for_dtypes(&self, inputs: &[DType], params: &[Scalar]) -> Result<Option<&Arc<RegisteredOp>>, DispatchError> {
+        if self.members.is_empty() {
+            return Ok(None);
+        }
         let vars = &self.contract.signature.dtype_vars;
         let mut binding: smallvec::SmallVec<[DType; 2]> = smallvec::SmallVec::new();
         for (v, b) in vars.iter().zip(&self.binders) {
             let (found, what) = match b {
-                Binder::Input(i, name) => (inputs.get(*i).map(|t| t.dtype()), format!("input `{name}`")),
+                Binder::Input(i, name) => (inputs.get(*i).copied(), format!("input `{name}`")),
                 Binder::Param(i, name) => (params.get(*i).map(|p| p.dtype()), format!("parameter `{name}`")),
             };
             let Some(found) = found else { return Ok(self.members.first()) };
@@ -292,6 +303,20 @@ fn check_description(decl: &OpDecl, c: &Contract) -> Result<(), String> {
 
 /// The embedded instances against the contract's dtype variables: one per binding, in order,
 /// each with the rules the contract declares.
+/// What the op itself (a handle not pinned to an instance) stands for: for an op with dtype
+/// variables, its primary instance (every variable `f32` where that is an instance, else the
+/// first), so code that does not pick an instance runs the common one and refuses the others
+/// by dtype; the declaration itself otherwise.
+fn primary(decl: &OpDecl, contract: &Contract) -> Result<(Contract, Shims, usize), String> {
+    if !contract.is_generic() {
+        return Ok((contract.clone(), Shims { reference: decl.reference, cpu: decl.cpu, vjp: decl.vjp, jvp: decl.jvp }, 0));
+    }
+    let instances = contract.instances();
+    let i = instances.iter().position(|b| b.iter().all(|d| *d == DType::f32)).unwrap_or(0);
+    let m = decl.members.get(i).ok_or_else(|| format!("instance {i} is not embedded"))?;
+    Ok((contract.instantiate(&instances[i])?, Shims { reference: m.reference, cpu: m.cpu, vjp: m.vjp, jvp: m.jvp }, i))
+}
+
 fn check_members(decl: &OpDecl, c: &Contract) -> Result<(), String> {
     let instances = if c.is_generic() { c.instances() } else { Vec::new() };
     if decl.members.len() != instances.len() {

@@ -252,10 +252,16 @@ impl Plan {
         Ok(())
     }
 
-    /// Checks parameter dtypes and stores integer parameters in their symbol slots.
+    /// Checks parameter dtypes and stores integer parameters in their symbol slots. A `f16` or
+    /// `bf16` parameter is passed as `Scalar::F32` (there is no half scalar; the shim rounds it
+    /// once to the parameter's type).
     fn bind_params(&self, params: &[Scalar], float_as: Option<DType>, values: &mut [i128]) -> Result<(), DispatchError> {
         for (p, s) in self.params.iter().zip(params) {
-            let want = if p.dtype.is_float() { float_as.unwrap_or(p.dtype) } else { p.dtype };
+            let want = match p.dtype {
+                DType::f16 | DType::bf16 if float_as.is_none() => DType::f32,
+                d if d.is_float() => float_as.unwrap_or(d),
+                d => d,
+            };
             if s.dtype() != want && !(p.dtype.is_float() && s.dtype() == p.dtype) {
                 return Err(DispatchError::ParamDType { op: self.op.clone(), param: p.name.clone(), expected: want, found: s.dtype() });
             }

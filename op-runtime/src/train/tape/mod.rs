@@ -426,6 +426,13 @@ impl Tape {
             let i = self.vars.get(v.0).ok_or(TapeError::UnknownVar { op: op.id.clone(), var: *v })?;
             shapes.push((i.dtype, &i.shape));
         }
+        // An op with dtype variables plans as the instance its inputs bind (the run's dtypes in
+        // dispatch mode; f64 in reference mode).
+        let dtypes: Vec<DType> = shapes.iter().map(|(d, _)| self.mode.float_as().filter(|_| d.is_float()).unwrap_or(*d)).collect();
+        let op = match op.member_for_dtypes(&dtypes, params)? {
+            Some(m) => m.clone(),
+            None => op,
+        };
         let params = exec::convert_params(&op, params, self.mode);
         let inferred = planner::infer(&op, &shapes, &params, self.mode.float_as())?;
         let sub = match (&op.contract.backward, op.decl.composite) {
