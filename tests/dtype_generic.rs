@@ -53,6 +53,26 @@ pub fn affine_f16_off_by_four(x: &[f16]) -> Vec<f16> {
         .collect()
 }
 
+/// The same op with a VJP off by a factor (`3 g` for `3.5 g`) at every instance.
+#[op(
+    name = "test/generic/affine_bad_vjp", version = 1,
+    signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[n],
+    category = elementwise, tolerance = ulp(1),
+    backward = vjp(affine_bad_vjp),
+    generated_tests = false,
+)]
+pub fn affine_bad_vjp_op<T: Real>(x: &[T]) -> Vec<T> {
+    affine(x)
+}
+
+/// Wrong on purpose: `3 g`.
+pub fn affine_bad_vjp<T: Real>(_x: &[T], g: &[T]) -> Vec<T> {
+    g.iter().map(|g| *g * T::from_f64(3.0)).collect()
+}
+
+#[path = "../examples/windowed_median/median.rs"]
+mod median;
+
 fn registry() -> Registry {
     let r = Registry::with_builtins();
     r.register(&affine::DECL).unwrap();
@@ -127,5 +147,63 @@ fn an_f16_kernel_off_by_four_f16_ulps_is_rejected() {
     match conform(&h, BackendKind::Cpu) {
         Err(ConformanceFailure::Rejected(report)) => assert!(report.to_string().contains("ulp"), "{report}"),
         other => panic!("must be rejected: {other:?}"),
+    }
+}
+
+#[test]
+fn the_good_f16_kernel_is_not_the_reference_in_disguise() {
+    // Rounding once (in f32) and rounding at every step (the f16 reference) must differ on
+    // some inputs, or the ulp(1) acceptance above would show nothing.
+    let xs: Vec<f64> = (0..2000).map(|i| (i as f64 - 1000.0) * 0.01171875).collect();
+    let x = t(DType::f16, &xs);
+    let reference = affine(x.as_slice::<f16>().unwrap());
+    let kernel = affine_f16_in_f32(x.as_slice::<f16>().unwrap());
+    let differ = reference.iter().zip(&kernel).filter(|(a, b)| a != b).count();
+    assert!(differ > 0, "the f32-then-round kernel equals the f16 reference everywhere");
+    for (a, b) in reference.iter().zip(&kernel) {
+        assert!((a.to_bits() as i32 - b.to_bits() as i32).abs() <= 1, "{a} vs {b}: more than 1 f16 ulp apart");
+    }
+}
+
+#[test]
+fn a_generic_op_gradchecks_and_a_wrong_generic_vjp_is_rejected() {
+    op_runtime::testing::gradcheck_test(&affine::DECL);
+    let e = op_runtime::testing::assert_gradcheck_rejected(&affine_bad_vjp_op::DECL);
+    assert!(e.to_string().contains("test/generic/affine_bad_vjp@1"), "{e}");
+}
+
+#[test]
+fn the_example_median_conforms_on_every_backend_and_dtype_it_has_a_kernel_for_and_refuses_the_rest() {
+    // Declared once over f16 | bf16 | f32 | f64; its cpu, WGSL and CUDA kernels serve f32.
+    let r = Registry::with_builtins();
+    let h = r.register(&median::windowed_median::DECL).unwrap();
+    let strict = std::env::var_os("OP_REQUIRE_GPU_ADAPTER").is_some();
+    let instances = h.instances();
+    assert_eq!(instances.len(), 4);
+    for inst in instances {
+        let op = inst.op();
+        let dtype = op.contract.signature.inputs().next().unwrap().dtype;
+        for kind in [BackendKind::Reference, BackendKind::Cpu, BackendKind::Wgpu, BackendKind::Cuda] {
+            let served = kind == BackendKind::Reference || dtype == DType::f32;
+            let got = conform(&inst, kind);
+            match (&got, served) {
+                (Ok(receipt), true) => assert_eq!(receipt.dtypes, format!("T = {}", dtype.name())),
+                (Err(ConformanceFailure::Unavailable { .. }), true) if kind == BackendKind::Cuda || !strict => {}
+                (Err(e @ ConformanceFailure::Unsupported { .. }), false) => {
+                    assert!(e.to_string().contains(&format!("`T = {}`", dtype.name())), "the refusal names the instance: {e}")
+                }
+                (Err(ConformanceFailure::Unavailable { .. }), false) if kind == BackendKind::Cuda => {}
+                _ => panic!("{kind} at {}: served {served}, got {got:?}", dtype.name()),
+            }
+        }
+        // A call at a dtype the chosen backend has no kernel for is refused, never converted.
+        if dtype != DType::f32 {
+            let x = Tensor::from_f64(dtype, vec![9], &[3.0, 1.0, 2.0, 5.0, 4.0, 0.5, 7.0, 6.0, 8.0]).unwrap();
+            let e = inst.call_with(&[&x], &[op_runtime::Scalar::U32(3)], CallOptions::on(BackendKind::Cpu)).unwrap_err();
+            assert!(matches!(e, DispatchError::Unsupported { .. }), "{e}");
+            let out = inst.call(&[&x], &[op_runtime::Scalar::U32(3)]).unwrap();
+            assert_eq!(out.provenance.backend, BackendKind::Reference);
+            assert_eq!(out.output().unwrap().data().to_f64_vec().unwrap(), vec![2.0, 2.0, 4.0, 4.0, 4.0, 6.0, 7.0]);
+        }
     }
 }

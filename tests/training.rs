@@ -324,3 +324,50 @@ fn tapes_train_concurrently_without_shared_state() {
         assert_eq!(r.len(), 3);
     }
 }
+
+/// conv1d (trainable 5-tap kernel) -> tanh -> mse_loss, all built-ins, at `dtype`; returns the
+/// loss before each of `steps` SGD steps, the trained kernel (as f64) and the backends run.
+fn builtin_pipeline(dtype: DType, steps: usize) -> (Vec<f64>, Vec<f64>, Vec<BackendKind>) {
+    let reg = Registry::with_builtins();
+    let n = 400;
+    let (clean, noisy) = signal(n);
+    let at = |v: Vec<f32>| ok(Tensor::vector(v).to_dtype(dtype));
+    let mut t = Tape::with_registry(&reg);
+    let x = t.input("noisy", dtype, [n]);
+    let kernel = ok(t.param("kernel", at(vec![0.1, 0.1, 0.4, 0.1, 0.1])));
+    let y = ok(t.call1("builtin/conv1d", &[x, kernel], &[]));
+    let y = ok(t.call1("builtin/tanh", &[y], &[]));
+    let target = t.input("clean", dtype, [n - 4]);
+    let loss = ok(t.call1("builtin/mse_loss", &[y, target], &[]));
+    let (xv, cv) = (at(noisy), at(clean[2..n - 2].iter().map(|v| v.tanh()).collect()));
+    let (mut losses, mut backends) = (Vec::new(), Vec::new());
+    for _ in 0..steps {
+        let mut run = ok(t.run(&[(x, &xv), (target, &cv)]));
+        losses.push(run.scalar(loss).unwrap_or(f64::NAN));
+        backends.extend(run.provenance.entries.iter().map(|e| e.backend));
+        let g = ok(t.backward(&mut run, loss));
+        assert_eq!(g.get(kernel).map(|g| g.dtype()), Some(dtype), "the gradient keeps the pipeline's dtype");
+        ok(Sgd::new(0.5).step(&mut t, &g));
+    }
+    let k = t.param_value(kernel).and_then(|k| k.data().to_f64_vec()).unwrap_or_default();
+    (losses, k, backends)
+}
+
+#[test]
+fn an_f64_pipeline_of_builtins_trains_and_matches_the_f32_run() {
+    // The built-ins are declared once over f16 | bf16 | f32 | f64: the same tape at f64 runs
+    // the f64 instances (on the reference: the kernels serve f32) and must agree with the f32
+    // run to within f32's accumulated rounding.
+    let (l32, k32, b32) = builtin_pipeline(DType::f32, 6);
+    let (l64, k64, b64) = builtin_pipeline(DType::f64, 6);
+    println!("f32 losses {l32:?}\nf64 losses {l64:?}");
+    assert!(l64.windows(2).all(|w| w[1] < w[0]), "the f64 loss must fall every step: {l64:?}");
+    for (a, b) in l32.iter().zip(&l64) {
+        assert!((a - b).abs() <= 1e-4 * b.abs().max(1e-6), "f32 {l32:?} vs f64 {l64:?}");
+    }
+    for (a, b) in k32.iter().zip(&k64) {
+        assert!((a - b).abs() <= 1e-4, "kernel f32 {k32:?} vs f64 {k64:?}");
+    }
+    assert!(b64.iter().all(|b| *b == BackendKind::Reference), "no f64 kernel exists, so the reference runs: {b64:?}");
+    assert!(b32.iter().all(|b| *b != BackendKind::Reference), "f32 has kernels: {b32:?}");
+}
