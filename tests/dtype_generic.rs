@@ -145,7 +145,10 @@ fn an_f16_kernel_off_by_four_f16_ulps_is_rejected() {
     let r = registry();
     let h = r.lookup("test/generic/affine_bad_f16").unwrap().at(&[DType::f16]).unwrap();
     match conform(&h, BackendKind::Cpu) {
-        Err(ConformanceFailure::Rejected(report)) => assert!(report.to_string().contains("ulp"), "{report}"),
+        Err(ConformanceFailure::Rejected(report)) => {
+            assert!(report.to_string().contains("ulp"), "{report}");
+            assert!(report.to_string().contains("at T = f16 on cpu"), "the report names the instance: {report}");
+        }
         other => panic!("must be rejected: {other:?}"),
     }
 }
@@ -206,4 +209,33 @@ fn the_example_median_conforms_on_every_backend_and_dtype_it_has_a_kernel_for_an
             assert_eq!(out.output().unwrap().data().to_f64_vec().unwrap(), vec![2.0, 2.0, 4.0, 4.0, 4.0, 6.0, 7.0]);
         }
     }
+}
+
+#[test]
+fn the_card_lists_which_instances_each_kernel_serves_and_which_are_verified_here() {
+    use op_runtime::core::trust::TrustList;
+    use op_runtime::verify::sharing::{LocalDevices, OpCard, Trust};
+    let r = registry();
+    let h = r.lookup("test/generic/affine").unwrap();
+    let f16h = h.at(&[DType::f16]).unwrap();
+    let f32h = h.at(&[DType::f32]).unwrap();
+    let receipts = vec![conform(&f16h, BackendKind::Cpu).unwrap(), conform(&f32h, BackendKind::Reference).unwrap()];
+    let devices = LocalDevices::host();
+    let card = OpCard::of(&h.op(), &receipts, &devices, &TrustList::new());
+    assert_eq!(card.instances, ["T = f16", "T = bf16", "T = f32", "T = f64"]);
+    assert_eq!(card.cpu_dtypes, ["T = f16"]);
+    assert_eq!(card.kernels[0].dtypes, ["T = f32"]);
+    let line = |b: BackendKind, d: &str| card.trust.iter().find(|k| k.backend == b && k.dtypes == d).map(|k| &k.trust);
+    // One line per (kernel, instance served): 4 reference, 1 cpu, 1 wgpu.
+    assert_eq!(card.trust.len(), 6, "{card}");
+    assert!(matches!(line(BackendKind::Cpu, "T = f16"), Some(Trust::Verified { .. })), "{card}");
+    assert!(matches!(line(BackendKind::Reference, "T = f32"), Some(Trust::Verified { .. })), "{card}");
+    // A receipt for one instance verifies no other instance's line.
+    for d in ["T = f16", "T = bf16", "T = f64"] {
+        assert!(matches!(line(BackendKind::Reference, d), Some(Trust::Unverified { .. })), "{d}: {card}");
+    }
+    assert!(line(BackendKind::Cpu, "T = f32").is_none(), "the cpu kernel does not serve f32: no line");
+    let text = card.to_string();
+    assert!(text.contains("cpu kernel   affine_f16_in_f32, serving T = f16"), "{text}");
+    assert!(text.contains("receipt      cpu at T = f16"), "{text}");
 }

@@ -95,8 +95,9 @@ fn conform(h: &OpHandle, show: bool) -> Vec<Receipt> {
             Ok(r) => {
                 if show {
                     println!(
-                        "  {:<9} receipt {}  {} cases, tolerance {}, corpus {}",
+                        "  {:<9} {:<8} receipt {}  {} cases, tolerance {}, corpus {}",
                         kind.name(),
+                        r.dtypes,
                         &r.digest[..16],
                         r.cases,
                         r.tolerance,
@@ -104,7 +105,7 @@ fn conform(h: &OpHandle, show: bool) -> Vec<Receipt> {
                     );
                     println!("            device  {}", r.device);
                 } else {
-                    println!("  {:<32} {:<9} receipt {}  {} cases", r.op, kind.name(), &r.digest[..16], r.cases);
+                    println!("  {:<32} {:<9} {:<8} receipt {}  {} cases", r.op, kind.name(), r.dtypes, &r.digest[..16], r.cases);
                 }
                 out.push(r);
             }

@@ -409,6 +409,7 @@ impl Checker<'_> {
         Report {
             op: op.id.clone(),
             content_hash: op.hash_hex(),
+            dtypes: op.binding_text(),
             backend: self.kind,
             device: device.clone(),
             tolerance: op.contract.tolerance,

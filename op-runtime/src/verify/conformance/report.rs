@@ -34,6 +34,8 @@ pub struct Report {
     pub op: String,
     /// Content hash (hex).
     pub content_hash: String,
+    /// The instance checked (`T = f16`) of an op with dtype variables; empty otherwise.
+    pub dtypes: String,
     /// The backend whose kernel was checked.
     pub backend: BackendKind,
     /// The device it ran on.
@@ -180,9 +182,10 @@ impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "conformance failure: op `{}` ({}) on {}: {} case(s) of {} failed",
+            "conformance failure: op `{}` ({}){} on {}: {} case(s) of {} failed",
             self.op,
             &self.content_hash[..16.min(self.content_hash.len())],
+            if self.dtypes.is_empty() { String::new() } else { format!(" at {}", self.dtypes) },
             self.backend,
             self.failed,
             self.cases

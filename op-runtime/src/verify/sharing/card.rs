@@ -52,6 +52,10 @@ pub struct KernelTrust {
     pub backend: BackendKind,
     /// What runs: `reference` (the annotated function), the `cpu =` path, or the kernel path.
     pub kernel: String,
+    /// The instance (`T = f16`) of an op with dtype variables this line is about; empty for
+    /// an op without them. Each instance a kernel serves has its own line and its own receipts.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub dtypes: String,
     /// Whether it is trusted here.
     pub trust: Trust,
 }
@@ -122,6 +126,9 @@ pub struct KernelEntry {
     pub blake3: String,
     /// Included headers, sorted by path.
     pub headers: Vec<HeaderEntry>,
+    /// The instances (`T = f32`) it serves, for an op with dtype variables.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dtypes: Vec<String>,
 }
 
 /// An op's card.
@@ -156,6 +163,13 @@ pub struct OpCard {
     pub subgradient: Option<String>,
     /// The `cpu =` kernel's path, where declared.
     pub cpu: Option<String>,
+    /// Every instance (`T = f16`, ...) of an op with dtype variables, in declaration order
+    /// (the reference serves each); empty for an op without them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instances: Vec<String>,
+    /// The instances the `cpu` kernel serves, for an op with dtype variables.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_dtypes: Vec<String>,
     /// GPU kernels in declaration order.
     pub kernels: Vec<KernelEntry>,
     /// Intact receipts for this content, on any device, signed or not (a tampered or forged
@@ -205,34 +219,49 @@ impl OpCard {
         !self.trust.is_empty() && self.trust.iter().all(|k| k.trust.is_verified())
     }
 
-    /// The declared kernels, in card order: (backend, what runs, whether that backend runs it).
-    fn declared(&self) -> Vec<(BackendKind, String, Option<String>)> {
-        let mut out = vec![(BackendKind::Reference, "reference".to_string(), None)];
+    /// The declared kernels, in card order, one line per instance served (an op with dtype
+    /// variables): (backend, what runs, instance, why no backend runs it).
+    fn declared(&self) -> Vec<(BackendKind, String, String, Option<String>)> {
+        let lines = |served: &[String]| if self.instances.is_empty() { vec![String::new()] } else { served.to_vec() };
+        let mut out: Vec<_> =
+            lines(&self.instances).into_iter().map(|d| (BackendKind::Reference, "reference".to_string(), d, None)).collect();
         if let Some(cpu) = &self.cpu {
-            out.push((BackendKind::Cpu, cpu.clone(), None));
+            out.extend(lines(&self.cpu_dtypes).into_iter().map(|d| (BackendKind::Cpu, cpu.clone(), d, None)));
         }
         for (i, k) in self.kernels.iter().enumerate() {
             let backend = BackendKind::for_kernel(k.language);
-            let run = backend.runs_kernel(self.kernels.iter().map(|k| k.language));
-            let idle = (run != Some(i)).then(|| {
-                let first = run.and_then(|j| self.kernels.get(j)).map(|k| k.path.as_str()).unwrap_or("?");
-                format!("no backend runs this kernel: the {backend} backend runs the first one in its language, `{first}`")
-            });
-            out.push((backend, k.path.clone(), idle));
+            let idle = self.idle(backend, i);
+            out.extend(lines(&k.dtypes).into_iter().map(|d| (backend, k.path.clone(), d, idle.clone())));
         }
         out
+    }
+
+    /// Why no backend runs GPU kernel `i`, if none does (without dtype variables a backend runs
+    /// the first kernel in its language; with them, the first serving the call's instance).
+    fn idle(&self, backend: BackendKind, i: usize) -> Option<String> {
+        if !self.instances.is_empty() {
+            return None;
+        }
+        let run = backend.runs_kernel(self.kernels.iter().map(|k| k.language));
+        (run != Some(i)).then(|| {
+            let first = run.and_then(|j| self.kernels.get(j)).map(|k| k.path.as_str()).unwrap_or("?");
+            format!("no backend runs this kernel: the {backend} backend runs the first one in its language, `{first}`")
+        })
     }
 
     fn judge(&self, receipts: &[Receipt], devices: &LocalDevices, trust: &TrustList) -> Vec<KernelTrust> {
         self.declared()
             .into_iter()
-            .map(|(backend, kernel, idle)| {
+            .map(|(backend, kernel, dtypes, idle)| {
                 let trust = match (idle, devices.get(backend)) {
                     (Some(reason), _) => Trust::Unverified { reason },
                     (None, None) => Trust::Unverified { reason: format!("this machine has no {backend} device to verify it on") },
-                    (None, Some(device)) => judge_kernel(&self.id, &self.content_hash, backend, receipts, device, trust),
+                    (None, Some(device)) => {
+                        let own: Vec<Receipt> = receipts.iter().filter(|r| r.dtypes == dtypes).cloned().collect();
+                        judge_kernel(&self.id, &self.content_hash, backend, &own, device, trust)
+                    }
                 };
-                KernelTrust { backend, kernel, trust }
+                KernelTrust { backend, kernel, dtypes, trust }
             })
             .collect()
     }
@@ -251,7 +280,8 @@ impl OpCard {
                 let mut headers: Vec<HeaderEntry> =
                     k.headers.iter().map(|(p, b)| HeaderEntry { path: p.to_string(), blake3: blob_hash(b) }).collect();
                 headers.sort_by(|a, b| a.path.cmp(&b.path));
-                KernelEntry { path: k.path.to_string(), language, entry: k.entry.to_string(), blake3: blob_hash(k.source), headers }
+                let dtypes = served(c, |b| declared.is_some_and(|d| op_contract::generic::serves(&d.dtypes, &c.signature.dtype_vars, b)));
+                KernelEntry { path: k.path.to_string(), language, entry: k.entry.to_string(), blake3: blob_hash(k.source), headers, dtypes }
             })
             .collect();
         let mut card = OpCard {
@@ -269,6 +299,8 @@ impl OpCard {
             backward: c.backward.clone(),
             subgradient: c.subgradient.clone(),
             cpu: c.cpu.clone(),
+            instances: served(c, |_| true),
+            cpu_dtypes: served(c, |b| op_contract::generic::serves(&c.cpu_dtypes, &c.signature.dtype_vars, b)),
             kernels,
             receipts: intact(receipts, &op.id, &op.hash_hex()),
             trust: Vec::new(),
@@ -276,7 +308,12 @@ impl OpCard {
         card.trust = card
             .declared()
             .into_iter()
-            .map(|(backend, kernel, _)| KernelTrust { backend, kernel, trust: Trust::Unverified { reason: reason.clone() } })
+            .map(|(backend, kernel, dtypes, _)| KernelTrust {
+                backend,
+                kernel,
+                dtypes,
+                trust: Trust::Unverified { reason: reason.clone() },
+            })
             .collect();
         card
     }
@@ -310,6 +347,24 @@ pub(crate) fn intact(receipts: &[Receipt], id: &str, content_hash: &str) -> Vec<
 }
 
 /// Verified when a receipt from `backend` counts on `device`; otherwise every reason.
+/// The instances (`T = f16`) of `c` that `serves` admits, for an op with dtype variables;
+/// empty otherwise.
+fn served(c: &op_contract::contract::Contract, serves: impl Fn(&[op_contract::contract::DType]) -> bool) -> Vec<String> {
+    if !c.is_generic() {
+        return Vec::new();
+    }
+    c.instances().iter().filter(|b| serves(b)).map(|b| op_contract::generic::binding_text(&c.signature.dtype_vars, b)).collect()
+}
+
+/// ` serving T = f32; T = f16` for a kernel of an op with dtype variables.
+fn serves_text(dtypes: &[String]) -> String {
+    if dtypes.is_empty() {
+        String::new()
+    } else {
+        format!(", serving {}", dtypes.join("; "))
+    }
+}
+
 fn judge_kernel(
     id: &str,
     content_hash: &str,
@@ -388,8 +443,11 @@ impl fmt::Display for OpCard {
         if let Some(s) = &self.subgradient {
             writeln!(f, "  subgradient  {s}")?;
         }
+        if !self.instances.is_empty() {
+            writeln!(f, "  instances    {}", self.instances.join("; "))?;
+        }
         if let Some(cpu) = &self.cpu {
-            writeln!(f, "  cpu kernel   {cpu}")?;
+            writeln!(f, "  cpu kernel   {cpu}{}", serves_text(&self.cpu_dtypes))?;
         }
         if self.kernels.is_empty() {
             writeln!(f, "  kernels      none (reference only)")?;
@@ -399,7 +457,7 @@ impl fmt::Display for OpCard {
                 KernelLang::Wgsl => "wgsl",
                 KernelLang::Cuda => "cuda",
             };
-            writeln!(f, "  kernel       {lang} {} (entry `{}`, blake3 {})", k.path, k.entry, short(&k.blake3))?;
+            writeln!(f, "  kernel       {lang} {} (entry `{}`, blake3 {}){}", k.path, k.entry, short(&k.blake3), serves_text(&k.dtypes))?;
             for h in &k.headers {
                 writeln!(f, "    header     {} (blake3 {})", h.path, short(&h.blake3))?;
             }
@@ -409,12 +467,16 @@ impl fmt::Display for OpCard {
         }
         for r in &self.receipts {
             let signed = r.signature.as_ref().map(|s| format!(", signed by {}", s.key)).unwrap_or_default();
-            writeln!(f, "  receipt      {} on {} ({} cases, {}{signed})", r.backend, r.device, r.cases, r.engine_version)?;
+            let at = if r.dtypes.is_empty() { String::new() } else { format!(" at {}", r.dtypes) };
+            writeln!(f, "  receipt      {}{at} on {} ({} cases, {}{signed})", r.backend, r.device, r.cases, r.engine_version)?;
         }
         write!(f, "  trust")?;
         for (i, k) in self.trust.iter().enumerate() {
             let pad = if i == 0 { "        " } else { "               " };
-            let what = format!("{} {}", k.backend, if k.kernel == "reference" { "" } else { k.kernel.as_str() });
+            let mut what = format!("{} {}", k.backend, if k.kernel == "reference" { "" } else { k.kernel.as_str() });
+            if !k.dtypes.is_empty() {
+                what = format!("{} at {}", what.trim_end(), k.dtypes);
+            }
             match &k.trust {
                 Trust::Verified { device, attestation, .. } => write!(f, "{pad}{:<34} verified on {device} ({attestation})", what.trim())?,
                 Trust::Unverified { reason } => write!(f, "{pad}{:<34} unverified: {reason}", what.trim())?,
