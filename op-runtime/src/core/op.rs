@@ -141,35 +141,40 @@ impl RegisteredOp {
     /// instance whose binding the inputs' (and parameters') dtypes spell. A dtype outside its
     /// variable's set is a typed error; a call too short to bind is left to validation.
     pub fn member_for(&self, inputs: &[&Tensor], params: &[Scalar]) -> Result<Option<&Arc<RegisteredOp>>, DispatchError> {
-        if self.members.is_empty() {
-            return Ok(None);
-        }
-        let dtypes: smallvec::SmallVec<[DType; 4]> = inputs.iter().map(|t| t.dtype()).collect();
-        self.member_for_dtypes(&dtypes, params)
+        self.member_by(|i| inputs.get(i).map(|t| t.dtype()), params)
     }
 
     /// [`RegisteredOp::member_for`] from the inputs' dtypes alone (planning, before any tensor
     /// exists).
     pub fn member_for_dtypes(&self, inputs: &[DType], params: &[Scalar]) -> Result<Option<&Arc<RegisteredOp>>, DispatchError> {
+        self.member_by(|i| inputs.get(i).copied(), params)
+    }
+
+    /// The member whose binding the dtypes spell. Members are in [`Contract::instances`]
+    /// order (the first variable outermost), so the index is computed, not searched for.
+    fn member_by(&self, input: impl Fn(usize) -> Option<DType>, params: &[Scalar]) -> Result<Option<&Arc<RegisteredOp>>, DispatchError> {
         if self.members.is_empty() {
             return Ok(None);
         }
-        let vars = &self.contract.signature.dtype_vars;
-        let mut binding: smallvec::SmallVec<[DType; 2]> = smallvec::SmallVec::new();
-        for (v, b) in vars.iter().zip(&self.binders) {
-            let (found, what) = match b {
-                Binder::Input(i, name) => (inputs.get(*i).copied(), format!("input `{name}`")),
-                Binder::Param(i, name) => (params.get(*i).map(|p| p.dtype()), format!("parameter `{name}`")),
+        let mut at = 0;
+        for (v, b) in self.contract.signature.dtype_vars.iter().zip(&self.binders) {
+            let found = match b {
+                Binder::Input(i, _) => input(*i),
+                Binder::Param(i, _) => params.get(*i).map(|p| p.dtype()),
             };
             let Some(found) = found else { return Ok(self.members.first()) };
-            if !v.members.contains(&found) {
+            let Some(pos) = v.members.iter().position(|m| *m == found) else {
+                let what = match b {
+                    Binder::Input(_, name) => format!("input `{name}`"),
+                    Binder::Param(_, name) => format!("parameter `{name}`"),
+                };
                 let members = op_contract::generic::members_text(v);
                 return Err(DispatchError::NotAMember { op: self.id.clone(), what, var: v.name.clone(), found, members });
-            }
-            binding.push(found);
+            };
+            at = at * v.members.len() + pos;
         }
-        let at = self.bindings.iter().position(|b| b.as_slice() == binding.as_slice());
-        Ok(at.and_then(|i| self.members.get(i)).or(self.members.first()))
+        debug_assert!(self.bindings.get(at).is_some(), "member index {at} out of {} bindings", self.bindings.len());
+        Ok(self.members.get(at).or(self.members.first()))
     }
 
     /// Kernel `k`'s source as a backend compiles it: for an instance of an op with dtype
