@@ -239,3 +239,34 @@ fn the_card_lists_which_instances_each_kernel_serves_and_which_are_verified_here
     assert!(text.contains("cpu kernel   affine_f16_in_f32, serving T = f16"), "{text}");
     assert!(text.contains("receipt      cpu at T = f16"), "{text}");
 }
+
+/// `x[i[k]]` for each k: two variables, so a call's instance is picked by two inputs.
+#[op(
+    name = "test/generic/pick", version = 1,
+    signature<T: f32 | f64, I: u32 | i32>(x: T[n], i: I[m]) -> T[m],
+    category = selection, tolerance = exact, backward = none,
+    generated_tests = false,
+)]
+pub fn pick<T: Real, I: Copy + Into<i64>>(x: &[T], i: &[I]) -> Vec<T> {
+    i.iter().map(|k| x[(*k).into() as usize]).collect()
+}
+
+#[test]
+fn two_variables_pick_the_instance_both_inputs_spell() {
+    let r = Registry::new();
+    let h = r.register(&pick::DECL).unwrap();
+    let x = [10.0, 11.0, 12.0];
+    for (t, i) in [(DType::f32, DType::u32), (DType::f32, DType::i32), (DType::f64, DType::u32), (DType::f64, DType::i32)] {
+        let idx = match i {
+            DType::u32 => Tensor::vector(vec![2u32, 0]),
+            _ => Tensor::vector(vec![2i32, 0]),
+        };
+        // The instance the two dtypes spell runs (any other would refuse `i` or `x` by dtype).
+        let out = h.call_with(&[&Tensor::from_f64(t, vec![3], &x).unwrap(), &idx], &[], CallOptions::on(BackendKind::Reference)).unwrap();
+        let y = out.output().unwrap();
+        assert_eq!((y.dtype(), y.data().to_f64_vec().unwrap()), (t, vec![12.0, 10.0]));
+        assert_eq!(h.at(&[t, i]).unwrap().op().binding_text(), format!("T = {}, I = {}", t.name(), i.name()));
+    }
+    let e = h.call(&[&Tensor::from_f64(DType::f32, vec![3], &x).unwrap(), &Tensor::vector(vec![1u8])], &[]).unwrap_err();
+    assert!(e.to_string().contains("input `i` is `u8`, which is not a member of `I` (u32 | i32)"), "{e}");
+}
