@@ -156,3 +156,37 @@ fn the_target_root_is_found_for_tests_examples_and_path_included_files() {
     let (sig, block) = (&f.sig, &f.block);
     assert!(closure(&site, "op_ref", &[quote::quote!(#sig #block)], &[]).text.contains("v + 9.0"));
 }
+
+/// A crate with many items over several modules (so any per-process hash order would show).
+fn many_items_crate() -> TempCrate {
+    let mut lib = String::from("mod a;\nmod b;\nuse a::*;\nuse b::{h0 as g0, h1 as g1};\n");
+    lib.push_str("pub fn op_ref(x: &[f32]) -> Vec<f32> { x.iter().map(|v| f0(*v) + g0(*v) + g1(*v) + v.m3()).collect() }\n");
+    let a: String = (0..40).map(|i| format!("pub fn f{i}(v: f32) -> f32 {{ f{}(v) + {i}.0 }}\npub trait T{i} {{ fn m{i}(&self) -> f32; }}\nimpl T{i} for f32 {{ fn m{i}(&self) -> f32 {{ *self * {i}.0 }} }}\n", (i + 1) % 40)).collect();
+    let b: String = (0..40).map(|i| format!("pub fn h{i}(v: f32) -> f32 {{ v - {i}.0 }}\n")).collect();
+    TempCrate::new(&[("src/lib.rs", &lib), ("src/a.rs", &a), ("src/b.rs", &b)])
+}
+
+/// Two processes (other hash seeds, other allocation patterns) compute the same closure of the
+/// same source: the identity of two clean builds cannot differ by process state. The child is
+/// this test binary, re-run on this test with `OP_CLOSURE_CHILD` set.
+#[test]
+fn two_processes_compute_the_same_closure() {
+    let k = many_items_crate();
+    let c = k.closure_of("src/lib.rs", "op_ref", &[]);
+    let digest = blake3::hash(c.text.as_bytes()).to_hex().to_string();
+    if std::env::var_os("OP_CLOSURE_CHILD").is_some() {
+        println!("CLOSURE {digest}");
+        return;
+    }
+    assert!(c.items > 40, "the fixture reaches many items: {}", c.items);
+    let exe = std::env::current_exe().expect("test binary");
+    let out = std::process::Command::new(exe)
+        .args(["--exact", "closure::tests::two_processes_compute_the_same_closure", "--nocapture", "--test-threads=1"])
+        .env("OP_CLOSURE_CHILD", "1")
+        .output()
+        .expect("child runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // The harness prints the test's name on the same line, before the child's output.
+    let child = stdout.split("CLOSURE ").nth(1).and_then(|rest| rest.split_whitespace().next());
+    assert_eq!(child, Some(digest.as_str()), "child output: {stdout}");
+}
