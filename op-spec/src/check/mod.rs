@@ -504,3 +504,33 @@ mod tests {
         assert!(e[0].starts_with("declare the op at module level: `f` is a method"), "{}", e[0]);
     }
 }
+
+#[cfg(test)]
+mod generic_category_tests {
+    use super::tests::errs;
+    use quote::quote;
+
+    /// The category x tolerance table holds at every instance of a dtype variable: an integer
+    /// set cannot take a rounding tolerance, a float set cannot be `integer`.
+    #[test]
+    fn category_and_tolerance_rules_see_the_variables_members() {
+        for (sig, cat, tol, ok) in [
+            (quote!(signature<T: u32 | i32>(x: T[n]) -> T[n]), quote!(elementwise), quote!(ulp(1)), false),
+            (quote!(signature<T: u32 | i32>(x: T[n]) -> T[n]), quote!(integer), quote!(exact), true),
+            (quote!(signature<T: f32 | f64>(x: T[n]) -> T[n]), quote!(integer), quote!(exact), false),
+            (quote!(signature<T: f32 | f64>(x: T[n]) -> T[n]), quote!(selection), quote!(ulp(1)), false),
+            (quote!(signature<T: f16 | f32>(x: T[n]) -> T[n]), quote!(approximate), quote!(loose(1e-3, 0.0)), true),
+            (quote!(signature<T: u32 | i32>(x: T[n]) -> T[n]), quote!(reduction), quote!(accum(2)), false),
+        ] {
+            let e = errs(
+                quote!(name = "t/p", version = 1, #sig, category = #cat, tolerance = #tol, backward = none),
+                quote!(
+                    pub fn p<T: Copy>(x: &[T]) -> Vec<T> {
+                        x.to_vec()
+                    }
+                ),
+            );
+            assert_eq!(e.is_empty(), ok, "{sig} {cat} {tol}: {e:?}");
+        }
+    }
+}
