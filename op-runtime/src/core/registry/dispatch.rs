@@ -64,7 +64,9 @@ impl Outcome {
 }
 
 impl OpHandle {
-    /// Calls the op with default backend selection.
+    /// Calls the op with default backend selection. Inputs that live on a device run on that
+    /// device's backend (before any per-op or global setting); a device tensor the chosen
+    /// backend cannot use is a typed `BackendError::Placement`, never an implicit copy.
     pub fn call(&self, inputs: &[&Tensor], params: &[Scalar]) -> Result<Outcome, DispatchError> {
         self.call_with(inputs, params, CallOptions::default())
     }
