@@ -74,7 +74,19 @@ fn a_chain_on_device_tensors_moves_no_tensor_data_and_equals_the_host_path() {
         (t1.to_device, t1.to_device_bytes, t1.to_host, t1.to_host_bytes),
         "no tensor data crossed between the three ops"
     );
-    assert!(t2.uniform_writes > t1.uniform_writes, "each launch wrote its dims");
+    assert_eq!(t2.uniform_writes - t1.uniform_writes, 3, "each kernel wrote its dims once");
+    // Called again with the same dims: each prepared kernel reuses its uniform buffer.
+    let again = chain(&r, &da, &db, CallOptions::default());
+    let t2b = engine.transfers();
+    assert_eq!(t2b, t2, "a repeated chain writes nothing, not even a uniform");
+    assert_eq!(bits(&again.to_host().expect("again")), bits(&host));
+    let t2 = engine.transfers();
+    // Other dims write a new uniform block.
+    let (sa, sb) = inputs(7);
+    let small = chain(&r, &sa.to_device(engine).expect("a"), &sb.to_device(engine).expect("b"), CallOptions::default());
+    assert_eq!(engine.transfers().uniform_writes - t2.uniform_writes, 3);
+    assert_eq!(bits(&small.to_host().expect("small")), bits(&chain(&r, &sa, &sb, CallOptions::on(BackendKind::Wgpu))));
+    let t2 = engine.transfers();
     // Nothing reads a device tensor's elements implicitly.
     assert_eq!(out.as_slice::<f32>(), None);
     assert!(matches!(out.try_slice::<f32>(), Err(TensorError::OnDevice { .. })));

@@ -17,7 +17,12 @@ use crate::core::op::RegisteredOp;
 use crate::core::placement::Placement;
 use crate::core::tensor::Tensor;
 use op_contract::contract::KernelLang;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Uniform blocks a prepared kernel keeps on the device for calls on device tensors, by their
+/// bytes (most recent last): a chain called again with the same dims and parameters writes no
+/// uniform.
+const UNIFORM_CACHE: usize = 8;
 
 /// The wgpu backend, on the process-wide engine (`Default`) or on a given one.
 #[derive(Default)]
@@ -101,7 +106,15 @@ impl Backend for WgpuBackend {
         // errors surface from `prepare`, never from a later call.
         let engine = self.engine()?;
         let pipeline = engine.prepare(op.cache_hash(), source, src.entry, &kinds)?;
-        Ok(Arc::new(WgpuPrepared { engine, hash: op.hash, plan, pipeline, workgroup: src.workgroup_size, launch: src.launch }))
+        Ok(Arc::new(WgpuPrepared {
+            engine,
+            hash: op.hash,
+            plan,
+            pipeline,
+            workgroup: src.workgroup_size,
+            launch: src.launch,
+            uniforms: Mutex::new(Vec::new()),
+        }))
     }
 }
 
@@ -162,6 +175,8 @@ struct WgpuPrepared {
     pipeline: Arc<Pipeline>,
     workgroup: [u32; 3],
     launch: Launch,
+    /// Uniform buffers of resident calls, by contents (see [`UNIFORM_CACHE`]).
+    uniforms: Mutex<Vec<(Vec<u8>, wgpu::Buffer)>>,
 }
 
 impl WgpuPrepared {
@@ -239,13 +254,13 @@ impl WgpuPrepared {
     fn execute_resident(&self, req: &ExecRequest<'_>) -> Result<Vec<Tensor>, BackendError> {
         let buffers = self.resident_inputs(req)?;
         let (args, threads) = self.plan.marshal(req)?;
-        let uniforms: Vec<Vec<u8>> = args
+        let uniforms: Vec<wgpu::Buffer> = args
             .iter()
             .filter_map(|a| match a {
-                Arg::Scalars(v) => Some(v.iter().flat_map(|f| f.to_le_bytes()).collect()),
+                Arg::Scalars(v) => Some(self.uniform(v.iter().flat_map(|f| f.to_le_bytes()).collect())),
                 _ => None,
             })
-            .collect();
+            .collect::<Result<_, _>>()?;
         let mut u = uniforms.iter();
         let mut outs = Vec::new();
         let mut slots = Vec::with_capacity(args.len());
@@ -255,7 +270,9 @@ impl WgpuPrepared {
                     let b = buffers[i];
                     Slot::Resident { buffer: b.buffer(), bytes: crate::core::placement::DeviceStorage::bytes(b) }
                 }
-                (Arg::Scalars(_), _) => Slot::Uniform(u.next().map(Vec::as_slice).unwrap_or_default()),
+                (Arg::Scalars(_), _) => {
+                    Slot::UniformBuffer(u.next().ok_or_else(|| BackendError::Marshal("a uniform slot without a buffer".into()))?)
+                }
                 (Arg::Output { index, data, .. }, _) => {
                     outs.push(*index);
                     Slot::Output {
@@ -275,6 +292,24 @@ impl WgpuPrepared {
             result[o] = Some(t);
         }
         result.into_iter().enumerate().map(|(o, t)| t.ok_or_else(|| BackendError::Kernel(format!("output {o} was not produced")))).collect()
+    }
+
+    /// The device buffer holding uniform `bytes`: this kernel's cached one, or a new one
+    /// (cached, evicting the least recently used beyond [`UNIFORM_CACHE`]).
+    fn uniform(&self, bytes: Vec<u8>) -> Result<wgpu::Buffer, BackendError> {
+        let mut cache = self.uniforms.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(k) = cache.iter().position(|(b, _)| *b == bytes) {
+            let hit = cache.remove(k);
+            let buffer = hit.1.clone();
+            cache.push(hit);
+            return Ok(buffer);
+        }
+        let buffer = self.engine.uniform_buffer(&bytes)?;
+        if cache.len() >= UNIFORM_CACHE {
+            cache.remove(0);
+        }
+        cache.push((bytes, buffer.clone()));
+        Ok(buffer)
     }
 
     /// Every input's buffer on this engine, or `Placement` naming the op and the input: a host

@@ -53,6 +53,9 @@ pub enum Slot<'a> {
         /// Size in bytes.
         len: usize,
     },
+    /// A uniform buffer already on the device (from [`WgpuEngine::uniform_buffer`], kept by
+    /// a prepared kernel for calls with the same dims and parameters): nothing written.
+    UniformBuffer(&'a wgpu::Buffer),
     /// A read-only storage buffer already on the device (a device tensor's): bound as it is,
     /// nothing uploaded.
     Resident {
@@ -68,7 +71,7 @@ impl<'a> Slot<'a> {
         match self {
             Slot::Read(_) | Slot::Resident { .. } => SlotKind::Read,
             Slot::ReadWrite(_) => SlotKind::ReadWrite,
-            Slot::Uniform(_) => SlotKind::Uniform,
+            Slot::Uniform(_) | Slot::UniformBuffer(_) => SlotKind::Uniform,
             Slot::Guarded { .. } | Slot::Output { .. } => SlotKind::ReadWrite,
         }
     }
@@ -77,6 +80,7 @@ impl<'a> Slot<'a> {
         match *self {
             Slot::Output { len } => len,
             Slot::Resident { bytes, .. } => usize::try_from(bytes).unwrap_or(usize::MAX),
+            Slot::UniformBuffer(b) => usize::try_from(b.size()).unwrap_or(usize::MAX),
             s => s.bytes().len(),
         }
     }
@@ -85,7 +89,7 @@ impl<'a> Slot<'a> {
         match *self {
             Slot::Read(b) | Slot::ReadWrite(b) | Slot::Uniform(b) => b,
             Slot::Guarded { init, .. } => init,
-            Slot::Output { .. } | Slot::Resident { .. } => &[],
+            Slot::Output { .. } | Slot::Resident { .. } | Slot::UniformBuffer(_) => &[],
         }
     }
 
@@ -491,6 +495,30 @@ impl WgpuEngine {
         Ok(WgpuBuffer::new(buffer, bytes.len() as u64, self.link.clone()))
     }
 
+    /// A uniform buffer holding `bytes` (padded to 16), for [`Slot::UniformBuffer`]; counted
+    /// as one uniform write.
+    pub fn uniform_buffer(&self, bytes: &[u8]) -> Result<wgpu::Buffer, WgpuError> {
+        self.check_lost()?;
+        let size = round_up(bytes.len().max(1) as u64, 16);
+        if size > self.limits.max_uniform_buffer_binding_size {
+            let limit = self.limits.max_uniform_buffer_binding_size;
+            return Err(WgpuError::TooLarge { what: "uniform buffer bytes".into(), requested: size, limit });
+        }
+        let buffer = self.scoped("uniform", || {
+            let desc = wgpu::BufferDescriptor {
+                label: None,
+                size,
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            };
+            let buffer = self.device.create_buffer(&desc);
+            self.queue.write_buffer(&buffer, 0, bytes);
+            buffer
+        })?;
+        self.link.counters.uniform(bytes.len() as u64);
+        Ok(buffer)
+    }
+
     /// Whether the adapter is a CPU/software one (e.g. lavapipe).
     pub fn is_software(&self) -> bool {
         self.info.device_type == wgpu::DeviceType::Cpu
@@ -755,7 +783,7 @@ impl WgpuEngine {
         for (i, s) in slots.iter().enumerate() {
             let len = s.len() as u64;
             let (size, limit, what) = match s {
-                Slot::Uniform(_) => (round_up(len, 16), self.limits.max_uniform_buffer_binding_size, "uniform"),
+                Slot::Uniform(_) | Slot::UniformBuffer(_) => (round_up(len, 16), self.limits.max_uniform_buffer_binding_size, "uniform"),
                 Slot::Guarded { offset, size, .. } => {
                     let align = self.storage_offset_alignment();
                     if offset % align != 0 || *size == 0 || size % 4 != 0 || offset.checked_add(*size).is_none_or(|end| end > len) {
@@ -793,7 +821,7 @@ impl WgpuEngine {
             let mut staging = Vec::new();
             let mut map_failed = None;
             for (i, (s, &size)) in slots.iter().zip(sizes).enumerate() {
-                if let Slot::Resident { buffer, .. } = s {
+                if let Slot::Resident { buffer, .. } | Slot::UniformBuffer(buffer) = s {
                     buffers.push((*buffer).clone());
                     continue;
                 }
@@ -810,6 +838,7 @@ impl WgpuEngine {
                     }
                     Slot::Uniform(_) => wgpu::BufferUsages::UNIFORM,
                     Slot::Resident { .. } => wgpu::BufferUsages::STORAGE,
+                    Slot::UniformBuffer(_) => wgpu::BufferUsages::UNIFORM,
                 };
                 let bytes = s.bytes();
                 match s {
