@@ -151,6 +151,14 @@ impl LaunchPlan {
         })
     }
 
+    /// Each slot's tensor input index (`None` for outputs and uniforms), in binding order.
+    pub(crate) fn slot_inputs(&self) -> impl Iterator<Item = Option<usize>> + '_ {
+        self.roles.iter().map(|r| match r {
+            Role::Input(i) => Some(*i),
+            Role::Output(..) | Role::Uniform(_) => None,
+        })
+    }
+
     /// Marshals a validated call: every slot's bytes or size, and the number of threads.
     pub(crate) fn marshal<'a>(&self, req: &ExecRequest<'a>) -> Result<(Vec<Arg<'a>>, u64), BackendError> {
         let mut args = Vec::with_capacity(self.roles.len());
@@ -240,7 +248,8 @@ fn field_value(f: &Field, values: &[i128], params: &[Scalar]) -> Result<FieldVal
 }
 
 /// An input's bytes: borrowed where the host is little-endian and the storage is 32-bit (the
-/// common case: no copy of large inputs), else encoded.
+/// common case: no copy of large inputs), else encoded. Empty for a device tensor (whose buffer
+/// the backend binds itself).
 fn input_bytes(t: &Tensor) -> Cow<'_, [u8]> {
     #[cfg(target_endian = "little")]
     match t.data() {

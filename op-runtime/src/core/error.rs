@@ -110,6 +110,21 @@ pub enum TensorError {
         /// The tensor's dtype.
         found: DType,
     },
+    /// The tensor's elements live on a device, not on the host: read them back with
+    /// `Tensor::to_host()` (nothing is copied implicitly).
+    #[error("the tensor lives on {placement}, not on the host: call `to_host()` to read it (no implicit copy)")]
+    OnDevice {
+        /// Where it lives.
+        placement: String,
+    },
+    /// A transfer between the host and a device was refused or failed.
+    #[error("transfer involving {device}: {reason}")]
+    Transfer {
+        /// The device.
+        device: String,
+        /// What went wrong.
+        reason: String,
+    },
 }
 
 /// Registering an op.

@@ -14,6 +14,7 @@ pub mod files;
 pub mod graph;
 pub mod kind;
 pub mod op;
+pub mod placement;
 pub mod plan;
 pub mod provenance;
 pub mod real;

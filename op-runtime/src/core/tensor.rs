@@ -1,10 +1,14 @@
-//! Host tensors: a dtype, a shape and contiguous row-major storage for every dtype of the
-//! design, plus scalar parameter values. Creating a tensor from bytes checks dtype and length;
-//! nothing is ever reinterpreted.
+//! Tensors: a dtype, a shape and contiguous row-major storage for every dtype of the design,
+//! on the host or on a device (see [`crate::core::placement`]), plus scalar parameter values.
+//! Creating a tensor from bytes checks dtype and length; nothing is ever reinterpreted, and
+//! nothing moves between host and device except through [`Tensor::to_device`] and
+//! [`Tensor::to_host`].
 
 use crate::core::error::TensorError;
+use crate::core::placement::{DeviceId, DeviceStorage, Placement};
 pub use half::{bf16, f16};
 pub use op_contract::contract::DType;
+use std::sync::Arc;
 
 /// Typed contiguous storage.
 #[derive(Clone, Debug, PartialEq)]
@@ -284,14 +288,41 @@ impl Data {
     }
 }
 
+/// A device host tensors can be moved to (e.g. a `WgpuEngine`).
+pub trait Device {
+    /// Which device this is.
+    fn id(&self) -> DeviceId;
+    /// Copies a host tensor's data into a new buffer on this device, counted as one
+    /// host-to-device transfer. A tensor already on this device is returned as is (no
+    /// transfer); one on another device is refused (move it through the host explicitly).
+    fn upload(&self, t: &Tensor) -> Result<Tensor, TensorError>;
+}
+
 /// A tensor's shape, stored inline up to 4 dims (no allocation on the call path).
 pub type Shape = smallvec::SmallVec<[usize; 4]>;
 
-/// A host tensor: dtype, shape, contiguous row-major storage.
-#[derive(Clone, Debug, PartialEq)]
+/// A tensor: dtype, shape, contiguous row-major storage on the host, or a buffer on a device
+/// (a *device tensor*: its host storage is empty; [`Tensor::as_slice`] is `None`, and every host
+/// backend refuses it with `BackendError::Placement`).
+#[derive(Clone, Debug)]
 pub struct Tensor {
     shape: Shape,
+    /// Host elements; empty (of the tensor's dtype) for a device tensor.
     data: Data,
+    device: Option<Arc<dyn DeviceStorage>>,
+}
+
+/// Host tensors are equal when shapes and elements are; device tensors only when they share
+/// the same device buffer (their elements are not compared: that would need a transfer).
+impl PartialEq for Tensor {
+    fn eq(&self, other: &Tensor) -> bool {
+        let same_storage = match (&self.device, &other.device) {
+            (None, None) => self.data == other.data,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        same_storage && self.shape == other.shape && self.dtype() == other.dtype()
+    }
 }
 
 impl Tensor {
@@ -306,7 +337,60 @@ impl Tensor {
         if n != data.len() {
             return Err(TensorError::ShapeMismatch { shape: shape.to_vec(), elements: data.len() });
         }
-        Ok(Tensor { shape, data })
+        Ok(Tensor { shape, data, device: None })
+    }
+
+    /// A device tensor over `storage` (for GPU backends): the storage must hold exactly the
+    /// shape's elements of `dtype`.
+    pub fn on_device(dtype: DType, shape: impl Into<Vec<usize>>, storage: Arc<dyn DeviceStorage>) -> Result<Tensor, TensorError> {
+        let shape = Shape::from_vec(shape.into());
+        let overflow = || TensorError::ShapeOverflow { shape: shape.to_vec() };
+        let n = checked_numel(&shape).ok_or_else(overflow)?;
+        let want = n.checked_mul(dtype.size()).ok_or_else(overflow)? as u64;
+        if storage.bytes() != want {
+            return Err(TensorError::ByteLength { dtype, bytes: storage.bytes() as usize, elements: Some(n) });
+        }
+        Ok(Tensor { shape, data: Data::from_le_bytes(dtype, &[])?, device: Some(storage) })
+    }
+
+    /// Where the elements live.
+    pub fn placement(&self) -> Placement {
+        match &self.device {
+            None => Placement::Host,
+            Some(d) => Placement::Device(d.device()),
+        }
+    }
+
+    /// Whether the elements are in host memory.
+    pub fn is_host(&self) -> bool {
+        self.device.is_none()
+    }
+
+    /// The device storage of a device tensor (`None` on the host).
+    pub fn device_storage(&self) -> Option<&Arc<dyn DeviceStorage>> {
+        self.device.as_ref()
+    }
+
+    /// This tensor on `device`: one counted host-to-device transfer for a host tensor, the same
+    /// tensor if it is already there; a tensor on another device is refused.
+    pub fn to_device(&self, device: &dyn Device) -> Result<Tensor, TensorError> {
+        device.upload(self)
+    }
+
+    /// This tensor on the host: one counted device-to-host transfer for a device tensor, a
+    /// clone for a host tensor.
+    pub fn to_host(&self) -> Result<Tensor, TensorError> {
+        let Some(d) = &self.device else { return Ok(self.clone()) };
+        let bytes = d.read()?;
+        Tensor::with_shape(self.shape.clone(), Data::from_le_bytes(self.dtype(), &bytes)?)
+    }
+
+    /// The host storage, or `OnDevice` for a device tensor.
+    pub fn host_data(&self) -> Result<&Data, TensorError> {
+        match &self.device {
+            None => Ok(&self.data),
+            Some(d) => Err(TensorError::OnDevice { placement: Placement::Device(d.device()).to_string() }),
+        }
     }
 
     /// A float tensor of `dtype` from f64 values (each rounded once to `dtype`).
@@ -324,7 +408,7 @@ impl Tensor {
             return Ok(self.clone());
         }
         let not_float = TensorError::NotFloat { from: self.dtype(), to: dtype };
-        let v = self.data.to_f64_vec().ok_or(not_float.clone())?;
+        let v = self.host_data()?.to_f64_vec().ok_or(not_float.clone())?;
         let data = Data::from_f64(dtype, &v).ok_or(not_float)?;
         Tensor::with_shape(self.shape.clone(), data)
     }
@@ -336,7 +420,7 @@ impl Tensor {
 
     /// A rank-1 tensor.
     pub fn vector<E: Element>(v: Vec<E>) -> Tensor {
-        Tensor { shape: smallvec::smallvec![v.len()], data: E::wrap(v) }
+        Tensor { shape: smallvec::smallvec![v.len()], data: E::wrap(v), device: None }
     }
 
     /// A tensor from little-endian bytes. The dtype is named by string so that unsupported
@@ -374,27 +458,35 @@ impl Tensor {
     }
     /// Number of elements.
     pub fn numel(&self) -> usize {
-        self.data.len()
+        match self.device {
+            None => self.data.len(),
+            // `on_device` checked that the product fits.
+            Some(_) => checked_numel(&self.shape).unwrap_or(0),
+        }
     }
-    /// The storage.
+    /// The host storage; for a device tensor, empty storage of its dtype (use
+    /// [`Tensor::host_data`] where a device tensor may arrive, or [`Tensor::to_host`]).
     pub fn data(&self) -> &Data {
         &self.data
     }
-    /// Consumes the tensor into its storage.
+    /// Consumes the tensor into its host storage (empty for a device tensor, as [`Tensor::data`]).
     pub fn into_data(self) -> Data {
         self.data
     }
-    /// Typed view; `None` if the dtype differs.
+    /// Typed view; `None` if the dtype differs or the tensor lives on a device.
     pub fn as_slice<E: Element>(&self) -> Option<&[E]> {
-        E::slice(&self.data)
+        self.device.is_none().then(|| E::slice(&self.data)).flatten()
     }
-    /// Typed mutable view.
+    /// Typed mutable view; `None` if the dtype differs or the tensor lives on a device.
     pub fn as_mut_slice<E: Element>(&mut self) -> Option<&mut [E]> {
+        if self.device.is_some() {
+            return None;
+        }
         E::slice_mut(&mut self.data)
     }
-    /// Typed view or a typed error naming both dtypes.
+    /// Typed view, or a typed error naming both dtypes (or where the tensor lives).
     pub fn try_slice<E: Element>(&self) -> Result<&[E], TensorError> {
-        self.as_slice().ok_or(TensorError::DTypeMismatch { expected: E::DTYPE, found: self.dtype() })
+        E::slice(self.host_data()?).ok_or(TensorError::DTypeMismatch { expected: E::DTYPE, found: self.dtype() })
     }
     /// Size in bytes.
     pub fn nbytes(&self) -> usize {

@@ -7,15 +7,22 @@
 //! a write past the end lands on canaries instead of being clamped by wgpu's bounds checks.
 
 use super::engine::{Geometry, Pipeline, Slot, SlotKind, WgpuEngine, WgpuError};
+use super::resident::WgpuBuffer;
 use crate::backends::launch::{Arg, LaunchPlan};
 use crate::core::backend::{Backend, BackendError, ExecRequest, Prepared, CANARY_BYTE};
 use crate::core::decl::Launch;
 use crate::core::device::DeviceProfile;
 use crate::core::kind::BackendKind;
 use crate::core::op::RegisteredOp;
+use crate::core::placement::Placement;
 use crate::core::tensor::Tensor;
 use op_contract::contract::KernelLang;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Uniform blocks a prepared kernel keeps on the device for calls on device tensors, by their
+/// bytes (most recent last): a chain called again with the same dims and parameters writes no
+/// uniform.
+const UNIFORM_CACHE: usize = 8;
 
 /// The wgpu backend, on the process-wide engine (`Default`) or on a given one.
 #[derive(Default)]
@@ -99,7 +106,15 @@ impl Backend for WgpuBackend {
         // errors surface from `prepare`, never from a later call.
         let engine = self.engine()?;
         let pipeline = engine.prepare(op.cache_hash(), source, src.entry, &kinds)?;
-        Ok(Arc::new(WgpuPrepared { engine, hash: op.hash, plan, pipeline, workgroup: src.workgroup_size, launch: src.launch }))
+        Ok(Arc::new(WgpuPrepared {
+            engine,
+            hash: op.hash,
+            plan,
+            pipeline,
+            workgroup: src.workgroup_size,
+            launch: src.launch,
+            uniforms: Mutex::new(Vec::new()),
+        }))
     }
 }
 
@@ -160,6 +175,8 @@ struct WgpuPrepared {
     pipeline: Arc<Pipeline>,
     workgroup: [u32; 3],
     launch: Launch,
+    /// Uniform buffers of resident calls, by contents (see [`UNIFORM_CACHE`]).
+    uniforms: Mutex<Vec<(Vec<u8>, wgpu::Buffer)>>,
 }
 
 impl WgpuPrepared {
@@ -181,7 +198,14 @@ impl Prepared for WgpuPrepared {
     fn content_hash(&self) -> [u8; 32] {
         self.hash
     }
+    /// Host inputs: uploaded, launched, outputs read back as host tensors. Device inputs (every
+    /// input a device tensor of this backend's engine): bound in place, outputs returned as
+    /// device tensors on the same engine, nothing read back. Mixed host and device inputs are
+    /// refused with `Placement` (no implicit copy: move the host ones with `to_device`).
     fn execute(&self, req: &ExecRequest<'_>) -> Result<Vec<Tensor>, BackendError> {
+        if req.inputs.iter().any(|t| !t.is_host()) {
+            return self.execute_resident(req);
+        }
         let engine = self.engine;
         let (args, threads) = self.plan.marshal(req)?;
         let align = engine.storage_offset_alignment();
@@ -222,6 +246,101 @@ impl Prepared for WgpuPrepared {
             ));
         }
         self.plan.outputs(req, reads)
+    }
+}
+
+impl WgpuPrepared {
+    /// [`Prepared::execute`] on device tensors.
+    fn execute_resident(&self, req: &ExecRequest<'_>) -> Result<Vec<Tensor>, BackendError> {
+        let buffers = self.resident_inputs(req)?;
+        let (args, threads) = self.plan.marshal(req)?;
+        let uniforms: Vec<wgpu::Buffer> = args
+            .iter()
+            .filter_map(|a| match a {
+                Arg::Scalars(v) => Some(self.uniform(v.iter().flat_map(|f| f.to_le_bytes()).collect())),
+                _ => None,
+            })
+            .collect::<Result<_, _>>()?;
+        let mut u = uniforms.iter();
+        let mut outs = Vec::new();
+        let mut slots = Vec::with_capacity(args.len());
+        for (a, input) in args.iter().zip(self.plan.slot_inputs()) {
+            slots.push(match (a, input) {
+                (Arg::Input(_), Some(i)) => {
+                    let b = buffers[i];
+                    Slot::Resident { buffer: b.buffer(), bytes: crate::core::placement::DeviceStorage::bytes(b) }
+                }
+                (Arg::Scalars(_), _) => {
+                    Slot::UniformBuffer(u.next().ok_or_else(|| BackendError::Marshal("a uniform slot without a buffer".into()))?)
+                }
+                (Arg::Output { index, data, .. }, _) => {
+                    outs.push(*index);
+                    Slot::Output {
+                        len: usize::try_from(*data).map_err(|_| BackendError::TooLarge(format!("output {index}: {data} bytes")))?,
+                    }
+                }
+                (Arg::Input(_), None) => return Err(BackendError::Marshal("an input slot without an input".into())),
+            });
+        }
+        let made = self.engine.run_resident(&self.pipeline, self.geometry(threads, false), &slots)?;
+        let sig = &req.op.contract.signature;
+        let mut result: Vec<Option<Tensor>> = vec![None; sig.outputs.len()];
+        for (o, buf) in outs.into_iter().zip(made) {
+            let shape = req.bound.out_shapes.get(o).ok_or_else(|| BackendError::Kernel(format!("output {o} has no shape")))?;
+            let t = Tensor::on_device(sig.outputs[o].dtype, shape.to_vec(), Arc::new(buf))
+                .map_err(|e| BackendError::Kernel(format!("output {o}: {e}")))?;
+            result[o] = Some(t);
+        }
+        result.into_iter().enumerate().map(|(o, t)| t.ok_or_else(|| BackendError::Kernel(format!("output {o} was not produced")))).collect()
+    }
+
+    /// The device buffer holding uniform `bytes`: this kernel's cached one, or a new one
+    /// (cached, evicting the least recently used beyond [`UNIFORM_CACHE`]).
+    fn uniform(&self, bytes: Vec<u8>) -> Result<wgpu::Buffer, BackendError> {
+        let mut cache = self.uniforms.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(k) = cache.iter().position(|(b, _)| *b == bytes) {
+            let hit = cache.remove(k);
+            let buffer = hit.1.clone();
+            cache.push(hit);
+            return Ok(buffer);
+        }
+        let buffer = self.engine.uniform_buffer(&bytes)?;
+        if cache.len() >= UNIFORM_CACHE {
+            cache.remove(0);
+        }
+        cache.push((bytes, buffer.clone()));
+        Ok(buffer)
+    }
+
+    /// Every input's buffer on this engine, or `Placement` naming the op and the input: a host
+    /// input among device ones, a device tensor of another engine or backend, a guarded run.
+    fn resident_inputs<'r>(&self, req: &ExecRequest<'r>) -> Result<Vec<&'r WgpuBuffer>, BackendError> {
+        let here = Placement::Device(crate::core::tensor::Device::id(self.engine));
+        let op = &req.op.id;
+        if req.guard > 0 {
+            return Err(BackendError::Placement(format!("op `{op}`: guarded (conformance) runs take host tensors only")));
+        }
+        let mut out = Vec::with_capacity(req.inputs.len());
+        for (t, decl) in req.inputs.iter().zip(req.op.contract.signature.inputs()) {
+            let name = &decl.name;
+            let Some(s) = t.device_storage() else {
+                return Err(BackendError::Placement(format!(
+                    "op `{op}`: input `{name}` is on the host while other inputs are on {here}; a call takes all its tensors \
+                     on one device (move it with `to_device`; no implicit copy)"
+                )));
+            };
+            match s.as_any().downcast_ref::<WgpuBuffer>() {
+                Some(b) if b.engine_id() == self.engine.link().id => out.push(b),
+                _ => {
+                    return Err(BackendError::Placement(format!(
+                        "op `{op}`: input `{name}` lives on {}, but this call runs on {here}: move it through the host \
+                         (`to_host`, then `to_device`); no implicit copy",
+                        t.placement()
+                    )))
+                }
+            }
+        }
+        Ok(out)
     }
 }
 

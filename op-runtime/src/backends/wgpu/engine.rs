@@ -8,8 +8,12 @@
 //! uncaptured-error handler is installed as well (wgpu's default one panics); errors it sees
 //! are recorded and can be drained with [`WgpuEngine::take_uncaptured_errors`].
 
+use super::resident::{padded, Link, Transfers, WgpuBuffer, TENSOR_USAGE};
 use crate::core::decl::Launch;
 use crate::core::device::DeviceProfile;
+use crate::core::error::TensorError;
+use crate::core::placement::{DeviceId, Placement};
+use crate::core::tensor::{Device, Tensor};
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -49,14 +53,25 @@ pub enum Slot<'a> {
         /// Size in bytes.
         len: usize,
     },
+    /// A uniform buffer already on the device (from [`WgpuEngine::uniform_buffer`], kept by
+    /// a prepared kernel for calls with the same dims and parameters): nothing written.
+    UniformBuffer(&'a wgpu::Buffer),
+    /// A read-only storage buffer already on the device (a device tensor's): bound as it is,
+    /// nothing uploaded.
+    Resident {
+        /// The buffer (of this engine's device).
+        buffer: &'a wgpu::Buffer,
+        /// Bytes of data in it.
+        bytes: u64,
+    },
 }
 
 impl<'a> Slot<'a> {
     fn kind(&self) -> SlotKind {
         match self {
-            Slot::Read(_) => SlotKind::Read,
+            Slot::Read(_) | Slot::Resident { .. } => SlotKind::Read,
             Slot::ReadWrite(_) => SlotKind::ReadWrite,
-            Slot::Uniform(_) => SlotKind::Uniform,
+            Slot::Uniform(_) | Slot::UniformBuffer(_) => SlotKind::Uniform,
             Slot::Guarded { .. } | Slot::Output { .. } => SlotKind::ReadWrite,
         }
     }
@@ -64,6 +79,8 @@ impl<'a> Slot<'a> {
     fn len(&self) -> usize {
         match *self {
             Slot::Output { len } => len,
+            Slot::Resident { bytes, .. } => usize::try_from(bytes).unwrap_or(usize::MAX),
+            Slot::UniformBuffer(b) => usize::try_from(b.size()).unwrap_or(usize::MAX),
             s => s.bytes().len(),
         }
     }
@@ -72,7 +89,7 @@ impl<'a> Slot<'a> {
         match *self {
             Slot::Read(b) | Slot::ReadWrite(b) | Slot::Uniform(b) => b,
             Slot::Guarded { init, .. } => init,
-            Slot::Output { .. } => &[],
+            Slot::Output { .. } | Slot::Resident { .. } | Slot::UniformBuffer(_) => &[],
         }
     }
 
@@ -217,6 +234,8 @@ pub struct WgpuEngine {
     uncaptured: Arc<Mutex<Vec<String>>>,
     lost: Arc<Mutex<Option<String>>>,
     lost_flag: Arc<AtomicBool>,
+    /// Identity and transfer counters, shared with the engine's device buffers.
+    link: Arc<Link>,
 }
 
 impl std::fmt::Debug for WgpuEngine {
@@ -363,6 +382,7 @@ impl WgpuEngine {
         let features = device.features();
         let (uncaptured, lost, lost_flag) = watch_errors(&device);
         let profile = wgpu_profile(&info);
+        let link = Arc::new(Link::new(&device, &queue));
         Ok(WgpuEngine {
             _instance: instance,
             _adapter: adapter,
@@ -377,6 +397,7 @@ impl WgpuEngine {
             uncaptured,
             lost,
             lost_flag,
+            link,
         })
     }
 
@@ -434,6 +455,68 @@ impl WgpuEngine {
     pub fn prepare(&self, key: [u8; 32], source: &str, entry: &str, kinds: &[SlotKind]) -> Result<Arc<Pipeline>, WgpuError> {
         self.check_lost()?;
         self.pipeline(key, source, entry, kinds)
+    }
+
+    /// Tensor data moved between the host and this engine's device so far (every upload and
+    /// readback: explicit `to_device` / `to_host` and those of calls on host tensors).
+    pub fn transfers(&self) -> Transfers {
+        self.link.counters.snapshot()
+    }
+
+    pub(crate) fn link(&self) -> &Arc<Link> {
+        &self.link
+    }
+
+    /// A new device buffer holding `bytes` (one counted host-to-device transfer).
+    pub fn upload_bytes(&self, bytes: &[u8]) -> Result<WgpuBuffer, WgpuError> {
+        self.check_lost()?;
+        let size = padded(bytes.len() as u64);
+        let limit = self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size);
+        if size > limit {
+            return Err(WgpuError::TooLarge { what: "device tensor (storage buffer bytes)".into(), requested: size, limit });
+        }
+        let (buffer, failed) = self.scoped("upload", || {
+            let desc = wgpu::BufferDescriptor { label: Some("op-runtime tensor"), size, usage: TENSOR_USAGE, mapped_at_creation: true };
+            let buffer = self.device.create_buffer(&desc);
+            let failed = match buffer.get_mapped_range_mut(..) {
+                Ok(mut view) => {
+                    view.slice(..bytes.len()).copy_from_slice(bytes);
+                    None
+                }
+                Err(e) => Some(e.to_string()),
+            };
+            buffer.unmap();
+            (buffer, failed)
+        })?;
+        if let Some(e) = failed {
+            return Err(WgpuError::Map(format!("upload mapping failed: {e}")));
+        }
+        self.link.counters.up(bytes.len() as u64);
+        Ok(WgpuBuffer::new(buffer, bytes.len() as u64, self.link.clone()))
+    }
+
+    /// A uniform buffer holding `bytes` (padded to 16), for [`Slot::UniformBuffer`]; counted
+    /// as one uniform write.
+    pub fn uniform_buffer(&self, bytes: &[u8]) -> Result<wgpu::Buffer, WgpuError> {
+        self.check_lost()?;
+        let size = round_up(bytes.len().max(1) as u64, 16);
+        if size > self.limits.max_uniform_buffer_binding_size {
+            let limit = self.limits.max_uniform_buffer_binding_size;
+            return Err(WgpuError::TooLarge { what: "uniform buffer bytes".into(), requested: size, limit });
+        }
+        let buffer = self.scoped("uniform", || {
+            let desc = wgpu::BufferDescriptor {
+                label: None,
+                size,
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            };
+            let buffer = self.device.create_buffer(&desc);
+            self.queue.write_buffer(&buffer, 0, bytes);
+            buffer
+        })?;
+        self.link.counters.uniform(bytes.len() as u64);
+        Ok(buffer)
     }
 
     /// Whether the adapter is a CPU/software one (e.g. lavapipe).
@@ -618,10 +701,42 @@ impl WgpuEngine {
                 })
                 .collect());
         }
-        let bound = self.bind(pipeline, slots, &sizes)?;
+        let bound = self.bind(pipeline, slots, &sizes, true)?;
         let (submission, maps) = self.dispatch(pipeline, &bound, groups, &sizes)?;
         self.wait(submission)?;
         self.read_back(&bound, maps, slots)
+    }
+
+    /// Runs a pipeline with every output kept on the device: inputs are [`Slot::Resident`]
+    /// buffers (or uploaded slots), each [`Slot::Output`] becomes a new zero-filled device
+    /// buffer the kernel writes, returned in slot order without any readback. The launch is
+    /// submitted, not waited for (the queue orders later launches and reads after it).
+    pub fn run_resident(&self, pipeline: &Pipeline, geometry: Geometry, slots: &[Slot<'_>]) -> Result<Vec<WgpuBuffer>, WgpuError> {
+        self.check_lost()?;
+        if slots.iter().any(|s| matches!(s, Slot::ReadWrite(_) | Slot::Guarded { .. })) || slots.len() != pipeline.kinds.len() {
+            return Err(WgpuError::InvalidLaunch("a resident launch takes resident or read inputs, uniforms and plain outputs".into()));
+        }
+        if slots.iter().zip(&pipeline.kinds).any(|(s, k)| s.kind() != *k) {
+            let kinds: Vec<SlotKind> = slots.iter().map(Slot::kind).collect();
+            return Err(WgpuError::KeyMismatch {
+                entry: String::new(),
+                detail: format!("prepared with slots {:?}, called with {kinds:?}", pipeline.kinds),
+            });
+        }
+        let groups = self.grid(geometry)?;
+        let sizes = self.slot_sizes(slots)?;
+        let bound = self.bind(pipeline, slots, &sizes, false)?;
+        if geometry.threads > 0 {
+            self.dispatch(pipeline, &bound, groups, &sizes)?;
+        }
+        Ok(slots
+            .iter()
+            .zip(bound.buffers)
+            .filter_map(|(s, b)| match s {
+                Slot::Output { len } => Some(WgpuBuffer::new(b, *len as u64, self.link.clone())),
+                _ => None,
+            })
+            .collect())
     }
 
     /// The workgroups to dispatch, `(x, y)`, for a launch within the device's limits: flat
@@ -668,7 +783,7 @@ impl WgpuEngine {
         for (i, s) in slots.iter().enumerate() {
             let len = s.len() as u64;
             let (size, limit, what) = match s {
-                Slot::Uniform(_) => (round_up(len, 16), self.limits.max_uniform_buffer_binding_size, "uniform"),
+                Slot::Uniform(_) | Slot::UniformBuffer(_) => (round_up(len, 16), self.limits.max_uniform_buffer_binding_size, "uniform"),
                 Slot::Guarded { offset, size, .. } => {
                     let align = self.storage_offset_alignment();
                     if offset % align != 0 || *size == 0 || size % 4 != 0 || offset.checked_add(*size).is_none_or(|end| end > len) {
@@ -697,21 +812,40 @@ impl WgpuEngine {
         Ok(sizes)
     }
 
-    /// Creates and uploads the buffers, the staging buffers of read-back slots and the bind group.
-    fn bind(&self, pipeline: &Pipeline, slots: &[Slot<'_>], sizes: &[u64]) -> Result<Bound, WgpuError> {
+    /// Creates and uploads the buffers, the staging buffers of read-back slots (where
+    /// `readback`; else outputs are device-tensor buffers) and the bind group. Resident slots
+    /// bind their own buffer.
+    fn bind(&self, pipeline: &Pipeline, slots: &[Slot<'_>], sizes: &[u64], readback: bool) -> Result<Bound, WgpuError> {
         let (buffers, staging, bind_group, failed) = self.scoped("bind group", || {
             let mut buffers = Vec::with_capacity(slots.len());
             let mut staging = Vec::new();
             let mut map_failed = None;
             for (i, (s, &size)) in slots.iter().zip(sizes).enumerate() {
+                if let Slot::Resident { buffer, .. } | Slot::UniformBuffer(buffer) = s {
+                    buffers.push((*buffer).clone());
+                    continue;
+                }
+                if let (Slot::Output { len }, false) = (s, readback) {
+                    let desc =
+                        wgpu::BufferDescriptor { label: None, size: padded(*len as u64), usage: TENSOR_USAGE, mapped_at_creation: false };
+                    buffers.push(self.device.create_buffer(&desc));
+                    continue;
+                }
                 let usage = match s {
                     Slot::Read(_) => wgpu::BufferUsages::STORAGE,
                     Slot::ReadWrite(_) | Slot::Guarded { .. } | Slot::Output { .. } => {
                         wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC
                     }
                     Slot::Uniform(_) => wgpu::BufferUsages::UNIFORM,
+                    Slot::Resident { .. } => wgpu::BufferUsages::STORAGE,
+                    Slot::UniformBuffer(_) => wgpu::BufferUsages::UNIFORM,
                 };
                 let bytes = s.bytes();
+                match s {
+                    _ if bytes.is_empty() => {}
+                    Slot::Uniform(_) => self.link.counters.uniform(bytes.len() as u64),
+                    _ => self.link.counters.up(bytes.len() as u64),
+                }
                 let buffer =
                     self.device.create_buffer(&wgpu::BufferDescriptor { label: None, size, usage, mapped_at_creation: !bytes.is_empty() });
                 if !bytes.is_empty() {
@@ -836,9 +970,30 @@ impl WgpuEngine {
                 view[..len].to_vec()
             };
             st.unmap();
+            self.link.counters.down(bytes.len() as u64);
             out.push(bytes);
         }
         Ok(out)
+    }
+}
+
+/// `Tensor::to_device(&engine)`: one counted upload into a new buffer of this engine's device.
+impl Device for WgpuEngine {
+    fn id(&self) -> DeviceId {
+        self.link().device_id()
+    }
+    fn upload(&self, t: &Tensor) -> Result<Tensor, TensorError> {
+        let me = self.link().device_id();
+        if let Some(s) = t.device_storage() {
+            if s.device() == me {
+                return Ok(t.clone());
+            }
+            let reason = format!("the tensor lives on {}: move it to the host with `to_host()` first (no implicit copy)", s.device());
+            return Err(TensorError::Transfer { device: Placement::Device(me).to_string(), reason });
+        }
+        let bytes = t.data().to_le_bytes();
+        let buffer = self.upload_bytes(&bytes).map_err(|e| TensorError::Transfer { device: me.to_string(), reason: e.to_string() })?;
+        Tensor::on_device(t.dtype(), t.shape().to_vec(), Arc::new(buffer))
     }
 }
 

@@ -2,5 +2,7 @@
 
 pub mod backend;
 pub mod engine;
+pub mod resident;
 
 pub use backend::WgpuBackend;
+pub use resident::{Transfers, WgpuBuffer};

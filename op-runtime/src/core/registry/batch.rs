@@ -21,6 +21,16 @@ pub enum BatchError {
         /// The op's `name@version`.
         op: String,
     },
+    /// Batched calls slice and stack on the host: a device tensor is refused (no implicit copy).
+    #[error("op `{op}`: batched input `{input}` lives on {placement}; batched calls take host tensors (call `to_host()` first)")]
+    Placement {
+        /// The op's `name@version`.
+        op: String,
+        /// The input's name.
+        input: String,
+        /// Where it lives.
+        placement: String,
+    },
     /// An input has no leading axis to batch over.
     #[error("op `{op}`: batched input `{input}` is rank 0; a batched input needs a leading batch axis")]
     NoBatchAxis {
@@ -96,6 +106,9 @@ impl OpHandle {
         let names: Vec<&str> = op.contract.signature.inputs().map(|t| t.name.as_str()).collect();
         if names.is_empty() {
             return Err(BatchError::NoTensorInput { op: op.id.clone() });
+        }
+        if let Some((t, name)) = inputs.iter().zip(&names).find(|(t, _)| !t.is_host()) {
+            return Err(BatchError::Placement { op: op.id.clone(), input: name.to_string(), placement: t.placement().to_string() });
         }
         let batch = batch_size(&op.id, &names, inputs)?;
         if batch == 0 {

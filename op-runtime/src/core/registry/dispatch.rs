@@ -8,6 +8,7 @@ use crate::core::device::DeviceProfile;
 use crate::core::error::{DispatchError, KernelCompilationError, KernelFallbackExhaustedError};
 use crate::core::kind::BackendKind;
 use crate::core::op::RegisteredOp;
+use crate::core::placement::Placement;
 use crate::core::plan::Bound;
 use crate::core::provenance::ProvenanceEntry;
 use crate::core::tensor::{Scalar, Tensor};
@@ -63,7 +64,9 @@ impl Outcome {
 }
 
 impl OpHandle {
-    /// Calls the op with default backend selection.
+    /// Calls the op with default backend selection. Inputs that live on a device run on that
+    /// device's backend (before any per-op or global setting); a device tensor the chosen
+    /// backend cannot use is a typed `BackendError::Placement`, never an implicit copy.
     pub fn call(&self, inputs: &[&Tensor], params: &[Scalar]) -> Result<Outcome, DispatchError> {
         self.call_with(inputs, params, CallOptions::default())
     }
@@ -111,7 +114,13 @@ impl Registry {
             },
         };
         let bound = op.plan.validate(inputs, params, None)?;
-        let c = self.choice(slot, &op, opts.backend.or_else(|| self.setting_for(slot)))?;
+        // Inputs on a device choose that device's backend unless the call names one.
+        let placed = inputs.iter().find_map(|t| match t.placement() {
+            Placement::Device(d) => Some(d.backend),
+            Placement::Host => None,
+        });
+        let c = self.choice(slot, &op, opts.backend.or(placed).or_else(|| self.setting_for(slot)))?;
+        check_placement(&op, inputs, c.kind)?;
         check_allocation(&op, &bound, c.kind, c.limit)?;
         let req = ExecRequest { op: &op, bound: &bound, inputs, params, guard };
         let outputs = c.prepared.execute(&req).map_err(|source| DispatchError::Execution { op: op.id.clone(), backend: c.kind, source })?;
@@ -205,6 +214,29 @@ impl Registry {
             .collect();
         KernelCompilationError { op: op.id.clone(), backend: failed, cause, remaining }.into()
     }
+}
+
+/// Refuses a device tensor passed to a backend of another kind (a host backend, or another
+/// device's): nothing is ever copied implicitly. Which instance of the backend's device the
+/// tensor is on is the backend's to check.
+fn check_placement(op: &RegisteredOp, inputs: &[&Tensor], kind: BackendKind) -> Result<(), DispatchError> {
+    for (t, decl) in inputs.iter().zip(op.contract.signature.inputs()) {
+        let Placement::Device(d) = t.placement() else { continue };
+        if d.backend == kind {
+            continue;
+        }
+        let runs = match kind {
+            BackendKind::Reference | BackendKind::Cpu => "runs on the host".to_string(),
+            other => format!("runs on its own {other} device"),
+        };
+        let reason = format!(
+            "input `{}` lives on {d}, and the {kind} backend {runs}: move it with `to_host()` (or `to_device`) first, \
+             or call the op on {} (no implicit copy)",
+            decl.name, d.backend
+        );
+        return Err(DispatchError::Execution { op: op.id.clone(), backend: kind, source: BackendError::Placement(reason) });
+    }
+    Ok(())
 }
 
 /// Refuses a call whose outputs together exceed what the backend can allocate, before anything

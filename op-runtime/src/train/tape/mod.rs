@@ -109,6 +109,15 @@ pub enum TapeError {
         /// The variable.
         var: Var,
     },
+    /// The tape runs on host tensors: a device tensor fed or given as a parameter is refused
+    /// (no implicit copy).
+    #[error("`{name}` lives on {placement}: the tape takes host tensors (call `to_host()` first; no implicit copy)")]
+    Placement {
+        /// The input's or parameter's name.
+        name: String,
+        /// Where the tensor lives.
+        placement: String,
+    },
     /// A trainable parameter must be a float tensor.
     #[error("parameter `{name}` must be a float tensor, got `{dtype}`")]
     NotFloatParam {
@@ -384,6 +393,9 @@ impl Tape {
 
     /// A trainable parameter (a float tensor owned by the tape, updated by an optimiser, see `train::optim`).
     pub fn param(&mut self, name: &str, value: Tensor) -> Result<Var, TapeError> {
+        if !value.is_host() {
+            return Err(TapeError::Placement { name: name.to_string(), placement: value.placement().to_string() });
+        }
         if !value.dtype().is_float() {
             return Err(TapeError::NotFloatParam { name: name.to_string(), dtype: value.dtype() });
         }
@@ -582,11 +594,16 @@ impl Tape {
         }
     }
 
-    /// Plans, refuses a plan over budget (before anything is allocated), then runs forward.
+    /// Plans, refuses a plan over budget (before anything is allocated), then runs forward. The
+    /// tape runs on host tensors: a device tensor fed is refused with `TapeError::Placement`.
     pub fn run(&self, feeds: &[(Var, &Tensor)]) -> Result<Run, TapeError> {
         let plan = self.plan();
         if !plan.fits() {
             return Err(TapeError::OverBudget { budget: plan.budget.unwrap_or(0), total: plan.total_bytes, largest: plan.largest(3) });
+        }
+        if let Some((v, t)) = feeds.iter().find(|(_, t)| !t.is_host()) {
+            let name = self.vars.get(v.0).map(|i| i.name.clone()).unwrap_or_else(|| v.to_string());
+            return Err(TapeError::Placement { name, placement: t.placement().to_string() });
         }
         self.run_unplanned(feeds)
     }

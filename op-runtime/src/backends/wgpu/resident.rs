@@ -1,0 +1,183 @@
+//! Device-resident tensors on wgpu: [`WgpuBuffer`] (a tensor's storage in a buffer of one
+//! engine's device), the engine's transfer counters ([`Transfers`]), and the explicit moves:
+//! `Tensor::to_device(&engine)` uploads through `Device` for `WgpuEngine`,
+//! `Tensor::to_host()` reads back through [`DeviceStorage`] for [`WgpuBuffer`]. Each is one
+//! counted transfer (the first is implemented beside the engine); nothing else moves tensor
+//! data between host and device except the host path's own uploads and readbacks (also
+//! counted).
+
+use crate::core::error::TensorError;
+use crate::core::kind::BackendKind;
+use crate::core::placement::{DeviceId, DeviceStorage};
+use std::any::Any;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+
+/// Tensor data moved between the host and one engine's device so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Transfers {
+    /// Host-to-device copies of tensor data (explicit `to_device`, inputs and guard-band
+    /// initial contents uploaded by host-tensor calls).
+    pub to_device: u64,
+    /// Their bytes.
+    pub to_device_bytes: u64,
+    /// Device-to-host copies of tensor data (explicit `to_host`, outputs read back by
+    /// host-tensor calls).
+    pub to_host: u64,
+    /// Their bytes.
+    pub to_host_bytes: u64,
+    /// Uniform blocks written (a call's dims and scalar parameters: a few bytes, not tensor
+    /// data), counted apart.
+    pub uniform_writes: u64,
+    /// Their bytes.
+    pub uniform_bytes: u64,
+}
+
+impl Transfers {
+    /// Tensor-data bytes crossed in either direction (uniform blocks excluded).
+    pub fn tensor_bytes(&self) -> u64 {
+        self.to_device_bytes + self.to_host_bytes
+    }
+}
+
+/// The counters, shared by an engine and every buffer it made.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    to_device: AtomicU64,
+    to_device_bytes: AtomicU64,
+    to_host: AtomicU64,
+    to_host_bytes: AtomicU64,
+    uniform_writes: AtomicU64,
+    uniform_bytes: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn up(&self, bytes: u64) {
+        self.to_device.fetch_add(1, Ordering::Relaxed);
+        self.to_device_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+    pub(crate) fn down(&self, bytes: u64) {
+        self.to_host.fetch_add(1, Ordering::Relaxed);
+        self.to_host_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+    pub(crate) fn uniform(&self, bytes: u64) {
+        self.uniform_writes.fetch_add(1, Ordering::Relaxed);
+        self.uniform_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+    pub(crate) fn snapshot(&self) -> Transfers {
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Transfers {
+            to_device: l(&self.to_device),
+            to_device_bytes: l(&self.to_device_bytes),
+            to_host: l(&self.to_host),
+            to_host_bytes: l(&self.to_host_bytes),
+            uniform_writes: l(&self.uniform_writes),
+            uniform_bytes: l(&self.uniform_bytes),
+        }
+    }
+}
+
+/// What a buffer needs of its engine to be read back and recognised: the engine's identity,
+/// device, queue and counters.
+#[derive(Debug)]
+pub(crate) struct Link {
+    pub(crate) id: u64,
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    pub(crate) counters: Counters,
+}
+
+impl Link {
+    pub(crate) fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Link {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Link { id: NEXT.fetch_add(1, Ordering::Relaxed), device: device.clone(), queue: queue.clone(), counters: Counters::default() }
+    }
+    pub(crate) fn device_id(&self) -> DeviceId {
+        DeviceId { backend: BackendKind::Wgpu, instance: self.id }
+    }
+}
+
+/// A tensor's storage on one engine's device: a storage buffer (usable as a kernel's input or
+/// output and as a copy source/destination) of at least `bytes` bytes, padded to 4.
+#[derive(Debug)]
+pub struct WgpuBuffer {
+    buffer: wgpu::Buffer,
+    bytes: u64,
+    link: Arc<Link>,
+}
+
+impl WgpuBuffer {
+    pub(crate) fn new(buffer: wgpu::Buffer, bytes: u64, link: Arc<Link>) -> WgpuBuffer {
+        WgpuBuffer { buffer, bytes, link }
+    }
+    /// The device buffer.
+    pub fn buffer(&self) -> &wgpu::Buffer {
+        &self.buffer
+    }
+    /// The id of the engine whose device holds the buffer (`WgpuEngine::id`).
+    pub fn engine_id(&self) -> u64 {
+        self.link.id
+    }
+}
+
+/// Usage of every buffer a device tensor may own.
+pub(crate) const TENSOR_USAGE: wgpu::BufferUsages =
+    wgpu::BufferUsages::STORAGE.union(wgpu::BufferUsages::COPY_SRC).union(wgpu::BufferUsages::COPY_DST);
+
+/// A buffer's size for `bytes` of data: padded to 4, at least 4 (wgpu binds no empty buffer).
+pub(crate) fn padded(bytes: u64) -> u64 {
+    bytes.div_ceil(4).max(1) * 4
+}
+
+impl DeviceStorage for WgpuBuffer {
+    fn device(&self) -> DeviceId {
+        self.link.device_id()
+    }
+    fn bytes(&self) -> u64 {
+        self.bytes
+    }
+    fn read(&self) -> Result<Vec<u8>, TensorError> {
+        let fail = |reason: String| TensorError::Transfer { device: self.link.device_id().to_string(), reason };
+        let len = usize::try_from(self.bytes).map_err(|_| fail("the buffer does not fit the host's address space".into()))?;
+        let size = self.buffer.size();
+        let link = &self.link;
+        let staging = link.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("op-runtime to_host"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = link.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+        encoder.copy_buffer_to_buffer(&self.buffer, 0, &staging, 0, size);
+        let submission = link.queue.submit(Some(encoder.finish()));
+        let (tx, rx) = mpsc::channel();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            let _ = tx.send(r);
+        });
+        link.device
+            .poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None })
+            .map_err(|e| fail(format!("device poll: {e}")))?;
+        // The callback may run on another thread polling the device: wait for it, bounded.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            match rx.recv_timeout(std::time::Duration::from_millis(2)) {
+                Ok(Ok(())) => break,
+                Ok(Err(e)) => return Err(fail(format!("map_async: {e}"))),
+                Err(_) if std::time::Instant::now() >= deadline => return Err(fail("the map callback did not run".into())),
+                Err(_) => {
+                    let _ = link.device.poll(wgpu::PollType::Poll);
+                }
+            }
+        }
+        let bytes = {
+            let view = staging.get_mapped_range(..).map_err(|e| fail(e.to_string()))?;
+            view[..len].to_vec()
+        };
+        staging.unmap();
+        link.counters.down(self.bytes);
+        Ok(bytes)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
