@@ -106,12 +106,9 @@ impl Registry {
         let entry: Arc<RegisteredOp> = slot.entry.read().map(|e| e.clone()).unwrap_or_else(|p| p.into_inner().clone());
         // An op with dtype variables runs the instance the inputs' dtypes bind (or the one the
         // handle is pinned to: validation then refuses inputs of other dtypes).
-        let op = match pinned.and_then(|m| entry.members.get(m)) {
-            Some(m) => m.clone(),
-            None => match entry.member_for(inputs, params)? {
-                Some(m) => m.clone(),
-                None => entry,
-            },
+        let op: &Arc<RegisteredOp> = match pinned.and_then(|m| entry.members.get(m)) {
+            Some(m) => m,
+            None => entry.member_for(inputs, params)?.unwrap_or(&entry),
         };
         let bound = op.plan.validate(inputs, params, None)?;
         // Inputs on a device choose that device's backend unless the call names one.
@@ -119,12 +116,15 @@ impl Registry {
             Placement::Device(d) => Some(d.backend),
             Placement::Host => None,
         });
-        let c = self.choice(slot, &op, opts.backend.or(placed).or_else(|| self.setting_for(slot)))?;
-        check_placement(&op, inputs, c.kind)?;
-        check_allocation(&op, &bound, c.kind, c.limit)?;
-        let req = ExecRequest { op: &op, bound: &bound, inputs, params, guard };
+        let c = self.choice(slot, op, opts.backend.or(placed).or_else(|| self.setting_for(slot)))?;
+        if placed.is_some() {
+            // Only a device tensor can be on the wrong side of the chosen backend.
+            check_placement(op, inputs, c.kind)?;
+        }
+        check_allocation(op, &bound, c.kind, c.limit)?;
+        let req = ExecRequest { op, bound: &bound, inputs, params, guard };
         let outputs = c.prepared.execute(&req).map_err(|source| DispatchError::Execution { op: op.id.clone(), backend: c.kind, source })?;
-        Ok(Outcome { outputs, provenance: ProvenanceEntry::new(&op, c.kind, c.device.clone()) })
+        Ok(Outcome { outputs, provenance: ProvenanceEntry::new(op, c.kind, c.device.clone()) })
     }
 
     /// The slot's memoised choice if it was made for this content, this strict setting and the
