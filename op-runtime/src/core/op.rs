@@ -42,14 +42,13 @@ pub struct RegisteredOp {
     /// The shims this instance runs.
     pub shims: Shims,
     /// For an op with dtype variables: every instance, in declaration order, each with its
-    /// contract and plan at its binding (this op is the first instance). Empty otherwise.
+    /// contract and plan at its binding (this op itself stands for the primary instance: every
+    /// variable `f32` where that is an instance, else the first). Empty otherwise.
     pub members: Vec<Arc<RegisteredOp>>,
     /// Which instance this is (0 for an op without dtype variables).
     pub member: usize,
     /// Where a call binds each dtype variable (an op with dtype variables).
     binders: Vec<Binder>,
-    /// The binding of each of `members`.
-    bindings: Vec<Vec<DType>>,
 }
 
 /// The shims one instance of an op runs (the f64 ones, shared by every instance, stay on the
@@ -99,7 +98,6 @@ impl RegisteredOp {
         let mut op = RegisteredOp::instance(decl, at, actual, source, shims, primary)?;
         if contract.is_generic() {
             op.binders = binders(&contract);
-            op.bindings = contract.instances();
             for (i, (m, b)) in decl.members.iter().zip(contract.instances()).enumerate() {
                 let at = contract.instantiate(&b).map_err(|reason| KernelRegistrationError::BadContract { op: id.clone(), reason })?;
                 let shims = Shims { reference: m.reference, cpu: m.cpu, vjp: m.vjp, jvp: m.jvp };
@@ -121,20 +119,7 @@ impl RegisteredOp {
         let id = contract.id();
         let plan = Plan::new(&contract).map_err(|reason| KernelRegistrationError::BadContract { op: id.clone(), reason })?;
         let id_shared: Arc<str> = Arc::from(id.as_str());
-        Ok(RegisteredOp {
-            decl,
-            contract,
-            hash,
-            id,
-            id_shared,
-            plan,
-            source,
-            shims,
-            members: Vec::new(),
-            member,
-            binders: Vec::new(),
-            bindings: Vec::new(),
-        })
+        Ok(RegisteredOp { decl, contract, hash, id, id_shared, plan, source, shims, members: Vec::new(), member, binders: Vec::new() })
     }
 
     /// The instance a call runs: `None` for an op without dtype variables (itself); else the
@@ -173,7 +158,7 @@ impl RegisteredOp {
             };
             at = at * v.members.len() + pos;
         }
-        debug_assert!(self.bindings.get(at).is_some(), "member index {at} out of {} bindings", self.bindings.len());
+        debug_assert!(at < self.members.len(), "member index {at} out of {} members", self.members.len());
         Ok(self.members.get(at).or(self.members.first()))
     }
 

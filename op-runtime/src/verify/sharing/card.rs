@@ -256,10 +256,7 @@ impl OpCard {
                 let trust = match (idle, devices.get(backend)) {
                     (Some(reason), _) => Trust::Unverified { reason },
                     (None, None) => Trust::Unverified { reason: format!("this machine has no {backend} device to verify it on") },
-                    (None, Some(device)) => {
-                        let own: Vec<Receipt> = receipts.iter().filter(|r| r.dtypes == dtypes).cloned().collect();
-                        judge_kernel(&self.id, &self.content_hash, backend, &own, device, trust)
-                    }
+                    (None, Some(device)) => judge_kernel(&self.id, &self.content_hash, (backend, &dtypes), receipts, device, trust),
                 };
                 KernelTrust { backend, kernel, dtypes, trust }
             })
@@ -365,16 +362,18 @@ fn serves_text(dtypes: &[String]) -> String {
     }
 }
 
+/// The trust of the kernel `backend` runs at instance `dtypes` (empty without dtype
+/// variables), from the receipts of that backend and instance.
 fn judge_kernel(
     id: &str,
     content_hash: &str,
-    backend: BackendKind,
+    (backend, dtypes): (BackendKind, &str),
     receipts: &[Receipt],
     device: &DeviceProfile,
     trust: &TrustList,
 ) -> Trust {
     let mut reasons = Vec::new();
-    for r in receipts.iter().filter(|r| r.backend == backend) {
+    for r in receipts.iter().filter(|r| r.backend == backend && r.dtypes == dtypes) {
         match r.verify_parts_with(id, content_hash, device, trust) {
             Ok(attestation) => {
                 return Trust::Verified { device: r.device.clone(), receipt: r.digest.clone(), attestation: attestation.to_string() }
@@ -383,15 +382,22 @@ fn judge_kernel(
         }
     }
     if reasons.is_empty() {
-        let others: Vec<&str> = receipts.iter().map(|r| r.backend.name()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+        let others: Vec<String> = receipts
+            .iter()
+            .filter(|r| r.backend != backend || r.dtypes != dtypes)
+            .map(|r| if r.dtypes.is_empty() { r.backend.name().to_string() } else { format!("{} at {}", r.backend, r.dtypes) })
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
         let note = if others.is_empty() {
             String::new()
         } else {
-            format!(" (receipts from other backends — {} — verify only their own kernels)", others.join(", "))
+            format!(" (receipts from other backends or instances — {} — verify only their own kernels)", others.join(", "))
         };
+        let at = if dtypes.is_empty() { String::new() } else { format!(" at {dtypes}") };
         return Trust::Unverified {
             reason: format!(
-                "no {backend} receipt for this content{note}; conform it on this device ({device}) with \
+                "no {backend} receipt{at} for this content{note}; conform it on this device ({device}) with \
                  `op_runtime::conformance::conform(&handle, BackendKind::{backend:?})` to mint one"
             ),
         };
