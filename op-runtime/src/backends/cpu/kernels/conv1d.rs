@@ -194,6 +194,61 @@ fn conv_tile_transposed<V: Vf>(x: &[f32], w: &[f32], out: &mut [f32], xt: &mut [
     }
 }
 
+/// The binary counter of panel sums both conv1d tiles keep: slot `lvl` holds the sum of
+/// `2^lvl` panels while bit `lvl` of the count is set.
+type PanelStack<V, const NV: usize> = [std::mem::MaybeUninit<[V; NV]>; 48];
+
+/// Pushes one panel's sum, first merging it with every full level below (`stack[lvl] + acc`,
+/// in that order): a pairwise tree over the panels.
+///
+/// # Safety
+/// The slots whose bits are set in `count` are initialised (as `push_panel` leaves them).
+#[inline(always)]
+unsafe fn push_panel<V: Vf, const NV: usize>(stack: &mut PanelStack<V, NV>, count: &mut u64, mut acc: [V; NV]) {
+    unsafe {
+        let mut c = *count;
+        let mut lvl = 0;
+        while c & 1 == 1 {
+            for v in 0..NV {
+                acc[v] = stack[lvl].assume_init_ref()[v].add(acc[v]);
+            }
+            c >>= 1;
+            lvl += 1;
+        }
+        stack[lvl].write(acc);
+        *count += 1;
+    }
+}
+
+/// The total of every panel pushed: the set levels from the lowest up, each added in front of
+/// the running sum (`+0` when nothing was pushed).
+///
+/// # Safety
+/// As for [`push_panel`].
+#[inline(always)]
+unsafe fn collapse<V: Vf, const NV: usize>(stack: &PanelStack<V, NV>, count: u64) -> [V; NV] {
+    unsafe {
+        let mut res: Option<[V; NV]> = None;
+        let levels = 64 - count.leading_zeros() as usize;
+        for (lvl, s) in stack.iter().enumerate().take(levels) {
+            if count >> lvl & 1 == 1 {
+                let s = s.assume_init_ref();
+                res = Some(match res {
+                    None => *s,
+                    Some(r) => {
+                        let mut t = r;
+                        for v in 0..NV {
+                            t[v] = s[v].add(r[v]);
+                        }
+                        t
+                    }
+                });
+            }
+        }
+        res.unwrap_or([V::splat(0.0); NV])
+    }
+}
+
 /// Output vectors per register tile of the transposed conv1d fast path.
 const TR_NV: usize = 8;
 
@@ -202,9 +257,6 @@ const TR_NV: usize = 8;
 /// share all but one input vector. Full blocks of [`JB`] = 16 taps are unrolled with a
 /// sliding register window (one aligned load per tap for `NV` FMAs). Same summation order as
 /// [`conv_tile`] (bit-identical results).
-///
-/// Longer than 80 lines because the 16 taps of a block are written out (`tap!`) so that the
-/// register window's indices are constants; splitting it would put the window in memory.
 #[inline(always)]
 #[allow(unused_assignments)]
 unsafe fn conv_tile_tr<V: Vf, const NV: usize>(x: *const f32, w: &[f32], out: *mut f32) {
@@ -212,7 +264,7 @@ unsafe fn conv_tile_tr<V: Vf, const NV: usize>(x: *const f32, w: &[f32], out: *m
         let l = V::L;
         let m = w.len();
         let zero = V::splat(0.0);
-        let mut stack = [std::mem::MaybeUninit::<[V; NV]>::uninit(); 48];
+        let mut stack: PanelStack<V, NV> = [std::mem::MaybeUninit::uninit(); 48];
         let mut count: u64 = 0;
         let mut p0 = 0;
         while p0 < m {
@@ -269,37 +321,10 @@ unsafe fn conv_tile_tr<V: Vf, const NV: usize>(x: *const f32, w: &[f32], out: *m
                 }
                 j0 = je;
             }
-            let mut c = count;
-            let mut lvl = 0;
-            while c & 1 == 1 {
-                for v in 0..NV {
-                    acc[v] = stack[lvl].assume_init_ref()[v].add(acc[v]);
-                }
-                c >>= 1;
-                lvl += 1;
-            }
-            stack[lvl].write(acc);
-            count += 1;
+            push_panel(&mut stack, &mut count, acc);
             p0 = pe;
         }
-        let mut res: Option<[V; NV]> = None;
-        let levels = 64 - count.leading_zeros() as usize;
-        for (lvl, s) in stack.iter().enumerate().take(levels) {
-            if count >> lvl & 1 == 1 {
-                let s = s.assume_init_ref();
-                res = Some(match res {
-                    None => *s,
-                    Some(r) => {
-                        let mut t = r;
-                        for v in 0..NV {
-                            t[v] = s[v].add(r[v]);
-                        }
-                        t
-                    }
-                });
-            }
-        }
-        let r = res.unwrap_or([zero; NV]);
+        let r = collapse(&stack, count);
         for v in 0..NV {
             r[v].store(out.add(v * l));
         }
@@ -317,7 +342,7 @@ unsafe fn conv_tile<V: Vf, const NV: usize, const TR: bool>(x: *const f32, w: &[
         let m = w.len();
         let zero = V::splat(0.0);
         // Binary counter of panel sums (pairwise tree over panels).
-        let mut stack = [std::mem::MaybeUninit::<[V; NV]>::uninit(); 48];
+        let mut stack: PanelStack<V, NV> = [std::mem::MaybeUninit::uninit(); 48];
         let mut count: u64 = 0;
         let mut p0 = 0;
         while p0 < m {
@@ -341,37 +366,10 @@ unsafe fn conv_tile<V: Vf, const NV: usize, const TR: bool>(x: *const f32, w: &[
                 j0 = je;
             }
             // Panels: pairwise tree (binary counter).
-            let mut c = count;
-            let mut lvl = 0;
-            while c & 1 == 1 {
-                for v in 0..NV {
-                    acc[v] = stack[lvl].assume_init_ref()[v].add(acc[v]);
-                }
-                c >>= 1;
-                lvl += 1;
-            }
-            stack[lvl].write(acc);
-            count += 1;
+            push_panel(&mut stack, &mut count, acc);
             p0 = pe;
         }
-        let mut res: Option<[V; NV]> = None;
-        let levels = 64 - count.leading_zeros() as usize;
-        for (lvl, s) in stack.iter().enumerate().take(levels) {
-            if count >> lvl & 1 == 1 {
-                let s = s.assume_init_ref();
-                res = Some(match res {
-                    None => *s,
-                    Some(r) => {
-                        let mut t = r;
-                        for v in 0..NV {
-                            t[v] = s[v].add(r[v]);
-                        }
-                        t
-                    }
-                });
-            }
-        }
-        let r = res.unwrap_or([zero; NV]);
+        let r = collapse(&stack, count);
         for v in 0..NV {
             r[v].store(out.add(v * l));
         }
