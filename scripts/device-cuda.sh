@@ -1,42 +1,88 @@
 #!/usr/bin/env bash
 # CUDA checks for a session lent an NVIDIA machine (the `device` tool). That machine has no
 # network, so the binaries are built here and carried:
-#   here  : bash scripts/device-cuda.sh prepare       # release binaries into device-bin/ (~30 MB)
+#   here  : bash scripts/device-cuda.sh prepare       # stripped, xz-packed release binaries into device-bin/
 #   device: run(command = "bash scripts/device-cuda.sh run", carry = ["device-bin"])
-# With OP_REQUIRE_CUDA=1 an unavailable CUDA backend is a failure, never a skip.
+# With OP_REQUIRE_CUDA=1 an unavailable CUDA backend is a failure, never a skip. `run` does, in
+# order: the CUDA engine's own tests; CUDA conformance of every built-in (and the broken CUDA
+# kernels' rejection, the transcendental sweep, the accum margins) and of the example median;
+# the dtype-generic, accumulating-output and training tests (default dispatch picks CUDA where
+# an op has a CUDA kernel); the example; the `cuda_kernels` bench. Logs land in $OUT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-exe_of() { # exe_of <cargo args...>: the test executable cargo builds for them
-    cargo test --release --no-run --message-format=json "$@" 2>/dev/null |
+# exe_of <cargo subcommand and args...>: the executable cargo builds for them.
+exe_of() {
+    cargo "$@" --message-format=json 2>/dev/null |
         python3 -c 'import sys, json
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m.get("profile", {}).get("test"):
+    if m.get("reason") == "compiler-artifact" and m.get("executable"):
         print(m["executable"])' | tail -1
 }
+
+TESTS="conformance_builtins conformance_median dtype_generic accumulate training"
 
 case "${1:-}" in
 prepare)
     rm -rf device-bin && mkdir -p device-bin
     cargo build --release --example windowed_median
     cp target/release/examples/windowed_median device-bin/windowed_median
-    cp "$(exe_of -p op-runtime --lib)" device-bin/op_runtime_lib
-    cp "$(exe_of --test conformance_median)" device-bin/conformance_median
+    cp "$(exe_of test --release --no-run -p op-runtime --lib)" device-bin/op_runtime_lib
+    for t in $TESTS; do cp "$(exe_of test --release --no-run --test "$t")" "device-bin/$t"; done
+    cp "$(exe_of bench --no-run --bench cuda_kernels)" device-bin/cuda_kernels
+    strip device-bin/*
+    xz -6 -T2 device-bin/*   # about 8 MB each unpacked; the carried tree must stay under 64 MiB
     du -sh device-bin && ls -la device-bin
     ;;
 run)
     out="${OUT:-/tmp/op-device-out}"; mkdir -p "$out"
-    for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/lib/x86_64-linux-gnu \
-             $(python3 -c 'import nvidia.cuda_nvrtc as m; print(list(m.__path__)[0] + "/lib")' 2>/dev/null || true); do
+    for f in device-bin/*.xz; do # xz where installed, else Python's lzma
+        [ -e "$f" ] || continue
+        xz -d "$f" 2>/dev/null || python3 -c 'import lzma, os, sys; f = sys.argv[1]; open(f[:-3], "wb").write(lzma.open(f).read()); os.chmod(f[:-3], 0o755); os.remove(f)' "$f"
+    done
+    # libcuda from the driver; libnvrtc from the toolkit or a Python wheel, wherever it lies.
+    nvrtc_dirs=$(find /usr/local /usr/lib /opt -name 'libnvrtc.so*' -not -name '*builtins*' -not -path '*/stubs/*' 2>/dev/null | xargs -r -n1 dirname | sort -u)
+    for d in /usr/lib/x86_64-linux-gnu /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/lib64 $nvrtc_dirs; do
         [ -d "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     done
-    export OP_REQUIRE_CUDA=1 OP_CACHE_DIR="$out/ptx-cache"
-    (nvidia-smi -L || true) | tee "$out/nvidia-smi.txt"
+    # cudarc looks for `libnvrtc.so` or a few versioned names (not `.so.13`): link the newest.
+    if [ -n "$nvrtc_dirs" ] && ! find $nvrtc_dirs -maxdepth 1 -name libnvrtc.so 2>/dev/null | grep -q .; then
+        newest=$(find $nvrtc_dirs -maxdepth 1 -name 'libnvrtc.so.*' 2>/dev/null | sort -V | tail -1)
+        mkdir -p /tmp/op-nvrtc && ln -sf "$newest" /tmp/op-nvrtc/libnvrtc.so && export LD_LIBRARY_PATH="/tmp/op-nvrtc:$LD_LIBRARY_PATH"
+    fi
+    # cudarc tries `libcuda.so` first, which may be the toolkit's stub: link the driver's own.
+    driver=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 /{print $NF; exit}')
+    [ -n "$driver" ] || driver=$(find / -name 'libcuda.so.1' -not -path '*/stubs/*' -not -path '/proc/*' 2>/dev/null | head -1)
+    if [ -n "$driver" ]; then
+        mkdir -p /tmp/op-cuda && ln -sf "$driver" /tmp/op-cuda/libcuda.so && export LD_LIBRARY_PATH="/tmp/op-cuda:$LD_LIBRARY_PATH"
+    fi
+    echo "libcuda: ${driver:-not found}; LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+    echo "libnvrtc candidates: $(find $nvrtc_dirs -maxdepth 1 -name 'libnvrtc.so*' 2>/dev/null | tr '\n' ' ')"
+    # At most 8 files come back from $OUT: every step's log is appended to all.log as well.
+    export OP_REQUIRE_CUDA=1 OP_CACHE_DIR=/tmp/op-ptx-cache
+    { nvidia-smi -L || true; echo "libcuda: ${driver:-not found}"; echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH";
+      find $nvrtc_dirs -maxdepth 1 -name 'libnvrtc.so*' 2>/dev/null; } | tee "$out/all.log"
     status=0
-    device-bin/op_runtime_lib cuda --test-threads=1 2>&1 | tee "$out/lib.log" || status=1
-    device-bin/conformance_median --test-threads=1 2>&1 | tee "$out/conformance_median.log" || status=1
-    device-bin/windowed_median 2>&1 | tee "$out/example.log" || status=1
+    step() { # step <log name> <command...>: runs it, logs it, remembers a failure
+        local name=$1; shift
+        echo "=== $name: $*"
+        local log=/tmp/op-step-$name.log
+        "$@" > "$log" 2>&1 || { status=1; echo "FAILED: $name"; }
+        { echo "=== $name: $*"; cat "$log"; } >> "$out/all.log"
+        case $name in builtins | example | bench) cp "$log" "$out/$name.log" ;; esac
+        grep -E "^test result|FAILED|panicked|^device|kernel|GFLOP|conformance: .* on cuda" "$log" | head -60 || true
+    }
+    step lib device-bin/op_runtime_lib cuda --test-threads=1
+    step builtins device-bin/conformance_builtins cuda --nocapture
+    step median device-bin/conformance_median --nocapture
+    step generic device-bin/dtype_generic
+    step accumulate device-bin/accumulate
+    step training device-bin/training
+    step example device-bin/windowed_median
+    tail -20 /tmp/op-step-example.log
+    step bench device-bin/cuda_kernels
+    cat /tmp/op-step-bench.log
     exit $status
     ;;
 *)

@@ -1,7 +1,8 @@
 //! Every built-in's WGSL kernel conforms to its reference on this machine's wgpu adapter
-//! (lavapipe in CI), and receipts verify; a sweep of the transcendental kernels over many
-//! values measures their worst ulp error against the declared tolerance. Three deliberately
-//! broken kernels (`generated_tests = false`) are asserted rejected under `accum`.
+//! (lavapipe in CI), and its CUDA kernel wherever CUDA runs (skipped elsewhere, a failure under
+//! `OP_REQUIRE_CUDA=1`), and receipts verify; a sweep of the transcendental kernels over many
+//! values measures their worst ulp error against the declared tolerance. Deliberately broken
+//! kernels (`generated_tests = false`: three WGSL, two CUDA) are asserted rejected under `accum`.
 //!
 //! Skips with a printed reason when no wgpu adapter exists, unless `OP_REQUIRE_GPU_ADAPTER=1`.
 
@@ -34,20 +35,35 @@ pub fn matmul_transposed_b<T: Real>(a: &[T], b: &[T], m: usize, k: usize, n: usi
     op_runtime::builtins::matmul(a, b, m, k, n)
 }
 
-#[test]
-fn every_builtin_wgsl_kernel_conforms() {
-    if !common::wgpu_available() {
-        return;
-    }
+/// Deliberately broken CUDA sum: drops the last element.
+#[op(name = "test/broken/cuda_sum_drops_last", version = 1, signature(x: f32[n]) -> f32[],
+     category = reduction, tolerance = accum(2), backward = none, generated_tests = false,
+     kernel(cuda = "kernels/broken/sum_drops_last.cu", bindings(x: read, out: read_write, uniform(n)), threads = 256, block = 256))]
+pub fn cuda_sum_drops_last<T: Real>(x: &[T]) -> Vec<T> {
+    op_runtime::builtins::sum(x)
+}
+
+/// Deliberately broken CUDA sum: one thread, last element first (outside `accum`'s pairwise
+/// bound on the long biased case; first to last it would be the reference's own bits).
+#[op(name = "test/broken/cuda_sum_sequential", version = 1, signature(x: f32[n]) -> f32[],
+     category = reduction, tolerance = accum(2), backward = none, generated_tests = false,
+     kernel(cuda = "kernels/broken/sum_sequential.cu", bindings(x: read, out: read_write, uniform(n)), threads = 1, block = 1))]
+pub fn cuda_sum_sequential<T: Real>(x: &[T]) -> Vec<T> {
+    op_runtime::builtins::sum(x)
+}
+
+/// Conforms every built-in's kernel on `kind` (each must declare one in `lang`), verifies the
+/// receipts and prints a line per op; panics with every failure.
+fn every_builtin_conforms_on(kind: BackendKind, lang: &str) {
     let reg = op_runtime::registry();
-    let profile = (*reg.backend(BackendKind::Wgpu).expect("wgpu").profile().expect("profile")).clone();
+    let profile = (*reg.backend(kind).expect("compiled in").profile().expect("profile")).clone();
     let mut failures = Vec::new();
     let mut conformed = 0;
     for op in reg.ops().into_iter().filter(|o| o.contract.name.starts_with("builtin/")) {
         let h = reg.lookup(&op.id).expect("registered");
-        assert!(op.contract.kernels.iter().any(|k| k.path.ends_with(".wgsl")), "built-in `{}` declares no WGSL kernel", op.id);
+        assert!(op.contract.kernels.iter().any(|k| k.path.ends_with(lang)), "built-in `{}` declares no {lang} kernel", op.id);
         let t = std::time::Instant::now();
-        match conformance::conform(&h, BackendKind::Wgpu) {
+        match conformance::conform(&h, kind) {
             Ok(r) => {
                 r.verify(&op, &profile).expect("receipt verifies");
                 eprintln!(
@@ -64,22 +80,46 @@ fn every_builtin_wgsl_kernel_conforms() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-    assert!(conformed >= 13, "only {conformed} built-ins conformed");
+    assert!(conformed >= 15, "only {conformed} built-ins conformed on {kind}");
+}
+
+#[test]
+fn every_builtin_cuda_kernel_conforms() {
+    if common::cuda_available() {
+        every_builtin_conforms_on(BackendKind::Cuda, ".cu");
+    }
+}
+
+#[test]
+fn every_builtin_wgsl_kernel_conforms() {
+    if common::wgpu_available() {
+        every_builtin_conforms_on(BackendKind::Wgpu, ".wgsl");
+    }
 }
 
 /// The built-in `accum` kernels sum in pairwise order, so they stay well inside the bound on
 /// every case of their corpora, the biased one included: prints the worst margin of each.
-#[test]
-fn builtin_accum_kernels_stay_inside_the_pairwise_bound() {
-    if !common::wgpu_available() {
-        return;
-    }
+fn accum_kernels_stay_inside_the_bound_on(kind: BackendKind) {
     let reg = op_runtime::registry();
     for op in reg.ops().into_iter().filter(|o| o.contract.name.starts_with("builtin/")) {
         let h = reg.lookup(&op.id).expect("registered");
-        let Some((worst, case)) = conformance::accum_margin(&h, BackendKind::Wgpu).unwrap_or_else(|e| panic!("{e}")) else { continue };
-        eprintln!("{:<22} {}: worst |wgpu - r64| / bound = {worst:.3} on {case}", op.id, op.contract.tolerance);
-        assert!(worst < 1.0, "{}: {worst} on {case}", op.id);
+        let Some((worst, case)) = conformance::accum_margin(&h, kind).unwrap_or_else(|e| panic!("{e}")) else { continue };
+        eprintln!("{:<22} {}: worst |{kind} - r64| / bound = {worst:.3} on {case}", op.id, op.contract.tolerance);
+        assert!(worst < 1.0, "{} on {kind}: {worst} on {case}", op.id);
+    }
+}
+
+#[test]
+fn builtin_accum_kernels_stay_inside_the_pairwise_bound() {
+    if common::wgpu_available() {
+        accum_kernels_stay_inside_the_bound_on(BackendKind::Wgpu);
+    }
+}
+
+#[test]
+fn builtin_cuda_accum_kernels_stay_inside_the_pairwise_bound() {
+    if common::cuda_available() {
+        accum_kernels_stay_inside_the_bound_on(BackendKind::Cuda);
     }
 }
 
@@ -104,9 +144,21 @@ fn ulps(a: f32, b: f32) -> u32 {
 
 #[test]
 fn transcendental_kernels_stay_within_their_ulps_on_a_sweep() {
-    if !common::wgpu_available() {
-        return;
+    if common::wgpu_available() {
+        sweep_transcendentals(BackendKind::Wgpu);
     }
+}
+
+#[test]
+fn cuda_transcendental_kernels_stay_within_their_ulps_on_a_sweep() {
+    if common::cuda_available() {
+        sweep_transcendentals(BackendKind::Cuda);
+    }
+}
+
+/// Measures the worst ulp error of `exp`, `log` and `tanh` on `kind` over 65,536 values each
+/// against the declared `ulp(k)`.
+fn sweep_transcendentals(kind: BackendKind) {
     let reg = op_runtime::registry();
     // Normal inputs only: subnormal handling is covered by conformance (flush policy).
     // (op, lowest input, highest input, f64-free f32 reference)
@@ -133,7 +185,7 @@ fn transcendental_kernels_stay_within_their_ulps_on_a_sweep() {
         let out = reg
             .lookup(name)
             .expect("registered")
-            .call_with(&[&Tensor::vector(x.clone())], &[], CallOptions::on(BackendKind::Wgpu))
+            .call_with(&[&Tensor::vector(x.clone())], &[], CallOptions::on(kind))
             .expect("runs")
             .output()
             .expect("one output");
@@ -154,8 +206,19 @@ fn transcendental_kernels_stay_within_their_ulps_on_a_sweep() {
             conformance::Tolerance::Ulp(k) => k,
             other => panic!("{name}: unexpected tolerance {other}"),
         };
-        eprintln!("{name}: worst {worst} ulp (at x = {at:e}) over {n} values; declared ulp({declared})");
+        eprintln!("{name} on {kind}: worst {worst} ulp (at x = {at:e}) over {n} values; declared ulp({declared})");
         assert!(worst <= declared, "{name}: {worst} ulp at x = {at:e} exceeds the declared ulp({declared})");
+    }
+}
+
+#[test]
+fn broken_cuda_reductions_are_rejected_under_accum() {
+    for decl in [&cuda_sum_drops_last::DECL, &cuda_sum_sequential::DECL] {
+        let Some(report) = common::cuda_rejection(decl) else { return };
+        match &report.first().fault {
+            Fault::Mismatch(m) => assert!(m.detail.contains("accum(2)"), "{report}"),
+            other => panic!("expected a value mismatch, got {other:?}"),
+        }
     }
 }
 

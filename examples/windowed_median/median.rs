@@ -21,7 +21,7 @@ pub use median_cpu::windowed_median_cpu;
     kernel(wgsl = "kernels/windowed_median.wgsl", dtypes(T: f32),
            bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1),
     kernel(cuda = "kernels/windowed_median.cu", dtypes(T: f32),
-           bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1, block = 128),
+           bindings(x: read, out: read_write, uniform(n, w)), threads = (n - w + 16) / 16, block = 128),
     cpu(windowed_median_cpu, dtypes(T: f32)),
     license = "MIT",
 )]

@@ -73,8 +73,9 @@ pub fn version() -> Option<(i32, i32)> {
     nvrtc().map(|n| n.version)
 }
 
-/// Compiles `source` (named `name`, with in-memory `headers` as (include name, text)).
-/// `None` when NVRTC is unavailable; else `Ok` or the program log.
+/// Compiles `source` (named `name`, with in-memory `headers` as (include name, text, names
+/// distinct)). `None` when NVRTC is unavailable; else `Ok`, or the program log (or why NVRTC
+/// refused to create the program).
 pub fn compile(source: &str, name: &str, headers: &[(String, String)]) -> Option<Result<(), String>> {
     let n = nvrtc()?;
     let c = |s: &str| CString::new(s.replace('\0', " ")).unwrap_or_default();
@@ -87,9 +88,10 @@ pub fn compile(source: &str, name: &str, headers: &[(String, String)]) -> Option
     // SAFETY: every pointer passed points into a CString or Vec alive until the end of this
     // function; NVRTC copies what it keeps; the program is destroyed exactly once, below.
     unsafe {
-        if (n.create)(&mut prog, src.as_ptr(), cname.as_ptr(), texts.len() as c_int, texts.as_ptr(), names.as_ptr()) != 0 || prog.is_null()
-        {
-            return None;
+        let created = (n.create)(&mut prog, src.as_ptr(), cname.as_ptr(), texts.len() as c_int, texts.as_ptr(), names.as_ptr());
+        if created != 0 || prog.is_null() {
+            // Refused inputs are the caller's error (repeated header names, say), never a skip.
+            return Some(Err(format!("nvrtcCreateProgram refused the program (NVRTC result {created})")));
         }
         let ok = (n.compile)(prog, 0, std::ptr::null()) == 0;
         let mut size = 0usize;
@@ -123,5 +125,8 @@ mod tests {
         let bad = good.replace("twice(x[i])", "thrice(x[i])");
         let log = compile(&bad, "k.cu", &headers).expect("nvrtc loads").expect_err("does not compile");
         assert!(log.contains("thrice"), "{log}");
+        // Repeated header names: NVRTC refuses to create the program, reported, never a skip.
+        let twice = vec![headers[0].clone(), headers[0].clone()];
+        assert!(matches!(compile(good, "k.cu", &twice), Some(Err(_))));
     }
 }

@@ -265,6 +265,14 @@ fn variants(k: &SKernel, sig: &SSignature) -> Vec<(Option<String>, String, SSign
         .collect()
 }
 
+/// Offers `body` under `name` unless a header already has that name (NVRTC refuses a program
+/// whose header names repeat).
+fn push_unique(named: &mut Vec<(String, String)>, name: String, body: &str) {
+    if !named.iter().any(|(n, _)| *n == name) {
+        named.push((name, body.to_string()));
+    }
+}
+
 /// Compiles a CUDA kernel with NVRTC when it loads, reporting its errors on the path.
 fn check_nvrtc(cx: &Ctxt, k: &SKernel, text: &str, headers: &[(String, PathBuf, Vec<u8>)]) {
     let mut named: Vec<(String, String)> = Vec::new();
@@ -273,7 +281,7 @@ fn check_nvrtc(cx: &Ctxt, k: &SKernel, text: &str, headers: &[(String, PathBuf, 
         // Offered under every name an `#include` may use: as written, the crate path, the file name.
         let file = Path::new(rel).file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default();
         for name in [rel.clone(), file] {
-            named.push((name, body.clone()));
+            push_unique(&mut named, name, &body);
         }
     }
     let mut written: Vec<String> = cuda_includes(text);
@@ -284,7 +292,7 @@ fn check_nvrtc(cx: &Ctxt, k: &SKernel, text: &str, headers: &[(String, PathBuf, 
             named.iter().find(|(n, _)| Path::new(n).file_name().map(|f| f.to_string_lossy().to_string()) == Some(file.clone()))
         {
             let body = body.clone();
-            named.push((w, body));
+            push_unique(&mut named, w, &body);
         }
     }
     let path = k.path.value();
@@ -424,5 +432,31 @@ mod tests {
         assert_eq!(e.len(), 1, "{e:?}");
         assert!(e[0].starts_with("the CUDA kernel `kernels/k.cu` does not compile (NVRTC"), "{}", e[0]);
         assert!(e[0].contains("undefined_helper"), "{}", e[0]);
+    }
+
+    /// A kernel that includes a header is compiled too (its header offered under each name an
+    /// `#include` may use, each name once: NVRTC refuses repeated names, which once made every
+    /// kernel with a header skip the compile silently).
+    #[test]
+    fn cuda_kernels_with_headers_compile_where_nvrtc_loads() {
+        let dir = crate_dir("nvrtc-headers");
+        std::fs::write(dir.join("kernels/twice.cuh"), "#pragma once\n__device__ inline float twice(float v) { return v + v; }\n").unwrap();
+        let good = "#include \"twice.cuh\"\nextern \"C\" __global__ void k(const float* x, float* out, unsigned int n) { unsigned int i = threadIdx.x; if (i < n) out[i] = twice(x[i]); }\n";
+        std::fs::write(dir.join("kernels/h.cu"), good).unwrap();
+        std::fs::write(dir.join("kernels/bad.cu"), good.replace("twice(x[i]);", "twice(x[i])")).unwrap();
+        let bases = [dir];
+        let decl = |path: &str| {
+            let path = syn::LitStr::new(path, proc_macro2::Span::call_site());
+            quote!(kernel(cuda = #path, bindings(x: read, out: read_write, uniform(n)), threads = n))
+        };
+        let (good, bad) = (errors(decl("kernels/h.cu"), &bases), errors(decl("kernels/bad.cu"), &bases));
+        assert!(good.is_empty(), "{good:?}");
+        if crate::nvrtc::version().is_none() {
+            assert!(std::env::var("OP_REQUIRE_NVRTC").is_err(), "OP_REQUIRE_NVRTC is set but NVRTC does not load");
+            assert!(bad.is_empty(), "{bad:?}");
+            return;
+        }
+        assert_eq!(bad.len(), 1, "{bad:?}");
+        assert!(bad[0].starts_with("the CUDA kernel `kernels/bad.cu` does not compile (NVRTC"), "{}", bad[0]);
     }
 }

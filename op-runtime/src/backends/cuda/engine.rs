@@ -23,7 +23,7 @@ use std::fs;
 use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::sys as cusys;
@@ -174,6 +174,12 @@ pub struct CudaEngine {
     cache: PtxDiskCache,
     kernels: Mutex<HashMap<String, Arc<CudaKernel>>>,
     compiles: AtomicUsize,
+    /// Peak DRAM bandwidth in bytes per second (memory clock x bus width x 2), where known.
+    peak_bandwidth: Option<f64>,
+    /// Whether launches time their kernel with CUDA events ([`CudaEngine::set_kernel_timing`]).
+    timing: AtomicBool,
+    /// The last timed kernel's duration in nanoseconds (`u64::MAX`: none yet).
+    last_kernel_ns: AtomicU64,
 }
 
 impl std::fmt::Debug for CudaEngine {
@@ -238,6 +244,12 @@ impl CudaEngine {
         let (cc_major, cc_minor) = ctx.compute_capability().map_err(|e| unavailable("cannot query compute capability", e))?;
         let max_threads_per_block = attr(cusys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads per block")?;
         let max_grid_x = attr(cusys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, "max grid dimension x")?;
+        let clock_khz = ctx.attribute(cusys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE).ok();
+        let bus_bits = ctx.attribute(cusys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH).ok();
+        let peak_bandwidth = match (clock_khz, bus_bits) {
+            (Some(k), Some(b)) if k > 0 && b > 0 => Some(2.0 * f64::from(k) * 1e3 * f64::from(b) / 8.0),
+            _ => None,
+        };
 
         let mut driver_version: c_int = 0;
         // SAFETY: plain out-parameter call; the driver library is loaded (probe checked it).
@@ -279,7 +291,30 @@ impl CudaEngine {
             cache: PtxDiskCache::new(default_ptx_cache_dir()),
             kernels: Mutex::new(HashMap::new()),
             compiles: AtomicUsize::new(0),
+            peak_bandwidth,
+            timing: AtomicBool::new(false),
+            last_kernel_ns: AtomicU64::new(u64::MAX),
         })
+    }
+
+    /// The device's peak DRAM bandwidth in bytes per second, from its memory clock and bus width
+    /// (`None` where the driver reports neither).
+    pub fn peak_memory_bandwidth(&self) -> Option<f64> {
+        self.peak_bandwidth
+    }
+
+    /// Times every following launch's kernel with a pair of CUDA events (off by default: two
+    /// events per launch). Read the result with [`CudaEngine::last_kernel_seconds`].
+    pub fn set_kernel_timing(&self, on: bool) {
+        self.timing.store(on, Ordering::Relaxed);
+    }
+
+    /// The device time of the last kernel launched while timing was on (transfers excluded).
+    pub fn last_kernel_seconds(&self) -> Option<f64> {
+        match self.last_kernel_ns.load(Ordering::Relaxed) {
+            u64::MAX => None,
+            ns => Some(ns as f64 * 1e-9),
+        }
     }
 
     /// The device this engine runs on: backend `cuda`, device name, driver API version and driver
@@ -488,67 +523,10 @@ impl CudaEngine {
 
     fn launch_unguarded(&self, kernel: &CudaKernel, args: &[CudaArg<'_>], grid: u32, block: u32) -> Result<Vec<Vec<u8>>, CudaError> {
         let drv = |what: &str, e: DriverError| CudaError::Driver(format!("{what} (kernel `{}`): {e:?}", kernel.entry));
-        enum Slot {
-            Buf { dev: CudaSlice<u8>, len: usize, read_back: bool, offset: usize },
-            U32(u32),
-            I32(i32),
-            F32(f32),
-        }
-        let mut slots = Vec::with_capacity(args.len());
-        for arg in args {
-            slots.push(match *arg {
-                CudaArg::Read(bytes) | CudaArg::ReadWrite(bytes) | CudaArg::Guarded { init: bytes, .. } => {
-                    let offset = match *arg {
-                        CudaArg::Guarded { offset, .. } if offset < bytes.len() => offset,
-                        CudaArg::Guarded { offset, .. } => {
-                            return Err(CudaError::InvalidArgument(format!(
-                                "guard offset {offset} is outside a {}-byte buffer",
-                                bytes.len()
-                            )))
-                        }
-                        _ => 0,
-                    };
-                    // Empty buffers still get a (1-byte) allocation so the kernel sees a valid
-                    // pointer; zero-sized device allocations are rejected by the driver.
-                    let dev = if bytes.is_empty() { self.stream.alloc_zeros::<u8>(1) } else { self.stream.clone_htod(bytes) }
-                        .map_err(|e| drv(&format!("cannot upload a {}-byte buffer", bytes.len()), e))?;
-                    Slot::Buf { dev, len: bytes.len(), read_back: !matches!(arg, CudaArg::Read(_)), offset }
-                }
-                CudaArg::U32(v) => Slot::U32(v),
-                CudaArg::I32(v) => Slot::I32(v),
-                CudaArg::F32(v) => Slot::F32(v),
-            });
-        }
-
+        let slots = args.iter().map(|a| self.upload(a, &drv)).collect::<Result<Vec<Slot>, CudaError>>()?;
         if grid > 0 {
             let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 };
-            // Guarded buffers are passed as views starting `offset` bytes in.
-            let views: Vec<Option<cudarc::driver::CudaView<'_, u8>>> = slots
-                .iter()
-                .map(|s| match s {
-                    Slot::Buf { dev, offset, .. } if *offset > 0 => Some(dev.slice(*offset..)),
-                    _ => None,
-                })
-                .collect();
-            let mut builder = self.stream.launch_builder(&kernel.function);
-            for (slot, view) in slots.iter().zip(&views) {
-                match slot {
-                    Slot::Buf { .. } if view.is_some() => {
-                        if let Some(v) = view {
-                            builder.arg(v);
-                        }
-                        &mut builder
-                    }
-                    Slot::Buf { dev, .. } => builder.arg(dev),
-                    Slot::U32(v) => builder.arg(v),
-                    Slot::I32(v) => builder.arg(v),
-                    Slot::F32(v) => builder.arg(v),
-                };
-            }
-            // SAFETY: the arguments were checked against the kernel's PTX parameter list where it
-            // could be parsed (count and sizes); buffers and scalars live in `slots`, which is not
-            // touched until the stream has been synchronised below.
-            unsafe { builder.launch(cfg) }.map_err(|e| drv("cuLaunchKernel failed", e))?;
+            self.launch_slots(kernel, &slots, cfg, &drv)?;
         }
         // Kernel faults surface here (and are sticky: the context is unusable afterwards).
         self.stream.synchronize().map_err(|e| drv("kernel execution failed", e))?;
@@ -569,10 +547,88 @@ impl CudaEngine {
         self.ctx.check_err().map_err(|e| drv("freeing device buffers failed", e))?;
         Ok(out)
     }
+
+    /// One argument on the device: a buffer uploaded (empty ones get a 1-byte allocation so the
+    /// kernel sees a valid pointer; the driver refuses zero-sized ones) or a scalar.
+    fn upload(&self, arg: &CudaArg<'_>, drv: &impl Fn(&str, DriverError) -> CudaError) -> Result<Slot, CudaError> {
+        Ok(match *arg {
+            CudaArg::Read(bytes) | CudaArg::ReadWrite(bytes) | CudaArg::Guarded { init: bytes, .. } => {
+                let offset = match *arg {
+                    CudaArg::Guarded { offset, .. } if offset < bytes.len() => offset,
+                    CudaArg::Guarded { offset, .. } => {
+                        return Err(CudaError::InvalidArgument(format!("guard offset {offset} is outside a {}-byte buffer", bytes.len())))
+                    }
+                    _ => 0,
+                };
+                let dev = if bytes.is_empty() { self.stream.alloc_zeros::<u8>(1) } else { self.stream.clone_htod(bytes) }
+                    .map_err(|e| drv(&format!("cannot upload a {}-byte buffer", bytes.len()), e))?;
+                Slot::Buf { dev, len: bytes.len(), read_back: !matches!(arg, CudaArg::Read(_)), offset }
+            }
+            CudaArg::U32(v) => Slot::U32(v),
+            CudaArg::I32(v) => Slot::I32(v),
+            CudaArg::F32(v) => Slot::F32(v),
+        })
+    }
+
+    /// Enqueues the kernel on `slots` (guarded buffers passed as views starting `offset` bytes
+    /// in); with timing on, between two events whose interval it records once the kernel ends.
+    fn launch_slots(
+        &self,
+        kernel: &CudaKernel,
+        slots: &[Slot],
+        cfg: LaunchConfig,
+        drv: &impl Fn(&str, DriverError) -> CudaError,
+    ) -> Result<(), CudaError> {
+        let views: Vec<Option<cudarc::driver::CudaView<'_, u8>>> = slots
+            .iter()
+            .map(|s| match s {
+                Slot::Buf { dev, offset, .. } if *offset > 0 => Some(dev.slice(*offset..)),
+                _ => None,
+            })
+            .collect();
+        let mut builder = self.stream.launch_builder(&kernel.function);
+        for (slot, view) in slots.iter().zip(&views) {
+            match (slot, view) {
+                (_, Some(v)) => builder.arg(v),
+                (Slot::Buf { dev, .. }, None) => builder.arg(dev),
+                (Slot::U32(v), None) => builder.arg(v),
+                (Slot::I32(v), None) => builder.arg(v),
+                (Slot::F32(v), None) => builder.arg(v),
+            };
+        }
+        let event = |what: &str| {
+            self.stream
+                .record_event(Some(cusys::CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(|e| drv(&format!("cannot record the {what} event"), e))
+        };
+        let start = if self.timing.load(Ordering::Relaxed) { Some(event("start")?) } else { None };
+        // SAFETY: the arguments were checked against the kernel's PTX parameter list where it
+        // could be parsed (count and sizes); buffers and scalars live in `slots`, which the caller
+        // keeps untouched until the stream has been synchronised.
+        unsafe { builder.launch(cfg) }.map_err(|e| drv("cuLaunchKernel failed", e))?;
+        if let Some(start) = start {
+            let end = event("end")?;
+            let ms = start.elapsed_ms(&end).map_err(|e| drv("kernel execution failed", e))?;
+            self.last_kernel_ns.store((f64::from(ms) * 1e6) as u64, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+/// One kernel argument on the device (see [`CudaEngine::launch`]).
+enum Slot {
+    Buf { dev: CudaSlice<u8>, len: usize, read_back: bool, offset: usize },
+    U32(u32),
+    I32(i32),
+    F32(f32),
 }
 
 // ---------------------------------------------------------------------------------------------
 // NVRTC helpers
+
+/// The largest PTX or program log read from NVRTC (256 MiB): a size past it is not believed
+/// (a stub library reports garbage), so nothing here allocates what a broken library claims.
+const MAX_NVRTC_OUTPUT: usize = 256 << 20;
 
 /// Owns an `nvrtcProgram`; destroys it on drop.
 struct Program(nvsys::nvrtcProgram);
@@ -583,6 +639,9 @@ impl Program {
         // SAFETY: live program; out-parameter.
         if unsafe { nvsys::nvrtcGetProgramLogSize(self.0, &mut size) } != nvsys::nvrtcResult::NVRTC_SUCCESS {
             return String::new();
+        }
+        if size > MAX_NVRTC_OUTPUT {
+            return format!("(NVRTC reported a {size}-byte log; not read: is the loaded libnvrtc a stub?)");
         }
         let mut buf = vec![0u8; size.max(1)];
         // SAFETY: `buf` holds `size` bytes as NVRTC asked for.
@@ -598,6 +657,9 @@ impl Program {
         let r = unsafe { nvsys::nvrtcGetPTXSize(self.0, &mut size) };
         if r != nvsys::nvrtcResult::NVRTC_SUCCESS {
             return Err(nvrtc_error_string(r));
+        }
+        if size > MAX_NVRTC_OUTPUT {
+            return Err(format!("NVRTC reported a {size}-byte PTX, more than any kernel's: is the loaded libnvrtc a stub?"));
         }
         let mut buf = vec![0u8; size.max(1)];
         // SAFETY: `buf` holds `size` bytes as NVRTC asked for.
