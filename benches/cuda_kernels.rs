@@ -9,7 +9,9 @@
 //! GB/s of tensor bytes read and written (once each), as a fraction of the device's peak DRAM
 //! bandwidth (memory clock x bus width x 2), and for matmul in GFLOP/s (2 m k n flops). Before
 //! timing, each op's output on CUDA is checked against the CPU kernel or reference on the same
-//! inputs (the median and elementwise ops exactly, the sums within 1e-3 relative).
+//! inputs (the median and elementwise ops exactly, the sums within 1e-3 relative). Last, device
+//! tensors against the host round trip: a chain of three built-ins and the median at 16M, with
+//! the tensor bytes the device chain moved (from `CudaEngine::transfers`).
 
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
@@ -129,5 +131,63 @@ fn main() {
         flops / kernel / 1e9,
         call * 1e3
     );
-    println!("device-resident training step vs host round trip: not measured (no CUDA device tensors yet)");
+    resident(engine, reg, &med);
+}
+
+/// Median seconds of `f` over `REPEATS` runs after one warm-up.
+fn wall(mut f: impl FnMut() -> Tensor) -> f64 {
+    f();
+    median_of(
+        (0..REPEATS)
+            .map(|_| {
+                let t = Instant::now();
+                std::hint::black_box(f());
+                t.elapsed().as_secs_f64()
+            })
+            .collect(),
+    )
+}
+
+/// Device tensors vs the host round trip: the chain `-((a + b) * b)` over 16M elements (three
+/// calls), and the median (w = 31) over 16M samples, each as host-tensor calls and as calls on
+/// device tensors (`to_device` before, `to_host` of the result timed too for the chain's device
+/// column: the whole computation from host data to host result, and the calls alone).
+fn resident(engine: &CudaEngine, reg: &op_runtime::Registry, med: &OpHandle) {
+    let n = 1usize << 24;
+    let (a, b) = (Tensor::vector(data(n, 8)), Tensor::vector(data(n, 9)));
+    let op = |name: &str| reg.lookup(name).expect("built-in");
+    let (add, mul, neg) = (op("builtin/add"), op("builtin/mul"), op("builtin/neg"));
+    let chain = |a: &Tensor, b: &Tensor, kind| {
+        let s = run(&add, &[a, b], &[], kind);
+        let p = run(&mul, &[&s, b], &[], kind);
+        run(&neg, &[&p], &[], kind)
+    };
+    let host = wall(|| chain(&a, &b, BackendKind::Cuda));
+    let (da, db) = (a.to_device(engine).expect("upload"), b.to_device(engine).expect("upload"));
+    let before = engine.transfers();
+    let calls = wall(|| chain(&da, &db, BackendKind::Cuda));
+    let moved = engine.transfers().tensor_bytes() - before.tensor_bytes();
+    let whole = wall(|| {
+        let (da, db) = (a.to_device(engine).expect("upload"), b.to_device(engine).expect("upload"));
+        chain(&da, &db, BackendKind::Cuda).to_host().expect("read back")
+    });
+    let same = chain(&da, &db, BackendKind::Cuda).to_host().expect("read back");
+    assert_eq!(same.as_slice::<f32>(), chain(&a, &b, BackendKind::Cuda).as_slice::<f32>(), "device chain equals the host chain");
+    println!(
+        "chain of 3 ops n=16M: host round trip {:.1} ms; device tensors {:.3} ms for the calls ({moved} tensor bytes moved), {:.1} ms with to_device and to_host",
+        host * 1e3,
+        calls * 1e3,
+        whole * 1e3
+    );
+    println!(
+        "device-resident chain vs host round trip: {:.1}x (n = 16M, calls only; {:.1}x with the transfers)",
+        host / calls,
+        host / whole
+    );
+    let x = Tensor::vector(data(n, 10));
+    let dx = x.to_device(engine).expect("upload");
+    let w = [Scalar::U32(31)];
+    let (h, d) = (wall(|| run(med, &[&x], &w, BackendKind::Cuda)), wall(|| run(med, &[&dx], &w, BackendKind::Cuda)));
+    println!("median n=16M w=31: host round trip {:.1} ms, on device tensors {:.2} ms ({:.1}x)", h * 1e3, d * 1e3, h / d);
+    println!("device-resident training step vs host round trip: not measured (the tape does not keep CUDA device tensors yet)");
 }

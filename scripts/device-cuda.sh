@@ -21,7 +21,7 @@ for line in sys.stdin:
         print(m["executable"])' | tail -1
 }
 
-TESTS="conformance_builtins conformance_median dtype_generic accumulate training"
+TESTS="conformance_builtins conformance_median dtype_generic accumulate training cuda_device_tensors"
 
 case "${1:-}" in
 prepare)
@@ -79,6 +79,7 @@ run)
     step generic device-bin/dtype_generic
     step accumulate device-bin/accumulate
     step training device-bin/training
+    step resident device-bin/cuda_device_tensors --nocapture
     step example device-bin/windowed_median
     tail -20 /tmp/op-step-example.log
     step bench device-bin/cuda_kernels

@@ -4,11 +4,14 @@
 //! surround them with canaries.
 
 use super::engine::{CudaArg, CudaEngine, CudaError, CudaKernel};
+use super::resident::CudaBuffer;
 use crate::backends::launch::{Arg, FieldValue, LaunchPlan};
 use crate::core::backend::{Backend, BackendError, ExecRequest, Prepared, CANARY_BYTE};
 use crate::core::device::DeviceProfile;
 use crate::core::kind::BackendKind;
 use crate::core::op::RegisteredOp;
+use crate::core::placement::Placement;
+use crate::core::tensor::Device;
 use crate::core::tensor::Tensor;
 use op_contract::contract::KernelLang;
 use std::sync::{Arc, OnceLock};
@@ -79,7 +82,13 @@ impl Prepared for CudaPrepared {
     fn content_hash(&self) -> [u8; 32] {
         self.hash
     }
+    /// Host tensors in, host tensors out; or, when any input is a device tensor, every input on
+    /// this engine's device and the outputs left there (nothing read back). Mixed host and
+    /// device inputs are refused with `Placement` (no implicit copy).
     fn execute(&self, req: &ExecRequest<'_>) -> Result<Vec<Tensor>, BackendError> {
+        if req.inputs.iter().any(|t| !t.is_host()) {
+            return self.execute_resident(req);
+        }
         let (args, threads) = self.plan.marshal(req)?;
         // Output buffers: zeros for plain calls; guard canaries, data canaries (zeros for an
         // accumulating output), guard canaries in guarded runs (the kernel gets a pointer past
@@ -121,4 +130,71 @@ impl Prepared for CudaPrepared {
         let reads = outs.iter().map(|(index, _, _)| *index).zip(read).collect();
         self.plan.outputs(req, reads)
     }
+}
+
+impl CudaPrepared {
+    /// [`Prepared::execute`] on device tensors: inputs bound in place, zero-filled outputs
+    /// allocated on the device and returned as device tensors.
+    fn execute_resident(&self, req: &ExecRequest<'_>) -> Result<Vec<Tensor>, BackendError> {
+        let engine = engine()?;
+        let inputs = resident_inputs(engine, req)?;
+        let (args, threads) = self.plan.marshal(req)?;
+        let mut outs = Vec::new();
+        let mut cargs: Vec<CudaArg<'_>> = Vec::with_capacity(args.len());
+        for (a, input) in args.iter().zip(self.plan.slot_inputs()) {
+            match (a, input) {
+                (Arg::Input(_), Some(i)) => cargs.push(CudaArg::Device(inputs[i].slice())),
+                (Arg::Input(_), None) => return Err(BackendError::Marshal("an input slot without an input".into())),
+                (Arg::Output { index, data, .. }, _) => {
+                    outs.push(*index);
+                    cargs.push(CudaArg::Fresh(*data));
+                }
+                (Arg::Scalars(v), _) => cargs.extend(v.iter().map(|f| match *f {
+                    FieldValue::U32(x) => CudaArg::U32(x),
+                    FieldValue::I32(x) => CudaArg::I32(x),
+                    FieldValue::F32(x) => CudaArg::F32(x),
+                })),
+            }
+        }
+        let made = engine.launch_resident(&self.kernel, &cargs, threads, self.block)?;
+        let sig = &req.op.contract.signature;
+        let mut result: Vec<Option<Tensor>> = vec![None; sig.outputs.len()];
+        for (o, buf) in outs.into_iter().zip(made) {
+            let shape = req.bound.out_shapes.get(o).ok_or_else(|| BackendError::Kernel(format!("output {o} has no shape")))?;
+            let t = Tensor::on_device(sig.outputs[o].dtype, shape.to_vec(), Arc::new(buf))
+                .map_err(|e| BackendError::Kernel(format!("output {o}: {e}")))?;
+            result[o] = Some(t);
+        }
+        result.into_iter().enumerate().map(|(o, t)| t.ok_or_else(|| BackendError::Kernel(format!("output {o} was not produced")))).collect()
+    }
+}
+
+/// Every input's buffer on `engine`, or `Placement` naming the op and the input: a host input
+/// among device ones, a device tensor of another engine or backend, a guarded run.
+fn resident_inputs<'r>(engine: &CudaEngine, req: &ExecRequest<'r>) -> Result<Vec<&'r CudaBuffer>, BackendError> {
+    let here = Placement::Device(Device::id(engine));
+    let op = &req.op.id;
+    if req.guard > 0 {
+        return Err(BackendError::Placement(format!("op `{op}`: guarded (conformance) runs take host tensors only")));
+    }
+    let mut out = Vec::with_capacity(req.inputs.len());
+    for (t, decl) in req.inputs.iter().zip(req.op.contract.signature.inputs()) {
+        let name = &decl.name;
+        let Some(s) = t.device_storage() else {
+            return Err(BackendError::Placement(format!(
+                "op `{op}`: input `{name}` is on the host while other inputs are on {here}; a call takes all its tensors on one \
+                 device (move it with `to_device`; no implicit copy)"
+            )));
+        };
+        match s.as_any().downcast_ref::<CudaBuffer>() {
+            Some(b) if Placement::Device(s.device()) == here => out.push(b),
+            _ => {
+                return Err(BackendError::Placement(format!(
+                    "op `{op}`: input `{name}` lives on {}, not on {here} (move it through the host explicitly)",
+                    s.device()
+                )))
+            }
+        }
+    }
+    Ok(out)
 }

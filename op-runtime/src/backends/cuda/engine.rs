@@ -32,6 +32,8 @@ use cudarc::nvrtc::sys as nvsys;
 use cudarc::nvrtc::Ptx;
 
 use super::ptx_cache::{CacheError, PtxDiskCache};
+use super::resident::{CudaBuffer, Link};
+use crate::backends::transfers::Counters;
 use crate::core::device::DeviceProfile;
 use crate::core::files::{self, Replace};
 
@@ -108,6 +110,11 @@ pub enum CudaArg<'a> {
         /// Byte offset of the output within the buffer.
         offset: usize,
     },
+    /// A buffer already on this engine's device (a device tensor's storage); not read back.
+    Device(&'a CudaSlice<u8>),
+    /// A new zero-filled buffer of this many bytes, left on the device: [`CudaEngine::launch_resident`]
+    /// returns it (a device tensor's output).
+    Fresh(u64),
     /// A 32-bit unsigned scalar (`unsigned int`).
     U32(u32),
     /// A 32-bit signed scalar (`int`).
@@ -180,6 +187,8 @@ pub struct CudaEngine {
     timing: AtomicBool,
     /// The last timed kernel's duration in nanoseconds (`u64::MAX`: none yet).
     last_kernel_ns: AtomicU64,
+    /// What this engine's device buffers share with it (identity, stream, transfer counters).
+    link: Arc<Link>,
 }
 
 impl std::fmt::Debug for CudaEngine {
@@ -278,8 +287,11 @@ impl CudaEngine {
             device_id,
         });
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let link = Arc::new(Link { id, stream: stream.clone(), counters: Counters::default() });
         Ok(CudaEngine {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            id,
+            link,
             ctx,
             stream,
             profile,
@@ -295,6 +307,21 @@ impl CudaEngine {
             timing: AtomicBool::new(false),
             last_kernel_ns: AtomicU64::new(u64::MAX),
         })
+    }
+
+    pub(crate) fn link(&self) -> &Arc<Link> {
+        &self.link
+    }
+
+    /// A new device buffer holding `bytes` (one counted host-to-device transfer).
+    pub fn upload_bytes(&self, bytes: &[u8]) -> Result<CudaBuffer, CudaError> {
+        let drv = |what: &str, e: DriverError| CudaError::Driver(format!("{what}: {e:?}"));
+        let slot = self.upload(&CudaArg::Read(bytes), &drv)?;
+        self.stream.synchronize().map_err(|e| drv("cannot upload a tensor", e))?;
+        match slot {
+            Slot::Buf { dev, len, .. } => Ok(CudaBuffer::new(dev, len as u64, self.link.clone())),
+            _ => Err(CudaError::InvalidArgument("an upload made no buffer".into())),
+        }
     }
 
     /// The device's peak DRAM bandwidth in bytes per second, from its memory clock and bus width
@@ -505,9 +532,60 @@ impl CudaEngine {
 
     /// Launches `kernel` once with `args` in parameter order, `grid = ceil(threads / block)`
     /// blocks of `block` threads (1-D), waits for it, and returns the final bytes of each
-    /// [`CudaArg::ReadWrite`] argument, in order. `threads == 0` launches nothing and returns the
-    /// initial contents.
+    /// [`CudaArg::ReadWrite`] and [`CudaArg::Guarded`] argument, in order (a [`CudaArg::Fresh`]
+    /// buffer is dropped: use [`CudaEngine::launch_resident`]). `threads == 0` launches nothing
+    /// and returns the initial contents. Uploads and read-backs count in [`CudaEngine::transfers`].
     pub fn launch(&self, kernel: &CudaKernel, args: &[CudaArg<'_>], threads: u64, block: u32) -> Result<Vec<Vec<u8>>, CudaError> {
+        let drv = |what: &str, e: DriverError| CudaError::Driver(format!("{what} (kernel `{}`): {e:?}", kernel.entry));
+        let slots = self.run(kernel, args, threads, block)?;
+        guarded(
+            |msg| CudaError::Driver(format!("cudarc panicked while reading `{}` back: {msg}", kernel.entry)),
+            || {
+                let mut out = Vec::new();
+                for slot in &slots {
+                    if let Slot::Buf { dev, len, read_back: true, .. } = slot {
+                        let mut host = vec![0u8; *len];
+                        if *len > 0 {
+                            self.stream
+                                .memcpy_dtoh(&dev.slice(0..*len), host.as_mut_slice())
+                                .map_err(|e| drv("cannot read a buffer back", e))?;
+                        }
+                        self.link.counters.down(*len as u64);
+                        out.push(host);
+                    }
+                }
+                self.stream.synchronize().map_err(|e| drv("cannot read buffers back", e))?;
+                drop(slots);
+                // Errors cudarc recorded in destructors (frees) are reported now rather than later.
+                self.ctx.check_err().map_err(|e| drv("freeing device buffers failed", e))?;
+                Ok(out)
+            },
+        )
+    }
+
+    /// [`CudaEngine::launch`] leaving its outputs on the device: returns one buffer per
+    /// [`CudaArg::Fresh`] argument, in order; nothing is read back.
+    pub fn launch_resident(
+        &self,
+        kernel: &CudaKernel,
+        args: &[CudaArg<'_>],
+        threads: u64,
+        block: u32,
+    ) -> Result<Vec<CudaBuffer>, CudaError> {
+        let slots = self.run(kernel, args, threads, block)?;
+        let made = slots
+            .into_iter()
+            .filter_map(|s| match s {
+                Slot::Buf { dev, len, fresh: true, .. } => Some(CudaBuffer::new(dev, len as u64, self.link.clone())),
+                _ => None,
+            })
+            .collect();
+        self.ctx.check_err().map_err(|e| CudaError::Driver(format!("kernel `{}`: {e:?}", kernel.entry)))?;
+        Ok(made)
+    }
+
+    /// Checks, uploads and launches, then waits for the kernel: the arguments on the device.
+    fn run<'a>(&self, kernel: &CudaKernel, args: &[CudaArg<'a>], threads: u64, block: u32) -> Result<Vec<Slot<'a>>, CudaError> {
         if kernel.engine_id != self.id {
             return Err(CudaError::InvalidArgument(format!("kernel `{}` was compiled by a different CudaEngine", kernel.entry)));
         }
@@ -517,41 +595,30 @@ impl CudaEngine {
         }
         guarded(
             |msg| CudaError::Driver(format!("cudarc panicked while launching `{}`: {msg}", kernel.entry)),
-            || self.launch_unguarded(kernel, args, grid, block),
-        )
-    }
-
-    fn launch_unguarded(&self, kernel: &CudaKernel, args: &[CudaArg<'_>], grid: u32, block: u32) -> Result<Vec<Vec<u8>>, CudaError> {
-        let drv = |what: &str, e: DriverError| CudaError::Driver(format!("{what} (kernel `{}`): {e:?}", kernel.entry));
-        let slots = args.iter().map(|a| self.upload(a, &drv)).collect::<Result<Vec<Slot>, CudaError>>()?;
-        if grid > 0 {
-            let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 };
-            self.launch_slots(kernel, &slots, cfg, &drv)?;
-        }
-        // Kernel faults surface here (and are sticky: the context is unusable afterwards).
-        self.stream.synchronize().map_err(|e| drv("kernel execution failed", e))?;
-
-        let mut out = Vec::new();
-        for slot in &slots {
-            if let Slot::Buf { dev, len, read_back: true, .. } = slot {
-                let mut host = vec![0u8; *len];
-                if *len > 0 {
-                    self.stream.memcpy_dtoh(&dev.slice(0..*len), host.as_mut_slice()).map_err(|e| drv("cannot read a buffer back", e))?;
+            || {
+                let drv = |what: &str, e: DriverError| CudaError::Driver(format!("{what} (kernel `{}`): {e:?}", kernel.entry));
+                let slots = args.iter().map(|a| self.upload(a, &drv)).collect::<Result<Vec<Slot>, CudaError>>()?;
+                if grid > 0 {
+                    let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 };
+                    self.launch_slots(kernel, &slots, cfg, &drv)?;
                 }
-                out.push(host);
-            }
-        }
-        self.stream.synchronize().map_err(|e| drv("cannot read buffers back", e))?;
-        drop(slots);
-        // Errors cudarc recorded in destructors (frees) are reported now rather than later.
-        self.ctx.check_err().map_err(|e| drv("freeing device buffers failed", e))?;
-        Ok(out)
+                // Kernel faults surface here (and are sticky: the context is unusable afterwards).
+                self.stream.synchronize().map_err(|e| drv("kernel execution failed", e))?;
+                Ok(slots)
+            },
+        )
     }
 
     /// One argument on the device: a buffer uploaded (empty ones get a 1-byte allocation so the
     /// kernel sees a valid pointer; the driver refuses zero-sized ones) or a scalar.
-    fn upload(&self, arg: &CudaArg<'_>, drv: &impl Fn(&str, DriverError) -> CudaError) -> Result<Slot, CudaError> {
+    fn upload<'a>(&self, arg: &CudaArg<'a>, drv: &impl Fn(&str, DriverError) -> CudaError) -> Result<Slot<'a>, CudaError> {
         Ok(match *arg {
+            CudaArg::Device(slice) => Slot::Borrowed(slice),
+            CudaArg::Fresh(bytes) => {
+                let len = usize::try_from(bytes).map_err(|_| CudaError::InvalidArgument(format!("a {bytes}-byte output does not fit")))?;
+                let dev = self.stream.alloc_zeros::<u8>(len.max(1)).map_err(|e| drv(&format!("cannot allocate a {len}-byte output"), e))?;
+                Slot::Buf { dev, len, read_back: false, offset: 0, fresh: true }
+            }
             CudaArg::Read(bytes) | CudaArg::ReadWrite(bytes) | CudaArg::Guarded { init: bytes, .. } => {
                 let offset = match *arg {
                     CudaArg::Guarded { offset, .. } if offset < bytes.len() => offset,
@@ -562,7 +629,8 @@ impl CudaEngine {
                 };
                 let dev = if bytes.is_empty() { self.stream.alloc_zeros::<u8>(1) } else { self.stream.clone_htod(bytes) }
                     .map_err(|e| drv(&format!("cannot upload a {}-byte buffer", bytes.len()), e))?;
-                Slot::Buf { dev, len: bytes.len(), read_back: !matches!(arg, CudaArg::Read(_)), offset }
+                self.link.counters.up(bytes.len() as u64);
+                Slot::Buf { dev, len: bytes.len(), read_back: !matches!(arg, CudaArg::Read(_)), offset, fresh: false }
             }
             CudaArg::U32(v) => Slot::U32(v),
             CudaArg::I32(v) => Slot::I32(v),
@@ -575,7 +643,7 @@ impl CudaEngine {
     fn launch_slots(
         &self,
         kernel: &CudaKernel,
-        slots: &[Slot],
+        slots: &[Slot<'_>],
         cfg: LaunchConfig,
         drv: &impl Fn(&str, DriverError) -> CudaError,
     ) -> Result<(), CudaError> {
@@ -591,6 +659,7 @@ impl CudaEngine {
             match (slot, view) {
                 (_, Some(v)) => builder.arg(v),
                 (Slot::Buf { dev, .. }, None) => builder.arg(dev),
+                (Slot::Borrowed(dev), None) => builder.arg(*dev),
                 (Slot::U32(v), None) => builder.arg(v),
                 (Slot::I32(v), None) => builder.arg(v),
                 (Slot::F32(v), None) => builder.arg(v),
@@ -615,9 +684,11 @@ impl CudaEngine {
     }
 }
 
-/// One kernel argument on the device (see [`CudaEngine::launch`]).
-enum Slot {
-    Buf { dev: CudaSlice<u8>, len: usize, read_back: bool, offset: usize },
+/// One kernel argument on the device (see [`CudaEngine::launch`]): a buffer this launch made
+/// (`fresh`: a new output to keep on the device), one a device tensor owns, or a scalar.
+enum Slot<'a> {
+    Buf { dev: CudaSlice<u8>, len: usize, read_back: bool, offset: usize, fresh: bool },
+    Borrowed(&'a CudaSlice<u8>),
     U32(u32),
     I32(i32),
     F32(f32),
@@ -970,15 +1041,21 @@ fn check_args_against_params(entry: &str, params: &[PtxParam], args: &[CudaArg<'
     }
     for (i, (p, a)) in params.iter().zip(args).enumerate() {
         let (want, what) = match a {
-            CudaArg::Read(_) | CudaArg::ReadWrite(_) | CudaArg::Guarded { .. } => (8, "a buffer (device pointer)"),
+            CudaArg::Read(_) | CudaArg::ReadWrite(_) | CudaArg::Guarded { .. } | CudaArg::Device(_) | CudaArg::Fresh(_) => {
+                (8, "a buffer (device pointer)")
+            }
             CudaArg::U32(_) | CudaArg::I32(_) | CudaArg::F32(_) => (4, "a 4-byte scalar"),
         };
         let float_mismatch = match a {
             CudaArg::F32(_) => p.ty.starts_with(".u") || p.ty.starts_with(".s"),
             // A buffer is a device pointer: an integer-typed 64-bit parameter.
-            CudaArg::Read(_) | CudaArg::ReadWrite(_) | CudaArg::Guarded { .. } | CudaArg::U32(_) | CudaArg::I32(_) => {
-                p.ty.starts_with(".f")
-            }
+            CudaArg::Read(_)
+            | CudaArg::ReadWrite(_)
+            | CudaArg::Guarded { .. }
+            | CudaArg::Device(_)
+            | CudaArg::Fresh(_)
+            | CudaArg::U32(_)
+            | CudaArg::I32(_) => p.ty.starts_with(".f"),
         };
         if p.bytes != want || float_mismatch {
             return Err(CudaError::InvalidArgument(format!(

@@ -1,0 +1,103 @@
+//! Device-resident tensors on CUDA: [`CudaBuffer`] (a tensor's storage in one engine's device
+//! memory) and the explicit moves: `Tensor::to_device(engine)` uploads through `Device` for
+//! `CudaEngine`, `Tensor::to_host()` reads back through [`DeviceStorage`] for [`CudaBuffer`].
+//! Each is one counted transfer ([`Transfers`], shared with wgpu); host-tensor calls count
+//! their uploads and read-backs on the same counters. A call whose inputs are all on one
+//! engine's device leaves its outputs there: nothing crosses to the host.
+
+use super::engine::CudaEngine;
+use crate::backends::transfers::{Counters, Transfers};
+use crate::core::error::TensorError;
+use crate::core::kind::BackendKind;
+use crate::core::placement::{DeviceId, DeviceStorage, Placement};
+use crate::core::tensor::{Device, Tensor};
+use cudarc::driver::{CudaSlice, CudaStream};
+use std::any::Any;
+use std::sync::Arc;
+
+/// What a buffer needs of its engine: the engine's identity, stream and counters.
+#[derive(Debug)]
+pub(crate) struct Link {
+    pub(crate) id: u64,
+    pub(crate) stream: Arc<CudaStream>,
+    pub(crate) counters: Counters,
+}
+
+impl Link {
+    pub(crate) fn device_id(&self) -> DeviceId {
+        DeviceId { backend: BackendKind::Cuda, instance: self.id }
+    }
+}
+
+/// A tensor's storage on one CUDA engine's device: at least `bytes` bytes (one byte for an
+/// empty tensor: the driver allocates nothing smaller).
+#[derive(Debug)]
+pub struct CudaBuffer {
+    slice: CudaSlice<u8>,
+    bytes: u64,
+    link: Arc<Link>,
+}
+
+impl CudaBuffer {
+    pub(crate) fn new(slice: CudaSlice<u8>, bytes: u64, link: Arc<Link>) -> CudaBuffer {
+        CudaBuffer { slice, bytes, link }
+    }
+    /// The device memory.
+    pub fn slice(&self) -> &CudaSlice<u8> {
+        &self.slice
+    }
+    /// The id of the engine whose device holds the buffer.
+    pub fn engine_id(&self) -> u64 {
+        self.link.id
+    }
+}
+
+impl DeviceStorage for CudaBuffer {
+    fn device(&self) -> DeviceId {
+        self.link.device_id()
+    }
+    fn bytes(&self) -> u64 {
+        self.bytes
+    }
+    fn read(&self) -> Result<Vec<u8>, TensorError> {
+        let fail = |reason: String| TensorError::Transfer { device: self.link.device_id().to_string(), reason };
+        let len = usize::try_from(self.bytes).map_err(|_| fail("the buffer does not fit the host's address space".into()))?;
+        let mut host = vec![0u8; len];
+        if len > 0 {
+            self.link.stream.memcpy_dtoh(&self.slice.slice(0..len), host.as_mut_slice()).map_err(|e| fail(format!("{e:?}")))?;
+        }
+        self.link.stream.synchronize().map_err(|e| fail(format!("{e:?}")))?;
+        self.link.counters.down(self.bytes);
+        Ok(host)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl CudaEngine {
+    /// Tensor data moved between the host and this engine's device so far (explicit moves and
+    /// host-tensor calls' uploads and read-backs).
+    pub fn transfers(&self) -> Transfers {
+        self.link().counters.snapshot()
+    }
+}
+
+impl Device for CudaEngine {
+    fn id(&self) -> DeviceId {
+        self.link().device_id()
+    }
+    fn upload(&self, t: &Tensor) -> Result<Tensor, TensorError> {
+        let me = self.link().device_id();
+        if let Some(s) = t.device_storage() {
+            if s.device() == me {
+                return Ok(t.clone());
+            }
+            let reason = format!("the tensor lives on {}: move it to the host with `to_host()` first (no implicit copy)", s.device());
+            return Err(TensorError::Transfer { device: Placement::Device(me).to_string(), reason });
+        }
+        let bytes = t.data().to_le_bytes();
+        let buffer = self.upload_bytes(&bytes).map_err(|e| TensorError::Transfer { device: me.to_string(), reason: e.to_string() })?;
+        Tensor::on_device(t.dtype(), t.shape().to_vec(), Arc::new(buffer))
+    }
+}
