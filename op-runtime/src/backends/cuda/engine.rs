@@ -33,9 +33,12 @@ use cudarc::nvrtc::Ptx;
 
 use super::ptx_cache::{CacheError, PtxDiskCache};
 use super::resident::{CudaBuffer, Link};
-use crate::backends::transfers::Counters;
+use crate::backends::transfers::{Counters, Transfers};
 use crate::core::device::DeviceProfile;
+use crate::core::error::TensorError;
 use crate::core::files::{self, Replace};
+use crate::core::placement::{DeviceId, Placement};
+use crate::core::tensor::{Device, Tensor};
 
 /// PCI vendor id of NVIDIA.
 pub const NVIDIA_VENDOR_ID: u32 = 0x10de;
@@ -692,6 +695,33 @@ enum Slot<'a> {
     U32(u32),
     I32(i32),
     F32(f32),
+}
+
+impl CudaEngine {
+    /// Tensor data moved between the host and this engine's device so far (explicit moves and
+    /// host-tensor calls' uploads and read-backs).
+    pub fn transfers(&self) -> Transfers {
+        self.link().counters.snapshot()
+    }
+}
+
+impl Device for CudaEngine {
+    fn id(&self) -> DeviceId {
+        self.link().device_id()
+    }
+    fn upload(&self, t: &Tensor) -> Result<Tensor, TensorError> {
+        let me = self.link().device_id();
+        if let Some(s) = t.device_storage() {
+            if s.device() == me {
+                return Ok(t.clone());
+            }
+            let reason = format!("the tensor lives on {}: move it to the host with `to_host()` first (no implicit copy)", s.device());
+            return Err(TensorError::Transfer { device: Placement::Device(me).to_string(), reason });
+        }
+        let bytes = t.data().to_le_bytes();
+        let buffer = self.upload_bytes(&bytes).map_err(|e| TensorError::Transfer { device: me.to_string(), reason: e.to_string() })?;
+        Tensor::on_device(t.dtype(), t.shape().to_vec(), Arc::new(buffer))
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,16 +1,15 @@
 //! Device-resident tensors on CUDA: [`CudaBuffer`] (a tensor's storage in one engine's device
 //! memory) and the explicit moves: `Tensor::to_device(engine)` uploads through `Device` for
-//! `CudaEngine`, `Tensor::to_host()` reads back through [`DeviceStorage`] for [`CudaBuffer`].
-//! Each is one counted transfer ([`Transfers`], shared with wgpu); host-tensor calls count
+//! `CudaEngine` (implemented beside the engine), `Tensor::to_host()` reads back through
+//! [`DeviceStorage`] for [`CudaBuffer`].
+//! Each is one counted transfer ([`Transfers`](crate::backends::transfers::Transfers), shared with wgpu); host-tensor calls count
 //! their uploads and read-backs on the same counters. A call whose inputs are all on one
 //! engine's device leaves its outputs there: nothing crosses to the host.
 
-use super::engine::CudaEngine;
-use crate::backends::transfers::{Counters, Transfers};
+use crate::backends::transfers::Counters;
 use crate::core::error::TensorError;
 use crate::core::kind::BackendKind;
-use crate::core::placement::{DeviceId, DeviceStorage, Placement};
-use crate::core::tensor::{Device, Tensor};
+use crate::core::placement::{DeviceId, DeviceStorage};
 use cudarc::driver::{CudaSlice, CudaStream};
 use std::any::Any;
 use std::sync::Arc;
@@ -72,32 +71,5 @@ impl DeviceStorage for CudaBuffer {
     }
     fn as_any(&self) -> &dyn Any {
         self
-    }
-}
-
-impl CudaEngine {
-    /// Tensor data moved between the host and this engine's device so far (explicit moves and
-    /// host-tensor calls' uploads and read-backs).
-    pub fn transfers(&self) -> Transfers {
-        self.link().counters.snapshot()
-    }
-}
-
-impl Device for CudaEngine {
-    fn id(&self) -> DeviceId {
-        self.link().device_id()
-    }
-    fn upload(&self, t: &Tensor) -> Result<Tensor, TensorError> {
-        let me = self.link().device_id();
-        if let Some(s) = t.device_storage() {
-            if s.device() == me {
-                return Ok(t.clone());
-            }
-            let reason = format!("the tensor lives on {}: move it to the host with `to_host()` first (no implicit copy)", s.device());
-            return Err(TensorError::Transfer { device: Placement::Device(me).to_string(), reason });
-        }
-        let bytes = t.data().to_le_bytes();
-        let buffer = self.upload_bytes(&bytes).map_err(|e| TensorError::Transfer { device: me.to_string(), reason: e.to_string() })?;
-        Tensor::on_device(t.dtype(), t.shape().to_vec(), Arc::new(buffer))
     }
 }
