@@ -1,5 +1,5 @@
 //! Tensor data moved between the host and one GPU engine's device: the counters every engine
-//! and every device buffer it made share ([`Counters`]), and their snapshot ([`Transfers`]),
+//! and every device buffer it made share (`Counters`), and their snapshot ([`Transfers`]),
 //! which tests and benches read to prove that a device-resident chain moved nothing between
 //! its calls. One type for every GPU backend (wgpu, CUDA).
 
