@@ -7,6 +7,10 @@
 //!    dispatch path, and `WgpuEngine::run` alone) versus a minimal hand-written wgpu program
 //!    (its own instance and device, pipeline built once; per call: upload, bind, dispatch,
 //!    copy, map, read). Target: engine / minimal <= 1.10.
+//! 3. The same kernel on device tensors (1K and 1M samples): a call through dispatch on a
+//!    device tensor, output left on the device, then a wait for the device, versus a
+//!    hand-written wgpu program that keeps its buffers and bind group between calls (per call:
+//!    encode, dispatch, submit, wait). Target: device tensors / hand-written <= 1.10.
 //!
 //! Prints medians and ratios; exits 0 without measuring when no wgpu adapter exists.
 
@@ -109,6 +113,94 @@ impl Minimal {
     }
 }
 
+/// A hand-written wgpu program that keeps its buffers and bind group between calls: per call
+/// only encode, dispatch, submit and wait (the second baseline: what device tensors can at best
+/// approach).
+struct Resident {
+    minimal: Minimal,
+    bind_group: wgpu::BindGroup,
+    groups: u32,
+}
+
+impl Resident {
+    fn new(minimal: Minimal, x: &[f32], w: u32) -> Resident {
+        let d = &minimal.device;
+        let n = x.len() as u32;
+        let outs = (n - w + 1) as u64;
+        let xb = d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: None,
+            contents: bytemuck::cast_slice(x),
+            usage: wgpu::BufferUsages::STORAGE,
+        });
+        let ob = d.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: outs * 4,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let mut params = [0u8; 16];
+        params[..4].copy_from_slice(&n.to_le_bytes());
+        params[4..8].copy_from_slice(&w.to_le_bytes());
+        let pb =
+            d.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: None, contents: &params, usage: wgpu::BufferUsages::UNIFORM });
+        let bind_group = d.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &minimal.layout,
+            entries: &[
+                wgpu::BindGroupEntry { binding: 0, resource: xb.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 1, resource: ob.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 2, resource: pb.as_entire_binding() },
+            ],
+        });
+        Resident { minimal, bind_group, groups: (outs as u32).div_ceil(64) }
+    }
+
+    fn run(&self) {
+        let m = &self.minimal;
+        let mut enc = m.device.create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            pass.set_pipeline(&m.pipeline);
+            pass.set_bind_group(0, &self.bind_group, &[]);
+            pass.dispatch_workgroups(self.groups, 1, 1);
+        }
+        m.queue.submit(Some(enc.finish()));
+        m.device.poll(wgpu::PollType::wait_indefinitely()).expect("poll");
+    }
+}
+
+/// Device tensors against the resident hand-written program (median, w = 7): the engine call on
+/// a device tensor (output left on the device) plus a wait for the device, vs `Resident::run`.
+/// Interleaved, medians of `reps`.
+fn resident_vs_hand_written(h: &op_runtime::OpHandle, engine: &WgpuEngine, n: usize, reps: usize) {
+    let w = 7u32;
+    let x: Vec<f32> = (0..n).map(|i| ((i * 7919) % 1000) as f32 * 0.5 - 250.0).collect();
+    let dx = Tensor::vector(x.clone()).to_device(engine).expect("upload");
+    let hand = Resident::new(Minimal::new().expect("minimal wgpu program"), &x, w);
+    let on_device = || {
+        let out = h.call_with(&[&dx], &[Scalar::U32(w)], CallOptions::default()).expect("dispatch").outputs;
+        engine.device().poll(wgpu::PollType::wait_indefinitely()).expect("poll");
+        black_box(out);
+    };
+    let methods: [&dyn Fn(); 2] = [&|| hand.run(), &on_device];
+    methods.iter().for_each(|f| f());
+    let mut samples: [Vec<Duration>; 2] = Default::default();
+    for _ in 0..reps {
+        for (k, f) in methods.iter().enumerate() {
+            let t = Instant::now();
+            f();
+            samples[k].push(t.elapsed());
+        }
+    }
+    let [hw, dev] = samples.map(median_of);
+    println!(
+        "  n = {n:>8}: resident hand-written {:8.3} ms, device tensors through dispatch {:8.3} ms, ratio {:.3}   (target <= 1.10)",
+        hw.as_secs_f64() * 1e3,
+        dev.as_secs_f64() * 1e3,
+        dev.as_secs_f64() / hw.as_secs_f64()
+    );
+}
+
 fn main() {
     let reg = op_runtime::registry();
     let h = reg.register(&median::windowed_median::DECL).expect("registers");
@@ -202,4 +294,9 @@ fn main() {
         d.as_secs_f64() * 1e3,
         d.as_secs_f64() / m.as_secs_f64()
     );
+
+    // 3. The second baseline: buffers and bind group kept between calls, vs device tensors.
+    println!("median WGSL, w = 7, buffers kept on the device between calls (interleaved medians):");
+    resident_vs_hand_written(&h, engine, 1 << 10, 201);
+    resident_vs_hand_written(&h, engine, 1 << 20, 31);
 }
