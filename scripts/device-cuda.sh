@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # CUDA checks for a session lent an NVIDIA machine (the `device` tool). That machine has no
 # network, so the binaries are built here and carried:
-#   here  : bash scripts/device-cuda.sh prepare       # stripped, xz-packed release binaries into device-bin/
-#   device: run(command = "bash scripts/device-cuda.sh run", carry = ["device-bin"])
+#   here  : bash scripts/device-cuda.sh prepare    # stripped, xz-packed release binaries in device-bin/
+#   device: run(command = "bash scripts/device-cuda.sh run", carry = ["device-bin", ".gl"])
+# (`.gl`, optional: the Vulkan loader's .deb, fetched as the device tool's README says.)
 # With OP_REQUIRE_CUDA=1 an unavailable CUDA backend is a failure, never a skip. `run` does, in
 # order: the CUDA engine's own tests; CUDA conformance of every built-in (and the broken CUDA
 # kernels' rejection, the transcendental sweep, the accum margins) and of the example median;
-# the dtype-generic, accumulating-output and training tests (default dispatch picks CUDA where
-# an op has a CUDA kernel); the example; the `cuda_kernels` bench. Logs land in $OUT.
+# the dtype-generic, accumulating-output, training and CUDA device-tensor tests (default
+# dispatch picks CUDA where an op has a CUDA kernel); the example; the `cuda_kernels` bench;
+# then, where `.gl` carries the Vulkan loader, wgpu's device-tensor and any-size tests and its
+# benches on the GPU. Logs land in $OUT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +25,8 @@ for line in sys.stdin:
 }
 
 TESTS="conformance_builtins conformance_median dtype_generic accumulate training cuda_device_tensors"
+WGPU_TESTS="device_tensors launch_any_size"
+WGPU_BENCHES="device_chain conformance_wgpu"
 
 case "${1:-}" in
 prepare)
@@ -31,6 +36,9 @@ prepare)
     cp "$(exe_of test --release --no-run -p op-runtime --lib)" device-bin/op_runtime_lib
     for t in $TESTS; do cp "$(exe_of test --release --no-run --test "$t")" "device-bin/$t"; done
     cp "$(exe_of bench --no-run --bench cuda_kernels)" device-bin/cuda_kernels
+    # wgpu on the NVIDIA Vulkan driver too, where the Vulkan loader is carried in `.gl` (see run).
+    for t in $WGPU_TESTS; do cp "$(exe_of test --release --no-run --test "$t")" "device-bin/$t"; done
+    for b in $WGPU_BENCHES; do cp "$(exe_of bench --no-run --bench "$b")" "device-bin/$b"; done
     strip device-bin/*
     xz -6 -T2 device-bin/*   # about 8 MB each unpacked; the carried tree must stay under 64 MiB
     du -sh device-bin && ls -la device-bin
@@ -70,7 +78,7 @@ run)
         local log=/tmp/op-step-$name.log
         "$@" > "$log" 2>&1 || { status=1; echo "FAILED: $name"; }
         { echo "=== $name: $*"; cat "$log"; } >> "$out/all.log"
-        case $name in builtins | example | bench) cp "$log" "$out/$name.log" ;; esac
+        case $name in builtins | example | bench | wgpu-conformance_wgpu) cp "$log" "$out/$name.log" ;; esac
         grep -E "^test result|FAILED|panicked|^device|kernel|GFLOP|conformance: .* on cuda" "$log" | head -60 || true
     }
     step lib device-bin/op_runtime_lib cuda --test-threads=1
@@ -84,6 +92,17 @@ run)
     tail -20 /tmp/op-step-example.log
     step bench device-bin/cuda_kernels
     cat /tmp/op-step-bench.log
+    # wgpu on the GPU's Vulkan driver, when the loader was carried (`carry` names `.gl`, which
+    # holds libvulkan1's .deb: see the device tool's README). Required to run once attempted.
+    if ls .gl/*.deb >/dev/null 2>&1; then
+        for f in .gl/*.deb; do dpkg -x "$f" /; done
+        ldconfig
+        icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+        [ -f "$icd" ] && export VK_DRIVER_FILES=$icd
+        export OP_REQUIRE_GPU_ADAPTER=1
+        for t in $WGPU_TESTS; do step "wgpu-$t" "device-bin/$t"; done
+        for b in $WGPU_BENCHES; do step "wgpu-$b" "device-bin/$b"; cat "/tmp/op-step-wgpu-$b.log"; done
+    fi
     exit $status
     ;;
 *)
