@@ -56,6 +56,28 @@ fn a_call_breaking_a_float_constraint_is_a_typed_error_naming_it() {
     assert_eq!(ok.outputs[0].as_slice::<f32>(), Some(&[1.0f32, 1.0][..]));
 }
 
+/// Dispatch memoises an op's last validated call; a refused call is never memoised, and a
+/// changed float parameter (compared bit for bit, so a NaN or `-0.0` is a change) re-validates.
+#[test]
+fn a_float_constraint_is_checked_after_a_memoised_admissible_call() {
+    let r = Registry::new();
+    let h = r.register(&scale_pos::DECL).expect("registers");
+    let x = Tensor::vector(vec![0.5f32, 3.0]);
+    let on = CallOptions::on(BackendKind::Reference);
+    for _ in 0..2 {
+        let ok = h.call_with(&[&x], &[Scalar::F32(2.0)], on).expect("s = 2 is admissible");
+        assert_eq!(ok.outputs[0].as_slice::<f32>(), Some(&[1.0f32, 6.0][..]));
+        for s in [0.0f32, -0.0, f32::NAN, 5.0, 0.0] {
+            match h.call_with(&[&x], &[Scalar::F32(s)], on) {
+                Err(DispatchError::Constraint { constraint, .. }) => {
+                    assert!(constraint == "s > 0.0" || constraint == "s <= 4.0", "{constraint}")
+                }
+                other => panic!("s = {s}: expected a constraint error, got {other:?}"),
+            }
+        }
+    }
+}
+
 #[test]
 fn conformance_and_gradcheck_only_try_admissible_float_parameters() {
     let r = Registry::new();

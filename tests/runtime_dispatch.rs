@@ -325,3 +325,103 @@ fn an_output_larger_than_the_host_or_any_allocation_is_refused_before_allocating
         other => panic!("expected OutputTooLarge, got {other:?}"),
     }
 }
+
+/// Dispatch memoises each op's last validated call (see `core::registry::memo`): a call with
+/// the same dtypes, shapes and parameters skips validation; any change re-validates, so every
+/// error is still reported and output shapes follow the new call. (Replacements and backend
+/// switches after a memoised call are covered by `replace_is_verified_by_the_very_next_call_
+/// through_an_old_handle` and `a_switch_takes_effect_next_call_...`, which repeat a call first.)
+#[test]
+fn a_memoised_call_is_reused_only_for_identical_dtypes_shapes_and_parameters() {
+    let r = Registry::new();
+    let h = r.register(&median::windowed_median::DECL).unwrap();
+    let on = CallOptions::on(BackendKind::Reference);
+    let validations = || r.stats().validations.load(Ordering::Relaxed);
+    let x = v(&[5.0, 1.0, 4.0, 2.0, 3.0, 9.0, 0.0, 8.0, 7.0, 6.0]);
+    let first = h.call_with(&[&x], &[Scalar::U32(3)], on).unwrap();
+    assert_eq!(first.outputs[0].as_slice::<f32>().unwrap(), &[4.0, 2.0, 3.0, 3.0, 3.0, 8.0, 7.0, 7.0]);
+    let n = validations();
+    let again = h.call_with(&[&x], &[Scalar::U32(3)], on).unwrap();
+    assert_eq!((validations(), &again.outputs), (n, &first.outputs), "the same call reuses the memo");
+    // A changed parameter: the output shape `n - w + 1` is recomputed, a bad value refused.
+    assert_eq!(h.call_with(&[&x], &[Scalar::U32(5)], on).unwrap().outputs[0].shape(), &[6]);
+    assert_eq!(validations(), n + 1);
+    let e = h.call_with(&[&x], &[Scalar::U32(4)], on).unwrap_err();
+    assert_eq!(e.to_string(), "op `user/example/windowed_median@1`: constraint `w % 2 == 1` is violated (w = 4)");
+    let e = h.call_with(&[&x], &[Scalar::I32(3)], on).unwrap_err();
+    assert!(matches!(e, DispatchError::ParamDType { .. }), "{e}");
+    // A changed shape after the same parameter was memoised: re-validated, refused or resized.
+    h.call_with(&[&x], &[Scalar::U32(3)], on).unwrap();
+    let e = h.call_with(&[&v(&[1.0, 2.0])], &[Scalar::U32(3)], on).unwrap_err();
+    assert_eq!(e.to_string(), "op `user/example/windowed_median@1`: constraint `w <= n` is violated (n = 2, w = 3)");
+    let out = h.call_with(&[&v(&[3.0, 1.0, 2.0, 5.0])], &[Scalar::U32(3)], on).unwrap();
+    assert_eq!(out.outputs[0].as_slice::<f32>().unwrap(), &[2.0, 2.0]);
+    // A changed dtype runs its own instance, or is refused.
+    let x64 = Tensor::vector(vec![3.0f64, 1.0, 2.0, 5.0]);
+    assert_eq!(h.call_with(&[&x64], &[Scalar::U32(3)], on).unwrap().outputs[0].as_slice::<f64>().unwrap(), &[2.0, 2.0]);
+    let e = h.call_with(&[&Tensor::vector(vec![3u32, 1, 2, 5])], &[Scalar::U32(3)], on).unwrap_err();
+    assert!(matches!(e, DispatchError::NotAMember { .. }), "{e}");
+    // A rank change, and a wrong number of inputs, after the memoised call.
+    h.call_with(&[&x], &[Scalar::U32(3)], on).unwrap();
+    let e = h.call_with(&[&Tensor::from_vec(vec![2, 5], vec![0.0f32; 10]).unwrap()], &[Scalar::U32(3)], on).unwrap_err();
+    assert!(matches!(e, DispatchError::InputRank { .. }), "{e}");
+    let e = h.call_with(&[&x, &x], &[Scalar::U32(3)], on).unwrap_err();
+    assert!(matches!(e, DispatchError::InputCount { .. }), "{e}");
+}
+
+/// Shapes that agree on their first dim but not the rest are other calls: after a memoised
+/// matmul, a changed inner or outer dim is refused or gives its own output shape.
+#[test]
+fn a_memoised_matmul_revalidates_a_change_in_any_dim() {
+    let r = Registry::with_builtins();
+    let mm = r.lookup("builtin/matmul").unwrap();
+    let m = |rows: usize, cols: usize| Tensor::from_vec(vec![rows, cols], vec![1.0f32; rows * cols]).unwrap();
+    let on = CallOptions::on(BackendKind::Reference);
+    for _ in 0..2 {
+        assert_eq!(mm.call_with(&[&m(2, 3), &m(3, 4)], &[], on).unwrap().outputs[0].shape(), &[2, 4]);
+    }
+    assert_eq!(mm.call_with(&[&m(2, 3), &m(3, 5)], &[], on).unwrap().outputs[0].shape(), &[2, 5]);
+    let e = mm.call_with(&[&m(2, 4), &m(3, 5)], &[], on).unwrap_err();
+    assert!(matches!(e, DispatchError::DimMismatch { .. }), "{e}");
+    let e = mm.call_with(&[&m(2, 3), &Tensor::from_vec(vec![3, 5, 1], vec![1.0f32; 15]).unwrap()], &[], on).unwrap_err();
+    assert!(matches!(e, DispatchError::InputRank { .. }), "{e}");
+}
+
+/// A handle pinned to one instance shares the slot (and its memo) with the unpinned handle, yet
+/// still refuses inputs of another dtype after the unpinned handle ran them.
+#[test]
+fn a_pinned_handle_does_not_reuse_the_unpinned_handles_memo() {
+    let r = Registry::with_builtins();
+    let add = r.lookup("builtin/add").unwrap();
+    let (a, b) = (Tensor::vector(vec![1.0f64, 2.0]), Tensor::vector(vec![3.0f64, 4.0]));
+    let on = CallOptions::on(BackendKind::Reference);
+    add.call_with(&[&a, &b], &[], on).unwrap();
+    add.call_with(&[&a, &b], &[], on).unwrap();
+    let f32_only = add.at(&[op_runtime::DType::f32]).unwrap();
+    let e = f32_only.call_with(&[&a, &b], &[], on).unwrap_err();
+    assert!(matches!(e, DispatchError::InputDType { .. }), "{e}");
+    let f64_only = add.at(&[op_runtime::DType::f64]).unwrap();
+    assert_eq!(f64_only.call_with(&[&a, &b], &[], on).unwrap().outputs[0].as_slice::<f64>().unwrap(), &[4.0, 6.0]);
+}
+
+/// Threads calling one op with different shapes at once each get their own call's result: the
+/// memo is replaced under its lock, and a call never runs with another call's validation.
+#[test]
+fn threads_calling_one_op_with_different_shapes_each_get_their_own_result() {
+    let r = Registry::new();
+    let h = r.register(&median::windowed_median::DECL).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4usize {
+            let h = h.clone();
+            s.spawn(move || {
+                let x: Vec<f32> = (0..3 + t).map(|i| ((i * 7 + t) % 5) as f32).collect();
+                let want = median::windowed_median::<f32>(&x, 3);
+                let x = Tensor::vector(x);
+                for _ in 0..300 {
+                    let out = h.call_with(&[&x], &[Scalar::U32(3)], CallOptions::on(BackendKind::Reference)).unwrap();
+                    assert_eq!(out.outputs[0].as_slice::<f32>().unwrap(), want.as_slice(), "thread {t}");
+                }
+            });
+        }
+    });
+}

@@ -125,10 +125,12 @@ pub struct Call<'a> {
     pub(crate) free_limit: Option<usize>,
     /// Sizes the function chose for data-dependent symbols so far: (slot, size).
     pub(crate) free_values: Vec<(usize, usize)>,
+    /// Outputs stored so far, by index (grown as they are stored; unset ones are missing).
     pub(crate) outputs: SmallVec<[Option<Tensor>; 2]>,
     pub(crate) cotangents: &'a [&'a Tensor],
     pub(crate) tangent: Option<&'a Tensor>,
     pub(crate) grad_shapes: &'a [Vec<usize>],
+    /// Gradients stored so far, by differentiable input (grown as `outputs` is).
     pub(crate) grads: SmallVec<[Option<Tensor>; 2]>,
 }
 
@@ -155,11 +157,11 @@ impl<'a> Call<'a> {
             free: &bound.free,
             free_limit: bound.free_limit,
             free_values: Vec::new(),
-            outputs: smallvec::smallvec![None; bound.out_shapes.len()],
+            outputs: SmallVec::new(),
             cotangents,
             tangent,
             grad_shapes,
-            grads: smallvec::smallvec![None; grad_shapes.len()],
+            grads: SmallVec::new(),
         }
     }
 
@@ -201,7 +203,7 @@ impl<'a> Call<'a> {
     pub fn set_output<E: Element>(&mut self, i: usize, v: Vec<E>) -> Result<(), ShimError> {
         if let Some(f) = self.free.iter().find(|f| f.output == i).copied() {
             let shape = self.data_dependent_shape(i, f, v.len())?;
-            self.outputs[i] = Some(Tensor::from_vec(shape, v).map_err(|e| ShimError(e.to_string()))?);
+            store(&mut self.outputs, i, Tensor::from_vec(shape, v).map_err(|e| ShimError(e.to_string()))?);
             return Ok(());
         }
         let shape = self.out_shapes.get(i).ok_or_else(|| ShimError(format!("op `{}`: no output {i}", self.op)))?;
@@ -214,7 +216,8 @@ impl<'a> Call<'a> {
                 v.len()
             )));
         }
-        self.outputs[i] = Some(Tensor::with_shape(shape.clone(), E::wrap(v)).map_err(|e| ShimError(e.to_string()))?);
+        // `v.len()` is a real length, so it equals `want` only if the product did not overflow.
+        store(&mut self.outputs, i, Tensor::from_checked(Shape::from_slice(shape), E::wrap(v)));
         Ok(())
     }
 
@@ -267,7 +270,33 @@ impl<'a> Call<'a> {
                 v.len()
             )));
         }
-        self.grads[i] = Some(Tensor::from_vec(shape.clone(), v).map_err(|e| ShimError(e.to_string()))?);
+        store(&mut self.grads, i, Tensor::from_vec(shape.clone(), v).map_err(|e| ShimError(e.to_string()))?);
         Ok(())
     }
+
+    /// Takes the stored outputs (or, for a VJP, the gradients): `n` of them, each present.
+    pub(crate) fn take(&mut self, grads: bool, n: usize) -> Result<Vec<Tensor>, ShimError> {
+        let (slots, what) = match grads {
+            true => (&mut self.grads, "gradient of differentiable input"),
+            false => (&mut self.outputs, "output"),
+        };
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            let t = slots.get_mut(i).and_then(Option::take);
+            out.push(t.ok_or_else(|| ShimError(format!("op `{}`: {what} {i} was not produced", self.op)))?);
+        }
+        Ok(out)
+    }
+}
+
+/// Stores `t` at index `i`, growing `slots` with unset entries (callers check `i` against the
+/// declared count first).
+fn store(slots: &mut SmallVec<[Option<Tensor>; 2]>, i: usize, t: Tensor) {
+    if i == slots.len() {
+        return slots.push(Some(t)); // the usual case: outputs stored in order
+    }
+    if i > slots.len() {
+        slots.resize_with(i + 1, || None);
+    }
+    slots[i] = Some(t);
 }

@@ -340,6 +340,12 @@ impl Tensor {
         Ok(Tensor { shape, data, device: None })
     }
 
+    /// A host tensor from storage the caller has checked holds exactly the shape's elements.
+    pub(crate) fn from_checked(shape: Shape, data: Data) -> Tensor {
+        debug_assert_eq!(checked_numel(&shape), Some(data.len()), "storage does not fill the shape");
+        Tensor { shape, data, device: None }
+    }
+
     /// A device tensor over `storage` (for GPU backends): the storage must hold exactly the
     /// shape's elements of `dtype`.
     pub fn on_device(dtype: DType, shape: impl Into<Vec<usize>>, storage: Arc<dyn DeviceStorage>) -> Result<Tensor, TensorError> {

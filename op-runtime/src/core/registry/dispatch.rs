@@ -2,9 +2,9 @@
 //! -> choose backend -> (prepare) -> execute -> provenance entry. Backend order: per-call choice
 //! > per-op setting > global default > available backends by priority. No silent fallback.
 
+use super::memo::{CallKey, Choice, Memo};
 use super::{OpHandle, Registry, Slot};
 use crate::core::backend::{Backend, BackendError, ExecRequest, Prepared};
-use crate::core::device::DeviceProfile;
 use crate::core::error::{DispatchError, KernelCompilationError, KernelFallbackExhaustedError};
 use crate::core::kind::BackendKind;
 use crate::core::op::RegisteredOp;
@@ -17,21 +17,6 @@ use std::sync::Arc;
 
 /// A chosen backend with the op's prepared kernel on it.
 type Chosen<'a> = (&'a Arc<dyn Backend>, Arc<dyn Prepared>);
-
-/// A slot's memoised choice: for calls with the same strict setting (per-call or effective
-/// setting; `None` for default selection), in the same generation of settings, of the same
-/// content, dispatch reuses the backend, its prepared kernel, device and allocation limit
-/// without looking anything up. Any setting change or replacement bumps the generation.
-pub(crate) struct Choice {
-    strict: Option<BackendKind>,
-    generation: u64,
-    /// The instance it was made for (`RegisteredOp::member`).
-    member: usize,
-    kind: BackendKind,
-    prepared: Arc<dyn Prepared>,
-    device: Arc<DeviceProfile>,
-    limit: Option<u64>,
-}
 
 /// Per-call options.
 #[derive(Clone, Copy, Debug, Default)]
@@ -94,6 +79,8 @@ impl Registry {
         self.lookup(name)?.call(inputs, params)
     }
 
+    /// The one call path. A call equal to the slot's memoised one (see `memo`) reuses its
+    /// instance, validation and backend; any other call resolves and validates afresh.
     pub(crate) fn dispatch(
         &self,
         slot: &Arc<Slot>,
@@ -103,34 +90,57 @@ impl Registry {
         opts: CallOptions,
         guard: usize,
     ) -> Result<Outcome, DispatchError> {
-        let entry: Arc<RegisteredOp> = slot.entry.read().map(|e| e.clone()).unwrap_or_else(|p| p.into_inner().clone());
-        // An op with dtype variables runs the instance the inputs' dtypes bind (or the one the
-        // handle is pinned to: validation then refuses inputs of other dtypes).
-        let op: &Arc<RegisteredOp> = match pinned.and_then(|m| entry.members.get(m)) {
-            Some(m) => m,
-            None => entry.member_for(inputs, params)?.unwrap_or(&entry),
-        };
-        let bound = op.plan.validate(inputs, params, None)?;
+        // The generation is read before the entry and settings, so a memo never outlives them.
+        let generation = self.inner.generation.load(Ordering::Acquire);
         // Inputs on a device choose that device's backend unless the call names one.
         let placed = inputs.iter().find_map(|t| match t.placement() {
             Placement::Device(d) => Some(d.backend),
             Placement::Host => None,
         });
-        let c = self.choice(slot, op, opts.backend.or(placed).or_else(|| self.setting_for(slot)))?;
-        if placed.is_some() {
-            // Only a device tensor can be on the wrong side of the chosen backend.
-            check_placement(op, inputs, c.kind)?;
-        }
-        check_allocation(op, &bound, c.kind, c.limit)?;
-        let req = ExecRequest { op, bound: &bound, inputs, params, guard };
+        let key = CallKey { generation, strict: opts.backend.or(placed).or_else(|| self.setting_for(slot)), pinned };
+        let memo = match slot.memo.get(&key, inputs, params) {
+            Some(m) if placed.is_some() => check_placement(&m.op, inputs, m.choice.kind).map(|()| m)?,
+            Some(m) => m,
+            None => self.resolve(slot, key, placed.is_some(), inputs, params)?,
+        };
+        let (op, c) = (&memo.op, &memo.choice);
+        let req = ExecRequest { op, bound: &memo.bound, inputs, params, guard };
         let outputs = c.prepared.execute(&req).map_err(|source| DispatchError::Execution { op: op.id.clone(), backend: c.kind, source })?;
         Ok(Outcome { outputs, provenance: ProvenanceEntry::new(op, c.kind, c.device.clone()) })
     }
 
+    /// A call the memo does not hold: the instance, validation, backend choice, placement (when
+    /// an input is on a device) and allocation checks, memoised once they all pass.
+    fn resolve(&self, slot: &Slot, key: CallKey, placed: bool, inputs: &[&Tensor], params: &[Scalar]) -> Result<Arc<Memo>, DispatchError> {
+        self.inner.stats.validations.fetch_add(1, Ordering::Relaxed);
+        let entry: Arc<RegisteredOp> = slot.entry.read().map(|e| e.clone()).unwrap_or_else(|p| p.into_inner().clone());
+        // An op with dtype variables runs the instance the inputs' dtypes bind (or the one the
+        // handle is pinned to: validation then refuses inputs of other dtypes).
+        let op: &Arc<RegisteredOp> = match key.pinned.and_then(|m| entry.members.get(m)) {
+            Some(m) => m,
+            None => entry.member_for(inputs, params)?.unwrap_or(&entry),
+        };
+        let bound = op.plan.validate(inputs, params, None)?;
+        let c = self.choice(slot, op, key.strict, key.generation)?;
+        if placed {
+            // Only a device tensor can be on the wrong side of the chosen backend.
+            check_placement(op, inputs, c.kind)?;
+        }
+        check_allocation(op, &bound, c.kind, c.limit)?;
+        let memo = Arc::new(Memo::new(key, inputs, params, op.clone(), bound, c));
+        slot.memo.set(memo.clone());
+        Ok(memo)
+    }
+
     /// The slot's memoised choice if it was made for this content, this strict setting and the
     /// current generation of settings; else a fresh choice, memoised.
-    fn choice(&self, slot: &Slot, op: &Arc<RegisteredOp>, strict: Option<BackendKind>) -> Result<Arc<Choice>, DispatchError> {
-        let generation = self.inner.generation.load(Ordering::Acquire);
+    fn choice(
+        &self,
+        slot: &Slot,
+        op: &Arc<RegisteredOp>,
+        strict: Option<BackendKind>,
+        generation: u64,
+    ) -> Result<Arc<Choice>, DispatchError> {
         if let Some(c) = slot.chosen.read().unwrap_or_else(|p| p.into_inner()).as_ref() {
             if c.strict == strict && c.generation == generation && c.member == op.member && c.prepared.content_hash() == op.hash {
                 return Ok(c.clone());
@@ -264,5 +274,36 @@ fn limit_source(kind: BackendKind) -> &'static str {
     match kind {
         BackendKind::Reference | BackendKind::Cpu => "the host's physical memory",
         BackendKind::Wgpu | BackendKind::Cuda => "the device's memory",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::builtins::{add, sub};
+    use crate::core::op::{OpSource, RegisteredOp};
+    use crate::{BackendKind, CallOptions, Registry, Tensor};
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+
+    /// The interleaving a call racing a replacement can leave behind: a memo made in the old
+    /// generation, holding the old content, still in the slot after the new content and the
+    /// bumped generation. The next call must not reuse it.
+    #[test]
+    fn a_memo_from_an_earlier_generation_is_never_reused() {
+        let r = Registry::with_backends(vec![Arc::new(crate::backends::ReferenceBackend::default())]);
+        let h = r.register(&add::DECL).unwrap();
+        let (a, b) = (Tensor::vector(vec![5.0f32, 7.0]), Tensor::vector(vec![1.0f32, 2.0]));
+        let run = || h.call_with(&[&a, &b], &[], CallOptions::on(BackendKind::Reference)).unwrap().outputs;
+        assert_eq!(run()[0].as_slice::<f32>().unwrap(), &[6.0, 9.0]);
+        assert!(h.slot.memo.get(&memo_key(&r, &h), &[&a, &b], &[]).is_some(), "the call was memoised");
+        // Other content in the slot and a new generation, the memo left in place.
+        *h.slot.entry.write().unwrap() = Arc::new(RegisteredOp::load_as(&sub::DECL, OpSource::Builtin).unwrap());
+        r.inner.generation.fetch_add(1, Ordering::AcqRel);
+        assert_eq!(run()[0].as_slice::<f32>().unwrap(), &[4.0, 5.0], "the slot's new content ran");
+    }
+
+    fn memo_key(r: &Registry, h: &crate::OpHandle) -> super::CallKey {
+        let generation = r.inner.generation.load(Ordering::Acquire);
+        super::CallKey { generation, strict: Some(BackendKind::Reference), pinned: h.member }
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod batch;
 pub mod dispatch;
+mod memo;
 
 use crate::core::backend::{Backend, Prepared};
 use crate::core::decl::OpDecl;
@@ -23,8 +24,10 @@ pub(crate) struct Slot {
     pub(crate) setting: KindCell,
     /// Prepared kernels by backend and instance (`RegisteredOp::member`).
     pub(crate) prepared: Mutex<Vec<(BackendKind, usize, Arc<dyn Prepared>)>>,
-    /// The last choice of backend, memoised (see `dispatch::Choice`).
-    pub(crate) chosen: RwLock<Option<Arc<dispatch::Choice>>>,
+    /// The last choice of backend, memoised (see `memo::Choice`).
+    pub(crate) chosen: RwLock<Option<Arc<memo::Choice>>>,
+    /// The last validated call, memoised (see `memo`).
+    pub(crate) memo: memo::MemoCell,
 }
 
 /// An `Option<BackendKind>` read without a lock on every call.
@@ -116,6 +119,8 @@ pub struct Stats {
     pub prepares: AtomicUsize,
     /// Prepared caches dropped because an op's effective backend setting changed.
     pub invalidations: AtomicUsize,
+    /// Calls validated afresh (a call equal to its op's memoised last call is not).
+    pub validations: AtomicUsize,
 }
 
 pub(crate) struct Inner {
@@ -189,6 +194,7 @@ impl Registry {
             setting: KindCell::default(),
             prepared: Mutex::new(Vec::new()),
             chosen: RwLock::new(None),
+            memo: memo::MemoCell::default(),
         });
         slots.insert(id, slot.clone());
         let mut latest = self.inner.latest.write().unwrap_or_else(|p| p.into_inner());
@@ -230,6 +236,7 @@ impl Registry {
             *entry = op;
             prepared.clear();
         }
+        slot.memo.clear();
         self.inner.generation.fetch_add(1, Ordering::AcqRel);
         Ok(OpHandle { registry: self.clone(), slot, member: None })
     }
