@@ -145,14 +145,20 @@ fn mutate(ts: TokenStream, rng: &mut Rng, pool: &[TokenTree]) -> TokenStream {
     v.into_iter().collect()
 }
 
+/// The seeds' kernel files, written once per process: the tests run in parallel, and a file
+/// rewritten while another test reads it was once read truncated (a seed then failed to check).
 fn kernel_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("op-spec-no-panic-{}", std::process::id()));
-    std::fs::create_dir_all(dir.join("kernels")).expect("temp dir");
-    std::fs::write(dir.join("kernels/median.wgsl"), MEDIAN_WGSL).expect("write");
-    std::fs::write(dir.join("kernels/mul.cu"), MUL_CU).expect("write");
-    std::fs::write(dir.join("kernels/pick.cu"), PICK_CU).expect("write");
-    std::fs::write(dir.join("kernels/common.cuh"), "#pragma once\n").expect("write");
-    dir
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("op-spec-no-panic-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("kernels")).expect("temp dir");
+        std::fs::write(dir.join("kernels/median.wgsl"), MEDIAN_WGSL).expect("write");
+        std::fs::write(dir.join("kernels/mul.cu"), MUL_CU).expect("write");
+        std::fs::write(dir.join("kernels/pick.cu"), PICK_CU).expect("write");
+        std::fs::write(dir.join("kernels/common.cuh"), "#pragma once\n").expect("write");
+        dir
+    })
+    .clone()
 }
 
 fn run(attr: &TokenStream, item: &TokenStream, bases: &[PathBuf]) {
