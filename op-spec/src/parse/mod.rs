@@ -116,17 +116,13 @@ fn split_commas(tokens: TokenStream) -> Vec<TokenStream> {
     let (mut in_vars, mut after_signature) = (false, false);
     for tt in tokens {
         match &tt {
-            TokenTree::Punct(p) if p.as_char() == ',' && !in_vars => {
-                if !cur.is_empty() {
-                    out.push(std::mem::take(&mut cur));
-                }
-            }
+            TokenTree::Punct(p) if p.as_char() == ',' && !in_vars && !cur.is_empty() => out.push(std::mem::take(&mut cur)),
             TokenTree::Punct(p) if p.as_char() == '<' && after_signature => in_vars = true,
             TokenTree::Punct(p) if p.as_char() == '>' && in_vars => in_vars = false,
             _ => {}
         }
         after_signature = matches!(&tt, TokenTree::Ident(i) if i == keys::SIGNATURE);
-        if !(matches!(&tt, TokenTree::Punct(p) if p.as_char() == ',') && !in_vars) {
+        if !matches!(&tt, TokenTree::Punct(p) if p.as_char() == ',') || in_vars {
             cur.extend(std::iter::once(tt));
         }
     }

@@ -18,12 +18,15 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
+/// A prepared kernel and the backend and instance (`RegisteredOp::member`) it was prepared for.
+pub(crate) type PreparedFor = (BackendKind, usize, Arc<dyn Prepared>);
+
 /// A registry slot: the current entry for one `name@version` and its per-op state.
 pub(crate) struct Slot {
     pub(crate) entry: RwLock<Arc<RegisteredOp>>,
     pub(crate) setting: KindCell,
     /// Prepared kernels by backend and instance (`RegisteredOp::member`).
-    pub(crate) prepared: Mutex<Vec<(BackendKind, usize, Arc<dyn Prepared>)>>,
+    pub(crate) prepared: Mutex<Vec<PreparedFor>>,
     /// The last choice of backend, memoised (see `memo::Choice`).
     pub(crate) chosen: RwLock<Option<Arc<memo::Choice>>>,
     /// The last validated call, memoised (see `memo`).
