@@ -246,6 +246,6 @@ mod tests {
         assert_eq!(c.instances()[1], vec![DType::f16, DType::i64]);
         c.signature.dtype_vars.clear();
         assert_eq!(c.instances(), vec![Vec::<DType>::new()]);
-        assert!(c.kernel_serves(0) == !c.kernels.is_empty());
+        assert_eq!(c.kernel_serves(0), !c.kernels.is_empty());
     }
 }
