@@ -185,13 +185,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut last = None;
     for step in 0..STEPS {
         let t0 = Instant::now();
+        let moved = gpu_bytes();
         let mut run = tape.run(&[(x, &xs), (y, &ys)])?;
         let l = run.scalar(loss).ok_or("the loss was not computed")?;
         let grads = tape.backward(&mut run, loss)?;
         Sgd::new(LR).step(&mut tape, &grads)?;
         let k: Vec<String> =
             tape.param_value(kernel).and_then(|t| t.as_slice::<f32>()).unwrap_or_default().iter().map(|v| format!("{v:.3}")).collect();
-        println!("  step {step}: loss {l:.6}   prefilter [{}]   ({} ms)", k.join(", "), t0.elapsed().as_millis());
+        let crossed = gpu_bytes() - moved;
+        println!(
+            "  step {step}: loss {l:.6}   prefilter [{}]   ({} ms; host<->device bytes this step: {})",
+            k.join(", "),
+            t0.elapsed().as_millis(),
+            human_bytes(crossed as usize)
+        );
         last = Some(run);
     }
     let final_run = tape.run(&[(x, &xs), (y, &ys)])?;
@@ -215,5 +222,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!("\ntotal {:.1} s", started.elapsed().as_secs_f64());
+    println!("(tensor bytes between host and GPU per step count both engines' transfers: every call on a GPU backend");
+    println!(" takes host tensors here and reads its outputs back; the tape does not keep device tensors yet)");
     Ok(())
+}
+
+/// Tensor bytes moved between the host and a GPU so far, by the engines this process started
+/// (wgpu's shared engine and CUDA's; one that is not available adds nothing).
+fn gpu_bytes() -> u64 {
+    let mut total = 0;
+    if let Ok(e) = op_runtime::backends::wgpu::engine::WgpuEngine::shared() {
+        total += e.transfers().tensor_bytes();
+    }
+    if let Ok(e) = op_runtime::backends::cuda::engine::CudaEngine::shared() {
+        total += e.transfers().tensor_bytes();
+    }
+    total
 }
