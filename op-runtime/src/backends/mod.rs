@@ -11,6 +11,7 @@ pub mod cpu;
 pub mod cuda;
 mod host;
 pub(crate) mod launch;
+pub(crate) mod resident;
 pub mod transfers;
 #[cfg(feature = "wgpu")]
 pub mod wgpu;

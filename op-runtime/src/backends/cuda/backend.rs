@@ -6,11 +6,11 @@
 use super::engine::{CudaArg, CudaEngine, CudaError, CudaKernel};
 use super::resident::CudaBuffer;
 use crate::backends::launch::{Arg, FieldValue, LaunchPlan};
+use crate::backends::resident;
 use crate::core::backend::{Backend, BackendError, ExecRequest, Prepared, CANARY_BYTE};
 use crate::core::device::DeviceProfile;
 use crate::core::kind::BackendKind;
 use crate::core::op::RegisteredOp;
-use crate::core::placement::Placement;
 use crate::core::tensor::Device;
 use crate::core::tensor::Tensor;
 use op_contract::contract::KernelLang;
@@ -137,7 +137,7 @@ impl CudaPrepared {
     /// allocated on the device and returned as device tensors.
     fn execute_resident(&self, req: &ExecRequest<'_>) -> Result<Vec<Tensor>, BackendError> {
         let engine = engine()?;
-        let inputs = resident_inputs(engine, req)?;
+        let inputs: Vec<&CudaBuffer> = resident::inputs_on(req, Device::id(engine))?;
         let (args, threads) = self.plan.marshal(req)?;
         let mut outs = Vec::new();
         let mut cargs: Vec<CudaArg<'_>> = Vec::with_capacity(args.len());
@@ -157,44 +157,6 @@ impl CudaPrepared {
             }
         }
         let made = engine.launch_resident(&self.kernel, &cargs, threads, self.block)?;
-        let sig = &req.op.contract.signature;
-        let mut result: Vec<Option<Tensor>> = vec![None; sig.outputs.len()];
-        for (o, buf) in outs.into_iter().zip(made) {
-            let shape = req.bound.out_shapes.get(o).ok_or_else(|| BackendError::Kernel(format!("output {o} has no shape")))?;
-            let t = Tensor::on_device(sig.outputs[o].dtype, shape.to_vec(), Arc::new(buf))
-                .map_err(|e| BackendError::Kernel(format!("output {o}: {e}")))?;
-            result[o] = Some(t);
-        }
-        result.into_iter().enumerate().map(|(o, t)| t.ok_or_else(|| BackendError::Kernel(format!("output {o} was not produced")))).collect()
+        resident::device_outputs(req, outs, made)
     }
-}
-
-/// Every input's buffer on `engine`, or `Placement` naming the op and the input: a host input
-/// among device ones, a device tensor of another engine or backend, a guarded run.
-fn resident_inputs<'r>(engine: &CudaEngine, req: &ExecRequest<'r>) -> Result<Vec<&'r CudaBuffer>, BackendError> {
-    let here = Placement::Device(Device::id(engine));
-    let op = &req.op.id;
-    if req.guard > 0 {
-        return Err(BackendError::Placement(format!("op `{op}`: guarded (conformance) runs take host tensors only")));
-    }
-    let mut out = Vec::with_capacity(req.inputs.len());
-    for (t, decl) in req.inputs.iter().zip(req.op.contract.signature.inputs()) {
-        let name = &decl.name;
-        let Some(s) = t.device_storage() else {
-            return Err(BackendError::Placement(format!(
-                "op `{op}`: input `{name}` is on the host while other inputs are on {here}; a call takes all its tensors on one \
-                 device (move it with `to_device`; no implicit copy)"
-            )));
-        };
-        match s.as_any().downcast_ref::<CudaBuffer>() {
-            Some(b) if Placement::Device(s.device()) == here => out.push(b),
-            _ => {
-                return Err(BackendError::Placement(format!(
-                    "op `{op}`: input `{name}` lives on {}, not on {here} (move it through the host explicitly)",
-                    s.device()
-                )))
-            }
-        }
-    }
-    Ok(out)
 }

@@ -37,7 +37,7 @@ use crate::backends::transfers::{Counters, Transfers};
 use crate::core::device::DeviceProfile;
 use crate::core::error::TensorError;
 use crate::core::files::{self, Replace};
-use crate::core::placement::{DeviceId, Placement};
+use crate::core::placement::DeviceId;
 use crate::core::tensor::{Device, Tensor};
 
 /// PCI vendor id of NVIDIA.
@@ -710,17 +710,7 @@ impl Device for CudaEngine {
         self.link().device_id()
     }
     fn upload(&self, t: &Tensor) -> Result<Tensor, TensorError> {
-        let me = self.link().device_id();
-        if let Some(s) = t.device_storage() {
-            if s.device() == me {
-                return Ok(t.clone());
-            }
-            let reason = format!("the tensor lives on {}: move it to the host with `to_host()` first (no implicit copy)", s.device());
-            return Err(TensorError::Transfer { device: Placement::Device(me).to_string(), reason });
-        }
-        let bytes = t.data().to_le_bytes();
-        let buffer = self.upload_bytes(&bytes).map_err(|e| TensorError::Transfer { device: me.to_string(), reason: e.to_string() })?;
-        Tensor::on_device(t.dtype(), t.shape().to_vec(), Arc::new(buffer))
+        crate::backends::resident::upload_to(self.link().device_id(), t, |bytes| self.upload_bytes(bytes).map_err(|e| e.to_string()))
     }
 }
 

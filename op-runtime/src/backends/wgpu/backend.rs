@@ -9,12 +9,12 @@
 use super::engine::{Geometry, Pipeline, Slot, SlotKind, WgpuEngine, WgpuError};
 use super::resident::WgpuBuffer;
 use crate::backends::launch::{Arg, LaunchPlan};
+use crate::backends::resident;
 use crate::core::backend::{Backend, BackendError, ExecRequest, Prepared, CANARY_BYTE};
 use crate::core::decl::Launch;
 use crate::core::device::DeviceProfile;
 use crate::core::kind::BackendKind;
 use crate::core::op::RegisteredOp;
-use crate::core::placement::Placement;
 use crate::core::tensor::Tensor;
 use op_contract::contract::KernelLang;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -283,15 +283,7 @@ impl WgpuPrepared {
             });
         }
         let made = self.engine.run_resident(&self.pipeline, self.geometry(threads, false), &slots)?;
-        let sig = &req.op.contract.signature;
-        let mut result: Vec<Option<Tensor>> = vec![None; sig.outputs.len()];
-        for (o, buf) in outs.into_iter().zip(made) {
-            let shape = req.bound.out_shapes.get(o).ok_or_else(|| BackendError::Kernel(format!("output {o} has no shape")))?;
-            let t = Tensor::on_device(sig.outputs[o].dtype, shape.to_vec(), Arc::new(buf))
-                .map_err(|e| BackendError::Kernel(format!("output {o}: {e}")))?;
-            result[o] = Some(t);
-        }
-        result.into_iter().enumerate().map(|(o, t)| t.ok_or_else(|| BackendError::Kernel(format!("output {o} was not produced")))).collect()
+        resident::device_outputs(req, outs, made)
     }
 
     /// The device buffer holding uniform `bytes`: this kernel's cached one, or a new one
@@ -312,35 +304,9 @@ impl WgpuPrepared {
         Ok(buffer)
     }
 
-    /// Every input's buffer on this engine, or `Placement` naming the op and the input: a host
-    /// input among device ones, a device tensor of another engine or backend, a guarded run.
+    /// Every input's buffer on this engine (see `resident::inputs_on`).
     fn resident_inputs<'r>(&self, req: &ExecRequest<'r>) -> Result<Vec<&'r WgpuBuffer>, BackendError> {
-        let here = Placement::Device(crate::core::tensor::Device::id(self.engine));
-        let op = &req.op.id;
-        if req.guard > 0 {
-            return Err(BackendError::Placement(format!("op `{op}`: guarded (conformance) runs take host tensors only")));
-        }
-        let mut out = Vec::with_capacity(req.inputs.len());
-        for (t, decl) in req.inputs.iter().zip(req.op.contract.signature.inputs()) {
-            let name = &decl.name;
-            let Some(s) = t.device_storage() else {
-                return Err(BackendError::Placement(format!(
-                    "op `{op}`: input `{name}` is on the host while other inputs are on {here}; a call takes all its tensors \
-                     on one device (move it with `to_device`; no implicit copy)"
-                )));
-            };
-            match s.as_any().downcast_ref::<WgpuBuffer>() {
-                Some(b) if b.engine_id() == self.engine.link().id => out.push(b),
-                _ => {
-                    return Err(BackendError::Placement(format!(
-                        "op `{op}`: input `{name}` lives on {}, but this call runs on {here}: move it through the host \
-                         (`to_host`, then `to_device`); no implicit copy",
-                        t.placement()
-                    )))
-                }
-            }
-        }
-        Ok(out)
+        resident::inputs_on(req, crate::core::tensor::Device::id(self.engine))
     }
 }
 
