@@ -60,7 +60,8 @@ impl Minimal {
         Some(Minimal { device, queue, pipeline, layout })
     }
 
-    fn run(&self, x: &[f32], w: u32) -> Vec<f32> {
+    /// The input, output and uniform buffers of one median call (the input uploaded).
+    fn buffers(&self, x: &[f32], w: u32) -> (wgpu::Buffer, wgpu::Buffer, wgpu::Buffer, u64) {
         let d = &self.device;
         let n = x.len() as u32;
         let outs = (n - w + 1) as u64;
@@ -80,13 +81,12 @@ impl Minimal {
         params[4..8].copy_from_slice(&w.to_le_bytes());
         let pb =
             d.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: None, contents: &params, usage: wgpu::BufferUsages::UNIFORM });
-        let st = d.create_buffer(&wgpu::BufferDescriptor {
-            label: None,
-            size: outs * 4,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let bg = d.create_bind_group(&wgpu::BindGroupDescriptor {
+        (xb, ob, pb, outs)
+    }
+
+    /// The bind group of the median's three buffers.
+    fn bind_group(&self, xb: &wgpu::Buffer, ob: &wgpu::Buffer, pb: &wgpu::Buffer) -> wgpu::BindGroup {
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: None,
             layout: &self.layout,
             entries: &[
@@ -94,7 +94,19 @@ impl Minimal {
                 wgpu::BindGroupEntry { binding: 1, resource: ob.as_entire_binding() },
                 wgpu::BindGroupEntry { binding: 2, resource: pb.as_entire_binding() },
             ],
+        })
+    }
+
+    fn run(&self, x: &[f32], w: u32) -> Vec<f32> {
+        let d = &self.device;
+        let (xb, ob, pb, outs) = self.buffers(x, w);
+        let st = d.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: outs * 4,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
         });
+        let bg = self.bind_group(&xb, &ob, &pb);
         let mut enc = d.create_command_encoder(&Default::default());
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
@@ -124,34 +136,8 @@ struct Resident {
 
 impl Resident {
     fn new(minimal: Minimal, x: &[f32], w: u32) -> Resident {
-        let d = &minimal.device;
-        let n = x.len() as u32;
-        let outs = (n - w + 1) as u64;
-        let xb = d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: None,
-            contents: bytemuck::cast_slice(x),
-            usage: wgpu::BufferUsages::STORAGE,
-        });
-        let ob = d.create_buffer(&wgpu::BufferDescriptor {
-            label: None,
-            size: outs * 4,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        });
-        let mut params = [0u8; 16];
-        params[..4].copy_from_slice(&n.to_le_bytes());
-        params[4..8].copy_from_slice(&w.to_le_bytes());
-        let pb =
-            d.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: None, contents: &params, usage: wgpu::BufferUsages::UNIFORM });
-        let bind_group = d.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: None,
-            layout: &minimal.layout,
-            entries: &[
-                wgpu::BindGroupEntry { binding: 0, resource: xb.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 1, resource: ob.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 2, resource: pb.as_entire_binding() },
-            ],
-        });
+        let (xb, ob, pb, outs) = minimal.buffers(x, w);
+        let bind_group = minimal.bind_group(&xb, &ob, &pb);
         Resident { minimal, bind_group, groups: (outs as u32).div_ceil(64) }
     }
 
