@@ -90,18 +90,21 @@ impl Prepared for CudaPrepared {
             return self.execute_resident(req);
         }
         let (args, threads) = self.plan.marshal(req)?;
-        // Output buffers: zeros for plain calls; guard canaries, data canaries (zeros for an
-        // accumulating output), guard canaries in guarded runs (the kernel gets a pointer past
-        // the front guard).
+        // Output buffers: zero-filled on the device for plain calls (nothing uploaded); guard
+        // canaries, data canaries (zeros for an accumulating output), guard canaries in guarded
+        // runs (the kernel gets a pointer past the front guard).
         let mut outs: Vec<(usize, Vec<u8>, usize)> = Vec::new();
         for a in &args {
             if let Arg::Output { index, data, guard, accumulate } = *a {
+                if guard == 0 {
+                    outs.push((index, Vec::new(), 0));
+                    continue;
+                }
                 let total = data.checked_add(2 * guard).and_then(|t| usize::try_from(t).ok());
                 let total = total.ok_or_else(|| {
                     BackendError::TooLarge(format!("output {index}: {data} bytes plus guards do not fit this host's address space"))
                 })?;
-                let fill = if guard == 0 { 0 } else { CANARY_BYTE };
-                let mut init = vec![fill; total];
+                let mut init = vec![CANARY_BYTE; total];
                 if accumulate {
                     // An accumulating output starts at zero; only its guards hold canaries.
                     init[guard as usize..guard as usize + data as usize].fill(0);
@@ -114,8 +117,8 @@ impl Prepared for CudaPrepared {
         for a in &args {
             match a {
                 Arg::Input(b) => cargs.push(CudaArg::Read(b)),
-                Arg::Output { .. } => match o.next() {
-                    Some((_, init, 0)) => cargs.push(CudaArg::ReadWrite(init)),
+                Arg::Output { data, .. } => match o.next() {
+                    Some((_, _, 0)) => cargs.push(CudaArg::Zeroed(*data)),
                     Some((_, init, guard)) => cargs.push(CudaArg::Guarded { init, offset: *guard }),
                     None => return Err(BackendError::Marshal("an output slot has no buffer".into())),
                 },

@@ -115,6 +115,9 @@ pub enum CudaArg<'a> {
     },
     /// A buffer already on this engine's device (a device tensor's storage); not read back.
     Device(&'a CudaSlice<u8>),
+    /// A new zero-filled buffer of this many bytes (nothing uploaded), read back after the
+    /// launch: a plain call's output.
+    Zeroed(u64),
     /// A new zero-filled buffer of this many bytes, left on the device: [`CudaEngine::launch_resident`]
     /// returns it (a device tensor's output).
     Fresh(u64),
@@ -535,7 +538,7 @@ impl CudaEngine {
 
     /// Launches `kernel` once with `args` in parameter order, `grid = ceil(threads / block)`
     /// blocks of `block` threads (1-D), waits for it, and returns the final bytes of each
-    /// [`CudaArg::ReadWrite`] and [`CudaArg::Guarded`] argument, in order (a [`CudaArg::Fresh`]
+    /// [`CudaArg::ReadWrite`], [`CudaArg::Guarded`] and [`CudaArg::Zeroed`] argument, in order (a [`CudaArg::Fresh`]
     /// buffer is dropped: use [`CudaEngine::launch_resident`]). `threads == 0` launches nothing
     /// and returns the initial contents. Uploads and read-backs count in [`CudaEngine::transfers`].
     pub fn launch(&self, kernel: &CudaKernel, args: &[CudaArg<'_>], threads: u64, block: u32) -> Result<Vec<Vec<u8>>, CudaError> {
@@ -617,10 +620,11 @@ impl CudaEngine {
     fn upload<'a>(&self, arg: &CudaArg<'a>, drv: &impl Fn(&str, DriverError) -> CudaError) -> Result<Slot<'a>, CudaError> {
         Ok(match *arg {
             CudaArg::Device(slice) => Slot::Borrowed(slice),
-            CudaArg::Fresh(bytes) => {
+            CudaArg::Fresh(bytes) | CudaArg::Zeroed(bytes) => {
                 let len = usize::try_from(bytes).map_err(|_| CudaError::InvalidArgument(format!("a {bytes}-byte output does not fit")))?;
                 let dev = self.stream.alloc_zeros::<u8>(len.max(1)).map_err(|e| drv(&format!("cannot allocate a {len}-byte output"), e))?;
-                Slot::Buf { dev, len, read_back: false, offset: 0, fresh: true }
+                let fresh = matches!(arg, CudaArg::Fresh(_));
+                Slot::Buf { dev, len, read_back: !fresh, offset: 0, fresh }
             }
             CudaArg::Read(bytes) | CudaArg::ReadWrite(bytes) | CudaArg::Guarded { init: bytes, .. } => {
                 let offset = match *arg {
@@ -1061,9 +1065,12 @@ fn check_args_against_params(entry: &str, params: &[PtxParam], args: &[CudaArg<'
     }
     for (i, (p, a)) in params.iter().zip(args).enumerate() {
         let (want, what) = match a {
-            CudaArg::Read(_) | CudaArg::ReadWrite(_) | CudaArg::Guarded { .. } | CudaArg::Device(_) | CudaArg::Fresh(_) => {
-                (8, "a buffer (device pointer)")
-            }
+            CudaArg::Read(_)
+            | CudaArg::ReadWrite(_)
+            | CudaArg::Guarded { .. }
+            | CudaArg::Device(_)
+            | CudaArg::Fresh(_)
+            | CudaArg::Zeroed(_) => (8, "a buffer (device pointer)"),
             CudaArg::U32(_) | CudaArg::I32(_) | CudaArg::F32(_) => (4, "a 4-byte scalar"),
         };
         let float_mismatch = match a {
@@ -1074,6 +1081,7 @@ fn check_args_against_params(entry: &str, params: &[PtxParam], args: &[CudaArg<'
             | CudaArg::Guarded { .. }
             | CudaArg::Device(_)
             | CudaArg::Fresh(_)
+            | CudaArg::Zeroed(_)
             | CudaArg::U32(_)
             | CudaArg::I32(_) => p.ty.starts_with(".f"),
         };
