@@ -3,7 +3,7 @@
 // each float maps to an unsigned key whose integer order is that total order, and equal keys
 // are equal bits, so any of several equal elements is the reference's median.
 //
-// Each thread stands for RUN consecutive outputs (the contract launches ceil((n - w + 1) / RUN)
+// Each thread stands for RUN (17) consecutive outputs (the contract launches ceil((n - w + 1) / RUN)
 // threads, in blocks of BLOCK; any block size works). The block first loads the keys of its
 // inputs into shared memory (coalesced); each thread then sorts its first window in registers
 // (an odd-even transposition network, w rounds) and slides it over RUN outputs: the leaving
@@ -14,7 +14,7 @@
 // memory and stored coalesced.
 #include "total_order.cuh"
 
-#define RUN 16u
+#define RUN 17u  // odd: thread t's keys start at word 17t, so a warp's shared-memory reads hit 32 banks
 #define BLOCK 128u
 
 template <unsigned int W>

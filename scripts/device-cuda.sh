@@ -24,7 +24,7 @@ for line in sys.stdin:
         print(m["executable"])' | tail -1
 }
 
-TESTS="conformance_builtins conformance_median dtype_generic accumulate training cuda_device_tensors"
+TESTS="conformance_builtins conformance_median dtype_generic accumulate training cuda_device_tensors vjp_kernels"
 WGPU_TESTS="device_tensors launch_any_size"
 WGPU_BENCHES="device_chain conformance_wgpu"
 
@@ -88,6 +88,7 @@ run)
     step accumulate device-bin/accumulate
     step training device-bin/training
     step resident device-bin/cuda_device_tensors --nocapture
+    step vjp device-bin/vjp_kernels --nocapture
     step example device-bin/windowed_median
     tail -20 /tmp/op-step-example.log
     step bench device-bin/cuda_kernels

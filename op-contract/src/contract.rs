@@ -705,6 +705,12 @@ pub enum Backward {
         vjp: Option<String>,
         /// Paths of the JVP rules, one per differentiable input; empty if none declared.
         jvp: Vec<String>,
+        /// GPU kernels of the VJP (`vjp(rule, kernel(...), ...)`): each runs the op's VJP op
+        /// ([`Contract::vjp_contract`]), binding the op's inputs, one cotangent `d_<output>` per
+        /// output and one gradient `d_<input>` per float input. Absent from the JSON when
+        /// empty, so contracts without one keep their encoding (and identity).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        vjp_kernels: Vec<Kernel>,
     },
 }
 

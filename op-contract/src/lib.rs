@@ -8,5 +8,6 @@ pub mod contract;
 pub mod generic;
 pub mod identity;
 pub mod sample;
+pub mod vjp;
 
 pub use contract::Contract;

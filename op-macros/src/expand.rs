@@ -364,7 +364,7 @@ fn shims(g: &Gen<'_>, fname: &syn::Ident) -> Shims {
 fn kernel_sources(c: &Checked) -> Vec<TokenStream> {
     c.kernels
         .iter()
-        .zip(&c.contract.kernels)
+        .zip(c.contract.kernels.iter().chain(c.contract.vjp_kernels()))
         .map(|(lk, k)| {
             let abs = lk.abs_path.to_string_lossy().to_string();
             let path = &k.path;

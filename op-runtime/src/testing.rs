@@ -67,8 +67,12 @@ fn register_privately(decl: &'static OpDecl, what: &str) -> OpHandle {
 /// `OP_REQUIRE_CUDA=1` an unavailable CUDA backend fails for ops with a CUDA kernel.
 pub fn conformance_test(decl: &'static OpDecl) {
     let handle = register_privately(decl, "conformance");
-    if let Err(failures) = verdict(&handle.id(), Required::from_env(), conform_all(&handle)) {
-        panic!("{failures}");
+    // The op, then its VJP op where its backward declares VJP kernels (their reference is the
+    // VJP rule).
+    for h in std::iter::once(handle.clone()).chain(handle.vjp_op()) {
+        if let Err(failures) = verdict(&h.id(), Required::from_env(), conform_all(&h)) {
+            panic!("{failures}");
+        }
     }
 }
 
@@ -107,6 +111,19 @@ pub fn assert_conformance_rejected(decl: &'static OpDecl) -> Vec<Report> {
     let contract = &handle.op().contract;
     let declares_kernel = contract.cpu.is_some() || !contract.kernels.is_empty();
     match kernels_rejected(&handle.id(), declares_kernel, Required::from_env(), conform_all(&handle)) {
+        Ok(reports) => reports,
+        Err(failures) => panic!("{failures}"),
+    }
+}
+
+/// [`assert_conformance_rejected`] for the VJP kernels of a deliberately broken backward
+/// (`backward = vjp(rule, kernel(...))`): every VJP kernel that runs here is rejected against
+/// the VJP rule, and the rule itself conforms. Panics, as a test does, where the op declares
+/// no VJP kernel.
+pub fn assert_vjp_conformance_rejected(decl: &'static OpDecl) -> Vec<Report> {
+    let handle = register_privately(decl, "VJP conformance");
+    let Some(vjp) = handle.vjp_op() else { panic!("op `{}` declares no VJP kernel", handle.id()) };
+    match kernels_rejected(&vjp.id(), true, Required::from_env(), conform_all(&vjp)) {
         Ok(reports) => reports,
         Err(failures) => panic!("{failures}"),
     }

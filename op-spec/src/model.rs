@@ -435,6 +435,9 @@ pub enum SBackward {
         vjp: Option<syn::Path>,
         /// The `jvp` keyword and its rules, if declared.
         jvp: Option<(SpanRange, Vec<syn::Path>)>,
+        /// The VJP op's GPU kernels (`vjp(path, kernel(...), ...)`), checked against the VJP
+        /// signature (`VjpSig`).
+        vjp_kernels: Vec<SKernel>,
     },
 }
 
@@ -534,9 +537,10 @@ impl OpAttr {
         let backward = match self.backward.as_ref()? {
             SBackward::None(_) => contract::Backward::None,
             SBackward::Composite { graph, .. } => contract::Backward::Composite { graph: graph.as_ref().map(path_text) },
-            SBackward::Declared { vjp, jvp, .. } => contract::Backward::Declared {
+            SBackward::Declared { vjp, jvp, vjp_kernels, .. } => contract::Backward::Declared {
                 vjp: vjp.as_ref().map(path_text),
                 jvp: jvp.as_ref().map(|(_, v)| v.iter().map(path_text).collect()).unwrap_or_default(),
+                vjp_kernels: vjp_kernels.iter().map(SKernel::to_kernel).collect(),
             },
         };
         Some(contract::Contract {

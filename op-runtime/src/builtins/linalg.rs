@@ -53,7 +53,7 @@ fn matmul_cpu(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
 
 /// Valid 1-D correlation of `x` with kernel `w`: `out[i] = sum_j x[i + j] w[j]`.
 #[op(name = "builtin/conv1d", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n], w: T[m] where 1 <= m, m <= n) -> T[n - m + 1],
-     category = contraction, tolerance = accum(2), nan = propagate, backward = vjp(conv1d_vjp), cpu(conv1d_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/conv1d.wgsl", dtypes(T: f32), bindings(x: read, w: read, out: read_write, uniform(n, m)), threads = n - m + 1), kernel(cuda = "kernels/linalg.cu", entry = "conv1d", dtypes(T: f32), bindings(x: read, w: read, out: read_write, uniform(n, m)), threads = n - m + 1, block = 256),
+     category = contraction, tolerance = accum(2), nan = propagate, backward = vjp(conv1d_vjp, kernel(wgsl = "kernels/conv1d_vjp.wgsl", dtypes(T: f32), bindings(x: read, w: read, d_out: read, d_x: read_write, d_w: read_write, uniform(n, m)), threads = n + 256 * m), kernel(cuda = "kernels/vjp.cu", entry = "conv1d_vjp", dtypes(T: f32), bindings(x: read, w: read, d_out: read, d_x: read_write, d_w: read_write, uniform(n, m)), threads = n + 256 * m, block = 256)), cpu(conv1d_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/conv1d.wgsl", dtypes(T: f32), bindings(x: read, w: read, out: read_write, uniform(n, m)), threads = n - m + 1), kernel(cuda = "kernels/linalg.cu", entry = "conv1d", dtypes(T: f32), bindings(x: read, w: read, out: read_write, uniform(n, m)), threads = n - m + 1, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn conv1d<T: Real>(x: &[T], w: &[T]) -> Vec<T> {
     let m = w.len();

@@ -47,7 +47,7 @@ fn mean_cpu(x: &[f32]) -> Vec<f32> {
 
 /// Mean squared error `mean((a - b)^2)` (`n >= 1`).
 #[op(name = "builtin/mse_loss", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n] where n >= 1) -> T[],
-     category = reduction, tolerance = accum(4), nan = propagate, backward = vjp(mse_loss_vjp), cpu(mse_loss_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/mse_loss.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = 256), kernel(cuda = "kernels/reduce.cu", entry = "mse_loss_kernel", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = 131072, block = 256),
+     category = reduction, tolerance = accum(4), nan = propagate, backward = vjp(mse_loss_vjp, kernel(wgsl = "kernels/mse_loss_vjp.wgsl", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "mse_loss_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n, block = 256)), cpu(mse_loss_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/mse_loss.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = 256), kernel(cuda = "kernels/reduce.cu", entry = "mse_loss_kernel", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = 131072, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn mse_loss<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     let mut s = T::zero();

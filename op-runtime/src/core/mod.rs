@@ -23,3 +23,4 @@ pub mod registry;
 pub(crate) mod shim;
 pub mod tensor;
 pub mod trust;
+pub mod vjp_op;

@@ -49,6 +49,9 @@ pub struct RegisteredOp {
     pub member: usize,
     /// Where a call binds each dtype variable (an op with dtype variables).
     binders: Vec<Binder>,
+    /// For a VJP op (`core::vjp_op`): how many of its tensor inputs are the op's own inputs
+    /// (the rest are cotangents, which its reference, the VJP rule, takes apart).
+    pub vjp_of: Option<usize>,
 }
 
 /// The shims one instance of an op runs (the f64 ones, shared by every instance, stay on the
@@ -119,7 +122,42 @@ impl RegisteredOp {
         let id = contract.id();
         let plan = Plan::new(&contract).map_err(|reason| KernelRegistrationError::BadContract { op: id.clone(), reason })?;
         let id_shared: Arc<str> = Arc::from(id.as_str());
-        Ok(RegisteredOp { decl, contract, hash, id, id_shared, plan, source, shims, members: Vec::new(), member, binders: Vec::new() })
+        Ok(RegisteredOp {
+            decl,
+            contract,
+            hash,
+            id,
+            id_shared,
+            plan,
+            source,
+            shims,
+            members: Vec::new(),
+            member,
+            binders: Vec::new(),
+            vjp_of: None,
+        })
+    }
+
+    /// A VJP op's instance (see `core::vjp_op`): `inputs` of its tensor inputs are the op's own.
+    pub(crate) fn derived(
+        decl: &'static OpDecl,
+        contract: Contract,
+        hash: [u8; 32],
+        source: OpSource,
+        shims: Shims,
+        member: usize,
+        inputs: usize,
+    ) -> Result<RegisteredOp, KernelRegistrationError> {
+        let mut op = RegisteredOp::instance(decl, contract, hash, source, shims, member)?;
+        op.vjp_of = Some(inputs);
+        Ok(op)
+    }
+
+    /// Computes where calls bind the dtype variables (after the members are pushed).
+    pub(crate) fn bind_members(&mut self) {
+        if self.contract.is_generic() {
+            self.binders = binders(&self.contract);
+        }
     }
 
     /// The instance a call runs: `None` for an op without dtype variables (itself); else the
@@ -255,10 +293,12 @@ fn check_description(decl: &OpDecl, c: &Contract) -> Result<(), String> {
             ));
         }
     }
-    if decl.kernels.len() != c.kernels.len() {
-        return Err(format!("the contract declares {} kernel(s) but {} are embedded", c.kernels.len(), decl.kernels.len()));
+    // The forward kernels, then the VJP kernels (`backward = vjp(rule, kernel(...))`).
+    let declared = c.kernels.len() + c.vjp_kernels().len();
+    if decl.kernels.len() != declared {
+        return Err(format!("the contract declares {declared} kernel(s) but {} are embedded", decl.kernels.len()));
     }
-    for (k, (src, kc)) in decl.kernels.iter().zip(&c.kernels).enumerate() {
+    for (k, (src, kc)) in decl.kernels.iter().zip(c.kernels.iter().chain(c.vjp_kernels())).enumerate() {
         if src.path != kc.path || src.entry.is_empty() || src.workgroup_size.contains(&0) {
             return Err(format!(
                 "embedded kernel {k} (`{}`, entry `{}`, workgroup {:?}) does not match the contract's `{}`",
@@ -268,7 +308,7 @@ fn check_description(decl: &OpDecl, c: &Contract) -> Result<(), String> {
     }
     let n_diff = sig.differentiable_inputs().count();
     match &c.backward {
-        Backward::Declared { vjp, jvp } => {
+        Backward::Declared { vjp, jvp, .. } => {
             if vjp.is_some() != decl.vjp.is_some() {
                 return Err("the contract's VJP and the embedded VJP shim disagree".into());
             }

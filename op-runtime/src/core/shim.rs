@@ -30,6 +30,9 @@ pub(crate) fn run(
     bound: &Bound,
     rule: Rule<'_>,
 ) -> Result<Vec<Tensor>, ShimError> {
+    if let (Some(own), Rule::Forward) = (op.vjp_of, rule) {
+        return run_vjp_op(op, shim, inputs, params, bound, own);
+    }
     let (cotangents, tangent, grad_shapes): (&[&Tensor], Option<&Tensor>, &[Vec<usize>]) = match rule {
         Rule::Forward => (&[], None, &[]),
         Rule::Vjp { cotangents, grad_shapes } => (cotangents, None, grad_shapes),
@@ -47,6 +50,24 @@ pub(crate) fn run(
         Rule::Vjp { .. } => call.take(true, grad_shapes.len()),
         _ => call.take(false, bound.out_shapes.len()),
     }
+}
+
+/// A VJP op's forward (`core::vjp_op`): its reference is the op's VJP rule, handed the op's
+/// `own` inputs as inputs, the rest as cotangents, and the VJP op's outputs as gradient shapes.
+fn run_vjp_op(
+    op: &RegisteredOp,
+    shim: ShimFn,
+    inputs: &[&Tensor],
+    params: &[Scalar],
+    bound: &Bound,
+    own: usize,
+) -> Result<Vec<Tensor>, ShimError> {
+    if own > inputs.len() {
+        return Err(ShimError(format!("op `{}`: {} tensor input(s) given, the VJP op takes more than {own}", op.id, inputs.len())));
+    }
+    let (forward, cotangents) = inputs.split_at(own);
+    let grad_shapes: Vec<Vec<usize>> = bound.out_shapes.iter().map(|s| s.to_vec()).collect();
+    run(op, shim, forward, params, bound, Rule::Vjp { cotangents, grad_shapes: &grad_shapes })
 }
 
 #[cfg(test)]

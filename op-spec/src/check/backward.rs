@@ -26,7 +26,7 @@ pub(super) fn check_backward_fits_signature(cx: &Ctxt, attr: &OpAttr, sig: &SSig
             outs.join(", ")
         )));
     }
-    if let SBackward::Declared { vjp: None, jvp: None, span } = bw {
+    if let SBackward::Declared { vjp: None, jvp: None, span, .. } = bw {
         cx.error(span.error("declare at least one rule: `vjp(path)` or `jvp(path, ...)`"));
     }
 }

@@ -474,12 +474,12 @@ fn counts(e: &Expr, o: &STensor) -> bool {
 // Rule: a kernel's `threads` is >= 0 for every admissible input, and >= 1 whenever an output
 // is non-empty (a launch of no threads writes nothing), accumulating outputs excepted (they
 // start at zero).
-pub(super) fn check_launch_geometry(cx: &Ctxt, attr: &OpAttr, solver: &Solver<'_>) {
+pub(super) fn check_launch_geometry(cx: &Ctxt, kernels: &[SKernel], solver: &Solver<'_>) {
     let sig = solver.sig;
     if sig.outputs.iter().any(|o| o.dims.iter().any(|d| !solver.mentions_only_known(d))) {
         return; // data-dependent outputs have no kernels (`outputs` reports it)
     }
-    for k in &attr.kernels {
+    for k in kernels {
         let Some(t) = k.threads.as_ref().filter(|t| solver.mentions_only_known(t)) else { continue };
         // An accumulating output is correct untouched (it starts at zero): only the others
         // need a thread.

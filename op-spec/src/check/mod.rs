@@ -16,6 +16,7 @@ mod sharing;
 mod solve;
 mod symbols;
 mod values;
+mod vjp;
 
 use crate::contract::{Category, Contract, Tolerance};
 use crate::ctxt::Ctxt;
@@ -71,7 +72,8 @@ pub struct Checked {
     pub description: String,
     /// What the expansion needs to know about the reference function.
     pub reference: RefShape,
-    /// The loaded kernels, in declaration order.
+    /// The loaded kernels, in declaration order: the forward kernels, then the VJP kernels
+    /// (`backward = vjp(rule, kernel(...))`).
     pub kernels: Vec<LoadedKernel>,
     /// How the shims instantiate the user's functions.
     pub plan: ShimPlan,
@@ -110,9 +112,11 @@ pub fn check(cx: &Ctxt, input: &CheckInput<'_>) -> Option<Checked> {
     }
     let mut reference = RefShape::default();
     let mut kernels = Vec::new();
+    let mut vjp_kernels = Vec::new();
     if let Some(sig) = &attr.signature {
         reference = check_signature(cx, input, sig);
         kernels = check_kernels(cx, input, sig);
+        vjp_kernels = vjp::check_vjp_kernels(cx, input, sig);
     }
     check_data_dependent_support(cx, attr);
     check_subgradient(cx, attr);
@@ -127,12 +131,19 @@ pub fn check(cx: &Ctxt, input: &CheckInput<'_>) -> Option<Checked> {
     for (k, lk) in contract.kernels.iter_mut().zip(&kernels) {
         k.entry = lk.info.entry.clone();
     }
+    if let crate::contract::Backward::Declared { vjp_kernels: declared, .. } = &mut contract.backward {
+        for (k, lk) in declared.iter_mut().zip(&vjp_kernels) {
+            k.entry = lk.info.entry.clone();
+        }
+    }
+    // The forward kernels, then the VJP kernels: one list, hashed into the identity and embedded.
+    kernels.extend(vjp_kernels);
     let plan = ShimPlan::new(attr, &contract, &reference);
     let contract_json = crate::canon::contract_json(&contract);
     let body_tokens = crate::canon::code_tokens(input.func, attr, input.site);
     let kbytes: Vec<crate::canon::KernelBytes<'_>> = kernels
         .iter()
-        .zip(&contract.kernels)
+        .zip(contract.kernels.iter().chain(contract.vjp_kernels()))
         .map(|(lk, k)| crate::canon::KernelBytes {
             path: &k.path,
             bytes: &lk.bytes,
@@ -177,7 +188,7 @@ fn check_signature(cx: &Ctxt, input: &CheckInput<'_>, sig: &SSignature) -> RefSh
             check_division_by_zero(cx, attr, &solver);
             check_output_dims_nonnegative(cx, attr, &solver);
             check_bound_nonnegative(cx, attr, &solver);
-            check_launch_geometry(cx, attr, &solver);
+            check_launch_geometry(cx, &attr.kernels, &solver);
         }
     }
     check_data_dependent_dims(cx, attr, sig, &symbols::bound_with_params(sig, &dims));

@@ -183,7 +183,7 @@ fn parse_entry(cx: &Ctxt, attr: &mut OpAttr, key: &str, chunk: TokenStream) -> s
         keys::SIGNATURE => attr.signature = Some(Parser::parse2(|i: ParseStream| signature::parse_signature(cx, i), chunk)?),
         keys::CATEGORY => attr.category = Some(parse_kv(chunk, parse_category)?),
         keys::TOLERANCE => attr.tolerance = Some(parse_kv(chunk, parse_tolerance)?),
-        keys::BACKWARD => attr.backward = Some(parse_kv(chunk, parse_backward)?),
+        keys::BACKWARD => attr.backward = Some(parse_kv(chunk, |i| parse_backward(cx, i))?),
         keys::SUBGRADIENT => attr.subgradient = Some(parse_kv(chunk, parse_subgradient)?),
         keys::NAN => attr.nan = Some(parse_kv(chunk, parse_nan)?),
         keys::SIGNED_ZERO => attr.signed_zero = Some(parse_kv(chunk, crate::parse_values::parse_signed_zero)?),
@@ -381,7 +381,7 @@ fn parse_float_lit(input: ParseStream) -> syn::Result<f64> {
     Ok(v)
 }
 
-fn parse_backward(input: ParseStream) -> syn::Result<SBackward> {
+fn parse_backward(cx: &Ctxt, input: ParseStream) -> syn::Result<SBackward> {
     let id: Ident = input.parse()?;
     let span = sr(id.span());
     match id.to_string().as_str() {
@@ -401,6 +401,7 @@ fn parse_backward(input: ParseStream) -> syn::Result<SBackward> {
         }
         "vjp" | "jvp" => {
             let mut vjp = None;
+            let mut vjp_kernels = Vec::new();
             let mut jvp = None;
             let mut cur = id;
             loop {
@@ -409,16 +410,15 @@ fn parse_backward(input: ParseStream) -> syn::Result<SBackward> {
                     return Err(syn::Error::new(cur.span(), format!("`{kw}` takes the rule function's path, e.g. `{kw}(my_op_{kw})`")));
                 }
                 let c = paren_content(input)?;
-                let paths = c.parse_terminated(syn::Path::parse_mod_style, Token![,])?;
                 if kw == "vjp" {
                     if vjp.is_some() {
                         return Err(syn::Error::new(cur.span(), "`vjp` is declared twice; keep one `vjp(path)`"));
                     }
-                    if paths.len() != 1 {
-                        return Err(syn::Error::new(cur.span(), format!("`vjp` takes exactly one path, found {}", paths.len())));
-                    }
-                    vjp = paths.into_iter().next();
+                    let (path, kernels) = parse_vjp_content(cx, &cur, &c)?;
+                    vjp = Some(path);
+                    vjp_kernels = kernels;
                 } else {
+                    let paths = c.parse_terminated(syn::Path::parse_mod_style, Token![,])?;
                     if jvp.is_some() {
                         return Err(syn::Error::new(cur.span(), "`jvp` is declared twice; list every rule in one `jvp(path, ...)`"));
                     }
@@ -437,13 +437,42 @@ fn parse_backward(input: ParseStream) -> syn::Result<SBackward> {
                     break;
                 }
             }
-            Ok(SBackward::Declared { span, vjp, jvp })
+            Ok(SBackward::Declared { span, vjp, jvp, vjp_kernels })
         }
         other => Err(syn::Error::new(
             span.first,
             format!("unknown backward form `{other}`; valid: none, composite, composite(graph_fn), vjp(path), jvp(path, ...), vjp(path) + jvp(path, ...)"),
         )),
     }
+}
+
+/// `vjp(path)` or `vjp(path, kernel(...), ...)`: the rule, then the VJP op's GPU kernels (each
+/// parsed like a forward `kernel(...)`; a malformed one is reported and dropped).
+fn parse_vjp_content(cx: &Ctxt, kw: &Ident, c: ParseStream) -> syn::Result<(syn::Path, Vec<SKernel>)> {
+    let tokens: TokenStream = c.parse()?;
+    let mut chunks = split_commas(tokens).into_iter();
+    let path = match chunks.next() {
+        Some(first) => Parser::parse2(|i: ParseStream| syn::Path::parse_mod_style(i), first)?,
+        None => return Err(syn::Error::new(kw.span(), "`vjp` takes the rule function's path, e.g. `vjp(my_op_vjp)`")),
+    };
+    let mut kernels = Vec::new();
+    for chunk in chunks {
+        match chunk.clone().into_iter().next() {
+            Some(TokenTree::Ident(k)) if k == keys::KERNEL => {
+                if let Some(k) = Parser::parse2(|i: ParseStream| kernel::parse_kernel(cx, i), chunk)? {
+                    kernels.push(k);
+                }
+            }
+            Some(t) => {
+                return Err(syn::Error::new(
+                    t.span(),
+                    "after the rule, `vjp(...)` takes only the VJP's GPU kernels: `vjp(my_op_vjp, kernel(wgsl = \"...\", ...))`",
+                ))
+            }
+            None => {}
+        }
+    }
+    Ok((path, kernels))
 }
 
 fn parse_shape_class(input: ParseStream) -> syn::Result<SShapeClass> {

@@ -107,6 +107,16 @@ impl OpHandle {
     pub fn registry(&self) -> &Registry {
         &self.registry
     }
+    /// The op's VJP op (`<name>/vjp@version`, registered with it where its backward declares
+    /// VJP kernels; see `core::vjp_op`), pinned to the same instance; `None` where it declares
+    /// none.
+    pub fn vjp_op(&self) -> Option<OpHandle> {
+        let op = self.op();
+        op.contract.vjp_kernels().first()?;
+        let id = format!("{}/vjp@{}", op.contract.name, op.contract.version);
+        let slot = self.registry.inner.slots.read().unwrap_or_else(|p| p.into_inner()).get(&id).cloned()?;
+        Some(OpHandle { registry: self.registry.clone(), slot, member: self.member })
+    }
 }
 
 impl std::fmt::Debug for OpHandle {
@@ -178,8 +188,19 @@ impl Registry {
         self.register_as(decl, OpSource::Builtin)
     }
 
+    /// Loads `decl` and registers it, and its VJP op where its backward declares VJP kernels
+    /// (`core::vjp_op`; a VJP op that cannot be derived fails the registration).
     fn register_as(&self, decl: &'static OpDecl, source: OpSource) -> Result<OpHandle, KernelRegistrationError> {
         let op = RegisteredOp::load_as(decl, source)?;
+        let vjp = crate::core::vjp_op::derive(&op).transpose()?;
+        let handle = self.insert(op)?;
+        if let Some(v) = vjp {
+            self.insert(v)?;
+        }
+        Ok(handle)
+    }
+
+    fn insert(&self, op: RegisteredOp) -> Result<OpHandle, KernelRegistrationError> {
         let id = op.id.clone();
         {
             let slots = self.inner.slots.read().unwrap_or_else(|p| p.into_inner());
@@ -232,16 +253,29 @@ impl Registry {
             slots.get(&loaded.id).cloned().ok_or_else(|| KernelRegistrationError::NotRegistered { op: loaded.id.clone() })?
         };
         // The replacement keeps the slot's registration path (a built-in stays built-in).
-        let op = Arc::new(RegisteredOp::load_as(decl, read(&slot.entry).source)?);
+        let op = RegisteredOp::load_as(decl, read(&slot.entry).source)?;
+        // Its VJP op is replaced with it (or registered, if the new content declares one first).
+        if let Some(vjp) = crate::core::vjp_op::derive(&op).transpose()? {
+            let existing = self.inner.slots.read().unwrap_or_else(|p| p.into_inner()).get(&vjp.id).cloned();
+            match existing {
+                Some(vslot) => self.swap_entry(&vslot, vjp),
+                None => drop(self.insert(vjp)?),
+            }
+        }
+        self.swap_entry(&slot, op);
+        Ok(OpHandle { registry: self.clone(), slot, member: None })
+    }
+
+    /// Points `slot` at `op`, dropping what was prepared from the old content.
+    fn swap_entry(&self, slot: &Arc<Slot>, op: RegisteredOp) {
         {
             let mut prepared = slot.prepared.lock().unwrap_or_else(|p| p.into_inner());
             let mut entry = slot.entry.write().unwrap_or_else(|p| p.into_inner());
-            *entry = op;
+            *entry = Arc::new(op);
             prepared.clear();
         }
         slot.memo.clear();
         self.inner.generation.fetch_add(1, Ordering::AcqRel);
-        Ok(OpHandle { registry: self.clone(), slot, member: None })
     }
 
     /// Looks an op up by `name@version`, or by `name` for its latest version.

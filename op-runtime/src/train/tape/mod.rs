@@ -29,9 +29,11 @@
 //! # }
 //! ```
 
+pub mod device;
 pub mod exec;
 pub mod planner;
 
+pub use device::SharedDevice;
 pub use exec::Mode;
 pub use planner::{human_bytes, BufferKind, Inferred, MemoryPlan, PlanEntry};
 
@@ -118,6 +120,14 @@ pub enum TapeError {
         /// Where the tensor lives.
         placement: String,
     },
+    /// A transfer between the host and the tape's device failed, or the tape cannot run there.
+    #[error("{what}: {reason}")]
+    Device {
+        /// What was being moved or run (a value's or op's name).
+        what: String,
+        /// Why it failed.
+        reason: String,
+    },
     /// A trainable parameter must be a float tensor.
     #[error("parameter `{name}` must be a float tensor, got `{dtype}`")]
     NotFloatParam {
@@ -184,7 +194,7 @@ struct VarInfo {
 }
 
 #[derive(Clone)]
-struct Node {
+pub(crate) struct Node {
     handle: OpHandle,
     op: Arc<RegisteredOp>,
     inputs: Vec<Var>,
@@ -211,6 +221,8 @@ pub struct Tape {
     graph_outputs: Vec<Var>,
     /// Receipts presented for provenance (matched by content hash, backend and device).
     receipts: Arc<Vec<Receipt>>,
+    /// The device the tape runs on (`device`), if any.
+    device: Option<SharedDevice>,
 }
 
 impl std::fmt::Debug for Tape {
@@ -233,13 +245,15 @@ impl Run {
     pub fn value(&self, v: Var) -> Option<&Tensor> {
         self.values.get(v.0).and_then(Option::as_ref)
     }
-    /// A single-element float value as f64.
+    /// A single-element float value as f64 (read back, counted, where it lives on a device).
     pub fn scalar(&self, v: Var) -> Option<f64> {
         let t = self.value(v)?;
-        if t.numel() == 1 {
-            t.data().get_f64(0)
-        } else {
-            None
+        if t.numel() != 1 {
+            return None;
+        }
+        match t.is_host() {
+            true => t.data().get_f64(0),
+            false => t.to_host().ok()?.data().get_f64(0),
         }
     }
 }
@@ -283,12 +297,12 @@ pub fn check_differentiable(decl: &'static OpDecl) -> Result<(), TapeError> {
     }
 }
 
-fn shim_err(op: &RegisteredOp) -> impl Fn(String) -> TapeError + '_ {
+pub(crate) fn shim_err(op: &RegisteredOp) -> impl Fn(String) -> TapeError + '_ {
     move |message| TapeError::Shim { op: op.id.clone(), message }
 }
 
 /// `acc += g` elementwise (float storage).
-fn accumulate(op: &str, acc: &mut Tensor, g: &Tensor) -> Result<(), TapeError> {
+pub(crate) fn accumulate(op: &str, acc: &mut Tensor, g: &Tensor) -> Result<(), TapeError> {
     let bad = || TapeError::GradDType { op: op.to_string(), dtype: g.dtype() };
     if acc.shape() != g.shape() {
         return Err(TapeError::Shim {
@@ -322,6 +336,7 @@ impl Tape {
             depth: 0,
             graph_outputs: Vec::new(),
             receipts: Arc::new(Vec::new()),
+            device: None,
         }
     }
 
@@ -472,6 +487,7 @@ impl Tape {
         let ins: Vec<(DType, Vec<usize>)> = inputs.iter().map(|v| (self.vars[v.0].dtype, self.vars[v.0].shape.clone())).collect();
         let mut sub = Tape::with_mode(&self.registry, self.mode);
         sub.options = self.options;
+        sub.device = self.device;
         sub.depth = self.depth + 1;
         sub.receipts = self.receipts.clone();
         sub.record_graph(op, builder, &ins, params, inferred)?;
@@ -594,14 +610,15 @@ impl Tape {
         }
     }
 
-    /// Plans, refuses a plan over budget (before anything is allocated), then runs forward. The
-    /// tape runs on host tensors: a device tensor fed is refused with `TapeError::Placement`.
+    /// Plans, refuses a plan over budget (before anything is allocated), then runs forward. A
+    /// device tensor fed is refused with `TapeError::Placement` unless it lives on the tape's
+    /// device (`set_device`).
     pub fn run(&self, feeds: &[(Var, &Tensor)]) -> Result<Run, TapeError> {
         let plan = self.plan();
         if !plan.fits() {
             return Err(TapeError::OverBudget { budget: plan.budget.unwrap_or(0), total: plan.total_bytes, largest: plan.largest(3) });
         }
-        if let Some((v, t)) = feeds.iter().find(|(_, t)| !t.is_host()) {
+        if let Some((v, t)) = feeds.iter().find(|(_, t)| !self.feedable(t)) {
             let name = self.vars.get(v.0).map(|i| i.name.clone()).unwrap_or_else(|| v.to_string());
             return Err(TapeError::Placement { name, placement: t.placement().to_string() });
         }
@@ -622,14 +639,14 @@ impl Tape {
             if t.dtype() != i.dtype || t.shape() != i.shape.as_slice() {
                 return Err(feed_err(format!("was declared {}{:?}, fed {}{:?}", i.dtype, i.shape, t.dtype(), t.shape())));
             }
-            values[v.0] = Some((*t).clone());
+            values[v.0] = Some(device::place(self.device, &i.name, t)?);
         }
         for (k, i) in self.vars.iter().enumerate() {
             match &i.kind {
                 Kind::Input if values[k].is_none() => {
                     return Err(TapeError::Feed { name: i.name.clone(), var: Var(k), problem: "was not fed".into() })
                 }
-                Kind::Param(t) => values[k] = Some(t.clone()),
+                Kind::Param(t) => values[k] = Some(device::place(self.device, &i.name, t)?),
                 _ => {}
             }
         }
@@ -702,7 +719,15 @@ impl Tape {
             _ => return Err(TapeError::NotScalarLoss { op: producer, var: loss, dtype: i.dtype, shape: i.shape.clone() }),
         }
         .map_err(|e| TapeError::Shim { op: producer.clone(), message: e.to_string() })?;
-        self.gradients(run, vec![(loss, seed)], &self.param_mask())
+        let seed = device::place(self.device, "the loss's seed", &seed)?;
+        let mut grads = self.gradients(run, vec![(loss, seed)], &self.param_mask())?;
+        // Only the parameters' gradients cross back to the host.
+        for (k, g) in grads.grads.iter_mut().enumerate() {
+            if let Some(t) = g.as_mut().filter(|t| !t.is_host()) {
+                *t = device::to_host(&self.vars[k].name, t)?;
+            }
+        }
+        Ok(grads)
     }
 
     /// Reverse mode from arbitrary seeds (cotangents of some values) to the values `wrt` marks.
@@ -711,7 +736,7 @@ impl Tape {
         let mut grads: Vec<Option<Tensor>> = vec![None; self.vars.len()];
         for (v, t) in seeds {
             match &mut grads[v.0] {
-                Some(acc) => accumulate("-", acc, &t)?,
+                Some(acc) => self.accumulate("-", acc, &t)?,
                 slot => *slot = Some(t),
             }
         }
@@ -730,8 +755,11 @@ impl Tape {
                 let i = &self.vars[v.0];
                 cots.push(match grads[v.0].take() {
                     Some(g) => g,
-                    None => Tensor::zeros(i.dtype, i.shape.clone())
-                        .map_err(|e| TapeError::Shim { op: op.id.clone(), message: e.to_string() })?,
+                    None => {
+                        let z = Tensor::zeros(i.dtype, i.shape.clone())
+                            .map_err(|e| TapeError::Shim { op: op.id.clone(), message: e.to_string() })?;
+                        device::place(self.device, &i.name, &z)?
+                    }
                 });
             }
             let cot_refs: Vec<&Tensor> = cots.iter().collect();
@@ -743,7 +771,7 @@ impl Tape {
                     .collect::<Option<Vec<_>>>()
                     .ok_or_else(|| TapeError::Shim { op: op.id.clone(), message: "an input has no value".into() })?;
                 match rule {
-                    Rule::Vjp => exec::vjp(&op, &ins, &n.params, &cot_refs, self.mode).map_err(shim_err(&op))?,
+                    Rule::Vjp => self.vjp(n, &op, &ins, &cot_refs, &mut run.provenance)?,
                     Rule::Composite => {
                         let sub = n.sub.as_ref().ok_or_else(|| TapeError::NoCompositeGraph { op: op.id.clone() })?;
                         let (gs, prov) = sub.graph_vjp(&op, &ins, cots)?;
@@ -764,7 +792,7 @@ impl Tape {
                     continue;
                 }
                 match &mut grads[v.0] {
-                    Some(acc) => accumulate(&op.id, acc, &g)?,
+                    Some(acc) => self.accumulate(&op.id, acc, &g)?,
                     slot => *slot = Some(g),
                 }
             }

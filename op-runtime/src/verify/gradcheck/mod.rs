@@ -472,9 +472,9 @@ fn form_of(op: &RegisteredOp, decl: &OpDecl) -> Result<BackwardForm, GradcheckEr
             }
             BackwardForm::Composite { graph: graph.clone().unwrap_or_default(), ops: Vec::new() }
         }
-        Backward::Declared { vjp: Some(v), jvp } if !jvp.is_empty() => BackwardForm::VjpJvp { vjp: v.clone(), rules: jvp.clone() },
+        Backward::Declared { vjp: Some(v), jvp, .. } if !jvp.is_empty() => BackwardForm::VjpJvp { vjp: v.clone(), rules: jvp.clone() },
         Backward::Declared { vjp: Some(v), .. } => BackwardForm::Vjp { path: v.clone() },
-        Backward::Declared { vjp: None, jvp } => BackwardForm::Jvp { rules: jvp.clone() },
+        Backward::Declared { vjp: None, jvp, .. } => BackwardForm::Jvp { rules: jvp.clone() },
     };
     if decl.reference_f64.is_none() {
         return Err(GradcheckError::NoF64Reference { op: id, rust: decl.rust_name.to_string() });

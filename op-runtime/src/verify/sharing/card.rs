@@ -410,10 +410,11 @@ fn backward_text(b: &Backward) -> String {
         Backward::None => "none (not differentiable)".into(),
         Backward::Composite { graph: None } => "composite".into(),
         Backward::Composite { graph: Some(g) } => format!("composite({g})"),
-        Backward::Declared { vjp, jvp } => {
+        Backward::Declared { vjp, jvp, vjp_kernels } => {
             let mut parts = Vec::new();
             if let Some(v) = vjp {
-                parts.push(format!("vjp({v})"));
+                let kernels: String = vjp_kernels.iter().map(|k| format!(", kernel({})", k.path)).collect();
+                parts.push(format!("vjp({v}{kernels})"));
             }
             if !jvp.is_empty() {
                 parts.push(format!("jvp({})", jvp.join(", ")));

@@ -1,0 +1,25 @@
+// VJP of the sliding-window median, as a gather (no float atomics): d_x[j] sums, over the
+// windows that contain element j and in window order (the order the reference rule adds them,
+// so the sum is bit-exact), the cotangent of every window whose median is element j. A window
+// selects the element of rank w / 2 in (total-order key, index) order: the reference's stable
+// sort, so of equal values the earlier element is the median.
+#include "total_order.cuh"
+
+extern "C" __global__ void windowed_median_vjp(const float* __restrict__ x, const float* __restrict__ d_out,
+                                               float* __restrict__ d_x, unsigned int n, unsigned int w) {
+    unsigned int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n) return;
+    unsigned int kj = total_order_key(x[j]);
+    unsigned int first = j + 1u >= w ? j + 1u - w : 0u;
+    unsigned int last = min(j, n - w);
+    float acc = 0.0f;
+    for (unsigned int i = first; i <= last; ++i) {
+        unsigned int rank = 0;
+        for (unsigned int k = i; k < i + w; ++k) {
+            unsigned int kk = total_order_key(x[k]);
+            rank += (kk < kj || (kk == kj && k < j)) ? 1u : 0u;
+        }
+        if (rank == w / 2u) acc = __fadd_rn(acc, d_out[i]);
+    }
+    d_x[j] = acc;
+}

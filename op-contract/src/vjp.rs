@@ -1,0 +1,139 @@
+//! The VJP op of an op whose backward declares GPU kernels (`backward = vjp(rule, kernel(...))`):
+//! an op in its own right, derived from the forward contract, whose reference is the VJP rule and
+//! whose kernels are the declared VJP kernels. Conformance, dispatch and device tensors then
+//! treat a backward kernel exactly like a forward one.
+//!
+//! The derivation is one rule (the checker applies the same rule to the spanned signature, so a
+//! kernel's bindings are checked at compile time against what runs):
+//! - arguments: the op's arguments in order, then one cotangent `d_<output>` per output (the
+//!   output's dtype and dims), which is the order the VJP rule takes them;
+//! - outputs: one gradient `d_<input>` per float (differentiable) tensor input, with its dtype and
+//!   dims;
+//! - name `<name>/vjp`, the same version, constraints, dtype variables, category, tolerance,
+//!   domain, licence and visibility; `backward = none`, no NaN policy, no `cpu` kernel.
+
+use crate::contract::{Arg, Backward, Contract, Kernel, ShapeClass, TensorSig};
+
+/// The name the VJP op gives the cotangent of output `output` or the gradient of input `input`.
+pub fn grad_name(tensor: &str) -> String {
+    format!("d_{tensor}")
+}
+
+impl Contract {
+    /// The declared VJP kernels (empty unless `backward = vjp(rule, kernel(...))`).
+    pub fn vjp_kernels(&self) -> &[Kernel] {
+        match &self.backward {
+            Backward::Declared { vjp: Some(_), vjp_kernels, .. } => vjp_kernels,
+            _ => &[],
+        }
+    }
+
+    /// The VJP op's contract, where the backward declares VJP kernels (`None` otherwise); an
+    /// error names what makes the derivation impossible (a data-dependent output shape, or a
+    /// derived name that an argument already has).
+    pub fn vjp_contract(&self) -> Option<Result<Contract, String>> {
+        let kernels = self.vjp_kernels();
+        if kernels.is_empty() {
+            return None;
+        }
+        Some(self.derive_vjp(kernels.to_vec()))
+    }
+
+    fn derive_vjp(&self, kernels: Vec<Kernel>) -> Result<Contract, String> {
+        let sig = &self.signature;
+        if sig.shape_class != ShapeClass::Static {
+            return Err(format!("op `{}`: VJP kernels need outputs whose shapes the signature fixes (a static shape class)", self.id()));
+        }
+        let mut derived = self.clone();
+        let cotangents = sig.outputs.iter().map(|o| TensorSig { name: grad_name(&o.name), ..o.clone() });
+        derived.signature.args.extend(cotangents.map(Arg::Tensor));
+        derived.signature.outputs = sig.differentiable_inputs().map(|t| TensorSig { name: grad_name(&t.name), ..t.clone() }).collect();
+        let mut names: Vec<&str> = Vec::new();
+        for n in derived.signature.args.iter().map(Arg::name).chain(derived.signature.outputs.iter().map(|o| o.name.as_str())) {
+            if names.contains(&n) {
+                return Err(format!("op `{}`: its VJP op would have two tensors named `{n}`; rename the argument `{n}`", self.id()));
+            }
+            names.push(n);
+        }
+        derived.name = format!("{}/vjp", self.name);
+        derived.backward = Backward::None;
+        derived.subgradient = None;
+        derived.nan = None;
+        derived.cpu = None;
+        derived.cpu_dtypes = Vec::new();
+        derived.kernels = kernels;
+        Ok(derived)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::contract::*;
+
+    fn median() -> Contract {
+        let t = |name: &str| TensorSig { name: name.into(), dtype: DType::f32, dims: vec![Expr::Sym("n".into())], var: None };
+        let kernel = Kernel {
+            lang: KernelLang::Wgsl,
+            path: "k.wgsl".into(),
+            entry: "main".into(),
+            bindings: vec![],
+            threads: Expr::Sym("n".into()),
+            block: None,
+            dtypes: vec![],
+        };
+        Contract {
+            name: "user/median".into(),
+            version: 1,
+            signature: Signature {
+                args: vec![Arg::Tensor(t("x")), Arg::Param(ParamSig { name: "w".into(), dtype: DType::u32, var: None })],
+                constraints: vec![],
+                outputs: vec![t("out")],
+                shape_class: ShapeClass::Static,
+                float_constraints: vec![],
+                dtype_vars: vec![],
+            },
+            category: Category::Selection,
+            tolerance: Tolerance::Exact,
+            backward: Backward::Declared { vjp: Some("median_vjp".into()), jvp: vec![], vjp_kernels: vec![kernel] },
+            subgradient: Some("routed".into()),
+            nan: None,
+            cpu: None,
+            cpu_dtypes: vec![],
+            kernels: vec![],
+            license: None,
+            visibility: Visibility::Private,
+            signed_zero: Default::default(),
+            domain: vec![],
+        }
+    }
+
+    /// The VJP op takes the op's arguments then one cotangent per output, and returns one
+    /// gradient per float input; an op without VJP kernels has none.
+    #[test]
+    fn the_vjp_op_appends_cotangents_and_returns_gradients() {
+        let c = median();
+        let v = c.vjp_contract().expect("declares VJP kernels").expect("derivable");
+        let args: Vec<&str> = v.signature.args.iter().map(Arg::name).collect();
+        assert_eq!(args, ["x", "w", "d_out"]);
+        assert_eq!(v.signature.outputs.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(), ["d_x"]);
+        assert_eq!((v.id().as_str(), v.kernels.len(), v.backward.clone()), ("user/median/vjp@1", 1, Backward::None));
+        let mut plain = c.clone();
+        plain.backward = Backward::Declared { vjp: Some("median_vjp".into()), jvp: vec![], vjp_kernels: vec![] };
+        assert!(plain.vjp_contract().is_none());
+    }
+
+    /// A derived name that an argument already has, or a data-dependent output, is refused
+    /// with the op named.
+    #[test]
+    fn clashing_names_and_dynamic_shapes_are_refused() {
+        let mut c = median();
+        if let Arg::Tensor(t) = &mut c.signature.args[0] {
+            t.name = "d_out".into();
+        }
+        let e = c.vjp_contract().unwrap().unwrap_err();
+        assert!(e.contains("user/median@1") && e.contains("`d_out`"), "{e}");
+        let mut c = median();
+        c.signature.shape_class = ShapeClass::Dynamic;
+        assert!(c.vjp_contract().unwrap().unwrap_err().contains("static shape class"));
+    }
+}

@@ -1,0 +1,56 @@
+// VJP kernels of the built-ins (the CUDA twins of `conv1d_vjp.wgsl` and `mse_loss_vjp.wgsl`;
+// same arithmetic, same order). Products are formed with `__fmul_rn` (never fused).
+#include "pairwise.cuh"
+
+#define WG 256u
+
+// VJP of builtin/conv1d: d_x[t] = sum_j d_out[t - j] w[j] over the outputs that exist (in the
+// rule's order: outputs ascending), d_w[j] = sum_i d_out[i] x[i + j] over every output.
+// Launch: threads = n + 256 m, blocks of 256: the first ceil(n / 256) blocks compute d_x (one
+// thread per element), then one block per element of d_w (each thread a contiguous share of the
+// outputs, pairwise; the block's partial sums combined as a balanced tree).
+extern "C" __global__ void conv1d_vjp(const float* __restrict__ x, const float* __restrict__ w,
+                                      const float* __restrict__ d_out, float* __restrict__ d_x,
+                                      float* __restrict__ d_w, unsigned int n, unsigned int m) {
+    __shared__ float part[WG];
+    __shared__ unsigned int wflags[WG];
+    unsigned int gxs = (n + WG - 1u) / WG;
+    Pairwise acc;
+    NonFinite nf;
+    if (blockIdx.x < gxs) {
+        unsigned int t = blockIdx.x * WG + threadIdx.x;
+        if (t >= n) return;
+        unsigned int last = n - m;
+        unsigned int lo = t > last ? t - last : 0u;
+        for (unsigned int j = min(t, m - 1u) + 1u; j > lo; --j) acc.push(nf.fin(__fmul_rn(d_out[t - (j - 1u)], w[j - 1u])));
+        d_x[t] = finish_sum(nf.flags, acc.total());
+        return;
+    }
+    unsigned int j = blockIdx.x - gxs;
+    if (j >= m) return;  // uniform across the block
+    unsigned int outs = n - m + 1u;
+    unsigned int share = (outs + WG - 1u) / WG;
+    unsigned int lo = min(threadIdx.x * share, outs);
+    unsigned int hi = min(lo + share, outs);
+    float prod[16];
+    unsigned int i = lo;
+    for (; i + 15u < hi; i += 16u) {
+        for (unsigned int k = 0; k < 16u; ++k) prod[k] = nf.fin(__fmul_rn(d_out[i + k], x[i + k + j]));
+        acc.push(tree16(prod));
+    }
+    for (; i < hi; ++i) acc.push(nf.fin(__fmul_rn(d_out[i], x[i + j])));
+    block_tree<WG>(acc.total(), nf.flags, part, wflags);
+    if (threadIdx.x == 0) d_w[j] = finish_sum(wflags[0], part[0]);
+}
+
+// VJP of builtin/mse_loss: d_a[i] = (a[i] - b[i]) k, d_b[i] = -d_a[i], k = (2 / n) d_out.
+extern "C" __global__ void mse_loss_vjp(const float* __restrict__ a, const float* __restrict__ b,
+                                        const float* __restrict__ d_out, float* __restrict__ d_a,
+                                        float* __restrict__ d_b, unsigned int n) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float k = __fmul_rn(__fdiv_rn(2.0f, (float)n), d_out[0]);
+    float v = __fmul_rn(__fsub_rn(a[i], b[i]), k);
+    d_a[i] = v;
+    d_b[i] = -v;
+}

@@ -1,0 +1,132 @@
+//! Training on the device (wgpu here; CUDA where the device check runs it): the example's
+//! pipeline (conv1d -> windowed median -> mse_loss) with its inputs on the device trains to the
+//! same losses and parameters as on host tensors (within the declared tolerances' scale), while
+//! only the parameters (uploaded), the loss's seed, the loss and the parameters' gradients
+//! (read back) cross between host and device: under 1 KiB a step, counted by the engine. Every
+//! op on the path differentiates through its VJP op's kernel there. A tape without a device
+//! refuses device feeds, and a tape on one device refuses another's tensors.
+
+mod common;
+
+#[path = "../examples/windowed_median/median.rs"]
+mod median;
+
+use op_runtime::backends::wgpu::engine::WgpuEngine;
+use op_runtime::backends::wgpu::WgpuBackend;
+use op_runtime::backends::{CpuBackend, ReferenceBackend};
+use op_runtime::train::optim::Sgd;
+use op_runtime::train::tape::{Tape, TapeError, Var};
+use op_runtime::{BackendKind, DType, Registry, Scalar, Tensor};
+use std::sync::Arc;
+
+const TAPS: usize = 5;
+const W: u32 = 7;
+
+/// An engine of this test binary's own (its counters see only this file's transfers) and a
+/// registry with wgpu on it, both host backends, the built-ins and the median.
+fn setup() -> Option<(&'static WgpuEngine, Registry)> {
+    if !common::wgpu_available() {
+        return None;
+    }
+    let engine: &'static WgpuEngine = Box::leak(Box::new(WgpuEngine::new().expect("engine")));
+    let registry = Registry::with_backends(vec![
+        Arc::new(WgpuBackend::on(engine)),
+        Arc::new(CpuBackend::default()),
+        Arc::new(ReferenceBackend::default()),
+    ]);
+    op_runtime::builtins::register_all(&registry);
+    registry.register(&median::windowed_median::DECL).expect("registers");
+    Some((engine, registry))
+}
+
+struct Net {
+    tape: Tape,
+    x: Var,
+    y: Var,
+    kernel: Var,
+    loss: Var,
+}
+
+fn net(registry: &Registry, n: usize) -> Net {
+    let mut tape = Tape::with_registry(registry);
+    let x = tape.input("noisy", DType::f32, [n]);
+    let kernel = tape.param("prefilter", Tensor::vector(vec![0.05f32, 0.1, 0.5, 0.1, 0.05])).expect("param");
+    let f = tape.call1("builtin/conv1d", &[x, kernel], &[]).expect("conv1d");
+    let d = tape.call1("user/example/windowed_median", &[f], &[Scalar::U32(W)]).expect("median");
+    let m = n - (TAPS - 1) - (W as usize - 1);
+    let y = tape.input("clean", DType::f32, [m]);
+    let loss = tape.call1("builtin/mse_loss", &[d, y], &[]).expect("mse");
+    Net { tape, x, y, kernel, loss }
+}
+
+fn data(n: usize) -> (Tensor, Tensor) {
+    let m = n - (TAPS - 1) - (W as usize - 1);
+    let noisy: Vec<f32> = (0..n).map(|i| (i as f32 * 0.01).sin() + if i % 37 == 0 { 3.0 } else { 0.0 }).collect();
+    let clean: Vec<f32> = (0..m).map(|i| ((i + 5) as f32 * 0.01).sin()).collect();
+    (Tensor::vector(noisy), Tensor::vector(clean))
+}
+
+/// Trains `steps` steps; returns each step's loss and the final parameters.
+fn train(net: &mut Net, xs: &Tensor, ys: &Tensor, steps: usize, mut after_step: impl FnMut(usize)) -> (Vec<f64>, Vec<f32>) {
+    let mut losses = Vec::new();
+    for step in 0..steps {
+        let mut run = net.tape.run(&[(net.x, xs), (net.y, ys)]).expect("runs");
+        losses.push(run.scalar(net.loss).expect("a loss"));
+        let grads = net.tape.backward(&mut run, net.loss).expect("backward");
+        assert!(grads.get(net.kernel).expect("a gradient").is_host(), "parameters' gradients come back to the host");
+        Sgd::new(0.1).step(&mut net.tape, &grads).expect("sgd");
+        after_step(step);
+    }
+    (losses, net.tape.param_value(net.kernel).and_then(|t| t.as_slice::<f32>()).expect("f32").to_vec())
+}
+
+#[test]
+fn training_on_the_device_matches_the_host_and_moves_under_a_kib_a_step() {
+    let Some((engine, registry)) = setup() else { return };
+    let n = 20_000;
+    let (xs, ys) = data(n);
+    let (host_losses, host_params) = train(&mut net(&registry, n), &xs, &ys, 4, |_| {});
+
+    let mut dnet = net(&registry, n);
+    dnet.tape.set_device(Some(engine)).expect("dispatch mode runs on a device");
+    let (dx, dy) = (xs.to_device(engine).expect("upload"), ys.to_device(engine).expect("upload"));
+    let mut per_step = Vec::new();
+    let mut before = engine.transfers().tensor_bytes();
+    let (losses, params) = train(&mut dnet, &dx, &dy, 4, |_| {
+        let now = engine.transfers().tensor_bytes();
+        per_step.push(now - before);
+        before = now;
+    });
+    println!("host losses {host_losses:?}\ndevice losses {losses:?}\nbytes per step {per_step:?}");
+    for (h, d) in host_losses.iter().zip(&losses) {
+        assert!((h - d).abs() <= 1e-5 * h.abs().max(1e-6), "loss on the device {d} vs the host {h}");
+    }
+    for (h, d) in host_params.iter().zip(&params) {
+        assert!((h - d).abs() <= 1e-5 * h.abs().max(1e-3), "parameter on the device {d} vs the host {h}");
+    }
+    assert!(losses.last() < losses.first(), "training lowers the loss: {losses:?}");
+    // Parameters 5 x 4 up, the seed 4 up, the loss 4 and the gradients 5 x 4 down.
+    for b in &per_step {
+        assert_eq!(*b, 48, "bytes between host and device per step: {per_step:?}");
+    }
+}
+
+#[test]
+fn device_feeds_need_a_tape_on_that_device() {
+    let Some((engine, registry)) = setup() else { return };
+    let n = 64;
+    let (xs, ys) = data(n);
+    let (dx, dy) = (xs.to_device(engine).expect("upload"), ys.to_device(engine).expect("upload"));
+    let host_tape = net(&registry, n);
+    match host_tape.tape.run(&[(host_tape.x, &dx), (host_tape.y, &dy)]) {
+        Err(TapeError::Placement { name, .. }) => assert_eq!(name, "noisy"),
+        other => panic!("expected a placement error, got {other:?}"),
+    }
+    let other: &'static WgpuEngine = Box::leak(Box::new(WgpuEngine::new().expect("engine")));
+    let mut on_other = net(&registry, n);
+    on_other.tape.set_device(Some(other)).expect("device");
+    assert!(matches!(on_other.tape.run(&[(on_other.x, &dx), (on_other.y, &dy)]), Err(TapeError::Placement { .. })));
+    let mut reference = Tape::with_mode(&registry, op_runtime::train::tape::Mode::ReferenceF64);
+    assert!(matches!(reference.set_device(Some(engine)), Err(TapeError::Device { .. })));
+    let _ = BackendKind::Wgpu;
+}

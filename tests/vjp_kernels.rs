@@ -1,0 +1,147 @@
+//! Backward rules with their own GPU kernels (`backward = vjp(rule, kernel(...))`): the
+//! example median's VJP op is registered with it, conforms against the VJP rule on every
+//! backend here (the rule's f32 bits exactly: a gather in window order adds what the rule adds,
+//! in its order), and runs through dispatch; deliberately broken VJP kernels (ties routed to the
+//! later element; the last window containing an element skipped, in WGSL and CUDA) are
+//! rejected while the rule conforms.
+//!
+//! wgpu tests skip with a printed reason when no adapter exists, unless
+//! `OP_REQUIRE_GPU_ADAPTER=1` (CI); CUDA ones unless `OP_REQUIRE_CUDA=1` (the device check).
+
+mod common;
+
+#[path = "../examples/windowed_median/median.rs"]
+mod median;
+
+use op_runtime::testing::assert_vjp_conformance_rejected;
+use op_runtime::verify::conformance;
+use op_runtime::{op, BackendKind, CallOptions, Real, Registry, Scalar, Tensor};
+
+/// The broken VJPs share the good op's contract, reference and rule; only the VJP kernel differs.
+macro_rules! broken_vjp {
+    ($(#[$doc:meta])* $fn_name:ident, $op_name:literal, $lang:ident, $kernel:literal) => {
+        $(#[$doc])*
+        #[op(
+            name = $op_name, version = 1,
+            signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
+            category = selection, tolerance = exact, generated_tests = false,
+            backward = vjp(median::windowed_median_vjp,
+                kernel($lang = $kernel, bindings(x: read, d_out: read, d_x: read_write, uniform(n, w)), threads = n)),
+            subgradient = "cotangent routed to the selected element",
+            license = "MIT",
+        )]
+        pub fn $fn_name<T: Real>(x: &[T], w: u32) -> Vec<T> {
+            median::windowed_median(x, w)
+        }
+    };
+}
+
+broken_vjp!(
+    /// Deliberately broken median VJP kernel: ties go to the later element.
+    median_vjp_ties_later, "test/broken/median_vjp_ties_later", wgsl, "kernels/broken/median_vjp_ties_later.wgsl"
+);
+broken_vjp!(
+    /// Deliberately broken median VJP kernel: skips the last window containing each element.
+    median_vjp_skips_window, "test/broken/median_vjp_skips_window", wgsl, "kernels/broken/median_vjp_skips_window.wgsl"
+);
+broken_vjp!(
+    /// Deliberately broken median VJP kernel (CUDA): skips the last window containing each element.
+    median_vjp_skips_window_cuda, "test/broken/median_vjp_skips_window_cuda", cuda, "kernels/broken/median_vjp_skips_window.cu"
+);
+
+fn vjp_op() -> op_runtime::OpHandle {
+    let h = Registry::new().register(&median::windowed_median::DECL).expect("registers");
+    h.vjp_op().expect("the VJP op is registered with the op")
+}
+
+#[test]
+fn the_median_vjp_op_is_the_rule_with_the_declared_kernels() {
+    let v = vjp_op();
+    let op = v.op();
+    assert_eq!(v.id(), "user/example/windowed_median/vjp@1");
+    let args: Vec<&str> = op.contract.signature.args.iter().map(|a| a.name()).collect();
+    assert_eq!(args, ["x", "w", "d_out"]);
+    assert_eq!(op.contract.signature.outputs[0].name, "d_x");
+    assert_eq!(op.contract.kernels.len(), 2, "the WGSL and the CUDA VJP kernels");
+    let forward = Registry::new().register(&median::windowed_median::DECL).unwrap().op();
+    assert_ne!(op.hash, forward.hash, "the VJP op has its own identity");
+}
+
+#[test]
+fn the_median_vjp_kernels_conform_where_they_run() {
+    let v = vjp_op();
+    for kind in [BackendKind::Wgpu, BackendKind::Cuda] {
+        let ok = if kind == BackendKind::Wgpu { common::wgpu_available() } else { common::cuda_available() };
+        if !ok {
+            continue;
+        }
+        let receipt =
+            conformance::conform(&v.at(&[op_runtime::DType::f32]).expect("f32 instance"), kind).unwrap_or_else(|e| panic!("{kind}: {e}"));
+        println!("conformance: `{}` on {kind}: {} cases conform", v.id(), receipt.cases);
+        assert!(receipt.cases > 10);
+    }
+}
+
+#[test]
+fn the_vjp_op_on_a_gpu_equals_the_rule() {
+    let v = vjp_op().at(&[op_runtime::DType::f32]).expect("f32 instance");
+    let n = 4099;
+    let x: Vec<f32> = (0..n).map(|i| ((i * 7919) % 61) as f32 - 30.0).collect(); // many ties
+    let g: Vec<f32> = (0..n - 6).map(|i| (i as f32 * 0.37).sin()).collect();
+    let expect = median::windowed_median_vjp(&x, 7, &g);
+    let (xt, gt) = (Tensor::vector(x), Tensor::vector(g));
+    for kind in [BackendKind::Wgpu, BackendKind::Cuda] {
+        let ok = if kind == BackendKind::Wgpu { common::wgpu_available() } else { common::cuda_available() };
+        if !ok {
+            continue;
+        }
+        let out = v.call_with(&[&xt, &gt], &[Scalar::U32(7)], CallOptions::on(kind)).expect("runs");
+        assert_eq!(out.provenance.backend, kind);
+        let got = out.outputs[0].as_slice::<f32>().expect("f32");
+        assert!(got.iter().zip(&expect).all(|(a, b)| a.to_bits() == b.to_bits()), "{kind}: the kernel's gradient differs from the rule's");
+    }
+}
+
+#[test]
+fn a_vjp_kernel_that_routes_ties_to_the_later_element_is_rejected() {
+    let reports = assert_vjp_conformance_rejected(&median_vjp_ties_later::DECL);
+    if common::wgpu_available() {
+        assert!(reports.iter().any(|r| r.backend == BackendKind::Wgpu), "wgpu ran and must have rejected it");
+    }
+}
+
+#[test]
+fn a_vjp_kernel_that_skips_a_window_is_rejected() {
+    let reports = assert_vjp_conformance_rejected(&median_vjp_skips_window::DECL);
+    if common::wgpu_available() {
+        let r = reports.iter().find(|r| r.backend == BackendKind::Wgpu).expect("wgpu rejected it");
+        assert!(r.to_string().contains("test/broken/median_vjp_skips_window/vjp@1"), "{r}");
+    }
+}
+
+#[test]
+fn a_cuda_vjp_kernel_that_skips_a_window_is_rejected() {
+    let reports = assert_vjp_conformance_rejected(&median_vjp_skips_window_cuda::DECL);
+    if common::cuda_available() {
+        assert!(reports.iter().any(|r| r.backend == BackendKind::Cuda), "CUDA ran and must have rejected it");
+    }
+}
+
+/// The built-ins the example trains through (`conv1d`, `mse_loss`) declare VJP kernels; each
+/// conforms against its VJP rule wherever it runs.
+#[test]
+fn the_builtin_vjp_kernels_conform_where_they_run() {
+    for name in ["builtin/conv1d", "builtin/mse_loss"] {
+        let h = op_runtime::registry().lookup(name).expect("a built-in");
+        let v = h.vjp_op().unwrap_or_else(|| panic!("{name} declares VJP kernels"));
+        let v = v.at(&[op_runtime::DType::f32]).expect("f32 instance");
+        for kind in [BackendKind::Wgpu, BackendKind::Cuda] {
+            let ok = if kind == BackendKind::Wgpu { common::wgpu_available() } else { common::cuda_available() };
+            if !ok {
+                continue;
+            }
+            let receipt = conformance::conform(&v, kind).unwrap_or_else(|e| panic!("{kind}: {e}"));
+            println!("conformance: `{}` on {kind}: {} cases conform", v.id(), receipt.cases);
+        }
+    }
+}
