@@ -8,7 +8,8 @@
 # order: the CUDA engine's own tests; CUDA conformance of every built-in (and the broken CUDA
 # kernels' rejection, the transcendental sweep, the accum margins) and of the example median;
 # the dtype-generic, accumulating-output, training and CUDA device-tensor tests (default
-# dispatch picks CUDA where an op has a CUDA kernel); the example; the `cuda_kernels` bench;
+# dispatch picks CUDA where an op has a CUDA kernel), the VJP kernels' conformance and training
+# on the device; the example; the `cuda_kernels` and `device_tape` benches;
 # then, where `.gl` carries the Vulkan loader, wgpu's device-tensor and any-size tests and its
 # benches on the GPU. Logs land in $OUT.
 set -euo pipefail
@@ -24,7 +25,7 @@ for line in sys.stdin:
         print(m["executable"])' | tail -1
 }
 
-TESTS="conformance_builtins conformance_median dtype_generic accumulate training cuda_device_tensors vjp_kernels"
+TESTS="conformance_builtins conformance_median dtype_generic accumulate training cuda_device_tensors vjp_kernels device_training"
 WGPU_TESTS="device_tensors launch_any_size"
 WGPU_BENCHES="device_chain conformance_wgpu"
 
@@ -36,6 +37,7 @@ prepare)
     cp "$(exe_of test --release --no-run -p op-runtime --lib)" device-bin/op_runtime_lib
     for t in $TESTS; do cp "$(exe_of test --release --no-run --test "$t")" "device-bin/$t"; done
     cp "$(exe_of bench --no-run --bench cuda_kernels)" device-bin/cuda_kernels
+    cp "$(exe_of bench --no-run --bench device_tape)" device-bin/device_tape
     # wgpu on the NVIDIA Vulkan driver too, where the Vulkan loader is carried in `.gl` (see run).
     for t in $WGPU_TESTS; do cp "$(exe_of test --release --no-run --test "$t")" "device-bin/$t"; done
     for b in $WGPU_BENCHES; do cp "$(exe_of bench --no-run --bench "$b")" "device-bin/$b"; done
@@ -78,7 +80,7 @@ run)
         local log=/tmp/op-step-$name.log
         "$@" > "$log" 2>&1 || { status=1; echo "FAILED: $name"; }
         { echo "=== $name: $*"; cat "$log"; } >> "$out/all.log"
-        case $name in builtins | example | bench | wgpu-conformance_wgpu) cp "$log" "$out/$name.log" ;; esac
+        case $name in builtins | example | bench | tape | wgpu-conformance_wgpu) cp "$log" "$out/$name.log" ;; esac
         grep -E "^test result|FAILED|panicked|^device|kernel|GFLOP|conformance: .* on cuda" "$log" | head -60 || true
     }
     step lib device-bin/op_runtime_lib cuda --test-threads=1
@@ -89,10 +91,13 @@ run)
     step training device-bin/training
     step resident device-bin/cuda_device_tensors --nocapture
     step vjp device-bin/vjp_kernels --nocapture
+    step device-training device-bin/device_training --nocapture --test-threads=1
     step example device-bin/windowed_median
     tail -20 /tmp/op-step-example.log
     step bench device-bin/cuda_kernels
     cat /tmp/op-step-bench.log
+    step tape device-bin/device_tape
+    cat /tmp/op-step-tape.log
     # wgpu on the GPU's Vulkan driver, when the loader was carried (`carry` names `.gl`, which
     # holds libvulkan1's .deb: see the device tool's README). Required to run once attempted.
     if ls .gl/*.deb >/dev/null 2>&1; then

@@ -10,12 +10,14 @@
 
 mod median;
 
+use op_runtime::backends::cuda::engine::CudaEngine;
+use op_runtime::backends::wgpu::engine::WgpuEngine;
 use op_runtime::core::receipt::Receipt;
 use op_runtime::gradcheck;
 use op_runtime::train::optim::Sgd;
-use op_runtime::train::tape::{human_bytes, Tape};
+use op_runtime::train::tape::{human_bytes, SharedDevice, Tape};
 use op_runtime::verify::conformance::{conform_all, ConformanceFailure};
-use op_runtime::{DType, OpHandle, Registry, Scalar, Tensor};
+use op_runtime::{BackendKind, DType, OpHandle, Registry, Scalar, Tensor};
 use std::time::Instant;
 
 /// Samples in the signal.
@@ -124,7 +126,7 @@ fn conform(h: &OpHandle, show: bool) -> Vec<Receipt> {
 /// is a software rasteriser, such as lavapipe/llvmpipe, ranks below the native CPU backend; an
 /// explicit `CallOptions::on(BackendKind::Wgpu)` still reaches it), makes one such call and
 /// checks that it ran where the order says.
-fn default_call(registry: &Registry, median: &OpHandle) -> Result<(), Box<dyn std::error::Error>> {
+fn default_call(registry: &Registry, median: &OpHandle) -> Result<BackendKind, Box<dyn std::error::Error>> {
     println!("\ndefault selection for {} (the order default calls try, and why):", median.id());
     let expected = explain_default(registry, median);
     let probe = Tensor::vector(signal(4096).1);
@@ -133,7 +135,25 @@ fn default_call(registry: &Registry, median: &OpHandle) -> Result<(), Box<dyn st
     if ran.backend.name() != expected {
         return Err(format!("the default call ran on {}, default selection says {expected}", ran.backend).into());
     }
-    Ok(())
+    Ok(ran.backend)
+}
+
+/// Where the pipeline trains: on the device of the GPU backend default selection chose for the
+/// median (its tape keeps intermediates and gradients there), on host tensors otherwise.
+/// `OP_EXAMPLE_DEVICE=host|wgpu|cuda` overrides the choice.
+fn training_device(chosen: BackendKind) -> Result<Option<SharedDevice>, Box<dyn std::error::Error>> {
+    let wanted = match std::env::var("OP_EXAMPLE_DEVICE").as_deref() {
+        Ok("host") => return Ok(None),
+        Ok("wgpu") => BackendKind::Wgpu,
+        Ok("cuda") => BackendKind::Cuda,
+        Ok(other) => return Err(format!("OP_EXAMPLE_DEVICE={other}: expected host, wgpu or cuda").into()),
+        Err(_) => chosen,
+    };
+    Ok(match wanted {
+        BackendKind::Wgpu => Some(WgpuEngine::shared()?),
+        BackendKind::Cuda => Some(CudaEngine::shared()?),
+        _ => None,
+    })
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -154,8 +174,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     receipts.extend(conform(&conv, false));
     receipts.extend(conform(&mse, false));
 
+    // The VJP kernels (`backward = vjp(rule, kernel(...))`), conformed against their rules.
+    println!("conformance of the VJP kernels in the pipeline (their reference: the VJP rule):");
+    for h in [&median, &conv, &mse] {
+        if let Some(v) = h.vjp_op() {
+            receipts.extend(conform(&v, false));
+        }
+    }
+
     // 2. Default selection: which backend a call that names none runs on, and why.
-    default_call(registry, &median)?;
+    let chosen = default_call(registry, &median)?;
 
     // 3. Gradcheck of the declared backward, with its negative control.
     println!();
@@ -169,6 +197,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let target = clean[offset..offset + m].to_vec();
     let mut tape = Tape::new();
     tape.present_receipts(receipts);
+    let device = training_device(chosen)?;
+    tape.set_device(device)?;
     let x = tape.input("noisy", DType::f32, [N]);
     let kernel = tape.param("prefilter", Tensor::vector(vec![0.05f32, 0.1, 0.5, 0.1, 0.05]))?;
     let filtered = tape.apply1(&conv, &[x, kernel], &[])?;
@@ -180,8 +210,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("\npipeline : conv1d(noisy, prefilter[{TAPS}]) -> windowed_median(w = {W}) -> mse_loss(., clean), {N} samples");
     print!("{}", tape.plan());
 
-    let xs = Tensor::vector(noisy.clone());
-    let ys = Tensor::vector(target.clone());
+    // On a device the inputs are uploaded once; each step then moves only the parameters, the
+    // loss and the parameters' gradients.
+    let place = |t: Tensor| -> Result<Tensor, Box<dyn std::error::Error>> {
+        Ok(match device {
+            Some(d) => t.to_device(d)?,
+            None => t,
+        })
+    };
+    match device {
+        Some(d) => println!("training on: {} (inputs uploaded once; intermediates and gradients stay there)", d.id()),
+        None => println!("training on: host tensors (each call runs on the backend dispatch chooses)"),
+    }
+    let xs = place(Tensor::vector(noisy.clone()))?;
+    let ys = place(Tensor::vector(target.clone()))?;
     let mut last = None;
     for step in 0..STEPS {
         let t0 = Instant::now();
@@ -205,7 +247,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("  after {STEPS} steps: loss {:.6}", final_run.scalar(loss).ok_or("the loss was not computed")?);
 
     // 5. How much of the spikes' energy is gone.
-    let out = final_run.value(despiked).and_then(|t| t.as_slice::<f32>()).ok_or("the despiked signal was not computed")?;
+    let out = final_run.value(despiked).ok_or("the despiked signal was not computed")?.to_host()?;
+    let out = out.as_slice::<f32>().ok_or("the despiked signal is not f32")?;
     let spikes = energy(&noisy[offset..offset + m], &target);
     let residual = energy(out, &target);
     println!("\nspike energy   : {spikes:.1} in the input, {residual:.3} left after the trained pipeline");
@@ -222,8 +265,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!("\ntotal {:.1} s", started.elapsed().as_secs_f64());
-    println!("(tensor bytes between host and GPU per step count both engines' transfers: every call on a GPU backend");
-    println!(" takes host tensors here and reads its outputs back; the tape does not keep device tensors yet)");
+    println!("(tensor bytes between host and GPU per step count both engines' transfers: on a device only the parameters,");
+    println!(" the loss's seed, the loss and the parameters' gradients cross; on host tensors every GPU call uploads its");
+    println!(" inputs and reads its outputs back)");
     Ok(())
 }
 
