@@ -105,6 +105,10 @@ run)
         ldconfig
         icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
         [ -f "$icd" ] && export VK_DRIVER_FILES=$icd
+        egl=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+        [ -f "$egl" ] && export __EGL_VENDOR_LIBRARY_FILENAMES=$egl
+        { echo "Vulkan ICDs:"; ls /usr/local/nvidia/share/vulkan/icd.d /usr/share/vulkan/icd.d /etc/vulkan/icd.d 2>&1;
+          ldconfig -p | grep -E 'libvulkan|libGLX_nvidia|libGLdispatch' || true; } | tee -a "$out/all.log"
         export OP_REQUIRE_GPU_ADAPTER=1
         for t in $WGPU_TESTS; do step "wgpu-$t" "device-bin/$t"; done
         for b in $WGPU_BENCHES; do step "wgpu-$b" "device-bin/$b"; cat "/tmp/op-step-wgpu-$b.log"; done

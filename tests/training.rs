@@ -124,9 +124,20 @@ fn a_pipeline_of_builtin_and_user_ops_trains_with_sgd() {
         assert!(w[1] < w[0], "the loss must fall every step: {losses:?}");
     }
     assert!(losses[losses.len() - 1] < 0.5 * losses[0], "{losses:?}");
-    // Forward through dispatch: one provenance entry per op, in order.
+    // Forward through dispatch: one provenance entry per op, in order; then backward through
+    // each op's VJP op (all three declare VJP kernels), last op first.
     let ops: Vec<&str> = prov.entries.iter().map(|e| &*e.op).collect();
-    assert_eq!(ops, ["builtin/conv1d@1", "user/example/windowed_median@1", "builtin/mse_loss@1"]);
+    assert_eq!(
+        ops,
+        [
+            "builtin/conv1d@1",
+            "user/example/windowed_median@1",
+            "builtin/mse_loss@1",
+            "builtin/mse_loss/vjp@1",
+            "user/example/windowed_median/vjp@1",
+            "builtin/conv1d/vjp@1"
+        ]
+    );
 }
 
 #[test]
@@ -166,9 +177,23 @@ fn composite_ops_train_through_their_graph() {
         let want = th + 4.0 * x * (1.0 - th * th);
         assert!((gx - want).abs() < 1e-5, "{got:?}");
     }
-    // Forward ran the op itself; backward rematerialised its graph (recorded in provenance too).
+    // Forward ran the op itself; backward ran `sum`'s VJP op, then rematerialised the graph and
+    // differentiated it (all recorded in provenance): `mul` and `scale` through their VJP ops
+    // (dispatched calls), `tanh` through its rule (it declares no VJP kernel: no dispatch).
     let ops: Vec<&str> = run.provenance.entries.iter().map(|e| &*e.op).collect();
-    assert_eq!(ops, ["test/train/smooth_abs@1", "builtin/sum@1", "builtin/scale@1", "builtin/tanh@1", "builtin/mul@1"]);
+    assert_eq!(
+        ops,
+        [
+            "test/train/smooth_abs@1",
+            "builtin/sum@1",
+            "builtin/sum/vjp@1",
+            "builtin/scale@1",
+            "builtin/tanh@1",
+            "builtin/mul@1",
+            "builtin/mul/vjp@1",
+            "builtin/scale/vjp@1"
+        ]
+    );
     // The planner counts the composite's rematerialised intermediates.
     let plan = t.plan();
     assert!(plan.entries.iter().any(|e| e.kind == BufferKind::Composite && e.op == "builtin/tanh@1"), "{plan}");
@@ -237,16 +262,22 @@ fn every_run_yields_a_provenance_record_where_user_and_builtin_ops_look_alike() 
     let n = 300;
     let mut d = despike(&reg, n);
     d.tape.set_call_options(CallOptions::on(BackendKind::Reference));
-    // Receipts for every op in the pipeline, minted by conformance on the reference backend.
+    // Receipts for every op in the pipeline and, in the order backward runs them, their VJP
+    // ops, minted by conformance on the reference backend.
     let mut receipts = Vec::new();
-    for name in ["builtin/conv1d", "user/example/windowed_median", "builtin/mse_loss"] {
+    let names = ["builtin/conv1d", "user/example/windowed_median", "builtin/mse_loss"];
+    for name in names {
         let h = ok(reg.lookup(name));
         receipts.push(ok(op_runtime::verify::conformance::conform(&h, BackendKind::Reference)));
+    }
+    for name in names.iter().rev() {
+        let v = ok(reg.lookup(name)).vjp_op().expect("the op declares VJP kernels");
+        receipts.push(ok(op_runtime::verify::conformance::conform(&v, BackendKind::Reference)));
     }
     d.tape.present_receipts(receipts.clone());
     let (_, prov) = train(&mut d, n, 1);
     println!("{prov}");
-    assert_eq!(prov.entries.len(), 3);
+    assert_eq!(prov.entries.len(), 6);
     for (e, r) in prov.entries.iter().zip(&receipts) {
         assert_eq!(&*e.op, r.op.as_str());
         assert_eq!(op_runtime_hex(&e.content_hash), r.content_hash);

@@ -127,20 +127,23 @@ fn a_cuda_vjp_kernel_that_skips_a_window_is_rejected() {
     }
 }
 
-/// The built-ins the example trains through (`conv1d`, `mse_loss`) declare VJP kernels; each
-/// conforms against its VJP rule wherever it runs.
+/// Every built-in whose backward declares VJP kernels (at least the ones the example trains
+/// through, `conv1d` and `mse_loss`) has them conform against its VJP rule wherever they run.
 #[test]
 fn the_builtin_vjp_kernels_conform_where_they_run() {
+    let r = op_runtime::registry();
     for name in ["builtin/conv1d", "builtin/mse_loss"] {
-        let h = op_runtime::registry().lookup(name).expect("a built-in");
-        let v = h.vjp_op().unwrap_or_else(|| panic!("{name} declares VJP kernels"));
+        assert!(r.lookup(name).expect("a built-in").vjp_op().is_some(), "{name} declares VJP kernels");
+    }
+    let kinds: Vec<BackendKind> = [BackendKind::Wgpu, BackendKind::Cuda]
+        .into_iter()
+        .filter(|k| if *k == BackendKind::Wgpu { common::wgpu_available() } else { common::cuda_available() })
+        .collect();
+    for op in r.ops().iter().filter(|o| o.id.starts_with("builtin/") && !o.id.contains("/vjp@")) {
+        let Some(v) = r.lookup(&op.id).expect("registered").vjp_op() else { continue };
         let v = v.at(&[op_runtime::DType::f32]).expect("f32 instance");
-        for kind in [BackendKind::Wgpu, BackendKind::Cuda] {
-            let ok = if kind == BackendKind::Wgpu { common::wgpu_available() } else { common::cuda_available() };
-            if !ok {
-                continue;
-            }
-            let receipt = conformance::conform(&v, kind).unwrap_or_else(|e| panic!("{kind}: {e}"));
+        for kind in &kinds {
+            let receipt = conformance::conform(&v, *kind).unwrap_or_else(|e| panic!("{kind}: {e}"));
             println!("conformance: `{}` on {kind}: {} cases conform", v.id(), receipt.cases);
         }
     }

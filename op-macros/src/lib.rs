@@ -117,12 +117,21 @@ mod members;
 ///
 /// (* Grammar 3: backward representation *)
 /// backward    = "none" | "composite" [ "(" PATH ")" ]
-///             | "vjp" "(" PATH ")" [ "+" "jvp" "(" PATH { "," PATH } ")" ]
-///             | "jvp" "(" PATH { "," PATH } ")" [ "+" "vjp" "(" PATH ")" ] ;
+///             | vjp [ "+" "jvp" "(" PATH { "," PATH } ")" ]
+///             | "jvp" "(" PATH { "," PATH } ")" [ "+" vjp ] ;
+/// vjp         = "vjp" "(" PATH { "," kernel } ")" ;   (* the rule, then the VJP's GPU kernels *)
 /// ```
 ///
 /// # Meaning
 ///
+/// - **VJP kernels** (`backward = vjp(rule, kernel(...), ...)`) run the op's *VJP op*, registered
+///   with the op as `<name>/vjp`: its arguments are the op's arguments followed by one cotangent
+///   `d_<output>` per output (the output's dtype and dims), its outputs one gradient `d_<input>`
+///   per float tensor input, its reference the rule. A VJP kernel binds those tensors (the
+///   op's inputs and the cotangents `read`, the gradients `read_write`) and is checked like a
+///   forward kernel against that signature; conformance compares it with the rule, and the tape
+///   differentiates through it (on the device, for a tape on one). An argument may not already
+///   be named like a derived tensor, and the op's outputs must have static shapes.
 /// - **Symbols** are bound by appearing as a bare dim of an input (`x: f32[n]` binds `n`) or as
 ///   an integer parameter. Repeated symbols must agree at run time (`a: f32[m, k], b: f32[k, n]`).
 ///   Every other use of a symbol (output dims, constraints, `threads`, `uniform`) must be bound.

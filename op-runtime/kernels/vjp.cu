@@ -54,3 +54,45 @@ extern "C" __global__ void mse_loss_vjp(const float* __restrict__ a, const float
     d_a[i] = v;
     d_b[i] = -v;
 }
+
+// The elementwise built-ins' VJPs (the rules' arithmetic, one thread per element). Negation
+// flips the sign bit (NaN payloads kept, as the host's negation keeps them).
+#define ELEMENT unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; if (i >= n) return;
+
+extern "C" __global__ void neg_vjp(const float* __restrict__ x, const float* __restrict__ d_out, float* __restrict__ d_x, unsigned int n) {
+    ELEMENT d_x[i] = __uint_as_float(__float_as_uint(d_out[i]) ^ 0x80000000u);
+}
+
+extern "C" __global__ void relu_vjp(const float* __restrict__ x, const float* __restrict__ d_out, float* __restrict__ d_x, unsigned int n) {
+    ELEMENT d_x[i] = x[i] > 0.0f ? d_out[i] : 0.0f;
+}
+
+extern "C" __global__ void sum_vjp(const float* __restrict__ x, const float* __restrict__ d_out, float* __restrict__ d_x, unsigned int n) {
+    ELEMENT d_x[i] = d_out[0];
+}
+
+extern "C" __global__ void mean_vjp(const float* __restrict__ x, const float* __restrict__ d_out, float* __restrict__ d_x, unsigned int n) {
+    ELEMENT d_x[i] = __fdiv_rn(d_out[0], (float)n);
+}
+
+extern "C" __global__ void scale_vjp(const float* __restrict__ x, const float* __restrict__ d_out, float* __restrict__ d_x, unsigned int n, float s) {
+    ELEMENT d_x[i] = __fmul_rn(d_out[i], s);
+}
+
+extern "C" __global__ void add_vjp(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ d_out,
+                                   float* __restrict__ d_a, float* __restrict__ d_b, unsigned int n) {
+    ELEMENT d_a[i] = d_out[i];
+    d_b[i] = d_out[i];
+}
+
+extern "C" __global__ void sub_vjp(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ d_out,
+                                   float* __restrict__ d_a, float* __restrict__ d_b, unsigned int n) {
+    ELEMENT d_a[i] = d_out[i];
+    d_b[i] = __uint_as_float(__float_as_uint(d_out[i]) ^ 0x80000000u);
+}
+
+extern "C" __global__ void mul_vjp(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ d_out,
+                                   float* __restrict__ d_a, float* __restrict__ d_b, unsigned int n) {
+    ELEMENT d_a[i] = __fmul_rn(d_out[i], b[i]);
+    d_b[i] = __fmul_rn(d_out[i], a[i]);
+}

@@ -28,7 +28,7 @@ fn unary_cpu(x: &[f32], k: impl Fn(&[f32], &mut [MaybeUninit<f32>])) -> Vec<f32>
 
 /// Elementwise sum `a + b`.
 #[op(name = "builtin/add", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n]) -> T[n],
-     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(add_vjp), cpu(add_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/add.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "add", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
+     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(add_vjp, kernel(wgsl = "kernels/binary_vjp.wgsl", entry = "add_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "add_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n, block = 256)), cpu(add_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/add.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "add", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn add<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     a.iter().zip(b).map(|(x, y)| *x + *y).collect()
@@ -44,7 +44,7 @@ fn add_cpu(a: &[f32], b: &[f32]) -> Vec<f32> {
 
 /// Elementwise difference `a - b`.
 #[op(name = "builtin/sub", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n]) -> T[n],
-     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(sub_vjp), cpu(sub_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/sub.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "sub", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
+     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(sub_vjp, kernel(wgsl = "kernels/binary_vjp.wgsl", entry = "sub_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "sub_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n, block = 256)), cpu(sub_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/sub.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "sub", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn sub<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     a.iter().zip(b).map(|(x, y)| *x - *y).collect()
@@ -60,7 +60,7 @@ fn sub_cpu(a: &[f32], b: &[f32]) -> Vec<f32> {
 
 /// Elementwise product `a * b`.
 #[op(name = "builtin/mul", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n]) -> T[n],
-     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(mul_vjp), cpu(mul_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/mul.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "mul", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
+     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(mul_vjp, kernel(wgsl = "kernels/binary_vjp.wgsl", entry = "mul_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "mul_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n, block = 256)), cpu(mul_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/mul.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "mul", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn mul<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     a.iter().zip(b).map(|(x, y)| *x * *y).collect()
@@ -94,7 +94,7 @@ fn div_cpu(a: &[f32], b: &[f32]) -> Vec<f32> {
 
 /// Negation `-x`.
 #[op(name = "builtin/neg", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[n],
-     category = elementwise, tolerance = ulp(0), nan = propagate, backward = vjp(neg_vjp), cpu(neg_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/neg.wgsl", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "neg", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
+     category = elementwise, tolerance = ulp(0), nan = propagate, backward = vjp(neg_vjp, kernel(wgsl = "kernels/unary_vjp.wgsl", entry = "neg_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "neg_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n, block = 256)), cpu(neg_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/neg.wgsl", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "neg", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn neg<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| -*v).collect()
@@ -110,7 +110,7 @@ fn neg_cpu(x: &[f32]) -> Vec<f32> {
 
 /// Scaling by a scalar parameter `s * x`.
 #[op(name = "builtin/scale", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n], s: T) -> T[n],
-     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(scale_vjp), cpu(scale_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/scale.wgsl", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n, s)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "scale", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n, s)), threads = n, block = 256),
+     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(scale_vjp, kernel(wgsl = "kernels/scale_vjp.wgsl", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n, s)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "scale_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n, s)), threads = n, block = 256)), cpu(scale_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/scale.wgsl", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n, s)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "scale", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n, s)), threads = n, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn scale<T: Real>(x: &[T], s: T) -> Vec<T> {
     x.iter().map(|v| *v * s).collect()
@@ -181,7 +181,7 @@ fn tanh_cpu(x: &[f32]) -> Vec<f32> {
 
 /// Rectified linear unit `max(x, 0)`; NaN stays NaN.
 #[op(name = "builtin/relu", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[n],
-     category = selection, tolerance = exact, nan = propagate, backward = vjp(relu_vjp),
+     category = selection, tolerance = exact, nan = propagate, backward = vjp(relu_vjp, kernel(wgsl = "kernels/unary_vjp.wgsl", entry = "relu_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "relu_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n, block = 256)),
      subgradient = "zero at x = 0: the cotangent passes only where x > 0",
      cpu(relu_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/relu.wgsl", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "relu", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]

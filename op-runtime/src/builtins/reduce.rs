@@ -7,7 +7,7 @@ use crate::{op, Real};
 
 /// Sum of all elements (a rank-0 result).
 #[op(name = "builtin/sum", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[],
-     category = reduction, tolerance = accum(2), nan = propagate, backward = vjp(sum_vjp), cpu(sum_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/sum.wgsl", entry = "sum_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = 256), kernel(cuda = "kernels/reduce.cu", entry = "sum_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = 131072, block = 256),
+     category = reduction, tolerance = accum(2), nan = propagate, backward = vjp(sum_vjp, kernel(wgsl = "kernels/unary_vjp.wgsl", entry = "sum_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "sum_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n, block = 256)), cpu(sum_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/sum.wgsl", entry = "sum_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = 256), kernel(cuda = "kernels/reduce.cu", entry = "sum_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = 131072, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn sum<T: Real>(x: &[T]) -> Vec<T> {
     let mut s = T::zero();
@@ -27,7 +27,7 @@ fn sum_cpu(x: &[f32]) -> Vec<f32> {
 
 /// Mean of all elements (`n >= 1`).
 #[op(name = "builtin/mean", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n] where n >= 1) -> T[],
-     category = reduction, tolerance = accum(2), nan = propagate, backward = vjp(mean_vjp), cpu(mean_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/sum.wgsl", entry = "mean_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = 256), kernel(cuda = "kernels/reduce.cu", entry = "mean_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = 131072, block = 256),
+     category = reduction, tolerance = accum(2), nan = propagate, backward = vjp(mean_vjp, kernel(wgsl = "kernels/unary_vjp.wgsl", entry = "mean_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "mean_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n, block = 256)), cpu(mean_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/sum.wgsl", entry = "mean_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = 256), kernel(cuda = "kernels/reduce.cu", entry = "mean_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = 131072, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn mean<T: Real>(x: &[T]) -> Vec<T> {
     let mut s = T::zero();
