@@ -6,12 +6,16 @@
 #include "total_order.cuh"
 
 // `a + b` as the reference's host arithmetic gives it, NaN payloads included: IEEE 754 leaves
-// the payload of a NaN result to the implementation; the host's f32 addition returns its first
-// NaN operand, quieted, where the GPU returns a canonical NaN (and `exact` compares payloads).
+// the payload of a NaN result to the implementation; the host's f32 addition (x86-64) returns
+// its first NaN operand, quieted, and makes inf + -inf the default NaN 0xffc00000, where the
+// GPU returns a canonical NaN (and `exact` compares payloads). NVRTC keeps subnormals (no
+// `-ftz`), so the rest is the hardware's addition.
 __device__ __forceinline__ float add_as_host(float a, float b) {
     unsigned int ua = __float_as_uint(a), ub = __float_as_uint(b);
     if ((ua & 0x7fffffffu) > 0x7f800000u) return __uint_as_float(ua | 0x00400000u);
     if ((ub & 0x7fffffffu) > 0x7f800000u) return __uint_as_float(ub | 0x00400000u);
+    bool ia = (ua & 0x7fffffffu) == 0x7f800000u, ib = (ub & 0x7fffffffu) == 0x7f800000u;
+    if (ia && ib && ((ua ^ ub) >> 31)) return __uint_as_float(0xffc00000u);
     return __fadd_rn(a, b);
 }
 

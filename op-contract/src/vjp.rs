@@ -10,9 +10,14 @@
 //! - outputs: one gradient `d_<input>` per float (differentiable) tensor input, with its dtype and
 //!   dims;
 //! - name `<name>/vjp`, the same version, constraints, dtype variables, category, tolerance,
-//!   domain, licence and visibility; `backward = none`, no NaN policy, no `cpu` kernel.
+//!   domain, licence and visibility; `backward = none`, no NaN policy, no `cpu` kernel;
+//! - under `exact`, gradients compare with `signed_zero = ignore` (IEEE equality, NaN equal to
+//!   NaN whatever its payload): a rule that sums cotangents leaves the payload of a NaN sum to
+//!   its compiler (IEEE 754 does not say which of two NaN operands an addition returns, and
+//!   LLVM may commute the operands), so no kernel could be held to it; every other bit stays
+//!   exact.
 
-use crate::contract::{Arg, Backward, Contract, Kernel, ShapeClass, TensorSig};
+use crate::contract::{Arg, Backward, Contract, Kernel, ShapeClass, SignedZero, TensorSig, Tolerance};
 
 /// The name the VJP op gives the cotangent of output `output` or the gradient of input `input`.
 pub fn grad_name(tensor: &str) -> String {
@@ -62,6 +67,9 @@ impl Contract {
         derived.cpu = None;
         derived.cpu_dtypes = Vec::new();
         derived.kernels = kernels;
+        if derived.tolerance == Tolerance::Exact {
+            derived.signed_zero = SignedZero::Ignore;
+        }
         Ok(derived)
     }
 }
@@ -117,6 +125,7 @@ mod tests {
         assert_eq!(args, ["x", "w", "d_out"]);
         assert_eq!(v.signature.outputs.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(), ["d_x"]);
         assert_eq!((v.id().as_str(), v.kernels.len(), v.backward.clone()), ("user/median/vjp@1", 1, Backward::None));
+        assert_eq!((v.tolerance, v.signed_zero), (Tolerance::Exact, SignedZero::Ignore), "NaN payloads of sums are not the rule's");
         let mut plain = c.clone();
         plain.backward = Backward::Declared { vjp: Some("median_vjp".into()), jvp: vec![], vjp_kernels: vec![] };
         assert!(plain.vjp_contract().is_none());
