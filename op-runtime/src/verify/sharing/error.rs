@@ -12,6 +12,15 @@ pub enum SharingError {
         /// The op's `name@version`.
         op: String,
     },
+    /// A VJP op (`<name>/vjp`, derived at registration) travels with its op: loading the op
+    /// derives it again.
+    #[error("op `{op}` is the VJP op of `{of}`, derived from it at registration: publish `{of}` (its card carries the VJP kernels)")]
+    DerivedOp {
+        /// The VJP op's `name@version`.
+        op: String,
+        /// The op it derives from.
+        of: String,
+    },
     /// The op declares no SPDX licence expression.
     #[error("op `{op}` has no licence and nothing leaves private without one; add `license = \"MIT\"` (any SPDX expression)")]
     NoLicense {

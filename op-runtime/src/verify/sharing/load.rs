@@ -154,7 +154,10 @@ fn check_card(id: &str, card: &OpCard, c: &Contract, index: &IndexEntry) -> Resu
             let mut b: Vec<(&str, &str)> = ik.headers.iter().map(|h| (h.path.as_str(), h.blob.as_str())).collect();
             a.sort();
             b.sort();
-            ck.path == ik.path && ck.blake3 == ik.source && a == b && c.kernels.iter().any(|d| d.path == ck.path && d.lang == ck.language)
+            ck.path == ik.path
+                && ck.blake3 == ik.source
+                && a == b
+                && c.kernels.iter().chain(c.vjp_kernels()).any(|d| d.path == ck.path && d.lang == ck.language)
         });
     if !kernels_agree {
         return Err("its kernels disagree with the published contract or kernel blobs".into());

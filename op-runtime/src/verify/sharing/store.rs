@@ -260,6 +260,10 @@ impl Store {
         let id = op.id.as_str();
         let hash = op.hash_hex();
         let c = &op.contract;
+        if op.vjp_of.is_some() {
+            let of = format!("{}@{}", c.name.strip_suffix("/vjp").unwrap_or(&c.name), c.version);
+            return Err(SharingError::DerivedOp { op: id.to_string(), of });
+        }
         if c.visibility == Visibility::Private {
             return Err(SharingError::Private { op: id.to_string() });
         }
