@@ -5,7 +5,8 @@
 # instantiated where the op would instantiate them (reference and VJP at f32 and f64:
 # "plain+inst", the same monomorphization work without the macro). Prints `cargo check` and
 # `cargo build` times (clean, and incremental after touching one file) and the ratios, median
-# of $RUNS. An op's `DECL` is a `const`, so its shims and the instantiations they make are
+# of $RUNS (the crates timed in turn within each run, so load from elsewhere falls on all of
+# them alike). An op's `DECL` is a `const`, so its shims and the instantiations they make are
 # compiled where the op is used, as a generic function's are: a second table times a crate
 # that registers all 50 ops against one that instantiates the 50 plain functions at f32 and
 # f64 (the same functions, the same instantiations), `cargo build` of that crate alone.
@@ -101,28 +102,35 @@ cargo build --offline --workspace -q 2>/dev/null || cargo build --workspace -q
 
 secs() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N); echo "$t1 - $t0" | bc -l; }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-measure() { # measure <pkg> <check|build> <clean|incremental>
-    local pkg=$1 cmd=$2 mode=$3 times=()
+# Times `cargo <cmd>` of each package <runs> times, the packages interleaved within each run
+# (so a burst of load from elsewhere on the machine falls on all of them alike); prints each
+# package's median, in order.
+measure() { # measure <check|build> <clean|incremental> <pkg>...
+    local cmd=$1 mode=$2 pkg src
+    shift 2
+    declare -A times=()
     for _ in $(seq "$runs"); do
-        local src="$pkg/src/ops.rs"; [ -f "$src" ] || src="$pkg/src/lib.rs"
-        if [ "$mode" = clean ]; then cargo clean -p "$pkg" -q 2>/dev/null; else cargo "$cmd" -p "$pkg" -q >/dev/null 2>&1; touch "$src"; fi
-        times+=("$(secs cargo "$cmd" --offline -p "$pkg")")
+        for pkg in "$@"; do
+            src="$pkg/src/ops.rs"; [ -f "$src" ] || src="$pkg/src/lib.rs"
+            if [ "$mode" = clean ]; then cargo clean -p "$pkg" -q 2>/dev/null; else cargo "$cmd" -p "$pkg" -q >/dev/null 2>&1; touch "$src"; fi
+            times[$pkg]+=" $(secs cargo "$cmd" --offline -p "$pkg")"
+        done
     done
-    median "${times[@]}"
+    for pkg in "$@"; do
+        # shellcheck disable=SC2086
+        median ${times[$pkg]}
+    done
 }
 
 printf '%-26s %8s %8s %11s %8s %13s\n' "" "#[op]" "plain" "plain+inst" "ratio" "ratio (inst)"
 for cmd in check build; do
     for mode in clean incremental; do
-        a=$(measure with_op "$cmd" "$mode")
-        b=$(measure plain "$cmd" "$mode")
-        c=$(measure plain_inst "$cmd" "$mode")
+        read -r a b c <<<"$(measure "$cmd" "$mode" with_op plain plain_inst | tr '\n' ' ')"
         printf '%-26s %7.2fs %7.2fs %10.2fs %7.2fx %12.2fx\n' "cargo $cmd ($mode)" "$a" "$b" "$c" "$(echo "$a / $b" | bc -l)" "$(echo "$a / $c" | bc -l)"
     done
 done
 printf '\n%-26s %8s %11s %8s\n' "crate using the 50" "#[op]" "plain+inst" "ratio"
 for mode in clean incremental; do
-    a=$(measure use_op build "$mode")
-    c=$(measure use_plain build "$mode")
+    read -r a c <<<"$(measure build "$mode" use_op use_plain | tr '\n' ' ')"
     printf '%-26s %7.2fs %10.2fs %7.2fx\n' "cargo build ($mode)" "$a" "$c" "$(echo "$a / $c" | bc -l)"
 done
