@@ -5,7 +5,11 @@
 # instantiated where the op would instantiate them (reference and VJP at f32 and f64:
 # "plain+inst", the same monomorphization work without the macro). Prints `cargo check` and
 # `cargo build` times (clean, and incremental after touching one file) and the ratios, median
-# of $RUNS.
+# of $RUNS (the crates timed in turn within each run, so load from elsewhere falls on all of
+# them alike). An op's `DECL` is a `const`, so its shims and the instantiations they make are
+# compiled where the op is used, as a generic function's are: a second table times a crate
+# that registers all 50 ops against one that instantiates the 50 plain functions at f32 and
+# f64 (the same functions, the same instantiations), `cargo build` of that crate alone.
 #   bash scripts/compile-cost.sh            # RUNS=3 by default
 # The crates live in a temporary directory; their target dir (target/compile-cost, kept between
 # runs) holds the dependencies
@@ -20,6 +24,8 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target/compile-cost}"
 python3 - "$work" "$root" <<'PY'
 import os, sys
 work, root = sys.argv[1], sys.argv[2]
+
+NAMES, USES = [], []
 
 def decls(with_op, inst=False):
     out = ["#![allow(dead_code, clippy::all)]", "use op_runtime::Real;" if not with_op else "use op_runtime::{op, Real};", ""]
@@ -55,6 +61,10 @@ def decls(with_op, inst=False):
             out.append(f"pub fn clamp{i}<T: Real>(x: &[T], lo: T, hi: T) -> Vec<T> {{ x.iter().map(|v| if *v < lo {{ lo }} else if *v > hi {{ hi }} else {{ *v }}).collect() }}")
             uses += [f"clamp{i}::<{t}> as fn(&[{t}], {t}, {t}) -> Vec<{t}>" for t in ("f32", "f64")]
         out.append("")
+    if with_op:
+        NAMES[:] = [l.split("pub fn ")[1].split("<")[0].split("(")[0] for l in out if l.startswith("pub fn ") and "_vjp" not in l]
+    else:
+        USES[:] = uses
     if inst:
         out.append("/// Every instantiation the ops would make, as function pointers.")
         out.append("pub fn instantiate() -> usize {")
@@ -71,7 +81,18 @@ for name, with_op, inst in [("with_op", True, False), ("plain", False, False), (
         f'[package]\nname = "{name}"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\nop-runtime = {{ path = "{root}/op-runtime" }}\n')
     open(os.path.join(d, "src", "ops.rs"), "w").write(decls(with_op, inst))
     open(os.path.join(d, "src", "lib.rs"), "w").write("pub mod ops;\n")
-open(os.path.join(work, "Cargo.toml"), "w").write('[workspace]\nmembers = ["with_op", "plain", "plain_inst"]\nresolver = "2"\n')
+# The crates that use them: one registers every op, one instantiates every plain function.
+register = ["use op_runtime::Registry;", "", "/// Registers every op (instantiating its shims here).", "pub fn register_all(r: &Registry) -> usize {", "    let mut n = 0usize;"]
+register += [f"    n += r.register(&with_op::ops::{f}::DECL).is_ok() as usize;" for f in NAMES] + ["    n", "}"]
+instantiate = ["/// Every instantiation the ops make, as function pointers.", "pub fn instantiate() -> usize {", "    let mut n = 0usize;"]
+instantiate += [f"    n ^= (plain::ops::{u}) as usize;" for u in USES] + ["    n", "}"]
+for name, dep, text in [("use_op", "with_op", register), ("use_plain", "plain", instantiate)]:
+    d = os.path.join(work, name)
+    os.makedirs(os.path.join(d, "src"), exist_ok=True)
+    open(os.path.join(d, "Cargo.toml"), "w").write(
+        f'[package]\nname = "{name}"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\nop-runtime = {{ path = "{root}/op-runtime" }}\n{dep} = {{ path = "../{dep}" }}\n')
+    open(os.path.join(d, "src", "lib.rs"), "w").write("\n".join(text) + "\n")
+open(os.path.join(work, "Cargo.toml"), "w").write('[workspace]\nmembers = ["with_op", "plain", "plain_inst", "use_op", "use_plain"]\nresolver = "2"\n')
 PY
 cp "$root/Cargo.lock" "$work/Cargo.lock" 2>/dev/null || true
 cd "$work"
@@ -81,21 +102,35 @@ cargo build --offline --workspace -q 2>/dev/null || cargo build --workspace -q
 
 secs() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N); echo "$t1 - $t0" | bc -l; }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-measure() { # measure <pkg> <check|build> <clean|incremental>
-    local pkg=$1 cmd=$2 mode=$3 times=()
+# Times `cargo <cmd>` of each package <runs> times, the packages interleaved within each run
+# (so a burst of load from elsewhere on the machine falls on all of them alike); prints each
+# package's median, in order.
+measure() { # measure <check|build> <clean|incremental> <pkg>...
+    local cmd=$1 mode=$2 pkg src
+    shift 2
+    declare -A times=()
     for _ in $(seq "$runs"); do
-        if [ "$mode" = clean ]; then cargo clean -p "$pkg" -q 2>/dev/null; else cargo "$cmd" -p "$pkg" -q >/dev/null 2>&1; touch "$pkg/src/ops.rs"; fi
-        times+=("$(secs cargo "$cmd" --offline -p "$pkg")")
+        for pkg in "$@"; do
+            src="$pkg/src/ops.rs"; [ -f "$src" ] || src="$pkg/src/lib.rs"
+            if [ "$mode" = clean ]; then cargo clean -p "$pkg" -q 2>/dev/null; else cargo "$cmd" -p "$pkg" -q >/dev/null 2>&1; touch "$src"; fi
+            times[$pkg]+=" $(secs cargo "$cmd" --offline -p "$pkg")"
+        done
     done
-    median "${times[@]}"
+    for pkg in "$@"; do
+        # shellcheck disable=SC2086
+        median ${times[$pkg]}
+    done
 }
 
 printf '%-26s %8s %8s %11s %8s %13s\n' "" "#[op]" "plain" "plain+inst" "ratio" "ratio (inst)"
 for cmd in check build; do
     for mode in clean incremental; do
-        a=$(measure with_op "$cmd" "$mode")
-        b=$(measure plain "$cmd" "$mode")
-        c=$(measure plain_inst "$cmd" "$mode")
+        read -r a b c <<<"$(measure "$cmd" "$mode" with_op plain plain_inst | tr '\n' ' ')"
         printf '%-26s %7.2fs %7.2fs %10.2fs %7.2fx %12.2fx\n' "cargo $cmd ($mode)" "$a" "$b" "$c" "$(echo "$a / $b" | bc -l)" "$(echo "$a / $c" | bc -l)"
     done
+done
+printf '\n%-26s %8s %11s %8s\n' "crate using the 50" "#[op]" "plain+inst" "ratio"
+for mode in clean incremental; do
+    read -r a c <<<"$(measure build "$mode" use_op use_plain | tr '\n' ' ')"
+    printf '%-26s %7.2fs %10.2fs %7.2fx\n' "cargo build ($mode)" "$a" "$c" "$(echo "$a / $c" | bc -l)"
 done

@@ -1,15 +1,18 @@
 //! Code generation only: turns a checked declaration into the user's function plus a hidden
 //! module holding the op's static description and the typed call shims. Nothing is decided
 //! here: `op_spec::check` validates and `op_spec::plan` decides how each shim instantiates the
-//! user's functions; every shim comes from one template (`Gen::shim`) and calls
-//! `::op_runtime::__private` helpers.
+//! user's functions; every shim comes from one template (`crate::shim`) and calls
+//! `::op_runtime::__private` helpers (aliased `__rt` in the generated module). The output is
+//! kept small, since rustc checks it once per op: `DECL` names only the parts the op has (the
+//! rest come from `__rt::DECL_BASE`) and the generated tests are one `op_tests!` invocation.
 
+use crate::shim::Invoke;
 use op_spec::check::{check_declaration, parse_item, Checked, Location};
 use op_spec::contract::{Arg, DType};
 use op_spec::plan::{Elem, F64Path};
 use op_spec::reference::RefFn;
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
 
 /// The whole macro (thiserror's shape): the item as the reference function, the declaration
 /// checked into the validated model, then generation; on error, the function unchanged plus
@@ -27,15 +30,16 @@ pub fn expand(attr: TokenStream, item: TokenStream, source_dir: Option<std::path
     // The declaring crate's own sources feed the identity's code closure.
     let site = op_spec::closure::Site::from_env(location.as_ref().map(|l| l.file.clone()));
     match check_declaration(attr, &func, &bases, location.as_ref(), Some(&site)) {
-        Ok(checked) => generate(&func, &checked),
-        Err(errors) => fallback(&func, errors),
+        // The function is re-emitted as the tokens it came in (`func` was parsed from them).
+        Ok(checked) => generate(&func, item, &checked),
+        Err(errors) => fallback(item, errors),
     }
 }
 
 /// The function unchanged, plus every error (tokio-macros style: the IDE keeps the item).
-fn fallback(func: &RefFn, errors: Vec<syn::Error>) -> TokenStream {
+fn fallback(item: TokenStream, errors: Vec<syn::Error>) -> TokenStream {
     let errs = errors.iter().map(syn::Error::to_compile_error);
-    quote!(#func #(#errs)*)
+    quote!(#item #(#errs)*)
 }
 
 pub(crate) fn dtype_tokens(d: DType) -> TokenStream {
@@ -80,8 +84,8 @@ impl Gen<'_> {
     fn generics(&self, mode: Mode) -> TokenStream {
         match (mode, self.c.plan.float_params) {
             (Mode::Concrete, _) => quote!(),
-            (Mode::Generic, false) => quote!(<T: ::op_runtime::__private::Real>),
-            (Mode::Generic, true) => quote!(<T: ::op_runtime::__private::Real + ::op_runtime::__private::ParamValue>),
+            (Mode::Generic, false) => quote!(<T: __rt::Real>),
+            (Mode::Generic, true) => quote!(<T: __rt::Real + __rt::ParamValue>),
         }
     }
 
@@ -123,72 +127,20 @@ impl Gen<'_> {
         self.vecs(mode, self.c.contract.signature.outputs.iter().map(|o| o.dtype))
     }
 
-    /// Argument expressions reading the call's inputs, params and dims.
-    fn call_args(&self, mode: Mode) -> Vec<TokenStream> {
-        let sig = &self.c.contract.signature;
-        let (mut ti, mut pi) = (0usize, 0usize);
-        let mut args: Vec<TokenStream> = Vec::new();
-        for a in &sig.args {
-            match a {
-                Arg::Tensor(t) => {
-                    let e = self.elem(t.dtype, mode);
-                    args.push(quote!(__cx.input::<#e>(#ti)?));
-                    ti += 1;
-                }
-                Arg::Param(p) => {
-                    let e = self.elem(p.dtype, mode);
-                    args.push(quote!(__cx.param::<#e>(#pi)?));
-                    pi += 1;
-                }
-            }
-        }
-        for d in &self.c.reference.extra_dims {
-            args.push(quote!(__cx.dim(#d)?));
-        }
-        args
-    }
-
-    /// Statements storing a returned value (one Vec or a tuple of Vecs) with `setter`.
-    fn store(&self, n: usize, setter: &str) -> TokenStream {
-        let setter = format_ident!("{}", setter);
-        if n == 1 {
-            quote!(__cx.#setter(0, __r)?;)
-        } else {
-            let idx: Vec<syn::Index> = (0..n).map(syn::Index::from).collect();
-            let pos: Vec<usize> = (0..n).collect();
-            quote!(#(__cx.#setter(#pos, __r.#idx)?;)*)
-        }
-    }
-
-    /// The one shim template: type-check the user's function (`check`), call it, store. A
-    /// generic shim declares `T` at `t_span` (where rustc points when it names `T`).
-    fn shim(&self, name: &syn::Ident, mode: Mode, t_span: Span, check: TokenStream, call: TokenStream, store: TokenStream) -> TokenStream {
+    /// A shim `name` from the one template, generic over `T` (declared at `t_span`, where rustc
+    /// points when it names `T`) in generic mode.
+    fn shim(&self, name: &syn::Ident, mode: Mode, t_span: Span, check: TokenStream, call: &Invoke) -> TokenStream {
         let generics = respan_ident(self.generics(mode), "T", t_span);
-        quote! {
-            fn #name #generics (__cx: &mut ::op_runtime::__private::Call<'_>) -> ::core::result::Result<(), ::op_runtime::__private::ShimError> {
-                #check
-                let __r = #call;
-                #store
-                ::core::result::Result::Ok(())
-            }
-        }
+        crate::shim::shim(name, generics, check, call)
     }
 
     /// A shim calling user path `p` through a binding typed `fty`, the type check spanned on
     /// the path so an error lands there (once: a generic shim is checked once).
-    fn path_shim(
-        &self,
-        name: &syn::Ident,
-        mode: Mode,
-        p: &syn::Path,
-        fty: TokenStream,
-        args: Vec<TokenStream>,
-        store: TokenStream,
-    ) -> TokenStream {
+    fn path_shim(&self, name: &syn::Ident, mode: Mode, p: &syn::Path, fty: TokenStream, call: &Invoke) -> TokenStream {
         let p = rebase(p);
         let span = path_span(&p);
         let check = typed_binding(span, &respan(fty, span), &quote!(#p));
-        self.shim(name, mode, span, check, quote!(__f(#(#args),*)), store)
+        self.shim(name, mode, span, check, call)
     }
 
     /// Shim `name` on the declared path.
@@ -275,89 +227,112 @@ pub(crate) fn path_span(p: &syn::Path) -> Span {
 /// Every shim of the declaration and the `OpDecl` fields that name them.
 pub(crate) struct Shims {
     pub(crate) items: Vec<TokenStream>,
-    pub(crate) fields: TokenStream,
+    pub(crate) fields: Fields,
+}
+
+/// `OpDecl` fields, `name: value,` each: a required field always, an optional one only where
+/// the declaration has it (the description's `..__rt::DECL_BASE` has none of them).
+#[derive(Default)]
+pub(crate) struct Fields(Vec<TokenStream>);
+
+impl Fields {
+    pub(crate) fn set(&mut self, name: &str, value: TokenStream) {
+        let name = format_ident!("{}", name);
+        self.0.push(quote!(#name: #value,));
+    }
+
+    /// `name: Some(value)`, if there is a value.
+    pub(crate) fn some(&mut self, name: &str, value: Option<TokenStream>) {
+        if let Some(v) = value {
+            self.set(name, quote!(__rt::Some(#v)));
+        }
+    }
+
+    /// `name: &[values]`, if there are any.
+    pub(crate) fn list(&mut self, name: &str, values: &[TokenStream]) {
+        if !values.is_empty() {
+            self.set(name, quote!(&[#(#values),*]));
+        }
+    }
+}
+
+impl quote::ToTokens for Fields {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        tokens.extend(self.0.iter().cloned());
+    }
 }
 
 pub(crate) fn option(v: Option<TokenStream>) -> TokenStream {
     match v {
-        Some(v) => quote!(::core::option::Option::Some(#v)),
-        None => quote!(::core::option::Option::None),
+        Some(v) => quote!(__rt::Some(#v)),
+        None => quote!(__rt::None),
     }
 }
 
-/// The reference shim, checked against the reference (an alias element type is caught here,
-/// on the function's name) and called directly so it inlines like a plain call.
+/// The reference shim, its binding checked against the reference (an alias element type is
+/// caught here, on the function's name).
 fn reference_shim(g: &Gen<'_>, fname: &syn::Ident) -> TokenStream {
     let mode = g.mode();
     let fty = g.fn_type(mode, &[], g.outputs_type(mode));
-    let check = quote_spanned!(fname.span()=> let _: #fty = super::#fname;);
-    let turbofish = if mode == Mode::Generic { quote!(::<T>) } else { quote!() };
-    let args = g.call_args(mode);
-    let call = quote!(super::#fname #turbofish (#(#args),*));
-    g.shim(&format_ident!("__reference"), mode, fname.span(), check, call, g.store(g.c.contract.signature.outputs.len(), "set_output"))
+    let check = reference_binding(fname, &fty, quote!());
+    g.shim(&format_ident!("__reference"), mode, fname.span(), check, &Invoke::reference(g.c))
+}
+
+/// `let __f: <fty> = super::<fname><targs>;` spanned on the function's name, `__f` at the call
+/// site (see [`typed_binding`]).
+pub(crate) fn reference_binding(fname: &syn::Ident, fty: &TokenStream, targs: TokenStream) -> TokenStream {
+    let f = syn::Ident::new("__f", Span::call_site());
+    quote_spanned!(fname.span()=> let #f: #fty = super::#fname #targs;)
 }
 
 fn shims(g: &Gen<'_>, fname: &syn::Ident) -> Shims {
     let plan = &g.c.plan;
     let sig = &g.c.contract.signature;
     let mode = g.mode();
-    let n_out = sig.outputs.len();
     let mut items = vec![reference_shim(g, fname)];
     let reference_name = format_ident!("__reference");
-    let (reference, reference_f64) = (g.declared(&reference_name), option(g.f64(&reference_name)));
+    let mut fields = Fields::default();
+    fields.set("reference", g.declared(&reference_name));
+    fields.some("reference_f64", g.f64(&reference_name));
     // The fast CPU kernel: the reference's signature at the declared dtype.
-    let cpu = plan.cpu.as_ref().map(|p| {
+    if let Some(p) = &plan.cpu {
         let name = format_ident!("__cpu");
         let fty = g.fn_type(Mode::Concrete, &[], g.outputs_type(Mode::Concrete));
-        items.push(g.path_shim(&name, Mode::Concrete, p, fty, g.call_args(Mode::Concrete), g.store(n_out, "set_output")));
-        quote!(#name)
-    });
+        items.push(g.path_shim(&name, Mode::Concrete, p, fty, &Invoke::reference(g.c)));
+        fields.some("cpu", Some(quote!(#name)));
+    }
     // VJP: reference args + one cotangent per output -> one gradient per differentiable input.
-    let (vjp, vjp_f64) = match &plan.vjp {
-        Some(p) => {
-            let name = format_ident!("__vjp");
-            let cots: Vec<TokenStream> = sig.outputs.iter().map(|o| g.elem(o.dtype, mode)).map(|e| quote!(&[#e])).collect();
-            let fty = g.fn_type(mode, &cots, g.vecs(mode, sig.differentiable_inputs().map(|t| t.dtype)));
-            let mut args = g.call_args(mode);
-            for (k, o) in sig.outputs.iter().enumerate() {
-                let e = g.elem(o.dtype, mode);
-                args.push(quote!(__cx.cotangent::<#e>(#k)?));
-            }
-            items.push(g.path_shim(&name, mode, p, fty, args, g.store(sig.differentiable_inputs().count(), "set_grad")));
-            (option(Some(g.declared(&name))), option(g.f64(&name)))
-        }
-        None => (quote!(::core::option::Option::None), quote!(::core::option::Option::None)),
-    };
+    if let Some(p) = &plan.vjp {
+        let name = format_ident!("__vjp");
+        let cots: Vec<TokenStream> = sig.outputs.iter().map(|o| g.elem(o.dtype, mode)).map(|e| quote!(&[#e])).collect();
+        let fty = g.fn_type(mode, &cots, g.vecs(mode, sig.differentiable_inputs().map(|t| t.dtype)));
+        items.push(g.path_shim(&name, mode, p, fty, &Invoke::vjp(g.c)));
+        fields.some("vjp", Some(g.declared(&name)));
+        fields.some("vjp_f64", g.f64(&name));
+    }
     // JVP rules: reference args + the tangent of differentiable input k -> output tangents.
     let (mut jvp, mut jvp_f64) = (Vec::new(), Vec::new());
     for (k, (p, t)) in plan.jvp.iter().zip(sig.differentiable_inputs()).enumerate() {
         let name = format_ident!("__jvp_{}", k);
         let e = g.elem(t.dtype, mode);
         let fty = g.fn_type(mode, &[quote!(&[#e])], g.outputs_type(mode));
-        let mut args = g.call_args(mode);
-        args.push(quote!(__cx.tangent::<#e>()?));
-        items.push(g.path_shim(&name, mode, p, fty, args, g.store(n_out, "set_output")));
+        items.push(g.path_shim(&name, mode, p, fty, &Invoke::jvp(g.c)));
         jvp.push(g.declared(&name));
         jvp_f64.extend(g.f64(&name));
     }
-    let composite = plan.composite.as_ref().map(|p| {
+    fields.list("jvp", &jvp);
+    fields.list("jvp_f64", &jvp_f64);
+    fields.some("composite", composite(plan));
+    Shims { items, fields }
+}
+
+/// The composite builder, typed where it is named.
+pub(crate) fn composite(plan: &op_spec::plan::ShimPlan) -> Option<TokenStream> {
+    plan.composite.as_ref().map(|p| {
         let p = rebase(p);
         let span = path_span(&p);
         quote_spanned!(span=> { let __g: ::op_runtime::__private::CompositeFn = #p; __g })
-    });
-    let (cpu, composite) = (option(cpu), option(composite));
-    let fields = quote! {
-        reference: #reference,
-        reference_f64: #reference_f64,
-        cpu: #cpu,
-        vjp: #vjp,
-        vjp_f64: #vjp_f64,
-        jvp: &[#(#jvp),*],
-        jvp_f64: &[#(#jvp_f64),*],
-        composite: #composite,
-        members: &[],
-    };
-    Shims { items, fields }
+    })
 }
 
 /// Kernel sources enter the build through `include_bytes!`, so editing one rebuilds.
@@ -371,14 +346,14 @@ fn kernel_sources(c: &Checked) -> Vec<TokenStream> {
             let entry = &lk.info.entry;
             let [x, y, z] = lk.info.workgroup_size;
             let launch = match lk.info.launch {
-                op_spec::wgsl::Launch::Flat => quote!(::op_runtime::__private::Launch::Flat),
-                op_spec::wgsl::Launch::Linear => quote!(::op_runtime::__private::Launch::Linear),
+                op_spec::wgsl::Launch::Flat => quote!(__rt::Launch::Flat),
+                op_spec::wgsl::Launch::Linear => quote!(__rt::Launch::Linear),
             };
             let headers = lk.headers.iter().map(|(rel, abs, _)| {
                 let abs = abs.to_string_lossy().to_string();
                 quote!((#rel, include_bytes!(#abs)))
             });
-            quote!(::op_runtime::__private::KernelSource {
+            quote!(__rt::KernelSource {
                 path: #path,
                 source: include_bytes!(#abs),
                 headers: &[#(#headers),*],
@@ -390,52 +365,44 @@ fn kernel_sources(c: &Checked) -> Vec<TokenStream> {
         .collect()
 }
 
-fn generate(func: &RefFn, c: &Checked) -> TokenStream {
+/// The function (`item`, which `func` was parsed from) and its generated module.
+fn generate(func: &RefFn, item: TokenStream, c: &Checked) -> TokenStream {
     let fname = &func.sig.ident;
     let vis = &func.vis;
     let g = Gen { c };
-    let Shims { items, fields } = if c.plan.members.is_empty() { shims(&g, fname) } else { crate::members::shims(c, fname) };
-    let kernels = kernel_sources(c);
-    let (contract_json, body, description) = (&c.contract_json, &c.body_tokens, &c.description);
-    let hash_bytes = c.hash.iter();
+    let Shims { items, mut fields } = if c.plan.members.is_empty() { shims(&g, fname) } else { crate::members::shims(c, fname) };
+    fields.list("kernels", &kernel_sources(c));
+    if !c.description.is_empty() {
+        fields.set("description", c.description.to_token_stream());
+    }
+    let (contract_json, body) = (&c.contract_json, &c.body_tokens);
+    let hash = proc_macro2::Literal::byte_string(&c.hash);
     let name_str = fname.to_string();
     let site = &c.site;
-    let tests = c.generated_tests.then(|| {
-        quote! {
-            /// Conformance of every kernel of this op on every available backend.
-            #[cfg(test)]
-            #[test]
-            fn __op_conformance() {
-                ::op_runtime::__private::conformance_test(&DECL);
-            }
-
-            /// Gradcheck of this op's declared backward (with its negative control).
-            #[cfg(test)]
-            #[test]
-            fn __op_gradcheck() {
-                ::op_runtime::__private::gradcheck_test(&DECL);
-            }
-        }
-    });
+    // The generated tests: one `#[cfg(test)]` invocation of the runtime's `op_tests!`.
+    let tests = c.generated_tests.then(|| quote!(#[cfg(test)] __rt::op_tests!();));
+    // `DECL` is a `const` (`&DECL` is still `&'static`): the shims it names, and the
+    // instantiations of the user's generic functions they make, are compiled where the op is
+    // used, as a generic function's are; `__rt` keeps the generated paths short.
     quote! {
-        #func
+        #item
 
         #[doc(hidden)]
         #[allow(non_snake_case, unused_imports, dead_code, clippy::all)]
         #vis mod #fname {
             use super::*;
+            use ::op_runtime::__private as __rt;
 
             /// The op's static description, generated by `#[op]`.
-            pub static DECL: ::op_runtime::__private::OpDecl = ::op_runtime::__private::OpDecl {
+            pub const DECL: __rt::OpDecl = __rt::OpDecl {
                 rust_name: #name_str,
                 site: #site,
                 module: ::core::module_path!(),
                 contract_json: #contract_json,
                 body_tokens: #body,
-                hash: [#(#hash_bytes),*],
-                description: #description,
-                kernels: &[#(#kernels),*],
+                hash: *#hash,
                 #fields
+                ..__rt::DECL_BASE
             };
 
             #(#items)*
@@ -487,7 +454,7 @@ mod tests {
     fn seeds_expand_to_the_function_and_its_description() {
         for (attr, item) in SEEDS {
             let out = expand_str(attr.parse().unwrap(), item.parse().unwrap());
-            assert!(out.contains("pub static DECL"), "{out}");
+            assert!(out.contains("pub const DECL"), "{out}");
             assert!(!out.contains("compile_error"), "{out}");
         }
     }

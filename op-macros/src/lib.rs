@@ -5,6 +5,7 @@ use proc_macro::TokenStream;
 
 mod expand;
 mod members;
+mod shim;
 
 /// Declares a compute op: the annotated function is its **reference implementation**, the
 /// attribute its **contract**. The contract is checked at compile time (errors point at the
@@ -14,7 +15,9 @@ mod members;
 /// a rule that needs a part that did not parse is skipped rather than reported as a follow-on.
 /// The expansion is the function unchanged plus a hidden module of the same name holding
 /// `DECL`, the op's static description, which `op_runtime` registers and dispatches like any
-/// built-in.
+/// built-in. `DECL` is a `const` (`&my_op::DECL` is `&'static`): the typed call shims it names,
+/// and the instantiations of the user's generic functions they make, are compiled where the op
+/// is used (registered), as a generic function's are, not where it is declared.
 ///
 /// # Example
 ///

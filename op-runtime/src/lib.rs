@@ -57,11 +57,16 @@ pub use op_contract::contract::DType;
 /// Items generated code refers to. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::__op_tests as op_tests;
     pub use crate::core::decl::{Call, CompositeFn, DeclMember, KernelSource, Launch, OpDecl, ShimFn};
     pub use crate::core::error::ShimError;
+    pub use crate::core::generated::{
+        arg, call0, call1, call10, call11, call12, call2, call3, call4, call5, call6, call7, call8, call9, Dest, ShimResult, Src, DECL_BASE,
+    };
     pub use crate::core::real::Real;
     pub use crate::core::tensor::ParamValue;
     pub use crate::testing::{conformance_test, gradcheck_test};
+    pub use ::core::option::Option::{None, Some};
     pub use half::{bf16, f16};
     pub use op_contract::contract::DType;
 }

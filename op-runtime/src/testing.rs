@@ -60,6 +60,28 @@ fn register_privately(decl: &'static OpDecl, what: &str) -> OpHandle {
     }
 }
 
+/// The two tests `#[op]` generates in each declaration's module, next to its `DECL`:
+/// conformance ([`conformance_test`]) and gradcheck ([`gradcheck_test`]). The macro emits one
+/// `#[cfg(test)]` invocation, so a build that is not the declaring crate's test build never
+/// expands it.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __op_tests {
+    () => {
+        /// Conformance of every kernel of this op on every available backend.
+        #[test]
+        fn __op_conformance() {
+            $crate::__private::conformance_test(&DECL);
+        }
+
+        /// Gradcheck of this op's declared backward (with its negative control).
+        #[test]
+        fn __op_gradcheck() {
+            $crate::__private::gradcheck_test(&DECL);
+        }
+    };
+}
+
 /// The test `#[op]` generates for every declaration: conformance of each kernel on each
 /// available backend, and of the reference. Fails (panics, as a test does) with the reports
 /// when anything does not conform; skips unavailable GPU backends with a printed reason, except

@@ -11,6 +11,7 @@ pub mod decl;
 pub mod device;
 pub mod error;
 pub mod files;
+pub mod generated;
 pub mod graph;
 pub mod kind;
 pub mod op;

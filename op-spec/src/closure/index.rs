@@ -3,6 +3,7 @@
 //! text and the paths their tokens mention, its `use` imports and its out-of-line `mod`
 //! declarations.
 
+use super::light::{Light, Member};
 use crate::canon::canonical_tokens;
 use proc_macro2::{Spacing, TokenStream, TokenTree};
 use quote::ToTokens;
@@ -37,7 +38,7 @@ pub(crate) enum Kind {
 }
 
 /// One indexed item.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Item {
     pub name: String,
     pub kind: Kind,
@@ -48,7 +49,7 @@ pub(crate) struct Item {
 }
 
 /// One module of a file: the file's own (`path` empty) or an inline `mod x { .. }`.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Module {
     /// Path relative to the file's module, e.g. `["inner"]`.
     pub path: Vec<String>,
@@ -59,6 +60,46 @@ pub(crate) struct Module {
     pub globs: Vec<Vec<String>>,
     /// Out-of-line child modules: (name, `#[path]` if any).
     pub children: Vec<(String, Option<String>)>,
+}
+
+/// Indexes a file from its light parse (see [`super::light`]): the same modules as
+/// [`index_file`] on the full parse.
+pub(crate) fn index_light(items: Vec<Light>) -> Vec<Module> {
+    let mut out = Vec::new();
+    light_items(items, Vec::new(), &mut out);
+    out
+}
+
+fn light_items(items: Vec<Light>, path: Vec<String>, out: &mut Vec<Module>) {
+    let at = out.len();
+    out.push(Module { path: path.clone(), ..Module::default() });
+    for item in items {
+        match item {
+            Light::Fn(name, tokens) => out[at].items.push(entry(name.to_string(), Kind::Plain, tokens)),
+            Light::Impl(header, members) => {
+                for m in members {
+                    let (name, body) = match m {
+                        Member::Method(name, tokens) => (name, tokens),
+                        Member::Other(other) => match *other {
+                            syn::ImplItem::Const(c) => (c.ident.clone(), bare(&c, |c| c.attrs.clear())),
+                            _ => continue,
+                        },
+                    };
+                    out[at].items.push(entry(name.to_string(), Kind::Assoc, quote::quote!(#header { #body })));
+                }
+            }
+            Light::Mod(name, _, Some(inner)) => {
+                let mut p = path.clone();
+                p.push(name.to_string());
+                light_items(inner, p, out);
+            }
+            Light::Mod(name, attrs, None) => out[at].children.push((name.to_string(), path_attr(&attrs))),
+            Light::Item(item) => match *item {
+                syn::Item::Use(u) => use_tree(&u.tree, Vec::new(), &mut out[at]),
+                other => index_item(&other, &mut out[at].items),
+            },
+        }
+    }
 }
 
 /// Indexes a parsed file: its modules, outermost first.

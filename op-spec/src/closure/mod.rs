@@ -15,13 +15,15 @@
 //! (`Type::name`, `T::name`) add every method or associated item of that name in the crate;
 //! `name!` adds every `macro_rules!` of that name. Items enter as canonical tokens without
 //! attributes or doc comments (layout and comments do not count), sorted, so the text is the
-//! same on every machine.
+//! same on every machine. The reference's own item is left out (its tokens already open the
+//! code identity).
 //!
 //! Not covered: code in other crates (dependencies, std, libm), which their versions pin; a
 //! file the module tree does not reach (`include!`d sources). A source file that does not
 //! parse enters as its raw bytes (an over-approximation).
 
 mod index;
+mod light;
 mod resolve;
 mod tree;
 
@@ -77,7 +79,13 @@ pub fn closure(site: &Site, reference: &str, seeds: &[TokenStream], paths: &[&sy
         refs.push(index::Ref::from_path(p));
     }
     let reached = resolve::reach(&krate, module, refs);
-    let mut texts: Vec<&str> = reached.iter().map(|&(m, i)| krate.modules[m].items[i].text.as_str()).collect();
+    // The reference itself is not repeated: its own tokens come first in the code identity.
+    let is_reference = |m: usize, i: usize| {
+        let item = &krate.modules[m].items[i];
+        m == module && item.name == reference && item.kind == index::Kind::Plain
+    };
+    let mut texts: Vec<&str> =
+        reached.iter().filter(|&&(m, i)| !is_reference(m, i)).map(|&(m, i)| krate.modules[m].items[i].text.as_str()).collect();
     texts.extend(krate.unparsed.iter().map(String::as_str));
     texts.sort_unstable();
     texts.dedup();

@@ -10,8 +10,10 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 /// An item: (module index, item index).
 type Id = (usize, usize);
 
-/// Crate-wide indices by name, for associated items, macros and the fallback.
-struct Names {
+/// Crate-wide indices by name, for associated items, macros and the fallback (built once per
+/// tree, kept in [`Crate::names`]).
+#[derive(Debug)]
+pub(crate) struct Names {
     any: HashMap<String, Vec<Id>>,
     assoc: HashMap<String, Vec<Id>>,
     macros: HashMap<String, Vec<Id>>,
@@ -39,7 +41,7 @@ impl Names {
 
 /// Every item reachable from `refs` (resolved in module `start`), transitively.
 pub(crate) fn reach(k: &Crate, start: usize, refs: Vec<Ref>) -> BTreeSet<Id> {
-    let names = Names::new(k);
+    let names = k.names.get_or_init(|| Names::new(k));
     let mut seen: BTreeSet<Id> = BTreeSet::new();
     let mut done: HashSet<(usize, Vec<String>, bool, bool)> = HashSet::new();
     let mut queue: Vec<(usize, Ref)> = refs.into_iter().map(|r| (start, r)).collect();
@@ -48,7 +50,7 @@ pub(crate) fn reach(k: &Crate, start: usize, refs: Vec<Ref>) -> BTreeSet<Id> {
             continue;
         }
         let mut found = Vec::new();
-        Resolver { k, names: &names }.resolve(m, &r, &mut found);
+        Resolver { k, names }.resolve(m, &r, &mut found);
         for id in found {
             if seen.insert(id) {
                 queue.extend(k.modules[id.0].items[id.1].refs.iter().map(|r| (id.0, r.clone())));

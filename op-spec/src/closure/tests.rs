@@ -1,4 +1,5 @@
 use super::*;
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A throwaway crate on disk: `files` as (path under the crate, contents).
@@ -189,4 +190,135 @@ fn two_processes_compute_the_same_closure() {
     // The harness prints the test's name on the same line, before the child's output.
     let child = stdout.split("CLOSURE ").nth(1).and_then(|rest| rest.split_whitespace().next());
     assert_eq!(child, Some(digest.as_str()), "child output: {stdout}");
+}
+
+/// The first difference of two indexes, shortly (a whole index is too long to read). Texts
+/// are compared without their spaces: the full parse re-emits a body's tokens from its syntax
+/// tree, which splits joint punctuation (`>>` of nested generics becomes `> >`, `||` of a
+/// closure `| |`), while the light parse keeps the body's tokens as written, as the
+/// reference's own tokens always were.
+fn first_difference(full: &[index::Module], light: &[index::Module]) -> Option<String> {
+    if full.len() != light.len() {
+        return Some(format!("{} modules vs {}", full.len(), light.len()));
+    }
+    let squeeze = |t: &str| t.replace(' ', "");
+    for (a, b) in full.iter().zip(light) {
+        for (x, y) in a.items.iter().zip(&b.items) {
+            if (&x.name, x.kind, &x.refs, squeeze(&x.text)) != (&y.name, y.kind, &y.refs, squeeze(&y.text)) {
+                return Some(format!("in {:?}: full {:?} = {}\nlight {:?} = {}", a.path, x.name, x.text, y.name, y.text));
+            }
+        }
+        if (&a.path, a.items.len(), &a.uses, &a.globs, &a.children) != (&b.path, b.items.len(), &b.uses, &b.globs, &b.children) {
+            return Some(format!(
+                "module {:?}: {} items vs {}, uses/globs/children {:?} vs {:?}",
+                a.path,
+                a.items.len(),
+                b.items.len(),
+                (&a.uses, &a.globs, &a.children),
+                (&b.uses, &b.globs, &b.children)
+            ));
+        }
+    }
+    None
+}
+
+/// Both parses of `text`, indexed: (full, light); `None` where a parse does not take it.
+fn both_indexes(text: &str) -> (Option<Vec<index::Module>>, Option<Vec<index::Module>>) {
+    let full = syn::parse_file(text).ok().map(|f| index::index_file(&f));
+    let light = light::parse_file(text).ok().map(index::index_light);
+    (full, light)
+}
+
+/// Items of every kind the index reads, in the forms that make a light parse go wrong: impl
+/// headers (generics or a qualified path after `impl <`, negative, unsafe, const generic
+/// arguments in braces, where clauses), functions with every qualifier, methods with
+/// `default`, associated consts, nested and out-of-line modules, `use` trees.
+const EVERY_FORM: &str = r#"
+//! Inner doc.
+#![allow(dead_code)]
+use std::collections::{HashMap as Map, self};
+use crate::a::*;
+#[path = "x/y.rs"]
+mod other;
+pub(crate) mod inline {
+    #![allow(unused)]
+    /// A doc comment.
+    pub fn f<T: Copy>(x: T) -> T where T: Clone { let y = { x }; y }
+    mod deeper { fn g() -> [u8; { 3 }] { [0; 3] } }
+}
+pub const fn c() -> u32 { 1 }
+pub async fn a() {}
+pub unsafe extern "C" fn e(x: i32) -> i32 { x }
+extern "C" { fn ext(x: i32); }
+extern crate alloc;
+static S: [u8; 2] = [1, 2];
+const K: u32 = { let k = 2; k * 3 };
+struct P<T>(T);
+struct Q { /// Field doc.
+    a: u8 }
+enum E { A, B(u8) }
+union U { a: u32, b: f32 }
+type Alias<T> = Vec<T>;
+macro_rules! m { ($x:expr) => { $x + 1 }; }
+m!(3);
+trait Tr { const C: u8; fn d(&self) -> u8 { 1 } fn r(&self); }
+impl Tr for u8 { const C: u8 = 2; fn r(&self) {} }
+impl<T: Copy> P<T> where T: Default { pub fn new(t: T) -> Self { P(t) } pub(crate) const Z: u8 = 0; type X = u8; }
+impl<T> !Send for P<T> {}
+unsafe impl<T> Sync for P<T> {}
+impl<const N: usize> Tr for [u8; N] where [u8; N]: Sized { const C: u8 = N as u8; fn r(&self) { let _ = N; } }
+impl <T as Tr>::Out {}
+impl<'a> P<&'a u8> { fn life(&self) -> &'a u8 { self.0 } }
+impl P<u16> { default fn dflt(&self) {} }
+fn generic_default<const N: usize>() -> usize { N }
+fn body_with_items() { fn inner() {} struct L; impl L { fn m(&self) {} } }
+"#;
+
+#[test]
+fn the_light_parse_indexes_every_form_as_the_full_parse_does() {
+    let (full, light) = both_indexes(EVERY_FORM);
+    let (full, light) = (full.expect("syn parses the forms"), light.expect("the light parse takes them"));
+    assert_eq!(first_difference(&full, &light), None);
+    assert_eq!(full.iter().map(|m| m.items.len()).sum::<usize>(), 25);
+    // What it leaves to the full parse: a shebang, an inner attribute at the top of a body
+    // (the full parse moves it into the attributes the index clears).
+    for text in
+        ["#!/usr/bin/env run\nfn f() {}\n", "fn f() { #![allow(unused)] let x = 1; }\n", "impl X { fn f() { #![allow(unused)] } }\n"]
+    {
+        let (full, light) = both_indexes(text);
+        assert!(full.is_some() && light.is_none(), "{text}");
+    }
+    // It refuses what syn refuses outside bodies (it does not read bodies: rustc refuses those).
+    for text in ["fn f( {}", "impl X for {}", "mod m { fn }", "impl !X {}"] {
+        assert!(both_indexes(text).1.is_none(), "{text}");
+    }
+}
+
+/// Every Rust file of this workspace (the built-ins, the tests, the examples): the light
+/// parse's index is the full parse's, wherever it takes the file.
+#[test]
+fn the_light_parse_indexes_this_workspace_as_the_full_parse_does() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf();
+    let mut dirs = vec![root];
+    let (mut compared, mut files) = (0usize, 0usize);
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for e in entries.flatten() {
+            let p = e.path();
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+            if p.is_dir() && !name.starts_with('.') && name != "target" {
+                dirs.push(p);
+            } else if name.ends_with(".rs") {
+                files += 1;
+                let text = std::fs::read_to_string(&p).unwrap_or_default();
+                // Where only the light parse takes a file, a body does not parse: rustc
+                // refuses it (the light parse does not read bodies).
+                if let (Some(full), Some(light)) = both_indexes(&text) {
+                    assert_eq!(first_difference(&full, &light), None, "{}", p.display());
+                    compared += 1;
+                }
+            }
+        }
+    }
+    assert!(compared > 100 && compared * 10 >= files * 9, "compared {compared} of {files} files");
 }

@@ -1,9 +1,10 @@
 //! The declaring crate's module tree: which target root holds the declaring file, and every
 //! module reached from it through `mod` declarations, each indexed. Indexes are cached by path
 //! and content digest across macro invocations (as plain data: spans never outlive the
-//! invocation that made them).
+//! invocation that made them), and so is each assembled tree, by its root and the digests of
+//! the files its walk read: the ops of one crate share one tree instead of each copying it.
 
-use super::index::{index_file, Module};
+use super::index::{index_file, index_light, Module};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -28,6 +29,8 @@ pub(crate) struct Crate {
     pub by_path: HashMap<Vec<String>, usize>,
     pub files: Vec<PathBuf>,
     pub unparsed: Vec<String>,
+    /// The crate-wide name indices resolution builds, once per tree.
+    pub names: OnceLock<super::resolve::Names>,
 }
 
 impl Crate {
@@ -75,24 +78,32 @@ fn cache() -> &'static Mutex<Cache> {
 }
 
 /// Reads and indexes one file; the index is reused while the file's bytes are the same (by
-/// content, never by modification time: an edit can never be missed). `None` if it cannot be read.
-fn read(path: &Path) -> Option<Indexed> {
+/// content, never by modification time: an edit can never be missed). `None` if it cannot be
+/// read; else the digest of the bytes and the index.
+fn read(path: &Path) -> Option<([u8; 32], Indexed)> {
     let text = std::fs::read_to_string(path).ok()?;
     let digest = *blake3::hash(text.as_bytes()).as_bytes();
     let mut c = cache().lock().unwrap_or_else(|p| p.into_inner());
     if let Some((d, idx)) = c.get(path) {
         if *d == digest {
-            return Some(idx.clone());
+            return Some((digest, idx.clone()));
         }
     }
     // syn recurses into nested groups: a file nesting deeper than this enters as raw text.
-    let parsed = if nesting(&text) <= MAX_NESTING { syn::parse_file(&text).ok() } else { None };
-    let idx = match parsed {
-        Some(f) => Ok(Arc::new(index_file(&f))),
+    let idx = match (nesting(&text) <= MAX_NESTING).then(|| index_source(&text)).flatten() {
+        Some(modules) => Ok(Arc::new(modules)),
         None => Err(Arc::new(format!("unparsed source: {text}"))),
     };
     c.insert(path.to_path_buf(), (digest, idx.clone()));
-    Some(idx)
+    Some((digest, idx))
+}
+
+/// A file's modules: the light parse, or the full one where the light parse does not apply.
+fn index_source(text: &str) -> Option<Vec<Module>> {
+    match super::light::parse_file(text) {
+        Ok(items) => Some(index_light(items)),
+        Err(_) => syn::parse_file(text).ok().map(|f| index_file(&f)),
+    }
 }
 
 /// Whether a file's child modules live in its own directory (`lib.rs`, `main.rs`, `mod.rs`,
@@ -121,38 +132,91 @@ fn child_file(file: &Path, root: bool, inline: &[String], name: &str, path_attr:
     [dir.join(format!("{name}.rs")), dir.join(name).join("mod.rs")].into_iter().find(|p| p.is_file())
 }
 
-/// Loads the module tree under `root` (the crate root file).
-fn load_tree(root: &Path) -> Crate {
-    let mut krate = Crate::default();
+/// One file the walk of a tree reached: its module path, and its digest and index (`None` if
+/// it could not be read).
+struct Read {
+    file: PathBuf,
+    base: Vec<String>,
+    read: Option<([u8; 32], Indexed)>,
+}
+
+/// Walks the module tree under `root` (the crate root file) through the file cache: every file
+/// reached by `mod` declarations, in walk order.
+fn walk(root: &Path) -> Vec<Read> {
+    let mut seen: Vec<PathBuf> = Vec::new();
+    let mut out = Vec::new();
     let mut queue: Vec<(PathBuf, Vec<String>, bool)> = vec![(root.to_path_buf(), Vec::new(), true)];
     while let Some((file, base, is_root)) = queue.pop() {
-        if krate.files.contains(&file) || krate.files.len() >= MAX_FILES {
+        if seen.contains(&file) || seen.len() >= MAX_FILES {
             continue;
         }
-        krate.files.push(file.clone());
-        match read(&file) {
-            Some(Ok(mods)) => {
-                for m in mods.iter() {
-                    let mut path = base.clone();
-                    path.extend(m.path.iter().cloned());
-                    for (name, attr) in &m.children {
-                        if let Some(f) = child_file(&file, is_root, &m.path, name, attr.as_deref()) {
-                            let mut p = path.clone();
-                            p.push(name.clone());
-                            queue.push((f, p, false));
-                        }
+        seen.push(file.clone());
+        let got = read(&file);
+        if let Some((_, Ok(mods))) = &got {
+            for m in mods.iter() {
+                for (name, attr) in &m.children {
+                    if let Some(f) = child_file(&file, is_root, &m.path, name, attr.as_deref()) {
+                        let mut p = base.clone();
+                        p.extend(m.path.iter().cloned());
+                        p.push(name.clone());
+                        queue.push((f, p, false));
                     }
+                }
+            }
+        }
+        out.push(Read { file, base, read: got });
+    }
+    out
+}
+
+/// A tree's cache key: every file its walk reached, with its digest (if it could be read), in
+/// walk order.
+type TreeKey = Vec<(PathBuf, Option<[u8; 32]>)>;
+
+/// Assembled trees by root, with the key each was assembled for.
+type Trees = HashMap<PathBuf, (TreeKey, Arc<Crate>)>;
+
+fn trees() -> &'static Mutex<Trees> {
+    static TREES: OnceLock<Mutex<Trees>> = OnceLock::new();
+    TREES.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// The module tree under `root`, assembled once per version of its files.
+fn load_tree(root: &Path) -> Arc<Crate> {
+    let reads = walk(root);
+    let key: TreeKey = reads.iter().map(|r| (r.file.clone(), r.read.as_ref().map(|(d, _)| *d))).collect();
+    let mut cache = trees().lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((k, krate)) = cache.get(root) {
+        if *k == key {
+            return krate.clone();
+        }
+    }
+    let krate = Arc::new(assemble(reads));
+    cache.insert(root.to_path_buf(), (key, krate.clone()));
+    krate
+}
+
+/// The crate's modules from the files its walk read.
+fn assemble(reads: Vec<Read>) -> Crate {
+    let mut krate = Crate::default();
+    for r in reads {
+        krate.files.push(r.file.clone());
+        match r.read {
+            Some((_, Ok(mods))) => {
+                for m in mods.iter() {
+                    let mut path = r.base.clone();
+                    path.extend(m.path.iter().cloned());
                     krate.by_path.insert(path.clone(), krate.modules.len());
                     krate.modules.push(CrateModule {
                         path,
-                        file: file.clone(),
+                        file: r.file.clone(),
                         items: m.items.clone(),
                         uses: m.uses.clone(),
                         globs: m.globs.clone(),
                     });
                 }
             }
-            Some(Err(raw)) => krate.unparsed.push((*raw).clone()),
+            Some((_, Err(raw))) => krate.unparsed.push((*raw).clone()),
             None => {}
         }
     }
@@ -186,7 +250,7 @@ fn target_roots(manifest: &Path) -> Vec<(PathBuf, String)> {
 /// The crate whose module tree holds `file`: among the manifest's target roots, the one cargo is
 /// compiling (`crate_name`) if it holds the file, else the first that does; else `file` itself
 /// as the root (a crate outside the manifest's layout, e.g. a trybuild case).
-pub(crate) fn load(file: &Path, manifest: Option<&Path>, crate_name: Option<&str>) -> Crate {
+pub(crate) fn load(file: &Path, manifest: Option<&Path>, crate_name: Option<&str>) -> Arc<Crate> {
     let mut roots = manifest.map(target_roots).unwrap_or_default();
     // The root cargo is compiling first: usually the only tree that needs reading.
     roots.sort_by_key(|(_, name)| Some(name.as_str()) != crate_name);
