@@ -257,6 +257,21 @@ fn changed_content_under_a_published_name_and_version_is_refused() {
     assert_eq!(t.store.load("test/sharing/double@1").unwrap().card.content_hash, a.hash_hex(), "the published content is untouched");
 }
 
+/// A VJP op is derived from its op at registration: it is not published on its own (its op's
+/// card lists the VJP kernels, and loading the op derives it again).
+#[test]
+fn a_vjp_op_is_published_with_its_op_not_alone() {
+    let t = TempStore::new("vjp");
+    let vjp = op_runtime::registry().lookup("builtin/add").unwrap().vjp_op().expect("add declares VJP kernels").op();
+    match t.store.publish(&vjp, &[]) {
+        Err(SharingError::DerivedOp { op, of }) => assert_eq!((op.as_str(), of.as_str()), ("builtin/add/vjp@1", "builtin/add@1")),
+        other => panic!("expected DerivedOp, got {other:?}"),
+    }
+    t.store.publish(&builtin_add(), &[]).unwrap();
+    let card = t.store.load("builtin/add@1").unwrap().card;
+    assert!(card.kernels.iter().any(|k| k.path == "kernels/binary_vjp.wgsl"), "the card lists the VJP kernels: {:?}", card.kernels);
+}
+
 #[test]
 fn a_builtin_publishes_and_loads_with_source_builtin() {
     let t = TempStore::new("builtin");

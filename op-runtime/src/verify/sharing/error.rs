@@ -148,6 +148,7 @@ impl SharingError {
             | SharingError::NoLicense { op }
             | SharingError::BadLicense { op, .. }
             | SharingError::NoDescription { op }
+            | SharingError::DerivedOp { op, .. }
             | SharingError::ContentChanged { op, .. }
             | SharingError::BadId { op, .. }
             | SharingError::NotPublished { op, .. }
