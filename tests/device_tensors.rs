@@ -7,29 +7,15 @@
 mod common;
 
 use op_runtime::backends::wgpu::engine::WgpuEngine;
-use op_runtime::backends::wgpu::WgpuBackend;
-use op_runtime::backends::{CpuBackend, ReferenceBackend};
 use op_runtime::core::error::{BackendError, DispatchError, TensorError};
 use op_runtime::core::placement::Placement;
 use op_runtime::core::registry::batch::BatchError;
 use op_runtime::core::tensor::Device;
 use op_runtime::{BackendKind, CallOptions, Registry, Tensor};
-use std::sync::Arc;
 
-/// An engine of this test binary's own (its counters see only this file's transfers) and a
-/// registry holding the built-ins with wgpu on that engine and both host backends.
+/// An engine of this test binary's own and a registry with wgpu on it (`common::private_wgpu`).
 fn setup() -> Option<(&'static WgpuEngine, Registry)> {
-    if !common::wgpu_available() {
-        return None;
-    }
-    let engine: &'static WgpuEngine = Box::leak(Box::new(WgpuEngine::new().expect("engine")));
-    let registry = Registry::with_backends(vec![
-        Arc::new(WgpuBackend::on(engine)),
-        Arc::new(CpuBackend::default()),
-        Arc::new(ReferenceBackend::default()),
-    ]);
-    op_runtime::builtins::register_all(&registry);
-    Some((engine, registry))
+    common::private_wgpu()
 }
 
 fn inputs(n: usize) -> (Tensor, Tensor) {

@@ -13,29 +13,16 @@ mod median;
 
 use op_runtime::backends::cuda::engine::CudaEngine;
 use op_runtime::backends::wgpu::engine::WgpuEngine;
-use op_runtime::backends::wgpu::WgpuBackend;
-use op_runtime::backends::{CpuBackend, ReferenceBackend};
 use op_runtime::train::optim::Sgd;
 use op_runtime::train::tape::{SharedDevice, Tape, TapeError, Var};
 use op_runtime::{DType, Registry, Scalar, Tensor};
-use std::sync::Arc;
 
 const TAPS: usize = 5;
 const W: u32 = 7;
 
-/// An engine of this test binary's own (its counters see only this file's transfers) and a
-/// registry with wgpu on it, both host backends, the built-ins and the median.
+/// An engine of this test binary's own (`common::private_wgpu`), with the median registered.
 fn setup() -> Option<(&'static WgpuEngine, Registry)> {
-    if !common::wgpu_available() {
-        return None;
-    }
-    let engine: &'static WgpuEngine = Box::leak(Box::new(WgpuEngine::new().expect("engine")));
-    let registry = Registry::with_backends(vec![
-        Arc::new(WgpuBackend::on(engine)),
-        Arc::new(CpuBackend::default()),
-        Arc::new(ReferenceBackend::default()),
-    ]);
-    op_runtime::builtins::register_all(&registry);
+    let (engine, registry) = common::private_wgpu()?;
     registry.register(&median::windowed_median::DECL).expect("registers");
     Some((engine, registry))
 }

@@ -63,3 +63,23 @@ pub fn wgpu_rejection(decl: &'static OpDecl) -> Option<Report> {
 pub fn cuda_rejection(decl: &'static OpDecl) -> Option<Report> {
     rejection(decl, BackendKind::Cuda)
 }
+
+/// An engine of the calling test binary's own (its transfer counters see only that binary's
+/// transfers) and a registry holding the built-ins with wgpu on that engine and both host
+/// backends; `None` where wgpu cannot run here (see [`available`]).
+#[allow(dead_code)] // only the device-tensor tests call it
+pub fn private_wgpu() -> Option<(&'static op_runtime::backends::wgpu::engine::WgpuEngine, op_runtime::Registry)> {
+    use op_runtime::backends::wgpu::{engine::WgpuEngine, WgpuBackend};
+    use op_runtime::backends::{CpuBackend, ReferenceBackend};
+    if !wgpu_available() {
+        return None;
+    }
+    let engine: &'static WgpuEngine = Box::leak(Box::new(WgpuEngine::new().expect("engine")));
+    let registry = op_runtime::Registry::with_backends(vec![
+        std::sync::Arc::new(WgpuBackend::on(engine)),
+        std::sync::Arc::new(CpuBackend::default()),
+        std::sync::Arc::new(ReferenceBackend::default()),
+    ]);
+    op_runtime::builtins::register_all(&registry);
+    Some((engine, registry))
+}
