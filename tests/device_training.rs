@@ -15,7 +15,7 @@ use op_runtime::backends::cuda::engine::CudaEngine;
 use op_runtime::backends::wgpu::engine::WgpuEngine;
 use op_runtime::train::optim::Sgd;
 use op_runtime::train::tape::{SharedDevice, Tape, TapeError, Var};
-use op_runtime::{DType, Registry, Scalar, Tensor};
+use op_runtime::{op, DType, Real, Registry, Scalar, Tensor};
 
 const TAPS: usize = 5;
 const W: u32 = 7;
@@ -113,6 +113,59 @@ fn training_on_cuda_matches_the_host_and_moves_48_bytes_a_step() {
     let registry = op_runtime::registry();
     registry.register(&median::windowed_median::DECL).expect("registers");
     device_matches_host(registry, engine, || engine.transfers().tensor_bytes(), 1_000_000);
+}
+
+/// Negation whose VJP has a CUDA kernel only: on a wgpu device tape its rule runs on the host.
+#[op(name = "test/train/neg_cuda_vjp", version = 1, signature(x: f32[n]) -> f32[n],
+     category = elementwise, tolerance = ulp(0), generated_tests = false,
+     backward = vjp(neg_cuda_vjp_rule, kernel(cuda = "op-runtime/kernels/vjp.cu", entry = "neg_vjp",
+         bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n, block = 256)),
+     kernel(wgsl = "kernels/flat_neg.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n),
+     license = "MIT")]
+pub fn neg_cuda_vjp<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| -*v).collect()
+}
+
+/// VJP of `neg_cuda_vjp`.
+pub fn neg_cuda_vjp_rule<T: Real>(_x: &[T], g: &[T]) -> Vec<T> {
+    g.iter().map(|v| -*v).collect()
+}
+
+/// An op on the path whose VJP op has no kernel for the tape's device still trains there: its
+/// rule runs on the host, and exactly the transfers that costs (its input and its cotangent
+/// down, its gradient up) are counted on top of the 48 bytes.
+#[test]
+fn a_vjp_without_a_kernel_for_the_device_runs_its_rule_on_the_host_and_counts_the_bytes() {
+    let Some((engine, registry)) = setup() else { return };
+    registry.register(&neg_cuda_vjp::DECL).expect("registers");
+    let n = 4096;
+    let build = |device: Option<SharedDevice>| {
+        let mut tape = Tape::with_registry(&registry);
+        tape.set_device(device).expect("dispatch mode");
+        let x = tape.input("x", DType::f32, [n]);
+        let y = tape.input("y", DType::f32, [n - 4]);
+        let k = tape.param("k", Tensor::vector(vec![0.2f32; 5])).expect("param");
+        let f = tape.call1("builtin/conv1d", &[x, k], &[]).expect("conv1d");
+        let g = tape.call1("test/train/neg_cuda_vjp", &[f], &[]).expect("neg");
+        let loss = tape.call1("builtin/mse_loss", &[g, y], &[]).expect("mse");
+        Net { tape, x, y, kernel: k, loss }
+    };
+    let xs = Tensor::vector((0..n).map(|i| (i as f32 * 0.05).sin()).collect::<Vec<f32>>());
+    let ys = Tensor::vector(vec![0.1f32; n - 4]);
+    let (host_losses, _) = train(&mut build(None), &xs, &ys, 2, |_| {});
+    let (dx, dy) = (xs.to_device(engine).expect("upload"), ys.to_device(engine).expect("upload"));
+    let mut per_step = Vec::new();
+    let mut before = engine.transfers().tensor_bytes();
+    let (losses, _) = train(&mut build(Some(engine)), &dx, &dy, 2, |_| {
+        let now = engine.transfers().tensor_bytes();
+        per_step.push(now - before);
+        before = now;
+    });
+    for (h, d) in host_losses.iter().zip(&losses) {
+        assert!((h - d).abs() <= 1e-5 * h.abs(), "loss on the device {d} vs the host {h}");
+    }
+    let rule_round_trip = 3 * 4 * (n as u64 - 4);
+    assert!(per_step.iter().all(|b| *b == 48 + rule_round_trip), "bytes per step: {per_step:?}");
 }
 
 #[test]

@@ -8,6 +8,7 @@
 //! still round-trip.
 
 use super::{exec, shim_err, Node, Tape, TapeError};
+use crate::core::kind::BackendKind;
 use crate::core::op::RegisteredOp;
 use crate::core::placement::Placement;
 use crate::core::provenance::ProvenanceRecord;
@@ -76,6 +77,26 @@ impl Tape {
         Ok(())
     }
 
+    /// Whether the VJP op `h` has a kernel for the backend its call would run on: the one of the
+    /// device the values live on, else the one the tape's options force; without either, default
+    /// selection (the reference runs any rule). Otherwise the rule runs on the host (the
+    /// transfers it needs counted), never a refused call.
+    fn runs_here(&self, h: &OpHandle, values: &[&Tensor], params: &[crate::core::tensor::Scalar]) -> bool {
+        let on = values.iter().find_map(|t| t.device_storage()).map(|s| s.device().backend).or(self.options.backend);
+        let Some(kind) = on else { return true };
+        let op = h.op();
+        let inst = match op.member_for(values, params) {
+            Ok(Some(m)) => m.clone(),
+            Ok(None) => op,
+            Err(_) => return false,
+        };
+        let c = &inst.contract;
+        match kind {
+            BackendKind::Reference => true,
+            _ => (0..c.kernels.len()).any(|i| BackendKind::for_kernel(c.kernels[i].lang) == kind && c.kernel_serves(i)),
+        }
+    }
+
     /// `acc += g`: on the host for host tensors, through `builtin/add` where either lives on a
     /// device.
     pub(crate) fn accumulate(&self, op: &str, acc: &mut Tensor, g: &Tensor) -> Result<(), TapeError> {
@@ -98,8 +119,8 @@ impl Tape {
         provenance: &mut ProvenanceRecord,
     ) -> Result<Vec<Tensor>, TapeError> {
         if self.mode == super::Mode::Dispatch {
-            if let Some(h) = n.handle.vjp_op() {
-                let all: Vec<&Tensor> = ins.iter().chain(cots).copied().collect();
+            let all: Vec<&Tensor> = ins.iter().chain(cots).copied().collect();
+            if let Some(h) = n.handle.vjp_op().filter(|h| self.runs_here(h, &all, &n.params)) {
                 let mut out = h.call_with(&all, &n.params, self.options)?;
                 self.attach_receipt(&mut out.provenance);
                 provenance.push(out.provenance);
