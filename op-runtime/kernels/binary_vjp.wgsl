@@ -36,3 +36,12 @@ fn mul_vjp(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
     d_a[i] = d_out[i] * b[i];
     d_b[i] = d_out[i] * a[i];
 }
+
+// div: g / b and -(g a) / (b b), the rule's operations in its order.
+@compute @workgroup_size(64)
+fn div_vjp(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * 64u;
+    if (i >= p.n) { return; }
+    d_a[i] = d_out[i] / b[i];
+    d_b[i] = -(d_out[i] * a[i]) / (b[i] * b[i]);
+}

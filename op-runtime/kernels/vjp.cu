@@ -96,3 +96,39 @@ extern "C" __global__ void mul_vjp(const float* __restrict__ a, const float* __r
     ELEMENT d_a[i] = __fmul_rn(d_out[i], b[i]);
     d_b[i] = __fmul_rn(d_out[i], a[i]);
 }
+
+extern "C" __global__ void div_vjp(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ d_out,
+                                   float* __restrict__ d_a, float* __restrict__ d_b, unsigned int n) {
+    ELEMENT d_a[i] = __fdiv_rn(d_out[i], b[i]);
+    d_b[i] = __fdiv_rn(-__fmul_rn(d_out[i], a[i]), __fmul_rn(b[i], b[i]));
+}
+
+// VJP of builtin/matmul: d_a = d_out b^T, d_b = a^T d_out, one thread per gradient element
+// (threads = m k + k n: d_a first), each summing its products pairwise, non-finite ones decided
+// at the end (the WGSL kernel's arithmetic, in its order).
+extern "C" __global__ void matmul_vjp(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ d_out,
+                                      float* __restrict__ d_a, float* __restrict__ d_b,
+                                      unsigned int m, unsigned int k, unsigned int n) {
+    unsigned int t = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned int mk = m * k;
+    Pairwise acc;
+    NonFinite nf;
+    float prod[16];
+    if (t < mk) {
+        unsigned int i = t / k, q = t % k, j = 0;
+        for (; j + 15u < n; j += 16u) {
+            for (unsigned int u = 0; u < 16u; ++u) prod[u] = nf.fin(__fmul_rn(d_out[i * n + j + u], b[q * n + j + u]));
+            acc.push(tree16(prod));
+        }
+        for (; j < n; ++j) acc.push(nf.fin(__fmul_rn(d_out[i * n + j], b[q * n + j])));
+        d_a[t] = finish_sum(nf.flags, acc.total());
+    } else if (t < mk + k * n) {
+        unsigned int u = t - mk, q = u / n, j = u % n, i = 0;
+        for (; i + 15u < m; i += 16u) {
+            for (unsigned int v = 0; v < 16u; ++v) prod[v] = nf.fin(__fmul_rn(a[(i + v) * k + q], d_out[(i + v) * n + j]));
+            acc.push(tree16(prod));
+        }
+        for (; i < m; ++i) acc.push(nf.fin(__fmul_rn(a[i * k + q], d_out[i * n + j])));
+        d_b[u] = finish_sum(nf.flags, acc.total());
+    }
+}

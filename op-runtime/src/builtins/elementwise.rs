@@ -76,7 +76,7 @@ fn mul_cpu(a: &[f32], b: &[f32]) -> Vec<f32> {
 
 /// Elementwise quotient `a / b`.
 #[op(name = "builtin/div", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n]) -> T[n],
-     category = elementwise, tolerance = ulp(3), nan = propagate, backward = vjp(div_vjp), cpu(div_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/div.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "div_kernel", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
+     category = elementwise, tolerance = ulp(3), nan = propagate, backward = vjp(div_vjp, kernel(wgsl = "kernels/binary_vjp.wgsl", entry = "div_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "div_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n, block = 256)), cpu(div_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/div.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "div_kernel", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn div<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     a.iter().zip(b).map(|(x, y)| *x / *y).collect()

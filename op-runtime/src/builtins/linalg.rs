@@ -7,7 +7,7 @@ use crate::{op, Real};
 
 /// Matrix product `a (m x k) * b (k x n)`, row-major.
 #[op(name = "builtin/matmul", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[m, k], b: T[k, n]) -> T[m, n],
-     category = contraction, tolerance = accum(2), nan = propagate, backward = vjp(matmul_vjp), cpu(matmul_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/matmul.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(m, k, n)), threads = ((m + 15) / 16) * ((n + 15) / 16) * 256), kernel(cuda = "kernels/linalg.cu", entry = "matmul", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(m, k, n)), threads = ((m + 15) / 16) * ((n + 15) / 16) * 256, block = 256),
+     category = contraction, tolerance = accum(2), nan = propagate, backward = vjp(matmul_vjp, kernel(wgsl = "kernels/matmul_vjp.wgsl", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(m, k, n)), threads = m * k + k * n), kernel(cuda = "kernels/vjp.cu", entry = "matmul_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(m, k, n)), threads = m * k + k * n, block = 256)), cpu(matmul_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/matmul.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(m, k, n)), threads = ((m + 15) / 16) * ((n + 15) / 16) * 256), kernel(cuda = "kernels/linalg.cu", entry = "matmul", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(m, k, n)), threads = ((m + 15) / 16) * ((n + 15) / 16) * 256, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn matmul<T: Real>(a: &[T], b: &[T], m: usize, k: usize, n: usize) -> Vec<T> {
     let mut out = vec![T::zero(); m * n];
