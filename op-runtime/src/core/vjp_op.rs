@@ -31,20 +31,20 @@ pub(crate) fn derive(op: &RegisteredOp) -> Option<Result<RegisteredOp, KernelReg
 
 fn build(op: &RegisteredOp) -> Result<RegisteredOp, KernelRegistrationError> {
     let bad = |reason: String| KernelRegistrationError::BadContract { op: op.id.clone(), reason };
-    let primary = op.contract.vjp_contract().unwrap_or_else(|| Err("declares no VJP kernels".into())).map_err(bad)?;
+    let contract_of = |o: &RegisteredOp| o.contract.vjp_contract().unwrap_or_else(|| Err("declares no VJP kernels".into())).map_err(bad);
+    let primary = contract_of(op)?;
     let json = serde_json::to_string(&primary).map_err(|e| bad(e.to_string()))?;
     let decl = derived_decl(op.decl, op.contract.kernels.len(), json).map_err(bad)?;
     let hash = vjp_identity(&op.hash);
     let inputs = op.contract.signature.inputs().count();
-    let instance = |o: &RegisteredOp| -> Result<RegisteredOp, KernelRegistrationError> {
-        let contract = o.contract.vjp_contract().unwrap_or_else(|| Err("declares no VJP kernels".into())).map_err(bad)?;
+    let instance = |o: &RegisteredOp, contract| -> Result<RegisteredOp, KernelRegistrationError> {
         let reference = o.shims.vjp.ok_or_else(|| bad("declares VJP kernels but embeds no VJP rule".into()))?;
         let shims = Shims { reference, cpu: None, vjp: None, jvp: &[] };
         RegisteredOp::derived(decl, contract, hash, o.source, shims, o.member, inputs)
     };
-    let mut v = instance(op)?;
+    let mut v = instance(op, primary)?;
     for m in &op.members {
-        v.members.push(Arc::new(instance(m)?));
+        v.members.push(Arc::new(instance(m, contract_of(m)?)?));
     }
     v.bind_members();
     Ok(v)

@@ -115,7 +115,7 @@ pub fn check(cx: &Ctxt, input: &CheckInput<'_>) -> Option<Checked> {
     let mut vjp_kernels = Vec::new();
     if let Some(sig) = &attr.signature {
         reference = check_signature(cx, input, sig);
-        kernels = check_kernels(cx, input, sig);
+        kernels = check_kernels(cx, input, &attr.kernels, sig);
         vjp_kernels = vjp::check_vjp_kernels(cx, input, sig);
     }
     check_data_dependent_support(cx, attr);
@@ -203,9 +203,10 @@ fn check_signature(cx: &Ctxt, input: &CheckInput<'_>, sig: &SSignature) -> RefSh
 }
 
 /// Every kernel: its descriptor, then (if the descriptor is sound) its source.
-fn check_kernels(cx: &Ctxt, input: &CheckInput<'_>, sig: &SSignature) -> Vec<LoadedKernel> {
+/// `kernels` (the forward ones, or the VJP ones against the VJP signature) against `sig`.
+fn check_kernels(cx: &Ctxt, input: &CheckInput<'_>, kernels_declared: &[SKernel], sig: &SSignature) -> Vec<LoadedKernel> {
     let mut kernels = Vec::new();
-    for k in &input.attr.kernels {
+    for k in kernels_declared {
         // A kernel is compared with its source only if its descriptor is sound: a source
         // checked against a broken descriptor would only repeat the descriptor's error.
         let descriptor_ok = check_binding_coverage(cx, k, sig) && sig.gaps.none();

@@ -4,7 +4,6 @@
 //! output; a gradient `d_<input>` per float input). Reads kernel files; generates nothing.
 
 use super::constraints::{check_launch_geometry, Solver};
-use super::kernels::{check_binding_coverage, load_and_check_kernel};
 use super::symbols::bound_dim_symbols;
 use super::{CheckInput, LoadedKernel};
 use crate::ctxt::Ctxt;
@@ -45,13 +44,7 @@ pub(super) fn check_vjp_kernels(cx: &Ctxt, input: &CheckInput<'_>, sig: &SSignat
     if !derived_names_unique(cx, &vsig, sig) {
         return Vec::new();
     }
-    let mut loaded = Vec::new();
-    for k in kernels {
-        let descriptor_ok = check_binding_coverage(cx, k, &vsig) && vsig.gaps.none();
-        if let Some(lk) = load_and_check_kernel(cx, k, &vsig, input.base_dirs, descriptor_ok) {
-            loaded.push(lk);
-        }
-    }
+    let loaded = super::check_kernels(cx, input, kernels, &vsig);
     if vsig.gaps.none() {
         check_launch_geometry(cx, kernels, &Solver::new(&vsig, &bound_dim_symbols(&vsig)));
     }
