@@ -171,6 +171,7 @@ fn resident_vs_hand_written(h: &op_runtime::OpHandle, engine: &WgpuEngine, n: us
     let methods: [&dyn Fn(); 2] = [&|| hand.run(), &on_device];
     methods.iter().for_each(|f| f());
     let mut samples: [Vec<Duration>; 2] = Default::default();
+    let (pool, binds) = (engine.pool_stats(), engine.bind_stats());
     for _ in 0..reps {
         for (k, f) in methods.iter().enumerate() {
             let t = Instant::now();
@@ -184,6 +185,14 @@ fn resident_vs_hand_written(h: &op_runtime::OpHandle, engine: &WgpuEngine, n: us
         hw.as_secs_f64() * 1e3,
         dev.as_secs_f64() * 1e3,
         dev.as_secs_f64() / hw.as_secs_f64()
+    );
+    let (p, b) = (engine.pool_stats(), engine.bind_stats());
+    println!(
+        "              engine over the {reps} timed calls: {} output buffers created, {} taken from the pool; {} bind groups built, {} reused",
+        p.created - pool.created,
+        p.reused - pool.reused,
+        b.built - binds.built,
+        b.reused - binds.reused
     );
 }
 

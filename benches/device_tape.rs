@@ -103,7 +103,14 @@ fn compare(kind: BackendKind, device: SharedDevice, moved: &dyn Fn() -> u64, n: 
 
 fn main() {
     match WgpuEngine::shared() {
-        Ok(engine) => compare(BackendKind::Wgpu, engine, &|| engine.transfers().tensor_bytes(), 1 << 20, 3),
+        Ok(engine) => {
+            compare(BackendKind::Wgpu, engine, &|| engine.transfers().tensor_bytes(), 1 << 20, 3);
+            let (p, b) = (engine.pool_stats(), engine.bind_stats());
+            println!(
+                "  (wgpu device tensors over the run: {} buffers created, {} taken from the pool; {} bind groups built, {} reused)",
+                p.created, p.reused, b.built, b.reused
+            );
+        }
         Err(e) => println!("wgpu: skipped ({e})"),
     }
     match CudaEngine::shared() {

@@ -87,6 +87,23 @@ fn accumulating_outputs_start_at_zero_on_every_backend_that_runs_here() {
 }
 
 #[test]
+fn an_accumulating_output_in_a_pooled_buffer_starts_at_zero() {
+    let Some((engine, r)) = common::private_wgpu() else { return };
+    let h = r.register(&histogram::DECL).expect("registers");
+    let (x, bins, want) = few_hits();
+    let dx = x.to_device(engine).expect("upload");
+    for round in 0..3 {
+        // A dropped device tensor of the output's size, every byte set, is what the pool hands
+        // the next output of that size: the kernel must still add into zeros.
+        drop(Tensor::vector(vec![u32::MAX; bins as usize]).to_device(engine).expect("dirty"));
+        let reused = engine.pool_stats().reused;
+        let out = h.call_with(&[&dx], &[Scalar::U32(bins)], CallOptions::default()).expect("runs").output().expect("one output");
+        assert_eq!(engine.pool_stats().reused, reused + 1, "call {round} took the dirty buffer from the pool");
+        assert_eq!(out.to_host().expect("read back").as_slice::<u32>().expect("u32"), want.as_slice(), "call {round}");
+    }
+}
+
+#[test]
 fn conformance_accepts_accumulating_outputs_with_untouched_elements() {
     if !common::wgpu_available() {
         return;

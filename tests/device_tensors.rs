@@ -160,3 +160,48 @@ fn a_device_tensor_of_another_engine_or_beside_a_host_input_is_refused() {
     // Moving between engines is explicit too.
     assert!(matches!(foreign.to_device(engine), Err(TensorError::Transfer { .. })));
 }
+
+/// Runs `chain` and reads the result back (every intermediate and the output dropped after).
+fn chain_bits(r: &Registry, a: &Tensor, b: &Tensor) -> Vec<u32> {
+    bits(&chain(r, a, b, CallOptions::default()).to_host().expect("read back"))
+}
+
+#[test]
+fn a_repeated_chain_allocates_no_buffer_and_reuses_its_bind_groups() {
+    let Some((engine, r)) = setup() else { return };
+    let n = 4099;
+    let (a, b) = inputs(n);
+    let host = bits(&chain(&r, &a, &b, CallOptions::on(BackendKind::Wgpu)));
+    let (da, db) = (a.to_device(engine).expect("a"), b.to_device(engine).expect("b"));
+    // Warm-up: the pool hands dropped buffers back in a cycle of three, so after three chains
+    // every bind group the chain needs is cached.
+    for _ in 0..4 {
+        assert_eq!(chain_bits(&r, &da, &db), host);
+    }
+    let (pool, binds) = (engine.pool_stats(), engine.bind_stats());
+    assert_eq!(pool.held_bytes, 3 * 4 * 4099, "the chain's three buffers are held for reuse");
+    for _ in 0..6 {
+        assert_eq!(chain_bits(&r, &da, &db), host, "pooled outputs give the same bits");
+    }
+    let (pool2, binds2) = (engine.pool_stats(), engine.bind_stats());
+    assert_eq!(pool2.created, pool.created, "no buffer was created");
+    assert_eq!(pool2.reused - pool.reused, 18, "each of the 6 chains took its 3 outputs from the pool");
+    assert_eq!(binds2.built, binds.built, "no bind group was created");
+    assert_eq!(binds2.reused - binds.reused, 18);
+    // Without a pool every output is a new buffer (and so a new bind group).
+    engine.set_pool_limit(0);
+    assert_eq!(engine.pool_stats().held_bytes, 0, "a lower limit frees what the pool held");
+    assert_eq!(chain_bits(&r, &da, &db), host);
+    let pool3 = engine.pool_stats();
+    assert_eq!((pool3.created - pool2.created, pool3.reused, pool3.held_bytes), (3, pool2.reused, 0));
+    assert_eq!(engine.bind_stats().built - binds2.built, 3);
+    // Trim frees what is held and forgets the cached bind groups.
+    engine.set_pool_limit(op_runtime::backends::wgpu::pool::DEFAULT_POOL_LIMIT);
+    assert_eq!(chain_bits(&r, &da, &db), host);
+    assert!(engine.pool_stats().held_bytes > 0);
+    engine.trim();
+    assert_eq!(engine.pool_stats().held_bytes, 0);
+    let built = engine.bind_stats().built;
+    assert_eq!(chain_bits(&r, &da, &db), host);
+    assert_eq!(engine.bind_stats().built - built, 3, "after trim the chain builds its bind groups again");
+}

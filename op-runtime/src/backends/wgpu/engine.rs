@@ -8,6 +8,8 @@
 //! uncaptured-error handler is installed as well (wgpu's default one panics); errors it sees
 //! are recorded and can be drained with [`WgpuEngine::take_uncaptured_errors`].
 
+use super::bind_cache::{BindCache, BindCounters, BindStats, Binding};
+use super::pool::PoolStats;
 use super::resident::{padded, Link, Transfers, WgpuBuffer, TENSOR_USAGE};
 use crate::core::decl::Launch;
 use crate::core::device::DeviceProfile;
@@ -207,6 +209,8 @@ pub struct Pipeline {
     layout: wgpu::BindGroupLayout,
     kinds: Vec<SlotKind>,
     source: String,
+    /// Bind groups of calls on device tensors, by the buffers they bind.
+    binds: BindCache,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -234,8 +238,10 @@ pub struct WgpuEngine {
     uncaptured: Arc<Mutex<Vec<String>>>,
     lost: Arc<Mutex<Option<String>>>,
     lost_flag: Arc<AtomicBool>,
-    /// Identity and transfer counters, shared with the engine's device buffers.
+    /// Identity, transfer counters and the buffer pool, shared with the engine's device buffers.
     link: Arc<Link>,
+    /// Bind groups built and reused for calls on device tensors.
+    binds: BindCounters,
 }
 
 impl std::fmt::Debug for WgpuEngine {
@@ -398,6 +404,7 @@ impl WgpuEngine {
             lost,
             lost_flag,
             link,
+            binds: BindCounters::default(),
         })
     }
 
@@ -467,6 +474,46 @@ impl WgpuEngine {
         &self.link
     }
 
+    /// What the device-tensor buffer pool has done so far (buffers created, reused, returned,
+    /// freed; bytes held). See [`WgpuEngine::set_pool_limit`].
+    pub fn pool_stats(&self) -> PoolStats {
+        self.link.pool.stats()
+    }
+
+    /// Bind groups built and reused for calls on device tensors so far.
+    pub fn bind_stats(&self) -> BindStats {
+        self.binds.snapshot()
+    }
+
+    /// Sets how many bytes of dropped device tensors' buffers the engine keeps for reuse
+    /// (default [`super::pool::DEFAULT_POOL_LIMIT`]; `0` keeps none), freeing what it holds
+    /// beyond that.
+    pub fn set_pool_limit(&self, bytes: u64) {
+        self.link.pool.set_limit(bytes);
+    }
+
+    /// Frees every pooled buffer and forgets every cached bind group (which hold their
+    /// buffers), so device memory of dropped tensors goes back to the driver now.
+    pub fn trim(&self) {
+        self.link.pool.trim();
+        for entries in lock(&self.pipelines).values() {
+            for (_, pipeline) in entries {
+                pipeline.binds.clear();
+            }
+        }
+    }
+
+    /// A device-tensor buffer of `size` bytes: a pooled one (`true`: it holds stale bytes) or
+    /// a new, zero-filled one. Call inside an error scope.
+    fn tensor_buffer(&self, size: u64, label: Option<&str>, mapped: bool) -> (wgpu::Buffer, bool) {
+        if let Some(b) = self.link.pool.take(size) {
+            return (b, true);
+        }
+        self.link.pool.note_created();
+        let desc = wgpu::BufferDescriptor { label, size, usage: TENSOR_USAGE, mapped_at_creation: mapped };
+        (self.device.create_buffer(&desc), false)
+    }
+
     /// A new device buffer holding `bytes` (one counted host-to-device transfer).
     pub fn upload_bytes(&self, bytes: &[u8]) -> Result<WgpuBuffer, WgpuError> {
         self.check_lost()?;
@@ -476,8 +523,14 @@ impl WgpuEngine {
             return Err(WgpuError::TooLarge { what: "device tensor (storage buffer bytes)".into(), requested: size, limit });
         }
         let (buffer, failed) = self.scoped("upload", || {
-            let desc = wgpu::BufferDescriptor { label: Some("op-runtime tensor"), size, usage: TENSOR_USAGE, mapped_at_creation: true };
-            let buffer = self.device.create_buffer(&desc);
+            let (buffer, pooled) = self.tensor_buffer(size, Some("op-runtime tensor"), true);
+            if pooled {
+                // The whole buffer is written: the padding too, so no stale byte stays.
+                let mut data = bytes.to_vec();
+                data.resize(size as usize, 0);
+                self.queue.write_buffer(&buffer, 0, &data);
+                return (buffer, None);
+            }
             let failed = match buffer.get_mapped_range_mut(..) {
                 Ok(mut view) => {
                     view.slice(..bytes.len()).copy_from_slice(bytes);
@@ -647,7 +700,7 @@ impl WgpuEngine {
             (layout, pipeline)
         })?;
         self.built.fetch_add(1, Ordering::Relaxed);
-        Ok(Pipeline { pipeline, layout, kinds: kinds.to_vec(), source: source.to_string() })
+        Ok(Pipeline { pipeline, layout, kinds: kinds.to_vec(), source: source.to_string(), binds: BindCache::default() })
     }
 
     /// Runs `entry` of `source` over `threads` invocations with workgroup size `wg` (only
@@ -702,7 +755,7 @@ impl WgpuEngine {
                 .collect());
         }
         let bound = self.bind(pipeline, slots, &sizes, true)?;
-        let (submission, maps) = self.dispatch(pipeline, &bound, groups, &sizes)?;
+        let (submission, maps) = self.dispatch(pipeline, &bound, Some(groups), &sizes)?;
         self.wait(submission)?;
         self.read_back(&bound, maps, slots)
     }
@@ -726,8 +779,8 @@ impl WgpuEngine {
         let groups = self.grid(geometry)?;
         let sizes = self.slot_sizes(slots)?;
         let bound = self.bind(pipeline, slots, &sizes, false)?;
-        if geometry.threads > 0 {
-            self.dispatch(pipeline, &bound, groups, &sizes)?;
+        if geometry.threads > 0 || !bound.clear.is_empty() {
+            self.dispatch(pipeline, &bound, (geometry.threads > 0).then_some(groups), &sizes)?;
         }
         Ok(slots
             .iter()
@@ -813,12 +866,14 @@ impl WgpuEngine {
     }
 
     /// Creates and uploads the buffers, the staging buffers of read-back slots (where
-    /// `readback`; else outputs are device-tensor buffers) and the bind group. Resident slots
-    /// bind their own buffer.
+    /// `readback`; else outputs are device-tensor buffers, pooled ones listed to be cleared, and
+    /// the bind group may be a cached one) and the bind group. Resident slots bind their own
+    /// buffer.
     fn bind(&self, pipeline: &Pipeline, slots: &[Slot<'_>], sizes: &[u64], readback: bool) -> Result<Bound, WgpuError> {
-        let (buffers, staging, bind_group, failed) = self.scoped("bind group", || {
+        let (buffers, staging, clear, group, failed) = self.scoped("bind group", || {
             let mut buffers = Vec::with_capacity(slots.len());
             let mut staging = Vec::new();
+            let mut clear = Vec::new();
             let mut map_failed = None;
             for (i, (s, &size)) in slots.iter().zip(sizes).enumerate() {
                 if let Slot::Resident { buffer, .. } | Slot::UniformBuffer(buffer) = s {
@@ -826,9 +881,11 @@ impl WgpuEngine {
                     continue;
                 }
                 if let (Slot::Output { len }, false) = (s, readback) {
-                    let desc =
-                        wgpu::BufferDescriptor { label: None, size: padded(*len as u64), usage: TENSOR_USAGE, mapped_at_creation: false };
-                    buffers.push(self.device.create_buffer(&desc));
+                    let (buffer, pooled) = self.tensor_buffer(padded(*len as u64), None, false);
+                    if pooled {
+                        clear.push(i);
+                    }
+                    buffers.push(buffer);
                     continue;
                 }
                 let usage = match s {
@@ -866,45 +923,60 @@ impl WgpuEngine {
                 }
                 buffers.push(buffer);
             }
-            let entries: Vec<wgpu::BindGroupEntry> = buffers
-                .iter()
-                .enumerate()
-                .map(|(i, b)| wgpu::BindGroupEntry {
-                    binding: i as u32,
-                    resource: match slots[i] {
-                        Slot::Guarded { offset, size, .. } => {
-                            wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: b, offset, size: std::num::NonZeroU64::new(size) })
-                        }
-                        _ => b.as_entire_binding(),
-                    },
-                })
-                .collect();
-            let bind_group =
-                self.device.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: &pipeline.layout, entries: &entries });
-            (buffers, staging, bind_group, map_failed)
+            // Host-tensor calls bind new buffers every time: their bind group is not cached.
+            let group = readback.then(|| self.bind_group(pipeline, &windows(&buffers, slots)));
+            (buffers, staging, clear, group, map_failed)
         })?;
-        match failed {
-            Some(e) => Err(WgpuError::Map(format!("upload mapping failed: {e}"))),
-            None => Ok(Bound { buffers, staging, bind_group }),
+        if let Some(e) = failed {
+            return Err(WgpuError::Map(format!("upload mapping failed: {e}")));
         }
+        let bind_group = match group {
+            Some(g) => g,
+            None => {
+                let make = |key: &[Binding]| self.scoped("bind group", || self.bind_group(pipeline, key));
+                pipeline.binds.get_or_make(windows(&buffers, slots), &self.binds, make)?
+            }
+        };
+        Ok(Bound { buffers, staging, clear, bind_group })
     }
 
-    /// Encodes the dispatch and the copies to staging, submits, and requests the staging maps.
+    /// A new bind group binding each `(buffer, offset, size)` (`size` 0: the whole buffer) at
+    /// its index. Call inside an error scope.
+    fn bind_group(&self, pipeline: &Pipeline, windows: &[Binding]) -> wgpu::BindGroup {
+        let entries: Vec<wgpu::BindGroupEntry> = windows
+            .iter()
+            .enumerate()
+            .map(|(i, (b, offset, size))| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: match std::num::NonZeroU64::new(*size) {
+                    Some(size) => wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: b, offset: *offset, size: Some(size) }),
+                    None => b.as_entire_binding(),
+                },
+            })
+            .collect();
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: &pipeline.layout, entries: &entries })
+    }
+
+    /// Encodes the clearing of pooled outputs, the dispatch (none for `None`: an empty launch)
+    /// and the copies to staging, submits, and requests the staging maps.
     fn dispatch(
         &self,
         pipeline: &Pipeline,
         bound: &Bound,
-        groups: (u32, u32),
+        groups: Option<(u32, u32)>,
         sizes: &[u64],
     ) -> Result<(wgpu::SubmissionIndex, MapReceiver), WgpuError> {
         let (tx, rx) = mpsc::channel();
         let submission = self.scoped("dispatch", || {
             let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-            {
+            for &i in &bound.clear {
+                encoder.clear_buffer(&bound.buffers[i], 0, None);
+            }
+            if let Some((x, y)) = groups {
                 let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
                 pass.set_pipeline(&pipeline.pipeline);
                 pass.set_bind_group(0, &bound.bind_group, &[]);
-                pass.dispatch_workgroups(groups.0, groups.1, 1);
+                pass.dispatch_workgroups(x, y, 1);
             }
             for (i, st) in &bound.staging {
                 encoder.copy_buffer_to_buffer(&bound.buffers[*i], 0, st, 0, sizes[*i]);
@@ -987,11 +1059,25 @@ impl Device for WgpuEngine {
     }
 }
 
+/// What each slot binds: its buffer and window (`size` 0: the whole buffer).
+fn windows(buffers: &[wgpu::Buffer], slots: &[Slot<'_>]) -> Vec<Binding> {
+    buffers
+        .iter()
+        .zip(slots)
+        .map(|(b, s)| match *s {
+            Slot::Guarded { offset, size, .. } => (b.clone(), offset, size),
+            _ => (b.clone(), 0, 0),
+        })
+        .collect()
+}
+
 /// The device objects of one launch: buffers in slot order, staging buffers of the read-back
-/// slots (with their slot index) and the bind group.
+/// slots (with their slot index), the slots whose (pooled) buffers must be cleared before the
+/// kernel runs, and the bind group.
 struct Bound {
     buffers: Vec<wgpu::Buffer>,
     staging: Vec<(usize, wgpu::Buffer)>,
+    clear: Vec<usize>,
     bind_group: wgpu::BindGroup,
 }
 
@@ -1065,6 +1151,33 @@ fn add(@builtin(global_invocation_id) gid: vec3<u32>) {
             assert_eq!(got[i], a[i] + b[i], "index {i}");
         }
         got
+    }
+
+    /// All of `buffer`'s bytes (padding included), copied to a staging buffer and mapped.
+    fn read_all(e: &WgpuEngine, buffer: &wgpu::Buffer) -> Vec<u8> {
+        let usage = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
+        let st = e.device.create_buffer(&wgpu::BufferDescriptor { label: None, size: buffer.size(), usage, mapped_at_creation: false });
+        let mut enc = e.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+        enc.copy_buffer_to_buffer(buffer, 0, &st, 0, buffer.size());
+        e.queue.submit(Some(enc.finish()));
+        st.map_async(wgpu::MapMode::Read, .., |r| r.expect("maps"));
+        e.device.poll(wgpu::PollType::wait_indefinitely()).expect("poll");
+        let bytes = st.get_mapped_range(..).expect("mapped").to_vec();
+        bytes
+    }
+
+    #[test]
+    fn an_upload_into_a_pooled_buffer_leaves_no_stale_byte_in_its_padding() {
+        let Some(_) = engine() else { return };
+        let e = WgpuEngine::new().expect("engine");
+        // 20 bytes of 0xff leave a 20-byte buffer in the pool; 19 bytes reuse it (padded to 20):
+        // the padding byte is zero again, as in a fresh buffer (a kernel binds all 20).
+        drop(e.upload_bytes(&[0xff; 20]).expect("dirty"));
+        let t = e.upload_bytes(&[7; 19]).expect("upload");
+        assert_eq!(e.pool_stats().reused, 1, "the upload took the pooled buffer");
+        let mut want = vec![7u8; 19];
+        want.push(0);
+        assert_eq!(read_all(&e, t.buffer()), want);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! data between host and device except the host path's own uploads and readbacks (also
 //! counted).
 
+use super::pool::BufferPool;
 use crate::backends::transfers::Counters;
 pub use crate::backends::transfers::Transfers;
 use crate::core::error::TensorError;
@@ -15,20 +16,27 @@ use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 
-/// What a buffer needs of its engine to be read back and recognised: the engine's identity,
-/// device, queue and counters.
+/// What a buffer needs of its engine to be read back, recognised and recycled: the engine's
+/// identity, device, queue, counters and buffer pool.
 #[derive(Debug)]
 pub(crate) struct Link {
     pub(crate) id: u64,
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
     pub(crate) counters: Counters,
+    pub(crate) pool: BufferPool,
 }
 
 impl Link {
     pub(crate) fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Link {
         static NEXT: AtomicU64 = AtomicU64::new(1);
-        Link { id: NEXT.fetch_add(1, Ordering::Relaxed), device: device.clone(), queue: queue.clone(), counters: Counters::default() }
+        Link {
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+            device: device.clone(),
+            queue: queue.clone(),
+            counters: Counters::default(),
+            pool: BufferPool::default(),
+        }
     }
     pub(crate) fn device_id(&self) -> DeviceId {
         DeviceId { backend: BackendKind::Wgpu, instance: self.id }
@@ -36,7 +44,9 @@ impl Link {
 }
 
 /// A tensor's storage on one engine's device: a storage buffer (usable as a kernel's input or
-/// output and as a copy source/destination) of at least `bytes` bytes, padded to 4.
+/// output and as a copy source/destination) of at least `bytes` bytes, padded to 4. Dropped,
+/// its buffer returns to the engine's pool for the next device tensor of its size (the buffer
+/// is not handed out, so nothing else can hold it then).
 #[derive(Debug)]
 pub struct WgpuBuffer {
     buffer: wgpu::Buffer,
@@ -49,12 +59,18 @@ impl WgpuBuffer {
         WgpuBuffer { buffer, bytes, link }
     }
     /// The device buffer.
-    pub fn buffer(&self) -> &wgpu::Buffer {
+    pub(crate) fn buffer(&self) -> &wgpu::Buffer {
         &self.buffer
     }
     /// The id of the engine whose device holds the buffer (`WgpuEngine::id`).
     pub fn engine_id(&self) -> u64 {
         self.link.id
+    }
+}
+
+impl Drop for WgpuBuffer {
+    fn drop(&mut self) {
+        self.link.pool.give(self.buffer.clone());
     }
 }
 
