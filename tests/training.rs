@@ -178,8 +178,8 @@ fn composite_ops_train_through_their_graph() {
         assert!((gx - want).abs() < 1e-5, "{got:?}");
     }
     // Forward ran the op itself; backward ran `sum`'s VJP op, then rematerialised the graph and
-    // differentiated it (all recorded in provenance): `mul` and `scale` through their VJP ops
-    // (dispatched calls), `tanh` through its rule (it declares no VJP kernel: no dispatch).
+    // differentiated it (all recorded in provenance): `mul`, `tanh` and `scale` through their
+    // VJP ops (dispatched calls: each declares VJP kernels).
     let ops: Vec<&str> = run.provenance.entries.iter().map(|e| &*e.op).collect();
     assert_eq!(
         ops,
@@ -191,6 +191,7 @@ fn composite_ops_train_through_their_graph() {
             "builtin/tanh@1",
             "builtin/mul@1",
             "builtin/mul/vjp@1",
+            "builtin/tanh/vjp@1",
             "builtin/scale/vjp@1"
         ]
     );

@@ -2,8 +2,8 @@
 //! example median's VJP op is registered with it, conforms against the VJP rule on every
 //! backend here (the rule's f32 bits exactly: a gather in window order adds what the rule adds,
 //! in its order), and runs through dispatch; deliberately broken VJP kernels (ties routed to the
-//! later element; the last window containing an element skipped, in WGSL and CUDA) are
-//! rejected while the rule conforms.
+//! later element; the last window containing an element skipped, in WGSL and CUDA; a tanh VJP
+//! whose textbook formula cancels) are rejected while the rule conforms.
 //!
 //! wgpu tests skip with a printed reason when no adapter exists, unless
 //! `OP_REQUIRE_GPU_ADAPTER=1` (CI); CUDA ones unless `OP_REQUIRE_CUDA=1` (the device check).
@@ -48,6 +48,18 @@ broken_vjp!(
     /// Deliberately broken median VJP kernel (CUDA): skips the last window containing each element.
     median_vjp_skips_window_cuda, "test/broken/median_vjp_skips_window_cuda", cuda, "kernels/broken/median_vjp_skips_window.cu"
 );
+
+/// Deliberately broken tanh VJP kernel: the textbook `g (1 - tanh^2 x)`, which cancels where
+/// `|tanh x|` is near 1 (the rule computes `g sech^2 x` without cancellation).
+#[op(name = "test/broken/tanh_vjp_cancels", version = 1,
+     signature(x: f32[n]) -> f32[n],
+     category = transcendental, tolerance = ulp(16), nan = propagate, generated_tests = false,
+     backward = vjp(op_runtime::builtins::tanh_vjp,
+         kernel(wgsl = "kernels/broken/tanh_vjp_cancels.wgsl", bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n)),
+     license = "MIT")]
+pub fn tanh_vjp_cancels<T: Real>(x: &[T]) -> Vec<T> {
+    op_runtime::builtins::tanh(x)
+}
 
 fn vjp_op() -> op_runtime::OpHandle {
     let h = Registry::new().register(&median::windowed_median::DECL).expect("registers");
@@ -116,6 +128,15 @@ fn a_vjp_kernel_that_skips_a_window_is_rejected() {
     if common::wgpu_available() {
         let r = reports.iter().find(|r| r.backend == BackendKind::Wgpu).expect("wgpu rejected it");
         assert!(r.to_string().contains("test/broken/median_vjp_skips_window/vjp@1"), "{r}");
+    }
+}
+
+#[test]
+fn a_tanh_vjp_kernel_whose_formula_cancels_is_rejected() {
+    let reports = assert_vjp_conformance_rejected(&tanh_vjp_cancels::DECL);
+    if common::wgpu_available() {
+        let r = reports.iter().find(|r| r.backend == BackendKind::Wgpu).expect("wgpu rejected it");
+        eprintln!("{r}");
     }
 }
 

@@ -39,3 +39,11 @@ fn mean_vjp(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
     if (i >= p.n) { return; }
     d_x[i] = d_out[0] / f32(p.n);
 }
+
+// log: d_x = g / x.
+@compute @workgroup_size(64)
+fn log_vjp(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * 64u;
+    if (i >= p.n) { return; }
+    d_x[i] = d_out[i] / x[i];
+}
