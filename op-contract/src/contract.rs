@@ -834,10 +834,18 @@ pub struct Kernel {
     pub entry: String,
     /// Buffers in binding order (WGSL: `@group(0) @binding(i)`; CUDA: parameter i).
     pub bindings: Vec<Binding>,
-    /// Launch geometry: number of invocations.
+    /// Launch geometry: number of invocations (along x, for a 2-D or 3-D launch).
     pub threads: Expr,
-    /// CUDA threads per block (WGSL takes the workgroup size from the kernel).
+    /// Invocations along y (and z) of a 2-D (3-D) launch, `threads = (x, y[, z])`; empty for a
+    /// 1-D launch (and then absent from the JSON, so 1-D contracts are unchanged).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads_yz: Vec<Expr>,
+    /// CUDA threads per block (along x; WGSL takes the workgroup size from the kernel).
     pub block: Option<u32>,
+    /// CUDA threads per block along y (and z), `block = (x, y[, z])`; empty: 1. Absent from the
+    /// JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub block_yz: Vec<u32>,
     /// The members of the dtype variables this kernel serves (`dtypes(T: f32 | f16)`); empty:
     /// every member. Absent from the JSON when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -939,7 +947,9 @@ mod tests {
                 entry: "main".into(),
                 bindings: vec![],
                 threads: e.clone(),
+                threads_yz: vec![e.clone(), e.clone()],
                 block: None,
+                block_yz: vec![],
                 dtypes: vec![],
             }],
             license: None,

@@ -86,7 +86,9 @@ mod tests {
             entry: "main".into(),
             bindings: vec![],
             threads: Expr::Sym("n".into()),
+            threads_yz: vec![],
             block: None,
+            block_yz: vec![],
             dtypes: vec![],
         };
         Contract {

@@ -113,8 +113,9 @@ mod shim;
 /// kernel_item = ( "wgsl" | "cuda" ) "=" STRING    (* path relative to the crate's Cargo.toml *)
 ///             | "entry" "=" STRING                (* default: the only compute / __global__ fn *)
 ///             | "bindings" "(" slot { "," slot } ")"
-///             | "threads" "=" expr                (* invocations to launch *)
-///             | "block" "=" INT ;                 (* CUDA threads per block, default 256 *)
+///             | "threads" "=" extents             (* invocations to launch *)
+///             | "block" "=" ( INT | "(" INT "," INT [ "," INT ] ")" ) ;   (* CUDA threads per block, default 256 *)
+/// extents     = expr | "(" expr "," expr [ "," expr ] ")" ;   (* 1-D, or along x, y[, z] *)
 /// slot        = IDENT ":" ( "read" | "read_write" | "accumulate" ) [ "as" IDENT ]   (* `as`: the kernel's name for it *)
 ///             | "uniform" "(" IDENT { "," IDENT } ")" ;
 ///
@@ -186,8 +187,14 @@ mod shim;
 ///   `BackendError::MissingFeature` naming `shader-f16`; the kernel's global (CUDA: parameter) carries the
 ///   tensor's name, or the one given with `as`, so swapped slots cannot compile. A tensor is a
 ///   runtime-sized `array<E>` of its element type; the uniform block's struct has one `u32` per
-///   dim field and the parameter's type per param field, in order. Workgroups are 1-D;
-///   workgroup (shared) memory is allowed. **Launches**: a WGSL entry that indexes with the x
+///   dim field and the parameter's type per param field, in order. Workgroup (shared) memory is
+///   allowed. **2-D and 3-D launches**: `threads = (x, y)` or `(x, y, z)` launches
+///   `ceil(extent / size)` workgroups (CUDA blocks) along each dimension of the entry's
+///   `@workgroup_size(x, y[, z])` (CUDA `block = (x, y[, z])`, at most 1024 threads in all); a
+///   workgroup or block has no more dimensions than the launch, and a WGSL entry launched over
+///   several must read a y (or z) component of its invocation ids (else every row repeats the
+///   same elements); each extent is checked like `threads` (symbols bound, never negative).
+///   **1-D launches**: a WGSL entry that indexes with the x
 ///   components only is launched flat, at most the device's workgroups per dimension (65,535:
 ///   4.2M invocations at 64); one that declares `@builtin(num_workgroups) nwg` and linearises
 ///   `let i = gid.x + gid.y * nwg.x * WG;` (or `(wid.x + wid.y * nwg.x) * WG + lid`) is launched

@@ -466,10 +466,14 @@ pub struct SKernel {
     pub bindings: Vec<SBinding>,
     /// The `bindings` keyword, if written.
     pub bindings_span: Option<SpanRange>,
-    /// `threads = expr`: the number of invocations.
+    /// `threads = expr`: the number of invocations (along x of a 2-D or 3-D launch).
     pub threads: Option<SExpr>,
-    /// `block = n`: CUDA threads per block.
+    /// `threads = (x, y[, z])`: the invocations along y (and z); empty for a 1-D launch.
+    pub threads_yz: Vec<SExpr>,
+    /// `block = n`: CUDA threads per block (along x of `block = (x, y[, z])`).
     pub block: Option<Spanned<u32>>,
+    /// `block = (x, y[, z])`: CUDA threads per block along y (and z); empty: 1.
+    pub block_yz: Vec<Spanned<u32>>,
     /// `dtypes(T: f32 | f16)`: the members served (empty: every member), with the key's span.
     pub dtypes: Option<(SpanRange, Vec<SDTypeVar>)>,
 }
@@ -597,7 +601,9 @@ impl SKernel {
                 })
                 .collect(),
             threads: self.threads.as_ref().map(SExpr::to_expr).unwrap_or(contract::Expr::Lit(0)),
+            threads_yz: self.threads_yz.iter().map(SExpr::to_expr).collect(),
             block: self.block.as_ref().map(|b| b.value),
+            block_yz: self.block_yz.iter().map(|b| b.value).collect(),
             dtypes: self.dtypes.iter().flat_map(|(_, sel)| sel.iter().map(SDTypeVar::to_var)).collect(),
         }
     }

@@ -50,15 +50,7 @@ pub fn check_wgsl(cx: &Ctxt, kernel: &SKernel, sig: &SSignature, source: &str) -
     let index = entry?;
     let ep = module.entry_points.get(index)?;
     check_unbound(cx, kernel, &module, &ep.name, info.get_entry_point(index));
-    let [_, y, z] = ep.workgroup_size;
-    if y != 1 || z != 1 {
-        let [x, y, z] = ep.workgroup_size;
-        let msg = format!(
-            "WGSL entry `{}` has `@workgroup_size({x}, {y}, {z})`, but kernels launch 1-D workgroups (`threads` counts invocations along x, and the runtime refuses any other shape); write `@workgroup_size({})` and index with `global_invocation_id.x`",
-            ep.name,
-            x.saturating_mul(y).saturating_mul(z)
-        );
-        cx.error(syn::Error::new(kernel.path.span(), msg));
+    if !check_workgroup_dims(cx, kernel, ep) {
         return None;
     }
     if ep.workgroup_size_overrides.is_some() {
@@ -71,6 +63,41 @@ pub fn check_wgsl(cx: &Ctxt, kernel: &SKernel, sig: &SSignature, source: &str) -
     }
     let launch = crate::wgsl_launch::check_launch(cx, kernel, &module, info.get_entry_point(index), ep)?;
     Some(KernelInfo { entry: ep.name.clone(), workgroup_size: ep.workgroup_size, launch })
+}
+
+/// Rule: a workgroup has no more dimensions than the launch: `@workgroup_size(8, 8)` needs a
+/// 2-D launch, `threads = (x, y)` (the grid's y extent comes from `threads`), a z size a 3-D one.
+fn check_workgroup_dims(cx: &Ctxt, kernel: &SKernel, ep: &naga::EntryPoint) -> bool {
+    let dims = 1 + kernel.threads_yz.len();
+    let [x, y, z] = ep.workgroup_size;
+    let needs = if z != 1 {
+        3
+    } else if y != 1 {
+        2
+    } else {
+        1
+    };
+    if needs <= dims {
+        return true;
+    }
+    let launch = match dims {
+        1 => "1-D (`threads = n`)".to_string(),
+        _ => "2-D (`threads = (x, y)`)".to_string(),
+    };
+    let fix = match (dims, needs) {
+        (1, 2) => format!(
+            "launch it over a 2-D grid, `threads = (x, y)`, or write `@workgroup_size({})` and index with `global_invocation_id.x`",
+            x.saturating_mul(y)
+        ),
+        (1, _) => format!(
+            "launch it over a 3-D grid, `threads = (x, y, z)`, or write `@workgroup_size({})` and index with `global_invocation_id.x`",
+            x.saturating_mul(y).saturating_mul(z)
+        ),
+        _ => format!("give `threads` a z extent, `threads = (x, y, z)`, or write `@workgroup_size({x}, {})`", y.saturating_mul(z)),
+    };
+    let msg = format!("WGSL entry `{}` has `@workgroup_size({x}, {y}, {z})`, but its launch is {launch}: {fix}", ep.name);
+    cx.error(syn::Error::new(kernel.path.span(), msg));
+    false
 }
 
 /// Rule: the source parses and validates (all validation flags, all capabilities: what the
@@ -735,7 +762,34 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         let (info, errs) = check(median_kernel(), &src);
         assert_eq!(info, None);
         assert_eq!(errs.len(), 1, "{errs:#?}");
-        assert!(errs[0].starts_with("WGSL entry `main` has `@workgroup_size(8, 8, 1)`, but kernels launch 1-D workgroups"), "{}", errs[0]);
+        assert!(
+            errs[0].starts_with(
+                "WGSL entry `main` has `@workgroup_size(8, 8, 1)`, but its launch is 1-D (`threads = n`): launch it over a 2-D grid"
+            ),
+            "{}",
+            errs[0]
+        );
+    }
+
+    #[test]
+    fn a_2d_launch_takes_a_2d_workgroup_that_indexes_y_and_refuses_a_z_size() {
+        let sig = quote!(signature(x: f32[m, n], w: u32) -> f32[m, n]);
+        let k = quote!(kernel(wgsl = "k.wgsl", bindings(x: read, out: read_write, uniform(n, w)), threads = (n, m)));
+        let rows = MEDIAN
+            .replace("@compute @workgroup_size(64)", "@compute @workgroup_size(8, 8)")
+            .replace("let i = gid.x;", "let i = gid.x + gid.y * p.n;");
+        let (info, errs) = check_with(sig.clone(), k.clone(), &rows);
+        assert_eq!(errs, Vec::<String>::new());
+        assert_eq!(info.map(|i| (i.workgroup_size, i.launch)), Some(([8, 8, 1], Launch::Flat)));
+        // A z size needs a 3-D launch.
+        let deep = rows.replace("@workgroup_size(8, 8)", "@workgroup_size(4, 4, 4)");
+        let (info, errs) = check_with(sig.clone(), k.clone(), &deep);
+        assert_eq!(info, None);
+        assert!(errs[0].contains("but its launch is 2-D (`threads = (x, y)`): give `threads` a z extent"), "{errs:?}");
+        // An entry reading only x components over a 2-D launch repeats every row.
+        let (info, errs) = check_with(sig, k, MEDIAN);
+        assert_eq!(info, None);
+        assert!(errs[0].contains("reads only the x component of its invocation ids"), "{errs:?}");
     }
 
     #[test]

@@ -69,6 +69,22 @@ fn builtin_use(module: &Module, info: &FunctionInfo, ep: &EntryPoint, builtin: B
 pub fn check_launch(cx: &Ctxt, kernel: &SKernel, module: &Module, info: &FunctionInfo, ep: &EntryPoint) -> Option<Launch> {
     let gid = builtin_use(module, info, ep, BuiltIn::GlobalInvocationId);
     let wid = builtin_use(module, info, ep, BuiltIn::WorkGroupId);
+    if !kernel.threads_yz.is_empty() {
+        // A 2-D or 3-D launch: each component indexes its own extent, `ceil(threads / size)`
+        // workgroups along each, nothing to linearise; but an entry that reads only x
+        // components would run every row of the launch on the same elements.
+        let lid = builtin_use(module, info, ep, BuiltIn::LocalInvocationId);
+        if !(gid.beyond_x || wid.beyond_x || lid.beyond_x) {
+            let msg = format!(
+                "WGSL entry `{}` is launched over {} extents (`threads = (...)`) but reads only the x component of its invocation ids: every row of the launch would repeat the same elements; index the other dimensions with `global_invocation_id.y` (and `.z`), or launch 1-D, `threads = n`",
+                ep.name,
+                kernel.threads_yz.len() + 1
+            );
+            cx.error(syn::Error::new(kernel.path.span(), msg));
+            return None;
+        }
+        return Some(Launch::Flat);
+    }
     let nwg = builtin_use(module, info, ep, BuiltIn::NumWorkGroups);
     let rows = gid.beyond_x || wid.beyond_x;
     if rows && !nwg.declared {

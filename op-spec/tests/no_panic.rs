@@ -52,7 +52,7 @@ const SEEDS: [(&str, &str); 5] = [
     (
         r#"name = "user/example/mul", version = 3, signature(a: f32[n], b: f32[n]) -> f32[n],
            category = elementwise, tolerance = ulp(0), backward = vjp(mul_vjp) + jvp(ja, jb),
-           kernel(cuda = "kernels/mul.cu", entry = "mul", bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 128)"#,
+           kernel(cuda = "kernels/mul.cu", entry = "mul", bindings(a: read, b: read, out: read_write, uniform(n)), threads = (n, 1), block = (128, 1))"#,
         "pub fn mul<T: Real>(a: &[T], b: &[T]) -> Vec<T> { a.to_vec() }",
     ),
     (
@@ -76,7 +76,7 @@ const SEEDS: [(&str, &str); 5] = [
 /// Tokens inserted by the `replace`/`insert` mutations: every punctuation the grammars use,
 /// keywords, odd literals.
 const POOL: &str = r#", = -> : ; ( ) [ ] { } + - * / % < <= == != > >= where min max none vjp jvp composite uniform read read_write
-    kernel signature bindings threads wgsl cuda dtypes T I | 0 1 -1 18446744073709551616 99999999999999999999 1e309 "" "x" 'c' u4 f8e4m3 bool f16 bf16 self super crate _"#;
+    kernel signature bindings threads block wgsl cuda dtypes T I | 0 1 -1 18446744073709551616 99999999999999999999 1e309 "" "x" 'c' u4 f8e4m3 bool f16 bf16 self super crate _"#;
 
 struct Rng(u64);
 

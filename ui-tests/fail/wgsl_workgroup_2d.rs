@@ -1,5 +1,5 @@
-//! Rule: kernels launch 1-D workgroups (the runtime refuses any other shape), so a 2-D
-//! `@workgroup_size` is refused at compile time rather than at every launch.
+//! Rule: a workgroup has no more dimensions than the launch: a 2-D `@workgroup_size` over a
+//! 1-D launch (`threads = n`) is refused at compile time (its y invocations have no extent).
 
 use op_runtime::{op, Real};
 

@@ -106,7 +106,8 @@ pub(crate) struct LaunchPlan {
     /// The kernel's index among the op's declared kernels.
     pub kernel: usize,
     roles: Vec<Role>,
-    threads: IExpr,
+    /// Invocations along x, y and z (y and z: 1 for a 1-D launch, z: 1 for a 2-D one).
+    threads: [IExpr; 3],
     /// Output dtypes, in signature order.
     out_dtypes: Vec<DType>,
 }
@@ -137,7 +138,15 @@ impl LaunchPlan {
                 return Err(bad(format!("output `{}` is not bound by the kernel", out.name)));
             }
         }
-        let threads = op.plan.compile(&decl.threads).ok_or_else(|| bad("launch geometry `threads` uses an unbound symbol".into()))?;
+        if decl.threads_yz.len() > 2 {
+            return Err(bad(format!("launch geometry `threads` has {} extents; at most 3", decl.threads_yz.len() + 1)));
+        }
+        let one = op_contract::contract::Expr::Lit(1);
+        let extent = |d: usize| {
+            let e = if d == 0 { &decl.threads } else { decl.threads_yz.get(d - 1).unwrap_or(&one) };
+            op.plan.compile(e).ok_or_else(|| bad("launch geometry `threads` uses an unbound symbol".into()))
+        };
+        let threads = [extent(0)?, extent(1)?, extent(2)?];
         Ok(LaunchPlan { kernel, roles, threads, out_dtypes: sig.outputs.iter().map(|o| o.dtype).collect() })
     }
 
@@ -159,8 +168,9 @@ impl LaunchPlan {
         })
     }
 
-    /// Marshals a validated call: every slot's bytes or size, and the number of threads.
-    pub(crate) fn marshal<'a>(&self, req: &ExecRequest<'a>) -> Result<(Vec<Arg<'a>>, u64), BackendError> {
+    /// Marshals a validated call: every slot's bytes or size, and the invocations along x, y
+    /// and z.
+    pub(crate) fn marshal<'a>(&self, req: &ExecRequest<'a>) -> Result<(Vec<Arg<'a>>, [u64; 3]), BackendError> {
         let mut args = Vec::with_capacity(self.roles.len());
         for role in &self.roles {
             args.push(match role {
@@ -174,12 +184,12 @@ impl LaunchPlan {
                 }
             });
         }
-        let threads = self
-            .threads
-            .eval(&req.bound.values)
-            .ok_or_else(|| BackendError::Launch("launch geometry `threads` cannot be evaluated".into()))?;
-        let threads =
-            u64::try_from(threads).map_err(|_| BackendError::Launch(format!("launch geometry `threads` = {threads} is negative")))?;
+        let mut threads = [0u64; 3];
+        for (d, e) in self.threads.iter().enumerate() {
+            let v =
+                e.eval(&req.bound.values).ok_or_else(|| BackendError::Launch("launch geometry `threads` cannot be evaluated".into()))?;
+            threads[d] = u64::try_from(v).map_err(|_| BackendError::Launch(format!("launch geometry `threads` = {v} is negative")))?;
+        }
         Ok((args, threads))
     }
 

@@ -351,7 +351,7 @@ pub(super) fn check_division_by_zero(cx: &Ctxt, attr: &OpAttr, solver: &Solver<'
     let sig = solver.sig;
     let mut exprs: Vec<&SExpr> = sig.inputs().flat_map(|t| t.dims.iter()).collect();
     exprs.extend(sig.outputs.iter().flat_map(|o| o.dims.iter()));
-    exprs.extend(attr.kernels.iter().filter_map(|k| k.threads.as_ref()));
+    exprs.extend(attr.kernels.iter().flat_map(|k| k.threads.iter().chain(&k.threads_yz)));
     if let Some(SShapeClass::Bounded(_, e)) = &attr.output {
         exprs.push(e);
     }
@@ -471,44 +471,68 @@ fn counts(e: &Expr, o: &STensor) -> bool {
     dims.contains(e) || product.as_ref() == Some(e)
 }
 
-// Rule: a kernel's `threads` is >= 0 for every admissible input, and >= 1 whenever an output
-// is non-empty (a launch of no threads writes nothing), accumulating outputs excepted (they
-// start at zero).
+// Rule: each extent of a kernel's `threads` is >= 0 for every admissible input, and the launch
+// (the product of its extents) is >= 1 whenever an output is non-empty (a launch of no threads
+// writes nothing), accumulating outputs excepted (they start at zero).
 pub(super) fn check_launch_geometry(cx: &Ctxt, kernels: &[SKernel], solver: &Solver<'_>) {
     let sig = solver.sig;
     if sig.outputs.iter().any(|o| o.dims.iter().any(|d| !solver.mentions_only_known(d))) {
         return; // data-dependent outputs have no kernels (`outputs` reports it)
     }
     for k in kernels {
-        let Some(t) = k.threads.as_ref().filter(|t| solver.mentions_only_known(t)) else { continue };
+        let extents: Vec<&SExpr> = k.threads.iter().chain(&k.threads_yz).collect();
+        let Some(t) = k.threads.as_ref().filter(|_| extents.iter().all(|t| solver.mentions_only_known(t))) else { continue };
         // An accumulating output is correct untouched (it starts at zero): only the others
         // need a thread.
         let written: Vec<&STensor> = sig.outputs.iter().filter(|o| !accumulates(k, &o.name)).collect();
-        let e = t.to_expr();
-        let lo = solver.lower_bound(&e);
+        let each: Vec<Expr> = extents.iter().map(|t| t.to_expr()).collect();
+        let e = each.iter().cloned().reduce(|a, b| Expr::Bin(BinOp::Mul, Box::new(a), Box::new(b))).unwrap_or(Expr::Lit(0));
+        let lows: Vec<Option<i128>> = each.iter().map(|x| solver.lower_bound(x)).collect();
+        let all_pos = lows.iter().all(|l| l.is_some_and(|l| l >= 1));
+        let all_nonneg = lows.iter().all(|l| l.is_some_and(|l| l >= 0));
         // At least one thread always; or never negative and zero only with every output empty
         // (`threads` is a dim of every output, or its element count): nothing to search.
-        if lo.is_some_and(|lo| lo >= 1) || (lo.is_some_and(|lo| lo >= 0) && written.iter().all(|o| counts(&e, o))) {
+        if all_pos || (all_nonneg && written.iter().all(|o| counts(&e, o))) {
             continue;
         }
-        let mut found: Option<(i128, Option<(&STensor, i128)>)> = None;
-        let env = solver.witness(|env| {
-            let Some(v) = e.eval_map(env) else { return false };
-            let outs: Option<Vec<i128>> = written.iter().map(|o| numel(o, env)).collect();
-            let Some(outs) = outs else { return false };
-            let nonempty = written.iter().zip(&outs).find(|(_, n)| **n > 0).map(|(o, n)| (*o, *n));
-            found = Some((v, nonempty));
-            v < 0 || (v == 0 && nonempty.is_some())
-        });
-        let (Some(env), Some((v, nonempty))) = (env, found) else { continue };
-        let with = solver.assignment(&env, &[&e]);
-        let msg = match nonempty {
-            _ if v < 0 => format!("`threads = {e}` is {v} with {with} (admissible under the constraints): a launch cannot have a negative number of threads; add a constraint that rules this out or change `threads`"),
-            Some((o, n)) => format!("`threads = {e}` is 0 with {with} (admissible under the constraints) while output `{}` has {n} element(s): a launch of no threads writes nothing; launch at least one thread whenever an output is non-empty (e.g. one per output element)", o.name),
-            None => continue,
+        let Some(w) = launch_witness(solver, &each, &written) else { continue };
+        let with = solver.assignment(&w.env, &[&e]);
+        let launch = match each.as_slice() {
+            [one] => one.to_string(),
+            all => format!("({})", all.iter().map(Expr::to_string).collect::<Vec<_>>().join(", ")),
         };
-        cx.error(t.span.error(msg));
+        let (msg, at) = match (w.negative, w.nonempty) {
+            (Some((0, v)), _) if each.len() == 1 => (format!("`threads = {launch}` is {v} with {with} (admissible under the constraints): a launch cannot have a negative number of threads; add a constraint that rules this out or change `threads`"), t),
+            (Some((d, v)), _) => (format!("`{}`, the {} extent of `threads = {launch}`, is {v} with {with} (admissible under the constraints): a launch cannot have a negative number of threads; add a constraint that rules this out or change `threads`", each[d], ["x", "y", "z"][d.min(2)]), extents[d]),
+            (None, Some((o, n))) => (format!("`threads = {launch}` is 0 with {with} (admissible under the constraints) while output `{}` has {n} element(s): a launch of no threads writes nothing; launch at least one thread whenever an output is non-empty (e.g. one per output element)", o.name), t),
+            (None, None) => continue,
+        };
+        cx.error(at.span.error(msg));
     }
+}
+
+/// An admissible input where a launch is wrong: an extent negative (its axis and value), or
+/// no invocation at all while a written output is non-empty (that output and its size).
+struct LaunchWitness<'a> {
+    env: BTreeMap<String, i128>,
+    negative: Option<(usize, i128)>,
+    nonempty: Option<(&'a STensor, i128)>,
+}
+
+/// Searches the admissible inputs for a [`LaunchWitness`] of the launch `extents`.
+fn launch_witness<'a>(solver: &Solver<'_>, extents: &[Expr], written: &[&'a STensor]) -> Option<LaunchWitness<'a>> {
+    let mut found = None;
+    let env = solver.witness(|env| {
+        let Some(vs) = extents.iter().map(|x| x.eval_map(env)).collect::<Option<Vec<i128>>>() else { return false };
+        let Some(outs) = written.iter().map(|o| numel(o, env)).collect::<Option<Vec<i128>>>() else { return false };
+        let nonempty = written.iter().zip(&outs).find(|(_, n)| **n > 0).map(|(o, n)| (*o, *n));
+        let negative = vs.iter().copied().enumerate().find(|(_, v)| *v < 0);
+        let empty = vs.contains(&0);
+        found = Some((negative, nonempty));
+        negative.is_some() || (empty && nonempty.is_some())
+    })?;
+    let (negative, nonempty) = found?;
+    Some(LaunchWitness { env, negative, nonempty: if negative.is_some() { None } else { nonempty } })
 }
 
 /// Whether kernel `k` binds output `name` as `accumulate`.

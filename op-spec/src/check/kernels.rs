@@ -222,7 +222,10 @@ pub(super) fn load_and_check_kernel(
                 }
                 entry.map(|entry| KernelInfo {
                     entry,
-                    workgroup_size: [k.block.as_ref().map(|b| b.value).unwrap_or(256), 1, 1],
+                    workgroup_size: {
+                        let yz = |d: usize| k.block_yz.get(d).map_or(1, |b| b.value);
+                        [k.block.as_ref().map(|b| b.value).unwrap_or(256), yz(0), yz(1)]
+                    },
                     launch: crate::wgsl::Launch::Flat,
                 })
             }

@@ -129,7 +129,7 @@ pub(super) fn check_symbols_bound(cx: &Ctxt, attr: &OpAttr, sig: &SSignature, di
         syms.into_iter().filter(|s| !bound.contains(&s.to_string())).for_each(|s| report(s, "the `bounded` limit", ""));
     }
     for k in &attr.kernels {
-        if let Some(t) = &k.threads {
+        for t in k.threads.iter().chain(&k.threads_yz) {
             let mut syms = Vec::new();
             t.symbols(&mut syms);
             syms.into_iter().filter(|s| !bound.contains(&s.to_string())).for_each(|s| report(s, "the kernel's `threads`", ""));
@@ -155,7 +155,7 @@ pub(super) fn check_constraint_operands(cx: &Ctxt, attr: &OpAttr, sig: &SSignatu
         sig.params().filter(|p| !p.dtype.value.is_int()).map(|p| (p.name.to_string(), p.dtype.value)).collect();
     let mut exprs: Vec<&SExpr> = sig.inputs().flat_map(|t| t.dims.iter()).collect();
     exprs.extend(sig.outputs.iter().flat_map(|o| o.dims.iter()));
-    exprs.extend(attr.kernels.iter().filter_map(|k| k.threads.as_ref()));
+    exprs.extend(attr.kernels.iter().flat_map(|k| k.threads.iter().chain(&k.threads_yz)));
     if let Some(SShapeClass::Bounded(_, e)) = &attr.output {
         exprs.push(e);
     }

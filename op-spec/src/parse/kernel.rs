@@ -18,8 +18,8 @@ struct KernelParts {
     entry: Option<LitStr>,
     bindings: Vec<SBinding>,
     bindings_span: Option<SpanRange>,
-    threads: Option<SExpr>,
-    block: Option<Spanned<u32>>,
+    threads: Option<Vec<SExpr>>,
+    block: Option<Vec<Spanned<u32>>>,
     dtypes: Option<(SpanRange, Vec<SDTypeVar>)>,
     /// Key groups seen (`wgsl` and `cuda` are one group: the source).
     seen: Vec<String>,
@@ -82,8 +82,8 @@ fn parse_kernel_key(parts: &mut KernelParts, chunk: TokenStream) -> syn::Result<
             parts.lang_path = Some((lang, parse_kv(chunk, |i| i.parse::<LitStr>())?));
         }
         "entry" => parts.entry = Some(parse_kv(chunk, |i| i.parse::<LitStr>())?),
-        "threads" => parts.threads = Some(parse_kv(chunk, parse_expr)?),
-        "block" => parts.block = Some(parse_kv(chunk, parse_block)?),
+        "threads" => parts.threads = Some(parse_kv(chunk, |i| parse_extents(i, "threads", parse_expr))?),
+        "block" => parts.block = Some(parse_kv(chunk, |i| parse_extents(i, "block", parse_block))?),
         "dtypes" => parts.dtypes = Some(Parser::parse2(super::dtypes::parse_selection, chunk)?),
         _ => {
             let (span, bindings) = Parser::parse2(parse_bindings, chunk)?;
@@ -92,6 +92,23 @@ fn parse_kernel_key(parts: &mut KernelParts, chunk: TokenStream) -> syn::Result<
         }
     }
     Ok(())
+}
+
+/// One extent, or a 2-D / 3-D launch's `(x, y)` / `(x, y, z)`: a parenthesised list of two or
+/// three, each parsed with `one` (a single parenthesised value is one extent).
+fn parse_extents<T>(input: ParseStream, key: &str, one: fn(ParseStream) -> syn::Result<T>) -> syn::Result<Vec<T>> {
+    let tokens: TokenStream = input.parse()?;
+    let mut it = tokens.clone().into_iter();
+    if let (Some(TokenTree::Group(g)), None) = (it.next(), it.next()) {
+        let parts = split_commas(g.stream());
+        if g.delimiter() == Delimiter::Parenthesis && parts.len() > 1 {
+            if parts.len() > 3 {
+                return Err(syn::Error::new(g.span(), format!("`{key}` has at most three extents, `({key}_x, {key}_y, {key}_z)`")));
+            }
+            return parts.into_iter().map(|p| Parser::parse2(one, p)).collect();
+        }
+    }
+    Ok(vec![Parser::parse2(one, tokens)?])
 }
 
 fn parse_block(input: ParseStream) -> syn::Result<Spanned<u32>> {
@@ -118,6 +135,8 @@ fn parse_bindings(input: ParseStream) -> syn::Result<(SpanRange, Vec<SBinding>)>
 /// is reported, but the kernel is kept (its other rules still run).
 fn assemble(cx: &Ctxt, kw: Ident, span: SpanRange, parts: KernelParts) -> syn::Result<SKernel> {
     let KernelParts { lang_path, entry, bindings, bindings_span, threads, block, dtypes, .. } = parts;
+    let (threads, threads_yz) = split_first(threads);
+    let (block, block_yz) = split_first(block);
     let Some((lang, path)) = lang_path else {
         return Err(syn::Error::new(kw.span(), "a kernel needs its source: `wgsl = \"kernels/x.wgsl\"` or `cuda = \"kernels/x.cu\"`"));
     };
@@ -136,7 +155,35 @@ fn assemble(cx: &Ctxt, kw: Ident, span: SpanRange, parts: KernelParts) -> syn::R
             "`block` is for CUDA kernels; a WGSL kernel's workgroup size comes from its `@workgroup_size`",
         ));
     }
-    Ok(SKernel { span, lang, path, entry, bindings, bindings_span, threads, block, dtypes })
+    check_block_shape(cx, block.as_ref(), &block_yz, threads_yz.len());
+    Ok(SKernel { span, lang, path, entry, bindings, bindings_span, threads, threads_yz, block, block_yz, dtypes })
+}
+
+/// Rules: a CUDA block has at most 1024 threads in all, and no more dimensions than the launch
+/// (`block = (16, 16)` needs `threads = (x, y)`: the grid's y extent comes from `threads`).
+fn check_block_shape(cx: &Ctxt, block: Option<&Spanned<u32>>, block_yz: &[Spanned<u32>], launch_yz: usize) {
+    let Some(b) = block else { return };
+    let total: u64 = block_yz.iter().fold(u64::from(b.value), |t, d| t * u64::from(d.value));
+    if total > 1024 {
+        cx.error(syn::Error::new(b.span.first, format!("`block` has {total} threads in all; a CUDA block holds at most 1024")));
+    }
+    if let Some(extra) = block_yz.get(launch_yz) {
+        let dims = block_yz.len() + 1;
+        cx.error(syn::Error::new(
+            extra.span.first,
+            format!(
+                "`block` has {dims} extents but the launch has {}: a {dims}-D block needs a {dims}-D launch, `threads = (x, y{})`",
+                launch_yz + 1,
+                if dims == 3 { ", z" } else { "" }
+            ),
+        ));
+    }
+}
+
+/// The x extent and the rest, of extents parsed with `parse_extents`.
+fn split_first<T>(v: Option<Vec<T>>) -> (Option<T>, Vec<T>) {
+    let mut v = v.unwrap_or_default().into_iter();
+    (v.next(), v.collect())
 }
 
 /// `name: read`, `name: read_write`, `name: accumulate` (optionally `as global`) or

@@ -3,7 +3,7 @@
 //! marshalled through the same launch plan as wgpu. Plain calls zero-fill outputs; guarded runs
 //! surround them with canaries.
 
-use super::engine::{CudaArg, CudaEngine, CudaError, CudaKernel};
+use super::engine::{CudaArg, CudaEngine, CudaError, CudaGrid, CudaKernel};
 use super::resident::CudaBuffer;
 use crate::backends::launch::{Arg, FieldValue, LaunchPlan};
 use crate::backends::resident;
@@ -67,7 +67,7 @@ impl Backend for CudaBackend {
             })
             .collect();
         let kernel = engine()?.compile(op.cache_hash(), source, &headers, src.entry, &[])?;
-        Ok(Arc::new(CudaPrepared { hash: op.hash, plan, kernel, block: src.workgroup_size[0] }))
+        Ok(Arc::new(CudaPrepared { hash: op.hash, plan, kernel, block: src.workgroup_size }))
     }
 }
 
@@ -75,7 +75,8 @@ struct CudaPrepared {
     hash: [u8; 32],
     plan: LaunchPlan,
     kernel: Arc<CudaKernel>,
-    block: u32,
+    /// Threads per block along x, y and z.
+    block: [u32; 3],
 }
 
 impl Prepared for CudaPrepared {
@@ -129,7 +130,7 @@ impl Prepared for CudaPrepared {
                 })),
             }
         }
-        let read = engine()?.launch(&self.kernel, &cargs, threads, self.block)?;
+        let read = engine()?.launch(&self.kernel, &cargs, CudaGrid { threads, block: self.block })?;
         let reads = outs.iter().map(|(index, _, _)| *index).zip(read).collect();
         self.plan.outputs(req, reads)
     }
@@ -159,7 +160,7 @@ impl CudaPrepared {
                 })),
             }
         }
-        let made = engine.launch_resident(&self.kernel, &cargs, threads, self.block)?;
+        let made = engine.launch_resident(&self.kernel, &cargs, CudaGrid { threads, block: self.block })?;
         resident::device_outputs(req, outs, made)
     }
 }

@@ -183,7 +183,9 @@ pub struct CudaEngine {
     target_arch: String,
     compute_capability: (i32, i32),
     max_threads_per_block: u32,
-    max_grid_x: u32,
+    /// The device's block and grid limits per dimension.
+    max_block: [u32; 3],
+    max_grid: [u32; 3],
     cache: PtxDiskCache,
     kernels: Mutex<HashMap<String, Arc<CudaKernel>>>,
     compiles: AtomicUsize,
@@ -258,7 +260,20 @@ impl CudaEngine {
         let name = ctx.name().map_err(|e| unavailable("cuDeviceGetName failed", e))?;
         let (cc_major, cc_minor) = ctx.compute_capability().map_err(|e| unavailable("cannot query compute capability", e))?;
         let max_threads_per_block = attr(cusys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads per block")?;
-        let max_grid_x = attr(cusys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, "max grid dimension x")?;
+        use cusys::CUdevice_attribute as A;
+        let mut max_grid = [0u32; 3];
+        let mut max_block = [0u32; 3];
+        for (d, (g, b)) in [
+            (A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X),
+            (A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y),
+            (A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            max_grid[d] = attr(g, "max grid dimension")?.max(1) as u32;
+            max_block[d] = attr(b, "max block dimension")?.max(1) as u32;
+        }
         let clock_khz = ctx.attribute(cusys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE).ok();
         let bus_bits = ctx.attribute(cusys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH).ok();
         let peak_bandwidth = match (clock_khz, bus_bits) {
@@ -305,7 +320,8 @@ impl CudaEngine {
             target_arch: format!("compute_{target}"),
             compute_capability: (cc_major, cc_minor),
             max_threads_per_block: max_threads_per_block.max(1) as u32,
-            max_grid_x: max_grid_x.max(1) as u32,
+            max_block,
+            max_grid,
             cache: PtxDiskCache::new(default_ptx_cache_dir()),
             kernels: Mutex::new(HashMap::new()),
             compiles: AtomicUsize::new(0),
@@ -536,14 +552,14 @@ impl CudaEngine {
         })
     }
 
-    /// Launches `kernel` once with `args` in parameter order, `grid = ceil(threads / block)`
-    /// blocks of `block` threads (1-D), waits for it, and returns the final bytes of each
+    /// Launches `kernel` once with `args` in parameter order, `ceil(threads / block)` blocks
+    /// along each dimension of `grid` (see [`CudaGrid`]), waits for it, and returns the final bytes of each
     /// [`CudaArg::ReadWrite`], [`CudaArg::Guarded`] and [`CudaArg::Zeroed`] argument, in order (a [`CudaArg::Fresh`]
     /// buffer is dropped: use [`CudaEngine::launch_resident`]). `threads == 0` launches nothing
     /// and returns the initial contents. Uploads and read-backs count in [`CudaEngine::transfers`].
-    pub fn launch(&self, kernel: &CudaKernel, args: &[CudaArg<'_>], threads: u64, block: u32) -> Result<Vec<Vec<u8>>, CudaError> {
+    pub fn launch(&self, kernel: &CudaKernel, args: &[CudaArg<'_>], grid: CudaGrid) -> Result<Vec<Vec<u8>>, CudaError> {
         let drv = |what: &str, e: DriverError| CudaError::Driver(format!("{what} (kernel `{}`): {e:?}", kernel.entry));
-        let slots = self.run(kernel, args, threads, block)?;
+        let slots = self.run(kernel, args, grid)?;
         guarded(
             |msg| CudaError::Driver(format!("cudarc panicked while reading `{}` back: {msg}", kernel.entry)),
             || {
@@ -571,14 +587,8 @@ impl CudaEngine {
 
     /// [`CudaEngine::launch`] leaving its outputs on the device: returns one buffer per
     /// [`CudaArg::Fresh`] argument, in order; nothing is read back.
-    pub fn launch_resident(
-        &self,
-        kernel: &CudaKernel,
-        args: &[CudaArg<'_>],
-        threads: u64,
-        block: u32,
-    ) -> Result<Vec<CudaBuffer>, CudaError> {
-        let slots = self.run(kernel, args, threads, block)?;
+    pub fn launch_resident(&self, kernel: &CudaKernel, args: &[CudaArg<'_>], grid: CudaGrid) -> Result<Vec<CudaBuffer>, CudaError> {
+        let slots = self.run(kernel, args, grid)?;
         let made = slots
             .into_iter()
             .filter_map(|s| match s {
@@ -591,11 +601,11 @@ impl CudaEngine {
     }
 
     /// Checks, uploads and launches, then waits for the kernel: the arguments on the device.
-    fn run<'a>(&self, kernel: &CudaKernel, args: &[CudaArg<'a>], threads: u64, block: u32) -> Result<Vec<Slot<'a>>, CudaError> {
+    fn run<'a>(&self, kernel: &CudaKernel, args: &[CudaArg<'a>], launch: CudaGrid) -> Result<Vec<Slot<'a>>, CudaError> {
         if kernel.engine_id != self.id {
             return Err(CudaError::InvalidArgument(format!("kernel `{}` was compiled by a different CudaEngine", kernel.entry)));
         }
-        let grid = launch_grid(threads, block, self.max_threads_per_block, self.max_grid_x)?;
+        let grid = launch_grid(launch, self.max_threads_per_block, self.max_block, self.max_grid)?;
         if let Some(params) = &kernel.params {
             check_args_against_params(&kernel.entry, params, args)?;
         }
@@ -604,8 +614,9 @@ impl CudaEngine {
             || {
                 let drv = |what: &str, e: DriverError| CudaError::Driver(format!("{what} (kernel `{}`): {e:?}", kernel.entry));
                 let slots = args.iter().map(|a| self.upload(a, &drv)).collect::<Result<Vec<Slot>, CudaError>>()?;
-                if grid > 0 {
-                    let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 };
+                if !grid.contains(&0) {
+                    let b = launch.block;
+                    let cfg = LaunchConfig { grid_dim: (grid[0], grid[1], grid[2]), block_dim: (b[0], b[1], b[2]), shared_mem_bytes: 0 };
                     self.launch_slots(kernel, &slots, cfg, &drv)?;
                 }
                 // Kernel faults surface here (and are sticky: the context is unusable afterwards).
@@ -960,19 +971,48 @@ fn parse_pci_hex(s: &str) -> Option<u32> {
 // ---------------------------------------------------------------------------------------------
 // Launch validation
 
-/// Number of blocks for `threads` threads in blocks of `block`.
-fn launch_grid(threads: u64, block: u32, max_block: u32, max_grid_x: u32) -> Result<u32, CudaError> {
-    if block == 0 || block > max_block {
-        return Err(CudaError::InvalidArgument(format!("block size {block} out of range: must be 1..={max_block} threads")));
+/// The shape of a launch: invocations and threads per block along x, y and z (y and z: 1 for
+/// a 1-D launch).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CudaGrid {
+    /// Invocations along x, y and z.
+    pub threads: [u64; 3],
+    /// Threads per block along x, y and z.
+    pub block: [u32; 3],
+}
+
+impl CudaGrid {
+    /// A 1-D launch of `threads` invocations in blocks of `block`.
+    pub fn linear(threads: u64, block: u32) -> CudaGrid {
+        CudaGrid { threads: [threads, 1, 1], block: [block, 1, 1] }
     }
-    let grid = threads.div_ceil(u64::from(block));
-    if grid > u64::from(max_grid_x) {
+}
+
+/// Blocks along x, y and z for `g`, within the device's limits (threads per block in all and
+/// per dimension, blocks per dimension); an extent of 0 gives 0 blocks there (nothing runs).
+fn launch_grid(g: CudaGrid, max_threads: u32, max_block: [u32; 3], max_grid: [u32; 3]) -> Result<[u32; 3], CudaError> {
+    let b = g.block;
+    let total: u64 = b.iter().map(|&d| u64::from(d)).product();
+    if b.contains(&0) || total > u64::from(max_threads) || (0..3).any(|d| b[d] > max_block[d]) {
         return Err(CudaError::InvalidArgument(format!(
-            "{threads} threads in blocks of {block} need {grid} blocks, more than the device's \
-             grid limit of {max_grid_x}"
+            "block size {b:?} out of range: every dimension at least 1, at most {max_block:?}, {max_threads} threads in all"
         )));
     }
-    Ok(grid as u32)
+    let mut grid = [0u32; 3];
+    for d in 0..3 {
+        let n = g.threads[d].div_ceil(u64::from(b[d]));
+        if n > u64::from(max_grid[d]) {
+            return Err(CudaError::InvalidArgument(format!(
+                "{} threads along {} in blocks of {} need {n} blocks, more than the device's grid limit of {}",
+                g.threads[d],
+                ["x", "y", "z"][d],
+                b[d],
+                max_grid[d]
+            )));
+        }
+        grid[d] = n as u32;
+    }
+    Ok(grid)
 }
 
 /// One kernel parameter as declared in PTX.
@@ -1519,12 +1559,25 @@ mod tests {
 
     #[test]
     fn launch_geometry_is_validated() {
-        assert_eq!(launch_grid(1000, 256, 1024, 65535).unwrap(), 4);
-        assert_eq!(launch_grid(1024, 256, 1024, 65535).unwrap(), 4);
-        assert_eq!(launch_grid(0, 256, 1024, 65535).unwrap(), 0);
-        assert!(matches!(launch_grid(10, 0, 1024, 65535), Err(CudaError::InvalidArgument(_))));
-        assert!(matches!(launch_grid(10, 2048, 1024, 65535), Err(CudaError::InvalidArgument(_))));
-        assert!(matches!(launch_grid(u64::MAX, 1, 1024, u32::MAX), Err(CudaError::InvalidArgument(_))));
+        let (mb, mg) = ([1024, 1024, 64], [65535, 65535, 65535]);
+        let grid = |t: u64, b: u32, mg: [u32; 3]| launch_grid(CudaGrid::linear(t, b), 1024, mb, mg);
+        assert_eq!(grid(1000, 256, mg).unwrap(), [4, 1, 1]);
+        assert_eq!(grid(1024, 256, mg).unwrap(), [4, 1, 1]);
+        assert_eq!(grid(0, 256, mg).unwrap(), [0, 1, 1]);
+        assert!(matches!(grid(10, 0, mg), Err(CudaError::InvalidArgument(_))));
+        assert!(matches!(grid(10, 2048, mg), Err(CudaError::InvalidArgument(_))));
+        assert!(matches!(grid(u64::MAX, 1, [u32::MAX; 3]), Err(CudaError::InvalidArgument(_))));
+        // 2-D and 3-D: blocks per dimension, the block's total and its z limit.
+        let g2 = CudaGrid { threads: [100, 33, 1], block: [16, 16, 1] };
+        assert_eq!(launch_grid(g2, 1024, mb, mg).unwrap(), [7, 3, 1]);
+        let g3 = CudaGrid { threads: [8, 8, 130], block: [4, 4, 64] };
+        assert_eq!(launch_grid(g3, 1024, mb, mg).unwrap(), [2, 2, 3]);
+        let too_many = CudaGrid { threads: [1, 1, 1], block: [64, 32, 1] };
+        assert!(matches!(launch_grid(too_many, 1024, mb, mg), Err(CudaError::InvalidArgument(_))));
+        let deep = CudaGrid { threads: [1, 1, 1], block: [1, 1, 128] };
+        assert!(matches!(launch_grid(deep, 1024, mb, mg), Err(CudaError::InvalidArgument(_))));
+        let tall = CudaGrid { threads: [1, 65536 * 16, 1], block: [1, 16, 1] };
+        assert!(matches!(launch_grid(tall, 1024, mb, mg), Err(CudaError::InvalidArgument(_))));
     }
 
     #[test]
@@ -1599,7 +1652,7 @@ extern "C" __global__ void axpb(const float* a, const float* b, float* out, floa
             CudaArg::U32(n as u32),
             CudaArg::ReadWrite(&acc),
         ];
-        let results = engine.launch(kernel, &args, n as u64, 256).expect("launch");
+        let results = engine.launch(kernel, &args, CudaGrid::linear(n as u64, 256)).expect("launch");
         assert_eq!(results.len(), 2, "one result per ReadWrite argument");
         let out = f32s(&results[0]);
         let acc = f32s(&results[1]);
@@ -1640,16 +1693,15 @@ extern "C" __global__ void axpb(const float* a, const float* b, float* out, floa
                     CudaArg::U32(0),
                     CudaArg::ReadWrite(&init),
                 ],
-                0,
-                128,
+                CudaGrid::linear(0, 128),
             )
             .expect("empty launch");
         assert_eq!(res, vec![Vec::<u8>::new(), init.clone()]);
 
         // Wrong arguments are refused before anything reaches the driver.
-        let err = engine.launch(&kernel, &[CudaArg::U32(1)], 1, 1).unwrap_err();
+        let err = engine.launch(&kernel, &[CudaArg::U32(1)], CudaGrid::linear(1, 1)).unwrap_err();
         assert!(matches!(err, CudaError::InvalidArgument(_)), "{err}");
-        let err = engine.launch(&kernel, &[], 1, 0).unwrap_err();
+        let err = engine.launch(&kernel, &[], CudaGrid::linear(1, 0)).unwrap_err();
         assert!(matches!(err, CudaError::InvalidArgument(_)), "{err}");
         let _ = fs::remove_dir_all(&cache);
     }

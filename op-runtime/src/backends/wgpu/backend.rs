@@ -183,8 +183,8 @@ impl WgpuPrepared {
     /// The launch of `threads` invocations: guarded (conformance) runs launch linear kernels in
     /// rows one workgroup wide, so a kernel that linearises its index wrongly fails on small
     /// cases instead of only beyond the device's workgroups per dimension.
-    fn geometry(&self, threads: u64, guarded: bool) -> Geometry {
-        Geometry { wg: self.workgroup, threads, launch: self.launch, row: guarded.then_some(1) }
+    fn geometry(&self, threads: [u64; 3], guarded: bool) -> Geometry {
+        Geometry { wg: self.workgroup, threads: threads[0], yz: [threads[1], threads[2]], launch: self.launch, row: guarded.then_some(1) }
     }
 }
 

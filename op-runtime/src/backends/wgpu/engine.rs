@@ -101,14 +101,17 @@ impl<'a> Slot<'a> {
 }
 
 /// The launch of one dispatch: workgroup size, invocations, and the kernel's launch
-/// convention. A flat kernel gets `ceil(threads / wg)` workgroups along x; a linear one a 2-D
-/// grid of rows (`row` workgroups wide, the device's per-dimension limit by default).
+/// convention. A flat kernel gets `ceil(threads / wg)` workgroups along x (and along y and z
+/// for a 2-D or 3-D launch, `yz`); a linear one a 2-D grid of rows (`row` workgroups wide, the
+/// device's per-dimension limit by default).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Geometry {
-    /// `@workgroup_size`; only `[x, 1, 1]` is supported.
+    /// `@workgroup_size`: `[x, 1, 1]` for 1-D launches.
     pub wg: [u32; 3],
-    /// Invocations to launch.
+    /// Invocations to launch (along x).
     pub threads: u64,
+    /// Invocations along y and z: `[1, 1]` for a 1-D launch.
+    pub yz: [u64; 2],
     /// How the kernel indexes its invocations.
     pub launch: Launch,
     /// Row width in workgroups for linear kernels (`None`: as wide as the device allows).
@@ -119,7 +122,12 @@ pub struct Geometry {
 impl Geometry {
     /// A flat launch of `threads` invocations in workgroups of `wg`.
     pub fn flat(wg: [u32; 3], threads: u64) -> Geometry {
-        Geometry { wg, threads, launch: Launch::Flat, row: None }
+        Geometry { wg, threads, yz: [1, 1], launch: Launch::Flat, row: None }
+    }
+
+    /// Whether the launch has no invocation (an extent is 0).
+    pub fn is_empty(&self) -> bool {
+        self.threads == 0 || self.yz.contains(&0)
     }
 }
 
@@ -744,7 +752,7 @@ impl WgpuEngine {
         }
         let groups = self.grid(geometry)?;
         let sizes = self.slot_sizes(slots)?;
-        if geometry.threads == 0 {
+        if geometry.is_empty() {
             return Ok(slots
                 .iter()
                 .filter(|s| s.read_back())
@@ -779,8 +787,8 @@ impl WgpuEngine {
         let groups = self.grid(geometry)?;
         let sizes = self.slot_sizes(slots)?;
         let bound = self.bind(pipeline, slots, &sizes, false)?;
-        if geometry.threads > 0 || !bound.clear.is_empty() {
-            self.dispatch(pipeline, &bound, (geometry.threads > 0).then_some(groups), &sizes)?;
+        if !geometry.is_empty() || !bound.clear.is_empty() {
+            self.dispatch(pipeline, &bound, (!geometry.is_empty()).then_some(groups), &sizes)?;
         }
         Ok(slots
             .iter()
@@ -792,12 +800,15 @@ impl WgpuEngine {
             .collect())
     }
 
-    /// The workgroups to dispatch, `(x, y)`, for a launch within the device's limits: flat
-    /// kernels along x only; linear ones in rows (see [`Geometry`]).
-    pub fn grid(&self, g: Geometry) -> Result<(u32, u32), WgpuError> {
+    /// The workgroups to dispatch, `[x, y, z]`, for a launch within the device's limits: flat
+    /// kernels `ceil(threads / wg)` along each dimension; linear ones in rows (see [`Geometry`]).
+    pub fn grid(&self, g: Geometry) -> Result<[u32; 3], WgpuError> {
+        if g.yz != [1, 1] || g.wg[1] != 1 || g.wg[2] != 1 {
+            return self.grid_3d(g);
+        }
         let wg = g.wg;
-        if wg[0] == 0 || wg[1] != 1 || wg[2] != 1 {
-            return Err(WgpuError::InvalidLaunch(format!("workgroup size {wg:?}: only 1-D workgroups [x, 1, 1] with x > 0 are supported")));
+        if wg[0] == 0 {
+            return Err(WgpuError::InvalidLaunch(format!("workgroup size {wg:?}: every dimension must be at least 1")));
         }
         let max_x = self.limits.max_compute_workgroup_size_x.min(self.limits.max_compute_invocations_per_workgroup);
         if wg[0] > max_x {
@@ -816,7 +827,7 @@ impl WgpuEngine {
                     limit: max_groups,
                 });
             }
-            return Ok((groups as u32, 1));
+            return Ok([groups as u32, 1, 1]);
         }
         let width = u64::from(g.row.unwrap_or(u32::MAX).max(1)).min(max_groups).min(groups.max(1));
         let rows = groups.div_ceil(width);
@@ -827,7 +838,47 @@ impl WgpuEngine {
                 limit: max_groups,
             });
         }
-        Ok((width as u32, rows as u32))
+        Ok([width as u32, rows as u32, 1])
+    }
+
+    /// [`WgpuEngine::grid`] of a 2-D or 3-D launch (flat: no linearised index): each workgroup
+    /// dimension and their product within the device's limits, `ceil(threads / wg)` workgroups
+    /// along each dimension, each within the per-dimension limit.
+    fn grid_3d(&self, g: Geometry) -> Result<[u32; 3], WgpuError> {
+        let l = &self.limits;
+        let (wg, threads) = (g.wg, [g.threads, g.yz[0], g.yz[1]]);
+        if g.launch != Launch::Flat {
+            return Err(WgpuError::InvalidLaunch("a 2-D or 3-D launch indexes each dimension itself: it is not linearised in rows".into()));
+        }
+        let max = [l.max_compute_workgroup_size_x, l.max_compute_workgroup_size_y, l.max_compute_workgroup_size_z];
+        let total = wg.iter().map(|&d| u64::from(d)).product::<u64>();
+        if wg.contains(&0) {
+            return Err(WgpuError::InvalidLaunch(format!("workgroup size {wg:?}: every dimension must be at least 1")));
+        }
+        if let Some(d) = (0..3).find(|&d| wg[d] > max[d]) {
+            return Err(WgpuError::TooLarge {
+                what: format!("workgroup size in {}", ["x", "y", "z"][d]),
+                requested: u64::from(wg[d]),
+                limit: u64::from(max[d]),
+            });
+        }
+        if total > u64::from(l.max_compute_invocations_per_workgroup) {
+            let limit = u64::from(l.max_compute_invocations_per_workgroup);
+            return Err(WgpuError::TooLarge { what: format!("invocations per workgroup {wg:?}"), requested: total, limit });
+        }
+        let mut groups = [0u32; 3];
+        for d in 0..3 {
+            let n = threads[d].div_ceil(u64::from(wg[d]));
+            if n > u64::from(l.max_compute_workgroups_per_dimension) {
+                return Err(WgpuError::TooLarge {
+                    what: format!("workgroups in {} ({} threads / workgroup {})", ["x", "y", "z"][d], threads[d], wg[d]),
+                    requested: n,
+                    limit: u64::from(l.max_compute_workgroups_per_dimension),
+                });
+            }
+            groups[d] = n as u32;
+        }
+        Ok(groups)
     }
 
     /// Each slot's (padded) buffer size, checked against the device's limits before any GPU work.
@@ -963,7 +1014,7 @@ impl WgpuEngine {
         &self,
         pipeline: &Pipeline,
         bound: &Bound,
-        groups: Option<(u32, u32)>,
+        groups: Option<[u32; 3]>,
         sizes: &[u64],
     ) -> Result<(wgpu::SubmissionIndex, MapReceiver), WgpuError> {
         let (tx, rx) = mpsc::channel();
@@ -972,11 +1023,11 @@ impl WgpuEngine {
             for &i in &bound.clear {
                 encoder.clear_buffer(&bound.buffers[i], 0, None);
             }
-            if let Some((x, y)) = groups {
+            if let Some([x, y, z]) = groups {
                 let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
                 pass.set_pipeline(&pipeline.pipeline);
                 pass.set_bind_group(0, &bound.bind_group, &[]);
-                pass.dispatch_workgroups(x, y, 1);
+                pass.dispatch_workgroups(x, y, z);
             }
             for (i, st) in &bound.staging {
                 encoder.copy_buffer_to_buffer(&bound.buffers[*i], 0, st, 0, sizes[*i]);
@@ -1420,7 +1471,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             }
             other => panic!("expected TooLarge, got {other:?}"),
         }
-        let err = e.run(key("too-many"), ADD, "add", [8, 8, 1], &[], 1).expect_err("2-D workgroup");
+        // A 2-D workgroup beyond the device's invocations per workgroup, and an empty dimension.
+        let err = e.run(key("too-many"), ADD, "add", [1024, 1024, 1], &[], 1).expect_err("huge 2-D workgroup");
+        assert!(matches!(err, WgpuError::TooLarge { .. }), "{err:?}");
+        let err = e.run(key("too-many"), ADD, "add", [8, 0, 1], &[], 1).expect_err("empty workgroup dimension");
         assert!(matches!(err, WgpuError::InvalidLaunch(_)), "{err:?}");
     }
 
@@ -1428,18 +1482,26 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     fn linear_launches_run_in_rows() {
         let Some(e) = engine() else { return };
         let max = e.limits().max_compute_workgroups_per_dimension;
-        let lin = |threads: u64, row: Option<u32>| e.grid(Geometry { wg: [64, 1, 1], threads, launch: Launch::Linear, row });
+        let lin = |threads: u64, row: Option<u32>| e.grid(Geometry { wg: [64, 1, 1], threads, yz: [1, 1], launch: Launch::Linear, row });
         // Within one row: a single row of exactly the workgroups needed.
-        assert_eq!(lin(1000, None).expect("fits"), (16, 1));
+        assert_eq!(lin(1000, None).expect("fits"), [16, 1, 1]);
         // Past the per-dimension limit: full rows, as many as needed.
         let groups = u64::from(max) * 3 + 5;
-        assert_eq!(lin(groups * 64, None).expect("fits"), (max, 4));
+        assert_eq!(lin(groups * 64, None).expect("fits"), [max, 4, 1]);
         // Narrow rows (conformance): one workgroup per row.
-        assert_eq!(lin(1000, Some(1)).expect("fits"), (1, 16));
+        assert_eq!(lin(1000, Some(1)).expect("fits"), [1, 16, 1]);
         // A flat kernel past the limit is refused; a linear one past max x max too.
         assert!(matches!(e.grid(Geometry::flat([64, 1, 1], groups * 64)), Err(WgpuError::TooLarge { .. })));
         let too_many = (u64::from(max) * u64::from(max) + 1) * 64;
         assert!(matches!(lin(too_many, None), Err(WgpuError::TooLarge { .. })));
+        // A 2-D launch: ceil(extent / size) workgroups along each dimension; a linear kernel
+        // is never launched over several dimensions; one dimension past the limit is refused.
+        let grid = |wg: [u32; 3], threads: u64, yz: [u64; 2]| e.grid(Geometry { wg, threads, yz, launch: Launch::Flat, row: None });
+        assert_eq!(grid([8, 8, 1], 77, [300, 1]).expect("fits"), [10, 38, 1]);
+        assert_eq!(grid([4, 4, 4], 13, [9, 5]).expect("fits"), [4, 3, 2]);
+        assert!(matches!(grid([8, 8, 1], 1, [(u64::from(max) + 1) * 8, 1]), Err(WgpuError::TooLarge { .. })));
+        let linear_2d = Geometry { wg: [8, 8, 1], threads: 8, yz: [8, 1], launch: Launch::Linear, row: None };
+        assert!(matches!(e.grid(linear_2d), Err(WgpuError::InvalidLaunch(_))));
         assert!(matches!(lin(too_many / 64, Some(1)), Err(WgpuError::TooLarge { .. })));
     }
 
