@@ -9,5 +9,6 @@ pub mod generic;
 pub mod identity;
 pub mod sample;
 pub mod vjp;
+pub mod wgsl_include;
 
 pub use contract::Contract;

@@ -206,8 +206,12 @@ mod shim;
 ///   `extern "C" __global__ void`, each buffer a pointer to the element type (`const` when
 ///   read), each field `unsigned int` (dims) or the parameter's `int`/`unsigned int`/`float`;
 ///   where NVRTC loads at build time the kernel is compiled and its errors reported
-///   (`OP_NVRTC=0` turns that off). Kernel files enter the build through `include_bytes!`, so
-///   editing one rebuilds. Paths are relative (never absolute) to the crate's `Cargo.toml` (if
+///   (`OP_NVRTC=0` turns that off). A WGSL kernel may share helpers with others through a
+///   comment directive on a line of its own, `// @include "lib/exp.wgsl"` (relative to the
+///   kernel's directory): the checker and the runtime compile the expanded text, each file
+///   included once, and the included files are the kernel's headers, like CUDA's `#include`s
+///   (see `op_contract::wgsl_include`). Kernel files (headers too) enter the build through
+///   `include_bytes!`, so editing one rebuilds. Paths are relative (never absolute) to the crate's `Cargo.toml` (if
 ///   absent there, to the declaring source file's directory) and stay inside the crate.
 /// - **Backward rules** are type-checked where they are named: a VJP takes the reference's
 ///   parameters then one cotangent `&[T]` per output and returns one `Vec<T>` per float input
@@ -215,7 +219,8 @@ mod shim;
 ///   parameters then that input's tangent `&[T]` and returning the output tangents.
 ///   `composite(graph)` names a builder of type `op_runtime::__private::CompositeFn`.
 /// - **Identity**: blake3 over the canonical contract, the reference's tokens and every
-///   kernel byte (CUDA `#include "..."` headers too); see `op_spec::canon`.
+///   kernel byte (CUDA `#include "..."` and WGSL `// @include "..."` headers too); see
+///   `op_spec::canon`.
 /// - **Generated tests**: each declaration gets two `#[test]`s, conformance of every kernel on
 ///   every available backend and gradcheck of the backward, and both demand success.
 ///   `generated_tests = false` generates none: a deliberately broken fixture declares it, and

@@ -398,3 +398,62 @@ fn editing_a_vjp_body_or_a_cpu_kernels_helper_changes_identity_and_an_unrelated_
     assert_ne!(base, hash(lib("g.iter().map(|v| *v + *v).collect()", "v + v", "1")), "an edit of the cpu kernel's helper");
     assert_eq!(base, hash(lib("g.iter().map(|v| *v + *v).collect()", "v * 2.0", "2")), "an edit nothing reaches");
 }
+
+const DOUBLE_INC_WGSL: &str = r#"// out = 2 x through an included helper.
+struct Params { n: u32 }
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<uniform> p: Params;
+
+// @include "lib/twice.wgsl"
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x >= p.n) { return; }
+    out[gid.x] = twice_(x[gid.x]);
+}
+"#;
+
+const TWICE_WGSL: &str = "fn twice_(v: f32) -> f32 { return v + v; }\n";
+
+const DOUBLE_ATTR: &str = r#"name = "t/double", version = 1, signature(x: f32[n]) -> f32[n], category = elementwise,
+    tolerance = ulp(0), backward = none,
+    kernel(wgsl = "kernels/double_inc.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n)"#;
+
+const DOUBLE_FN: &str = "pub fn double<T: Real>(x: &[T]) -> Vec<T> { x.iter().map(|v| *v + *v).collect() }";
+
+/// A kernel directory with the WGSL kernel that includes `lib/twice.wgsl`, the helper as given.
+fn include_dir(twice: &str) -> PathBuf {
+    let dir = kernel_dir();
+    std::fs::create_dir_all(dir.join("kernels/lib")).expect("lib dir");
+    write(&dir, "kernels/double_inc.wgsl", DOUBLE_INC_WGSL.as_bytes());
+    write(&dir, "kernels/lib/twice.wgsl", twice.as_bytes());
+    dir
+}
+
+#[test]
+fn a_wgsl_include_is_a_header_of_the_kernel_and_its_bytes_are_in_the_identity() {
+    let (checked, _) = check_tokens(tokens(DOUBLE_ATTR), tokens(DOUBLE_FN), &[include_dir(TWICE_WGSL)]).expect("checks");
+    let headers: Vec<&str> = checked.kernels[0].headers.iter().map(|(p, _, _)| p.as_str()).collect();
+    assert_eq!(headers, ["kernels/lib/twice.wgsl"]);
+    let base = hash_of(DOUBLE_ATTR, DOUBLE_FN, &include_dir(TWICE_WGSL));
+    assert_eq!(base, hash_of(DOUBLE_ATTR, DOUBLE_FN, &include_dir(TWICE_WGSL)));
+    let edited = TWICE_WGSL.replace("v + v", "2.0 * v");
+    assert_ne!(hash_of(DOUBLE_ATTR, DOUBLE_FN, &include_dir(&edited)), base, "an edit of the included helper changes the identity");
+    let grown = format!("{TWICE_WGSL} ");
+    assert_ne!(hash_of(DOUBLE_ATTR, DOUBLE_FN, &include_dir(&grown)), base);
+}
+
+#[test]
+fn a_wgsl_include_that_is_missing_or_breaks_the_kernel_is_a_compile_error() {
+    let dir = include_dir(TWICE_WGSL);
+    std::fs::remove_file(dir.join("kernels/lib/twice.wgsl")).expect("remove");
+    let errs = check_tokens(tokens(DOUBLE_ATTR), tokens(DOUBLE_FN), &[dir]).map(|_| ()).expect_err("missing header");
+    let msg = errs.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n");
+    assert!(msg.contains("header `lib/twice.wgsl` included by this kernel (as `kernels/lib/twice.wgsl`)"), "{msg}");
+    // The included text is checked with the kernel: a helper that does not compile is an error.
+    let broken = include_dir("fn twice_(v: f32) -> f32 { return v + ; }\n");
+    let errs = check_tokens(tokens(DOUBLE_ATTR), tokens(DOUBLE_FN), &[broken]).map(|_| ()).expect_err("broken header");
+    assert!(!errs.is_empty());
+}

@@ -202,18 +202,28 @@ impl RegisteredOp {
 
     /// Kernel `k`'s source as a backend compiles it: for an instance of an op with dtype
     /// variables, the engine's prelude binding them (`alias T = f16;`, `typedef __half T;`,
-    /// see `op_contract::generic`) and then the source; the source alone otherwise.
+    /// see `op_contract::generic`) and then the source; the source alone otherwise. A WGSL
+    /// source has its `// @include`s expanded from the embedded headers (as the checker
+    /// expanded them, see `op_contract::wgsl_include`).
     pub fn kernel_text(&self, k: usize) -> Result<String, String> {
+        use op_contract::contract::KernelLang;
         let src = self.decl.kernels.get(k).ok_or_else(|| format!("kernel {k} is not embedded"))?;
-        let text = std::str::from_utf8(src.source).map_err(|e| format!("the kernel source `{}` is not UTF-8: {e}", src.path))?;
+        let utf8 =
+            |path: &str, b: &'static [u8]| std::str::from_utf8(b).map_err(|e| format!("the kernel source `{path}` is not UTF-8: {e}"));
+        let text = utf8(src.path, src.source)?;
         let (vars, binding) = (&self.contract.signature.dtype_vars, self.contract.binding());
-        let prelude = match self.contract.kernels.get(k).map(|c| c.lang) {
+        let lang = self.contract.kernels.get(k).map(|c| c.lang);
+        let prelude = match lang {
             _ if vars.is_empty() => String::new(),
-            Some(op_contract::contract::KernelLang::Wgsl) => op_contract::generic::wgsl_prelude(vars, &binding)?,
-            Some(op_contract::contract::KernelLang::Cuda) => op_contract::generic::cuda_prelude(vars, &binding),
+            Some(KernelLang::Wgsl) => op_contract::generic::wgsl_prelude(vars, &binding)?,
+            Some(KernelLang::Cuda) => op_contract::generic::cuda_prelude(vars, &binding),
             None => String::new(),
         };
-        Ok(format!("{prelude}{text}"))
+        if lang != Some(KernelLang::Wgsl) || src.headers.is_empty() {
+            return Ok(format!("{prelude}{text}"));
+        }
+        let headers = src.headers.iter().map(|(p, b)| Ok((*p, utf8(p, b)?))).collect::<Result<Vec<_>, String>>()?;
+        Ok(format!("{prelude}{}", op_contract::wgsl_include::expand(src.path, text, &headers)?))
     }
 
     /// The key device caches (pipelines, PTX) file this instance's kernels under: the content

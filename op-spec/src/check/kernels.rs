@@ -155,12 +155,17 @@ pub fn cuda_includes(src: &str) -> Vec<String> {
         .collect()
 }
 
-/// A CUDA source's `#include "..."` headers, transitively: (path relative to the crate,
-/// absolute path, bytes), sorted by path.
+/// A kernel's headers, transitively: CUDA `#include "..."`s, WGSL `// @include "..."`s (see
+/// `op_contract::wgsl_include`), each (path relative to the crate, absolute path, bytes),
+/// sorted by path.
 fn load_headers(cx: &Ctxt, k: &SKernel, base: &[PathBuf], text: &str) -> Option<Vec<(String, PathBuf, Vec<u8>)>> {
+    let includes: fn(&str) -> Vec<String> = match k.lang {
+        KernelLang::Cuda => cuda_includes,
+        KernelLang::Wgsl => op_contract::wgsl_include::includes,
+    };
     let mut headers: Vec<(String, PathBuf, Vec<u8>)> = Vec::new();
     let dir = Path::new(&k.path.value()).parent().map(Path::to_path_buf).unwrap_or_default();
-    let mut queue: Vec<(PathBuf, String)> = cuda_includes(text).into_iter().map(|i| (dir.clone(), i)).collect();
+    let mut queue: Vec<(PathBuf, String)> = includes(text).into_iter().map(|i| (dir.clone(), i)).collect();
     while let Some((d, inc)) = queue.pop() {
         let rel = d.join(&inc).to_string_lossy().replace('\\', "/");
         if headers.iter().any(|h| h.0 == rel) {
@@ -170,7 +175,7 @@ fn load_headers(cx: &Ctxt, k: &SKernel, base: &[PathBuf], text: &str) -> Option<
             Ok((abs, hb)) => {
                 let ht = String::from_utf8_lossy(&hb).to_string();
                 let hd = Path::new(&rel).parent().map(Path::to_path_buf).unwrap_or_default();
-                queue.extend(cuda_includes(&ht).into_iter().map(|i| (hd.clone(), i)));
+                queue.extend(includes(&ht).into_iter().map(|i| (hd.clone(), i)));
                 headers.push((rel, abs, hb));
             }
             Err(e) => {
@@ -181,6 +186,28 @@ fn load_headers(cx: &Ctxt, k: &SKernel, base: &[PathBuf], text: &str) -> Option<
     }
     headers.sort_by(|a, b| a.0.cmp(&b.0));
     Some(headers)
+}
+
+/// A WGSL kernel's source with its `// @include`s expanded from its loaded headers (what the
+/// runtime compiles too); reported on the path when a header is not UTF-8.
+fn expand_wgsl(cx: &Ctxt, k: &SKernel, text: &str, headers: &[(String, PathBuf, Vec<u8>)]) -> Option<String> {
+    let mut texts = Vec::with_capacity(headers.len());
+    for (rel, _, bytes) in headers {
+        match std::str::from_utf8(bytes) {
+            Ok(t) => texts.push((rel.as_str(), t)),
+            Err(_) => {
+                cx.error(syn::Error::new(k.path.span(), format!("header `{rel}` included by this kernel is not UTF-8 text")));
+                return None;
+            }
+        }
+    }
+    match op_contract::wgsl_include::expand(&k.path.value(), text, &texts) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            cx.error(syn::Error::new(k.path.span(), e));
+            None
+        }
+    }
 }
 
 // Rule: kernel files exist inside the crate; WGSL kernels match their descriptor (see `wgsl`);
@@ -207,7 +234,11 @@ pub(super) fn load_and_check_kernel(
         return None;
     };
     let mut info = None;
-    let headers = if k.lang == KernelLang::Cuda { load_headers(cx, k, base, &text)? } else { Vec::new() };
+    let headers = load_headers(cx, k, base, &text)?;
+    let text = match k.lang {
+        KernelLang::Wgsl => expand_wgsl(cx, k, &text, &headers)?,
+        KernelLang::Cuda => text,
+    };
     for (label, prelude, vsig) in variants(k, sig) {
         let sub = Ctxt::new();
         let full = format!("{prelude}{text}");
