@@ -9,8 +9,9 @@
 # kernels' rejection, the transcendental sweep, the accum margins) and of the example median;
 # the dtype-generic, accumulating-output, training and CUDA device-tensor tests (default
 # dispatch picks CUDA where an op has a CUDA kernel), the VJP kernels' conformance and training
-# on the device; the example; the `cuda_kernels` and `device_tape` benches;
-# then, where `.gl` carries the Vulkan loader, wgpu's device-tensor and any-size tests and its
+# on the device; 2-D launches (a transpose in 16 x 16 blocks); the example; the `cuda_kernels`
+# and `device_tape` benches; then, where `.gl` carries the Vulkan loader, wgpu's device-tensor
+# (buffer pool, bind-group cache), any-size, 2-D/3-D launch and VJP-kernel tests and its
 # benches on the GPU. Logs land in $OUT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,8 +26,8 @@ for line in sys.stdin:
         print(m["executable"])' | tail -1
 }
 
-TESTS="conformance_builtins conformance_median dtype_generic accumulate training cuda_device_tensors vjp_kernels device_training"
-WGPU_TESTS="device_tensors launch_any_size"
+TESTS="conformance_builtins conformance_median dtype_generic accumulate training cuda_device_tensors vjp_kernels device_training launch_grid"
+WGPU_TESTS="device_tensors launch_any_size launch_grid vjp_kernels"
 WGPU_BENCHES="device_chain conformance_wgpu"
 
 case "${1:-}" in
@@ -92,6 +93,7 @@ run)
     step resident device-bin/cuda_device_tensors --nocapture
     step vjp device-bin/vjp_kernels --nocapture
     step device-training device-bin/device_training --nocapture --test-threads=1
+    step grid device-bin/launch_grid --nocapture
     step example device-bin/windowed_median
     tail -20 /tmp/op-step-example.log
     step bench device-bin/cuda_kernels
