@@ -169,3 +169,36 @@ fn the_builtin_vjp_kernels_conform_where_they_run() {
         }
     }
 }
+
+/// A card lists an op's VJP kernels apart (they run, and are conformed and trusted, as its VJP
+/// op): no trust line of the op's names one, so a forward receipt never vouches for a backward
+/// kernel; the VJP op's own card trusts them from its own receipts.
+#[test]
+fn a_card_lists_vjp_kernels_apart_and_the_vjp_ops_card_trusts_them() {
+    use op_runtime::core::trust::TrustList;
+    use op_runtime::verify::sharing::{LocalDevices, OpCard};
+    let h = Registry::new().register(&median::windowed_median::DECL).expect("registers");
+    let f32s = [op_runtime::DType::f32];
+    let reference = conformance::conform(&h.at(&f32s).expect("f32"), BackendKind::Reference).expect("conforms");
+    let devices = LocalDevices::host().with(BackendKind::Reference, reference.device.clone());
+    let card = OpCard::of(&h.op(), std::slice::from_ref(&reference), &devices, &TrustList::new());
+    let vjp_paths: Vec<&str> = card.kernels.iter().filter(|k| k.backward).map(|k| k.path.as_str()).collect();
+    assert_eq!(vjp_paths, ["kernels/windowed_median_vjp.wgsl", "kernels/windowed_median_vjp.cu"], "{card}");
+    assert!(card.kernels.iter().filter(|k| k.backward).all(|k| k.dtypes == ["T = f32"]), "{card}");
+    assert!(card.trust.iter().all(|t| !t.kernel.contains("_vjp")), "no trust line of the op names a VJP kernel:\n{card}");
+    let text = card.to_string();
+    assert!(text.contains("vjp kernel   wgsl kernels/windowed_median_vjp.wgsl"), "{text}");
+    assert!(text.contains("run as the VJP op `user/example/windowed_median/vjp@1`"), "{text}");
+    assert_eq!(OpCard::from_json(&card.to_json()).expect("reads back"), card);
+    // The VJP op's card: its kernels are its own, trusted by its own receipts.
+    let v = h.vjp_op().expect("a VJP op");
+    let vcard = OpCard::of(&v.op(), &[], &devices, &TrustList::new());
+    assert!(vcard.kernels.iter().all(|k| !k.backward) && vcard.kernels.len() == 2, "{vcard}");
+    if common::wgpu_available() {
+        let r = conformance::conform(&v.at(&f32s).expect("f32"), BackendKind::Wgpu).expect("the VJP kernel conforms");
+        let devices = devices.with(BackendKind::Wgpu, r.device.clone());
+        let vcard = OpCard::of(&v.op(), &[r], &devices, &TrustList::new());
+        let line = vcard.trust.iter().find(|t| t.kernel == "kernels/windowed_median_vjp.wgsl").expect("a trust line");
+        assert!(line.trust.is_verified(), "{vcard}");
+    }
+}

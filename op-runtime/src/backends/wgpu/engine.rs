@@ -1213,8 +1213,7 @@ fn add(@builtin(global_invocation_id) gid: vec3<u32>) {
         e.queue.submit(Some(enc.finish()));
         st.map_async(wgpu::MapMode::Read, .., |r| r.expect("maps"));
         e.device.poll(wgpu::PollType::wait_indefinitely()).expect("poll");
-        let bytes = st.get_mapped_range(..).expect("mapped").to_vec();
-        bytes
+        st.get_mapped_range(..).expect("mapped").to_vec()
     }
 
     #[test]

@@ -129,6 +129,11 @@ pub struct KernelEntry {
     /// The instances (`T = f32`) it serves, for an op with dtype variables.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dtypes: Vec<String>,
+    /// A kernel of the op's VJP op (`backward = vjp(rule, kernel(...))`): it runs, and is
+    /// conformed and trusted, as the VJP op `<name>/vjp`, so this card lists it without a
+    /// trust line of its own.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub backward: bool,
 }
 
 /// An op's card.
@@ -228,7 +233,7 @@ impl OpCard {
         if let Some(cpu) = &self.cpu {
             out.extend(lines(&self.cpu_dtypes).into_iter().map(|d| (BackendKind::Cpu, cpu.clone(), d, None)));
         }
-        for (i, k) in self.kernels.iter().enumerate() {
+        for (i, k) in self.kernels.iter().enumerate().filter(|(_, k)| !k.backward) {
             let backend = BackendKind::for_kernel(k.language);
             let idle = self.idle(backend, i);
             out.extend(lines(&k.dtypes).into_iter().map(|d| (backend, k.path.clone(), d, idle.clone())));
@@ -242,7 +247,8 @@ impl OpCard {
         if !self.instances.is_empty() {
             return None;
         }
-        let run = backend.runs_kernel(self.kernels.iter().map(|k| k.language));
+        // The forward kernels come first: their indices are the card's.
+        let run = backend.runs_kernel(self.kernels.iter().filter(|k| !k.backward).map(|k| k.language));
         (run != Some(i)).then(|| {
             let first = run.and_then(|j| self.kernels.get(j)).map(|k| k.path.as_str()).unwrap_or("?");
             format!("no backend runs this kernel: the {backend} backend runs the first one in its language, `{first}`")
@@ -271,14 +277,20 @@ impl OpCard {
             .iter()
             .enumerate()
             .map(|(i, k)| {
-                let declared = c.kernels.iter().find(|d| d.path == k.path).or_else(|| c.kernels.get(i));
+                // The op's kernels, then its VJP kernels (embedded in that order).
+                let backward = i >= c.kernels.len();
+                let own: Vec<&op_contract::contract::Kernel> =
+                    if backward { c.vjp_kernels().iter().collect() } else { c.kernels.iter().collect() };
+                let at = if backward { i - c.kernels.len() } else { i };
+                let declared = own.iter().copied().find(|d| d.path == k.path).or_else(|| own.get(at).copied());
                 let language =
                     declared.map(|d| d.lang).unwrap_or(if k.path.ends_with(".cu") { KernelLang::Cuda } else { KernelLang::Wgsl });
                 let mut headers: Vec<HeaderEntry> =
                     k.headers.iter().map(|(p, b)| HeaderEntry { path: p.to_string(), blake3: blob_hash(b) }).collect();
                 headers.sort_by(|a, b| a.path.cmp(&b.path));
                 let dtypes = served(c, |b| declared.is_some_and(|d| op_contract::generic::serves(&d.dtypes, &c.signature.dtype_vars, b)));
-                KernelEntry { path: k.path.to_string(), language, entry: k.entry.to_string(), blake3: blob_hash(k.source), headers, dtypes }
+                let (path, entry, blake3) = (k.path.to_string(), k.entry.to_string(), blob_hash(k.source));
+                KernelEntry { path, language, entry, blake3, headers, dtypes, backward }
             })
             .collect();
         let mut card = OpCard {
@@ -464,10 +476,15 @@ impl fmt::Display for OpCard {
                 KernelLang::Wgsl => "wgsl",
                 KernelLang::Cuda => "cuda",
             };
-            writeln!(f, "  kernel       {lang} {} (entry `{}`, blake3 {}){}", k.path, k.entry, short(&k.blake3), serves_text(&k.dtypes))?;
+            let label = if k.backward { "vjp kernel" } else { "kernel    " };
+            writeln!(f, "  {label}   {lang} {} (entry `{}`, blake3 {}){}", k.path, k.entry, short(&k.blake3), serves_text(&k.dtypes))?;
             for h in &k.headers {
                 writeln!(f, "    header     {} (blake3 {})", h.path, short(&h.blake3))?;
             }
+        }
+        if self.kernels.iter().any(|k| k.backward) {
+            let name = self.name.clone() + "/vjp";
+            writeln!(f, "  vjp kernels  run as the VJP op `{name}@{}`: conformed and trusted on its own card", self.version)?;
         }
         if self.receipts.is_empty() {
             writeln!(f, "  receipts     none")?;
