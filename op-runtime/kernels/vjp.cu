@@ -132,3 +132,23 @@ extern "C" __global__ void matmul_vjp(const float* __restrict__ a, const float* 
         d_b[u] = finish_sum(nf.flags, acc.total());
     }
 }
+
+// exp: d_x = e^x g (expf, the forward CUDA kernel's exp: within 2 ulp).
+extern "C" __global__ void exp_vjp(const float* __restrict__ x, const float* __restrict__ d_out, float* __restrict__ d_x, unsigned int n) {
+    ELEMENT d_x[i] = __fmul_rn(expf(x[i]), d_out[i]);
+}
+
+// log: d_x = g / x (correctly rounded, as the rule's division).
+extern "C" __global__ void log_vjp(const float* __restrict__ x, const float* __restrict__ d_out, float* __restrict__ d_x, unsigned int n) {
+    ELEMENT d_x[i] = __fdiv_rn(d_out[i], x[i]);
+}
+
+// tanh: d_x = (g sech x) sech x, sech x = 2h / (1 + h h) with h = e^-|x|, in the rule's order
+// (see builtin::tanh_vjp: no cancellation near saturation, no subnormal before the result).
+extern "C" __global__ void tanh_vjp(const float* __restrict__ x, const float* __restrict__ d_out, float* __restrict__ d_x, unsigned int n) {
+    ELEMENT {
+        float h = expf(-fabsf(x[i]));
+        float q = __fdiv_rn(__fmul_rn(2.0f, h), __fadd_rn(1.0f, __fmul_rn(h, h)));
+        d_x[i] = __fmul_rn(__fmul_rn(d_out[i], q), q);
+    }
+}

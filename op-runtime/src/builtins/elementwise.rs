@@ -126,7 +126,7 @@ fn scale_cpu(x: &[f32], s: f32) -> Vec<f32> {
 
 /// Natural exponential.
 #[op(name = "builtin/exp", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[n],
-     category = transcendental, tolerance = ulp(16), nan = propagate, backward = vjp(exp_vjp, kernel(wgsl = "kernels/exp_tanh_vjp.wgsl", entry = "exp_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n)), cpu(exp_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/exp_tanh.wgsl", entry = "exp_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "exp_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
+     category = transcendental, tolerance = ulp(16), nan = propagate, backward = vjp(exp_vjp, kernel(wgsl = "kernels/exp_tanh_vjp.wgsl", entry = "exp_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "exp_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n, block = 256)), cpu(exp_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/exp_tanh.wgsl", entry = "exp_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "exp_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn exp<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| v.exp()).collect()
@@ -143,7 +143,7 @@ fn exp_cpu(x: &[f32]) -> Vec<f32> {
 /// Natural logarithm, defined on `x > 0` (its domain: conformance and gradcheck sample only
 /// there; NaN propagates).
 #[op(name = "builtin/log", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[n],
-     category = transcendental, tolerance = ulp(16), nan = propagate, backward = vjp(log_vjp, kernel(wgsl = "kernels/unary_vjp.wgsl", entry = "log_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n)), domain(x > 0), cpu(log_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/log.wgsl", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "log_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
+     category = transcendental, tolerance = ulp(16), nan = propagate, backward = vjp(log_vjp, kernel(wgsl = "kernels/unary_vjp.wgsl", entry = "log_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "log_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n, block = 256)), domain(x > 0), cpu(log_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/log.wgsl", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "log_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn log<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| v.ln()).collect()
@@ -159,7 +159,7 @@ fn log_cpu(x: &[f32]) -> Vec<f32> {
 
 /// Hyperbolic tangent.
 #[op(name = "builtin/tanh", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[n],
-     category = transcendental, tolerance = ulp(16), nan = propagate, backward = vjp(tanh_vjp, kernel(wgsl = "kernels/exp_tanh_vjp.wgsl", entry = "tanh_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n)), cpu(tanh_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/exp_tanh.wgsl", entry = "tanh_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "tanh_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
+     category = transcendental, tolerance = ulp(16), nan = propagate, backward = vjp(tanh_vjp, kernel(wgsl = "kernels/exp_tanh_vjp.wgsl", entry = "tanh_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "tanh_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n, block = 256)), cpu(tanh_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/exp_tanh.wgsl", entry = "tanh_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "tanh_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn tanh<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| v.tanh()).collect()
