@@ -90,3 +90,16 @@ fn a_2d_kernel_whose_guard_swaps_the_extents_is_rejected() {
         assert!(report.to_string().contains("test/broken/transpose_swapped_guard"), "{report}");
     }
 }
+
+#[test]
+fn a_2d_launch_on_device_tensors_equals_the_host_call() {
+    let Some((engine, r)) = common::private_wgpu() else { return };
+    let h = r.register(&transpose::DECL).expect("registers");
+    let (m, n) = (129, 65);
+    let x: Vec<f32> = (0..m * n).map(|k| (k as f32).sqrt()).collect();
+    let xt = Tensor::from_vec(vec![m, n], x.clone()).expect("tensor");
+    let dx = xt.to_device(engine).expect("upload");
+    let out = h.call_with(&[&dx], &[], CallOptions::default()).expect("runs").output().expect("one output");
+    assert_eq!(out.shape(), &[n, m]);
+    assert_eq!(out.to_host().expect("read back").as_slice::<f32>().expect("f32"), transposed(&x, m, n).as_slice());
+}
