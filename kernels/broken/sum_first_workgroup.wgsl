@@ -16,29 +16,9 @@ const WG: u32 = 256u;
 const ITEMS: u32 = 16u;
 var<workgroup> part: array<f32, 256>;
 var<workgroup> wflags: array<u32, 256>;
-var<private> flags: u32;
-
-// A finite term as is; a non-finite one recorded in `flags` (1: NaN, 2: +inf, 4: -inf) as 0.
-fn fin(v: f32) -> f32 {
-    let bits = bitcast<u32>(v);
-    if ((bits & 0x7f800000u) != 0x7f800000u) { return v; }
-    if ((bits & 0x007fffffu) != 0u) {
-        flags = flags | 1u;
-    } else if ((bits >> 31u) == 1u) {
-        flags = flags | 4u;
-    } else {
-        flags = flags | 2u;
-    }
-    return 0.0;
-}
-
-// NaN if a term is NaN or both infinities occur, else the infinity that occurs, else `s`.
-fn finish(f: u32, s: f32) -> f32 {
-    if ((f & 1u) != 0u || (f & 6u) == 6u) { return bitcast<f32>(0x7fc00000u); }
-    if ((f & 2u) != 0u) { return bitcast<f32>(0x7f800000u); }
-    if ((f & 4u) != 0u) { return bitcast<f32>(0xff800000u); }
-    return s;
-}
+// Non-finite terms kept out of the sum (`fin`), the exact-arithmetic result from their flags
+// (`finish`): the built-ins' own helpers.
+// @include "../../op-runtime/kernels/lib/nonfinite_flags.wgsl"
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lid: u32) {
