@@ -268,8 +268,22 @@ fn a_vjp_op_is_published_with_its_op_not_alone() {
         other => panic!("expected DerivedOp, got {other:?}"),
     }
     t.store.publish(&builtin_add(), &[]).unwrap();
-    let card = t.store.load("builtin/add@1").unwrap().card;
-    assert!(card.kernels.iter().any(|k| k.path == "kernels/binary_vjp.wgsl"), "the card lists the VJP kernels: {:?}", card.kernels);
+    let loaded = t.store.load("builtin/add@1").unwrap();
+    let card = loaded.card;
+    let vjp_kernel = card.kernels.iter().find(|k| k.path == "kernels/binary_vjp.wgsl");
+    assert!(vjp_kernel.is_some_and(|k| k.backward), "the card lists the VJP kernels, marked: {:?}", card.kernels);
+    // A well-formed card that does not mark them (an older format, or an edit) is refused: its
+    // VJP kernels would get trust lines judged by the op's own receipts.
+    let mut unmarked = card.clone();
+    unmarked.kernels.iter_mut().for_each(|k| k.backward = false);
+    let text = unmarked.to_json();
+    let blob = blob_hash(text.as_bytes());
+    std::fs::write(t.store.blob_path(&blob), &text).unwrap();
+    let mut index = loaded.index;
+    index.card = blob;
+    std::fs::write(t.store.index_path("builtin/add@1").unwrap(), serde_json::to_string(&index).unwrap()).unwrap();
+    let e = t.store.load("builtin/add@1").unwrap_err();
+    assert!(e.to_string().contains("kernels disagree"), "{e}");
 }
 
 #[test]

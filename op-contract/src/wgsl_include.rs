@@ -29,9 +29,22 @@ fn directive(line: &str) -> Option<String> {
 }
 
 /// `inc` as named from a file in `dir`: the path the header is recorded under (relative to the
-/// crate, `/`-separated).
+/// crate, `/`-separated, `.` and `..` resolved lexically so that one file has one name; a
+/// `..` that climbs past the start stays, and the crate-boundary check refuses it).
 pub fn resolve(dir: &str, inc: &str) -> String {
-    Path::new(dir).join(inc).to_string_lossy().replace('\\', "/")
+    let joined = Path::new(dir).join(inc).to_string_lossy().replace('\\', "/");
+    let mut parts: Vec<&str> = Vec::new();
+    for part in joined.split('/') {
+        match part {
+            "" | "." => {}
+            ".." if parts.last().is_some_and(|p| *p != "..") => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    let root = if joined.starts_with('/') { "/" } else { "" };
+    format!("{root}{}", parts.join("/"))
 }
 
 /// The directory of the file at `path` (relative to the crate), `""` at the top.
@@ -46,7 +59,7 @@ const MAX_DEPTH: usize = 64;
 /// to the crate as [`resolve`] records it, text). A directive naming no header is an error
 /// naming it and the file that includes it.
 pub fn expand(path: &str, src: &str, headers: &[(&str, &str)]) -> Result<String, String> {
-    let mut seen = vec![path.to_string()];
+    let mut seen = vec![resolve("", path)];
     let mut out = String::with_capacity(src.len());
     expand_into(&dir_of(path), path, src, headers, &mut seen, &mut out, 0)?;
     Ok(out)
@@ -106,6 +119,16 @@ mod tests {
         let src = "// @include \"lib/tanh.wgsl\"\n// @include \"lib/exp.wgsl\"\nfn main() {}\n";
         let out = expand("kernels/k.wgsl", src, &headers).expect("expands");
         assert_eq!(out, "fn is_nan_() {}\nfn exp_() {}\n\nfn tanh_() {}\n\nfn main() {}\n");
+    }
+
+    #[test]
+    fn one_file_has_one_name_however_it_is_spelled() {
+        assert_eq!(resolve("kernels/broken", "../../lib/./a.wgsl"), "lib/a.wgsl");
+        assert_eq!(resolve("kernels", "./lib/../lib/a.wgsl"), "kernels/lib/a.wgsl");
+        assert_eq!(resolve("", "../outside.wgsl"), "../outside.wgsl");
+        let headers = [("k/lib/a.wgsl", "A\n")];
+        let src = "// @include \"lib/a.wgsl\"\n// @include \"./lib/../lib/a.wgsl\"\nB\n";
+        assert_eq!(expand("k/main.wgsl", src, &headers).expect("expands"), "A\n\nB\n", "included once");
     }
 
     #[test]

@@ -159,22 +159,25 @@ pub fn cuda_includes(src: &str) -> Vec<String> {
 /// `op_contract::wgsl_include`), each (path relative to the crate, absolute path, bytes),
 /// sorted by path.
 fn load_headers(cx: &Ctxt, k: &SKernel, base: &[PathBuf], text: &str) -> Option<Vec<(String, PathBuf, Vec<u8>)>> {
-    let includes: fn(&str) -> Vec<String> = match k.lang {
-        KernelLang::Cuda => cuda_includes,
-        KernelLang::Wgsl => op_contract::wgsl_include::includes,
+    use op_contract::wgsl_include::{dir_of, resolve};
+    // WGSL names each file once (its keys are what the runtime's expansion looks up); CUDA's
+    // keys stay as the source spells them, the names NVRTC is handed.
+    let (includes, join): (fn(&str) -> Vec<String>, fn(&str, &str) -> String) = match k.lang {
+        KernelLang::Cuda => (cuda_includes, |d, i| Path::new(d).join(i).to_string_lossy().replace('\\', "/")),
+        KernelLang::Wgsl => (op_contract::wgsl_include::includes, resolve),
     };
     let mut headers: Vec<(String, PathBuf, Vec<u8>)> = Vec::new();
-    let dir = Path::new(&k.path.value()).parent().map(Path::to_path_buf).unwrap_or_default();
-    let mut queue: Vec<(PathBuf, String)> = includes(text).into_iter().map(|i| (dir.clone(), i)).collect();
+    let dir = dir_of(&k.path.value());
+    let mut queue: Vec<(String, String)> = includes(text).into_iter().map(|i| (dir.clone(), i)).collect();
     while let Some((d, inc)) = queue.pop() {
-        let rel = d.join(&inc).to_string_lossy().replace('\\', "/");
+        let rel = join(&d, &inc);
         if headers.iter().any(|h| h.0 == rel) {
             continue;
         }
         match read_relative(base, &rel) {
             Ok((abs, hb)) => {
                 let ht = String::from_utf8_lossy(&hb).to_string();
-                let hd = Path::new(&rel).parent().map(Path::to_path_buf).unwrap_or_default();
+                let hd = dir_of(&rel);
                 queue.extend(includes(&ht).into_iter().map(|i| (hd.clone(), i)));
                 headers.push((rel, abs, hb));
             }

@@ -992,7 +992,7 @@ impl CudaGrid {
 /// per dimension, blocks per dimension); an extent of 0 gives 0 blocks there (nothing runs).
 fn launch_grid(g: CudaGrid, max_threads: u32, max_block: [u32; 3], max_grid: [u32; 3]) -> Result<[u32; 3], CudaError> {
     let b = g.block;
-    let total: u64 = b.iter().map(|&d| u64::from(d)).product();
+    let total = b.iter().fold(1u64, |t, &d| t.saturating_mul(u64::from(d)));
     if b.contains(&0) || total > u64::from(max_threads) || (0..3).any(|d| b[d] > max_block[d]) {
         return Err(CudaError::InvalidArgument(format!(
             "block size {b:?} out of range: every dimension at least 1, at most {max_block:?}, {max_threads} threads in all"
@@ -1578,6 +1578,8 @@ mod tests {
         assert!(matches!(launch_grid(deep, 1024, mb, mg), Err(CudaError::InvalidArgument(_))));
         let tall = CudaGrid { threads: [1, 65536 * 16, 1], block: [1, 16, 1] };
         assert!(matches!(launch_grid(tall, 1024, mb, mg), Err(CudaError::InvalidArgument(_))));
+        let huge = CudaGrid { threads: [1, 1, 1], block: [u32::MAX; 3] };
+        assert!(matches!(launch_grid(huge, 1024, mb, mg), Err(CudaError::InvalidArgument(_))), "no overflow panic");
     }
 
     #[test]

@@ -19,7 +19,8 @@ pub(crate) struct BindCache {
     entries: Mutex<Vec<(Vec<Binding>, wgpu::BindGroup)>>,
 }
 
-/// Bind groups created and reused for calls on device tensors, engine-wide.
+/// Bind groups created and reused for calls on device tensors, engine-wide (created counts
+/// those built outside the cache too).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BindStats {
     /// Bind groups created for calls on device tensors.
@@ -36,6 +37,11 @@ pub(crate) struct BindCounters {
 }
 
 impl BindCounters {
+    /// Counts a bind group built outside the cache (a call whose buffers cannot recur).
+    pub(crate) fn note_built(&self) {
+        self.built.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub(crate) fn snapshot(&self) -> BindStats {
         BindStats { built: self.built.load(Ordering::Relaxed), reused: self.reused.load(Ordering::Relaxed) }
     }

@@ -498,12 +498,19 @@ impl WgpuEngine {
     /// beyond that.
     pub fn set_pool_limit(&self, bytes: u64) {
         self.link.pool.set_limit(bytes);
+        self.forget_bind_groups();
     }
 
     /// Frees every pooled buffer and forgets every cached bind group (which hold their
     /// buffers), so device memory of dropped tensors goes back to the driver now.
     pub fn trim(&self) {
         self.link.pool.trim();
+        self.forget_bind_groups();
+    }
+
+    /// Forgets every pipeline's cached bind groups (the buffers they hold go with them unless
+    /// something else holds them).
+    fn forget_bind_groups(&self) {
         for entries in lock(&self.pipelines).values() {
             for (_, pipeline) in entries {
                 pipeline.binds.clear();
@@ -851,7 +858,7 @@ impl WgpuEngine {
             return Err(WgpuError::InvalidLaunch("a 2-D or 3-D launch indexes each dimension itself: it is not linearised in rows".into()));
         }
         let max = [l.max_compute_workgroup_size_x, l.max_compute_workgroup_size_y, l.max_compute_workgroup_size_z];
-        let total = wg.iter().map(|&d| u64::from(d)).product::<u64>();
+        let total = wg.iter().fold(1u64, |t, &d| t.saturating_mul(u64::from(d)));
         if wg.contains(&0) {
             return Err(WgpuError::InvalidLaunch(format!("workgroup size {wg:?}: every dimension must be at least 1")));
         }
@@ -985,7 +992,17 @@ impl WgpuEngine {
             Some(g) => g,
             None => {
                 let make = |key: &[Binding]| self.scoped("bind group", || self.bind_group(pipeline, key));
-                pipeline.binds.get_or_make(windows(&buffers, slots), &self.binds, make)?
+                let key = windows(&buffers, slots);
+                // Only a call binding nothing but device tensors' buffers and cached uniforms
+                // can recur; caching any other would keep its one-off buffers alive. Without a
+                // pool no output buffer recurs either.
+                let recurs = slots.iter().all(|s| matches!(s, Slot::Resident { .. } | Slot::UniformBuffer(_) | Slot::Output { .. }));
+                if recurs && self.link.pool.limit() > 0 {
+                    pipeline.binds.get_or_make(key, &self.binds, make)?
+                } else {
+                    self.binds.note_built();
+                    make(&key)?
+                }
             }
         };
         Ok(Bound { buffers, staging, clear, bind_group })
@@ -1475,6 +1492,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         assert!(matches!(err, WgpuError::TooLarge { .. }), "{err:?}");
         let err = e.run(key("too-many"), ADD, "add", [8, 0, 1], &[], 1).expect_err("empty workgroup dimension");
         assert!(matches!(err, WgpuError::InvalidLaunch(_)), "{err:?}");
+        let err = e.run(key("too-many"), ADD, "add", [u32::MAX, u32::MAX, 2], &[], 1).expect_err("no overflow panic");
+        assert!(matches!(err, WgpuError::TooLarge { .. }), "{err:?}");
     }
 
     #[test]

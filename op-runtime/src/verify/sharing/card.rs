@@ -13,8 +13,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// Version of the card format. Format 2: trust per declared kernel.
-pub const CARD_FORMAT: u32 = 2;
+/// Version of the card format. Format 2: trust per declared kernel. Format 3: VJP kernels
+/// marked (`backward`), without trust lines of the op's.
+pub const CARD_FORMAT: u32 = 3;
 
 /// Whether one kernel is trusted on this machine's device for its backend.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -282,7 +283,8 @@ impl OpCard {
                 let own: Vec<&op_contract::contract::Kernel> =
                     if backward { c.vjp_kernels().iter().collect() } else { c.kernels.iter().collect() };
                 let at = if backward { i - c.kernels.len() } else { i };
-                let declared = own.iter().copied().find(|d| d.path == k.path).or_else(|| own.get(at).copied());
+                // Registration checked that the embedded kernels are the contract's, in order.
+                let declared = own.get(at).copied().filter(|d| d.path == k.path).or_else(|| own.iter().copied().find(|d| d.path == k.path));
                 let language =
                     declared.map(|d| d.lang).unwrap_or(if k.path.ends_with(".cu") { KernelLang::Cuda } else { KernelLang::Wgsl });
                 let mut headers: Vec<HeaderEntry> =

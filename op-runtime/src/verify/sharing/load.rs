@@ -148,7 +148,10 @@ fn check_card(id: &str, card: &OpCard, c: &Contract, index: &IndexEntry) -> Resu
     if let Some((what, _)) = fields.iter().find(|(_, ok)| !ok) {
         return Err(format!("its {what} disagrees with the published contract, index or receipts"));
     }
+    // The op's kernels, then its VJP kernels: a card marks exactly the latter `backward`.
+    let forward = c.kernels.len();
     let kernels_agree = card.kernels.len() == index.kernels.len()
+        && card.kernels.iter().enumerate().all(|(i, ck)| ck.backward == (i >= forward))
         && card.kernels.iter().zip(&index.kernels).all(|(ck, ik)| {
             let mut a: Vec<(&str, &str)> = ck.headers.iter().map(|h| (h.path.as_str(), h.blake3.as_str())).collect();
             let mut b: Vec<(&str, &str)> = ik.headers.iter().map(|h| (h.path.as_str(), h.blob.as_str())).collect();
