@@ -789,7 +789,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         // An entry reading only x components over a 2-D launch repeats every row.
         let (info, errs) = check_with(sig, k, MEDIAN);
         assert_eq!(info, None);
-        assert!(errs[0].contains("reads only the x component of its invocation ids"), "{errs:?}");
+        assert!(errs[0].contains("reads no `y` component of its invocation ids"), "{errs:?}");
+        // A 3-D launch of an entry that reads y but no z component is refused too.
+        let sig3 = quote!(signature(x: f32[a, m, n], w: u32) -> f32[a, m, n]);
+        let k3 = quote!(kernel(wgsl = "k.wgsl", bindings(x: read, out: read_write, uniform(n, w)), threads = (n, m, a)));
+        let (info, errs) = check_with(sig3.clone(), k3.clone(), &rows);
+        assert_eq!(info, None);
+        assert!(errs[0].contains("launched over 3 extents") && errs[0].contains("reads no `z` component"), "{errs:?}");
+        let cube = rows.replace("let i = gid.x + gid.y * p.n;", "let i = gid.x + gid.y * p.n + gid.z * p.n;");
+        let (info, errs) = check_with(sig3, k3, &cube);
+        assert_eq!(errs, Vec::<String>::new());
+        assert!(info.is_some());
     }
 
     #[test]

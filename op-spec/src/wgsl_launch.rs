@@ -32,6 +32,8 @@ struct Use {
     declared: bool,
     /// Reads something other than the x component (y, z, the whole vector, a dynamic index).
     beyond_x: bool,
+    /// Which components it reads (all three where the whole vector or a dynamic index is used).
+    reads: [bool; 3],
 }
 
 /// The entry point's use of `builtin`: declared as an argument or a member of a struct
@@ -55,11 +57,22 @@ fn builtin_use(module: &Module, info: &FunctionInfo, ep: &EntryPoint, builtin: B
             }));
         }
     }
-    let beyond_x = sources.iter().any(|&s| {
-        let x_reads = f.expressions.iter().filter(|(_, e)| matches!(e, Expression::AccessIndex { base, index: 0 } if *base == s)).count();
-        info[s].ref_count > x_reads
-    });
-    Use { declared, beyond_x }
+    let mut reads = [false; 3];
+    for &s in &sources {
+        let mut per = [0usize; 3];
+        for (_, e) in f.expressions.iter() {
+            if let Expression::AccessIndex { base, index } = e {
+                if *base == s && (*index as usize) < 3 {
+                    per[*index as usize] += 1;
+                }
+            }
+        }
+        let whole = info[s].ref_count > per.iter().sum::<usize>();
+        for k in 0..3 {
+            reads[k] |= whole || per[k] > 0;
+        }
+    }
+    Use { declared, beyond_x: reads[1] || reads[2], reads }
 }
 
 /// Rule: an entry point that reads the y or z component of `global_invocation_id` or
@@ -74,11 +87,12 @@ pub fn check_launch(cx: &Ctxt, kernel: &SKernel, module: &Module, info: &Functio
         // workgroups along each, nothing to linearise; but an entry that reads only x
         // components would run every row of the launch on the same elements.
         let lid = builtin_use(module, info, ep, BuiltIn::LocalInvocationId);
-        if !(gid.beyond_x || wid.beyond_x || lid.beyond_x) {
+        let dims = kernel.threads_yz.len() + 1;
+        if let Some(d) = (1..dims.min(3)).find(|&d| !(gid.reads[d] || wid.reads[d] || lid.reads[d])) {
+            let axis = ["x", "y", "z"][d];
             let msg = format!(
-                "WGSL entry `{}` is launched over {} extents (`threads = (...)`) but reads only the x component of its invocation ids: every row of the launch would repeat the same elements; index the other dimensions with `global_invocation_id.y` (and `.z`), or launch 1-D, `threads = n`",
-                ep.name,
-                kernel.threads_yz.len() + 1
+                "WGSL entry `{}` is launched over {dims} extents (`threads = (...)`) but reads no `{axis}` component of its invocation ids: every invocation along {axis} would repeat the same elements; index that dimension with `global_invocation_id.{axis}`, or launch over fewer extents",
+                ep.name
             );
             cx.error(syn::Error::new(kernel.path.span(), msg));
             return None;

@@ -1,5 +1,5 @@
-//! Rule: a 2-D launch of a WGSL entry that reads only the x components of its invocation ids
-//! is refused: every row of the launch would repeat the same elements.
+//! Rule: a 2-D launch of a WGSL entry that reads no y component of its invocation ids is
+//! refused: every row of the launch would repeat the same elements.
 
 use op_runtime::{op, Real};
 
