@@ -191,9 +191,10 @@ mod shim;
 ///   allowed. **2-D and 3-D launches**: `threads = (x, y)` or `(x, y, z)` launches
 ///   `ceil(extent / size)` workgroups (CUDA blocks) along each dimension of the entry's
 ///   `@workgroup_size(x, y[, z])` (CUDA `block = (x, y[, z])`, at most 1024 threads in all); a
-///   workgroup or block has no more dimensions than the launch, and a WGSL entry must read the
-///   y (and, launched over three, the z) component of its invocation ids (else the invocations
-///   along it repeat the same elements); each extent is checked like `threads` (symbols bound,
+///   workgroup or block has no more dimensions than the launch, and a kernel must read the y
+///   (and, launched over three, the z) component of its invocation ids (WGSL: of
+///   `global_invocation_id`, `workgroup_id` or `local_invocation_id`; CUDA: some `.y` read,
+///   such as `blockIdx.y`), else the invocations along it repeat the same elements; each extent is checked like `threads` (symbols bound,
 ///   never negative).
 ///   **1-D launches**: a WGSL entry that indexes with the x
 ///   components only is launched flat, at most the device's workgroups per dimension (65,535:

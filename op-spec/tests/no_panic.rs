@@ -27,7 +27,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 const MUL_CU: &str = "#include \"common.cuh\"
 extern \"C\" __global__ void mul(const float* a, const float* b, float* out, unsigned int n) {
-    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned int i = (blockIdx.y * gridDim.x + blockIdx.x) * blockDim.x + threadIdx.x;
     if (i < n) { out[i] = a[i] * b[i]; }
 }
 ";

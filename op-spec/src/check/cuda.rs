@@ -334,7 +334,30 @@ pub(super) fn check_cuda(cx: &Ctxt, k: &SKernel, sig: &SSignature, src: &str, he
             }
         }
     }
+    check_launch_dims(cx, k, entry, &sources);
     Some(entry.clone())
+}
+
+/// Rule: a CUDA kernel launched over 2 (3) extents reads a `.y` (and `.z`) component somewhere
+/// in its source or headers (`blockIdx.y`, `threadIdx.y`, ...): one that never does would run
+/// every thread along that dimension on the same elements. (Lenient: any `.y` member read
+/// counts, as the source is not analysed further.)
+fn check_launch_dims(cx: &Ctxt, k: &SKernel, entry: &str, sources: &[&str]) {
+    let dims = k.threads_yz.len() + 1;
+    let toks: Vec<Vec<CTok>> = sources.iter().map(|s| lex_c(s)).collect();
+    for (d, axis) in ["y", "z"].iter().enumerate().take(dims.saturating_sub(1)) {
+        let reads = toks.iter().any(|t| t.windows(2).any(|w| !w[0].string && w[0].text == "." && !w[1].string && w[1].text == *axis));
+        if !reads {
+            cx.error(syn::Error::new(
+                k.path.span(),
+                format!(
+                    "CUDA kernel `{entry}` is launched over {dims} extents (`threads = (...)`) but never reads a `.{axis}` component (`blockIdx.{axis}`, `threadIdx.{axis}`): every thread along {axis} would repeat the same elements; index dimension {} with them, or launch over fewer extents",
+                    d + 2
+                ),
+            ));
+            return;
+        }
+    }
 }
 
 /// The binding's name against a named parameter, as in WGSL: slots bind by position.
