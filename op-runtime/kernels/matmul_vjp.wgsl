@@ -27,30 +27,24 @@ fn tb(q: u32, j: u32, i: u32) -> f32 {
     return fin(a[i * p.k + q] * d_out[i * p.n + j]);
 }
 
-fn grad_a(i: u32, q: u32) -> f32 {
-    var j = 0u;
-    for (; j + 15u < p.n; j = j + 16u) {
-        push((((ta(i, q, j) + ta(i, q, j + 1u)) + (ta(i, q, j + 2u) + ta(i, q, j + 3u)))
-            + ((ta(i, q, j + 4u) + ta(i, q, j + 5u)) + (ta(i, q, j + 6u) + ta(i, q, j + 7u))))
-            + (((ta(i, q, j + 8u) + ta(i, q, j + 9u)) + (ta(i, q, j + 10u) + ta(i, q, j + 11u)))
-            + ((ta(i, q, j + 12u) + ta(i, q, j + 13u)) + (ta(i, q, j + 14u) + ta(i, q, j + 15u)))));
-    }
-    for (; j < p.n; j = j + 1u) {
-        push(ta(i, q, j));
-    }
-    return finish(flags, pushed());
+// Term `s` of gradient element (r, c): of d_a (`ta(r, c, s)`) or of d_b (`tb(r, c, s)`).
+fn term(of_a: bool, r: u32, c: u32, s: u32) -> f32 {
+    if (of_a) { return ta(r, c, s); }
+    return tb(r, c, s);
 }
 
-fn grad_b(q: u32, j: u32) -> f32 {
-    var i = 0u;
-    for (; i + 15u < p.m; i = i + 16u) {
-        push((((tb(q, j, i) + tb(q, j, i + 1u)) + (tb(q, j, i + 2u) + tb(q, j, i + 3u)))
-            + ((tb(q, j, i + 4u) + tb(q, j, i + 5u)) + (tb(q, j, i + 6u) + tb(q, j, i + 7u))))
-            + (((tb(q, j, i + 8u) + tb(q, j, i + 9u)) + (tb(q, j, i + 10u) + tb(q, j, i + 11u)))
-            + ((tb(q, j, i + 12u) + tb(q, j, i + 13u)) + (tb(q, j, i + 14u) + tb(q, j, i + 15u)))));
+// Gradient element (r, c) of d_a or d_b: its `len` terms in units of 16 summed as a balanced
+// tree, pushed on the counter, then the rest one by one.
+fn grad(of_a: bool, r: u32, c: u32, len: u32) -> f32 {
+    var s = 0u;
+    for (; s + 15u < len; s = s + 16u) {
+        push((((term(of_a, r, c, s) + term(of_a, r, c, s + 1u)) + (term(of_a, r, c, s + 2u) + term(of_a, r, c, s + 3u)))
+            + ((term(of_a, r, c, s + 4u) + term(of_a, r, c, s + 5u)) + (term(of_a, r, c, s + 6u) + term(of_a, r, c, s + 7u))))
+            + (((term(of_a, r, c, s + 8u) + term(of_a, r, c, s + 9u)) + (term(of_a, r, c, s + 10u) + term(of_a, r, c, s + 11u)))
+            + ((term(of_a, r, c, s + 12u) + term(of_a, r, c, s + 13u)) + (term(of_a, r, c, s + 14u) + term(of_a, r, c, s + 15u)))));
     }
-    for (; i < p.m; i = i + 1u) {
-        push(tb(q, j, i));
+    for (; s < len; s = s + 1u) {
+        push(term(of_a, r, c, s));
     }
     return finish(flags, pushed());
 }
@@ -61,9 +55,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let t = gid.x + gid.y * nwg.x * 64u;
     let mk = p.m * p.k;
     if (t < mk) {
-        d_a[t] = grad_a(t / p.k, t % p.k);
+        d_a[t] = grad(true, t / p.k, t % p.k, p.n);
     } else if (t < mk + p.k * p.n) {
         let u = t - mk;
-        d_b[u] = grad_b(u / p.n, u % p.n);
+        d_b[u] = grad(false, u / p.n, u % p.n, p.m);
     }
 }
