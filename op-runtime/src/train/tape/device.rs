@@ -8,7 +8,6 @@
 //! still round-trip.
 
 use super::{exec, shim_err, Node, Tape, TapeError};
-use crate::core::kind::BackendKind;
 use crate::core::op::RegisteredOp;
 use crate::core::placement::Placement;
 use crate::core::provenance::ProvenanceRecord;
@@ -77,9 +76,9 @@ impl Tape {
         Ok(())
     }
 
-    /// Whether the VJP op `h` has a kernel for the backend its call would run on: the one of the
-    /// device the values live on, else the one the tape's options force; without either, default
-    /// selection (the reference runs any rule). Otherwise the rule runs on the host (the
+    /// Whether the backend the VJP op `h`'s call would run on supports it (has a kernel serving
+    /// its instance): the one of the device the values live on, else the one the tape's options
+    /// force; without either, default selection (the reference runs any rule). Otherwise the rule runs on the host (the
     /// transfers it needs counted), never a refused call.
     fn runs_here(&self, h: &OpHandle, values: &[&Tensor], params: &[crate::core::tensor::Scalar]) -> bool {
         let on = values.iter().find_map(|t| t.device_storage()).map(|s| s.device().backend).or(self.options.backend);
@@ -90,11 +89,8 @@ impl Tape {
             Ok(None) => op,
             Err(_) => return false,
         };
-        let c = &inst.contract;
-        match kind {
-            BackendKind::Reference => true,
-            _ => (0..c.kernels.len()).any(|i| BackendKind::for_kernel(c.kernels[i].lang) == kind && c.kernel_serves(i)),
-        }
+        // The backend's own test, the one dispatch applies.
+        self.registry.backend(kind).is_some_and(|b| b.supports(&inst).is_ok())
     }
 
     /// `acc += g`: on the host for host tensors, through `builtin/add` where either lives on a
