@@ -33,6 +33,12 @@ impl Contract {
         }
     }
 
+    /// Every kernel the declaration embeds, in embedding order: the op's own, then its VJP
+    /// kernels (an op's description carries them in this order).
+    pub fn embedded_kernels(&self) -> impl Iterator<Item = &Kernel> {
+        self.kernels.iter().chain(self.vjp_kernels())
+    }
+
     /// The VJP op's contract, where the backward declares VJP kernels (`None` otherwise); an
     /// error names what makes the derivation impossible (a data-dependent output shape, or a
     /// derived name that an argument already has).

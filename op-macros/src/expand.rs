@@ -339,7 +339,7 @@ pub(crate) fn composite(plan: &op_spec::plan::ShimPlan) -> Option<TokenStream> {
 fn kernel_sources(c: &Checked) -> Vec<TokenStream> {
     c.kernels
         .iter()
-        .zip(c.contract.kernels.iter().chain(c.contract.vjp_kernels()))
+        .zip(c.contract.embedded_kernels())
         .map(|(lk, k)| {
             let abs = lk.abs_path.to_string_lossy().to_string();
             let path = &k.path;

@@ -308,7 +308,7 @@ fn check_description(decl: &OpDecl, c: &Contract) -> Result<(), String> {
     if decl.kernels.len() != declared {
         return Err(format!("the contract declares {declared} kernel(s) but {} are embedded", decl.kernels.len()));
     }
-    for (k, (src, kc)) in decl.kernels.iter().zip(c.kernels.iter().chain(c.vjp_kernels())).enumerate() {
+    for (k, (src, kc)) in decl.kernels.iter().zip(c.embedded_kernels()).enumerate() {
         if src.path != kc.path || src.entry.is_empty() || src.workgroup_size.contains(&0) {
             return Err(format!(
                 "embedded kernel {k} (`{}`, entry `{}`, workgroup {:?}) does not match the contract's `{}`",

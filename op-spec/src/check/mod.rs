@@ -143,7 +143,7 @@ pub fn check(cx: &Ctxt, input: &CheckInput<'_>) -> Option<Checked> {
     let body_tokens = crate::canon::code_tokens(input.func, attr, input.site);
     let kbytes: Vec<crate::canon::KernelBytes<'_>> = kernels
         .iter()
-        .zip(contract.kernels.iter().chain(contract.vjp_kernels()))
+        .zip(contract.embedded_kernels())
         .map(|(lk, k)| crate::canon::KernelBytes {
             path: &k.path,
             bytes: &lk.bytes,

@@ -278,13 +278,10 @@ impl OpCard {
             .iter()
             .enumerate()
             .map(|(i, k)| {
-                // The op's kernels, then its VJP kernels (embedded in that order).
+                // Registration checked that the embedded kernels are the contract's, in order:
+                // the op's own, then its VJP kernels.
                 let backward = i >= c.kernels.len();
-                let own: Vec<&op_contract::contract::Kernel> =
-                    if backward { c.vjp_kernels().iter().collect() } else { c.kernels.iter().collect() };
-                let at = if backward { i - c.kernels.len() } else { i };
-                // Registration checked that the embedded kernels are the contract's, in order.
-                let declared = own.get(at).copied().filter(|d| d.path == k.path).or_else(|| own.iter().copied().find(|d| d.path == k.path));
+                let declared = c.embedded_kernels().nth(i);
                 let language =
                     declared.map(|d| d.lang).unwrap_or(if k.path.ends_with(".cu") { KernelLang::Cuda } else { KernelLang::Wgsl });
                 let mut headers: Vec<HeaderEntry> =

@@ -160,7 +160,7 @@ fn check_card(id: &str, card: &OpCard, c: &Contract, index: &IndexEntry) -> Resu
             ck.path == ik.path
                 && ck.blake3 == ik.source
                 && a == b
-                && c.kernels.iter().chain(c.vjp_kernels()).any(|d| d.path == ck.path && d.lang == ck.language)
+                && c.embedded_kernels().any(|d| d.path == ck.path && d.lang == ck.language)
         });
     if !kernels_agree {
         return Err("its kernels disagree with the published contract or kernel blobs".into());
