@@ -810,32 +810,30 @@ impl WgpuEngine {
     /// The workgroups to dispatch, `[x, y, z]`, for a launch within the device's limits: flat
     /// kernels `ceil(threads / wg)` along each dimension; linear ones in rows (see [`Geometry`]).
     pub fn grid(&self, g: Geometry) -> Result<[u32; 3], WgpuError> {
-        if g.yz != [1, 1] || g.wg[1] != 1 || g.wg[2] != 1 {
-            return self.grid_3d(g);
+        self.check_workgroup(g.wg)?;
+        let max_groups = u64::from(self.limits.max_compute_workgroups_per_dimension);
+        let (wg, threads) = (g.wg, [g.threads, g.yz[0], g.yz[1]]);
+        if g.launch == Launch::Flat {
+            let mut groups = [0u32; 3];
+            for d in 0..3 {
+                let n = threads[d].div_ceil(u64::from(wg[d]));
+                if n > max_groups {
+                    let hint = if d == 0 && g.yz == [1, 1] {
+                        "; a kernel that linearises its index over rows with `@builtin(num_workgroups)` launches any number"
+                    } else {
+                        ""
+                    };
+                    let what = format!("workgroups in {} ({} threads / workgroup {}{hint})", ["x", "y", "z"][d], threads[d], wg[d]);
+                    return Err(WgpuError::TooLarge { what, requested: n, limit: max_groups });
+                }
+                groups[d] = n as u32;
+            }
+            return Ok(groups);
         }
-        let wg = g.wg;
-        if wg[0] == 0 {
-            return Err(WgpuError::InvalidLaunch(format!("workgroup size {wg:?}: every dimension must be at least 1")));
-        }
-        let max_x = self.limits.max_compute_workgroup_size_x.min(self.limits.max_compute_invocations_per_workgroup);
-        if wg[0] > max_x {
-            return Err(WgpuError::TooLarge { what: "workgroup size x".into(), requested: u64::from(wg[0]), limit: u64::from(max_x) });
+        if g.yz != [1, 1] || wg[1] != 1 || wg[2] != 1 {
+            return Err(WgpuError::InvalidLaunch("a 2-D or 3-D launch indexes each dimension itself: it is not linearised in rows".into()));
         }
         let groups = g.threads.div_ceil(u64::from(wg[0]));
-        let max_groups = u64::from(self.limits.max_compute_workgroups_per_dimension);
-        if g.launch == Launch::Flat {
-            if groups > max_groups {
-                return Err(WgpuError::TooLarge {
-                    what: format!(
-                        "workgroups in x ({} threads / workgroup {}; a kernel that linearises its index over rows with `@builtin(num_workgroups)` launches any number)",
-                        g.threads, wg[0]
-                    ),
-                    requested: groups,
-                    limit: max_groups,
-                });
-            }
-            return Ok([groups as u32, 1, 1]);
-        }
         let width = u64::from(g.row.unwrap_or(u32::MAX).max(1)).min(max_groups).min(groups.max(1));
         let rows = groups.div_ceil(width);
         if rows > max_groups {
@@ -848,20 +846,14 @@ impl WgpuEngine {
         Ok([width as u32, rows as u32, 1])
     }
 
-    /// [`WgpuEngine::grid`] of a 2-D or 3-D launch (flat: no linearised index): each workgroup
-    /// dimension and their product within the device's limits, `ceil(threads / wg)` workgroups
-    /// along each dimension, each within the per-dimension limit.
-    fn grid_3d(&self, g: Geometry) -> Result<[u32; 3], WgpuError> {
+    /// A workgroup size within the device's limits: every dimension at least 1 and at most its
+    /// limit, and their product at most the invocations per workgroup.
+    fn check_workgroup(&self, wg: [u32; 3]) -> Result<(), WgpuError> {
         let l = &self.limits;
-        let (wg, threads) = (g.wg, [g.threads, g.yz[0], g.yz[1]]);
-        if g.launch != Launch::Flat {
-            return Err(WgpuError::InvalidLaunch("a 2-D or 3-D launch indexes each dimension itself: it is not linearised in rows".into()));
-        }
-        let max = [l.max_compute_workgroup_size_x, l.max_compute_workgroup_size_y, l.max_compute_workgroup_size_z];
-        let total = wg.iter().fold(1u64, |t, &d| t.saturating_mul(u64::from(d)));
         if wg.contains(&0) {
             return Err(WgpuError::InvalidLaunch(format!("workgroup size {wg:?}: every dimension must be at least 1")));
         }
+        let max = [l.max_compute_workgroup_size_x, l.max_compute_workgroup_size_y, l.max_compute_workgroup_size_z];
         if let Some(d) = (0..3).find(|&d| wg[d] > max[d]) {
             return Err(WgpuError::TooLarge {
                 what: format!("workgroup size in {}", ["x", "y", "z"][d]),
@@ -869,23 +861,12 @@ impl WgpuEngine {
                 limit: u64::from(max[d]),
             });
         }
+        let total = wg.iter().fold(1u64, |t, &d| t.saturating_mul(u64::from(d)));
         if total > u64::from(l.max_compute_invocations_per_workgroup) {
             let limit = u64::from(l.max_compute_invocations_per_workgroup);
             return Err(WgpuError::TooLarge { what: format!("invocations per workgroup {wg:?}"), requested: total, limit });
         }
-        let mut groups = [0u32; 3];
-        for d in 0..3 {
-            let n = threads[d].div_ceil(u64::from(wg[d]));
-            if n > u64::from(l.max_compute_workgroups_per_dimension) {
-                return Err(WgpuError::TooLarge {
-                    what: format!("workgroups in {} ({} threads / workgroup {})", ["x", "y", "z"][d], threads[d], wg[d]),
-                    requested: n,
-                    limit: u64::from(l.max_compute_workgroups_per_dimension),
-                });
-            }
-            groups[d] = n as u32;
-        }
-        Ok(groups)
+        Ok(())
     }
 
     /// Each slot's (padded) buffer size, checked against the device's limits before any GPU work.
