@@ -10,7 +10,9 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 mod host;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub(crate) mod launch;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub(crate) mod resident;
 pub mod transfers;
 #[cfg(feature = "wgpu")]

@@ -3,6 +3,7 @@
 //! which tests and benches read to prove that a device-resident chain moved nothing between
 //! its calls. One type for every GPU backend (wgpu, CUDA).
 
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Tensor data moved between the host and one engine's device so far.
@@ -33,6 +34,7 @@ impl Transfers {
 }
 
 /// The counters, shared by an engine and every buffer it made.
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     to_device: AtomicU64,
@@ -43,6 +45,7 @@ pub(crate) struct Counters {
     uniform_bytes: AtomicU64,
 }
 
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
 impl Counters {
     pub(crate) fn up(&self, bytes: u64) {
         self.to_device.fetch_add(1, Ordering::Relaxed);
@@ -52,6 +55,7 @@ impl Counters {
         self.to_host.fetch_add(1, Ordering::Relaxed);
         self.to_host_bytes.fetch_add(bytes, Ordering::Relaxed);
     }
+    #[cfg(feature = "wgpu")]
     pub(crate) fn uniform(&self, bytes: u64) {
         self.uniform_writes.fetch_add(1, Ordering::Relaxed);
         self.uniform_bytes.fetch_add(bytes, Ordering::Relaxed);
