@@ -27,6 +27,10 @@ pub enum BackendError {
     /// A buffer or launch exceeds what the device or host allows (what, how much, the limit).
     #[error("{0}")]
     TooLarge(String),
+    /// Conformance rejected this kernel on this device in this process: default selection
+    /// passes over it (an explicit choice still runs it).
+    #[error("{0}")]
+    Rejected(String),
     /// The kernel ran but its results are unusable (a host kernel's own error, an output
     /// that was not produced, a readback that came back short).
     #[error("{0}")]
