@@ -558,3 +558,41 @@ fn a_rejected_wgsl_kernel_is_passed_over_by_default_and_reached_only_explicitly(
         forced.provenance
     );
 }
+
+/// `builtin/tanh(-0.0)` is `-0.0`, and `tanh(+0.0)` is `+0.0`, bit for bit, on every backend
+/// that runs it here, at every instance it serves (the cpu kernel's polynomial used to give
+/// `+0.0`); GPU backends without a device here are skipped, and named.
+#[test]
+fn builtin_tanh_keeps_the_sign_of_zero_on_every_backend() {
+    let r = op_runtime::registry();
+    let tanh = r.lookup("builtin/tanh").unwrap();
+    let mut ran = Vec::new();
+    for h in tanh.instances() {
+        let op = h.op();
+        let dtype = op.contract.signature.outputs[0].dtype;
+        // Zeros of both signs in every lane position of a vector body and its tail.
+        let zeros: Vec<f64> = (0..37).map(|i| if i % 2 == 0 { -0.0 } else { 0.0 }).collect();
+        let x = Tensor::from_f64(dtype, [zeros.len()], &zeros).unwrap();
+        for kind in BackendKind::PRIORITY {
+            let Some(b) = r.backend(kind) else { continue };
+            if let Err(why) = b.supports(&op).and_then(|()| b.availability()) {
+                println!("{kind} at {dtype}: skipped: {why}");
+                continue;
+            }
+            let out = h.call_with(&[&x], &[], CallOptions::on(kind)).unwrap_or_else(|e| panic!("{kind} at {dtype}: {e}"));
+            let y = out.outputs[0].to_host().unwrap();
+            for i in 0..zeros.len() {
+                assert_eq!(y.data().bits(i), x.data().bits(i), "{kind} at {dtype}: tanh({}) has the wrong sign at {i}", zeros[i]);
+            }
+            ran.push((kind, dtype));
+        }
+    }
+    println!("tanh kept the sign of zero on {ran:?}");
+    for dtype in [op_runtime::DType::f16, op_runtime::DType::bf16, op_runtime::DType::f32, op_runtime::DType::f64] {
+        assert!(ran.contains(&(BackendKind::Reference, dtype)), "{ran:?}");
+    }
+    assert!(ran.contains(&(BackendKind::Cpu, op_runtime::DType::f32)), "{ran:?}");
+    if std::env::var(op_runtime::testing::REQUIRE_GPU_ENV).as_deref() == Ok("1") {
+        assert!(ran.contains(&(BackendKind::Wgpu, op_runtime::DType::f32)), "{ran:?}");
+    }
+}

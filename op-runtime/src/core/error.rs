@@ -106,6 +106,15 @@ pub enum TensorError {
         /// The requested shape.
         shape: Vec<usize>,
     },
+    /// The tensor's storage cannot be allocated on this host: more bytes than its physical
+    /// memory, more than the address space, or refused by the allocator. Never an abort.
+    #[error("{what} cannot be allocated: {why}; use a smaller shape")]
+    TooLarge {
+        /// What was to be allocated (`a \`f32\` tensor of shape [1099511627776]`).
+        what: String,
+        /// Why it cannot be.
+        why: String,
+    },
     /// The tensor was read as another dtype.
     #[error("expected a `{expected}` tensor, found `{found}`")]
     DTypeMismatch {
