@@ -252,6 +252,11 @@ fn a_public_op_is_refused_with_the_list_of_what_it_lacks_and_a_complete_one_publ
     let e = t.store.publish(&builtin_add(), &[]).unwrap_err();
     assert!(matches!(&e, SharingError::BelowPublicBar { missing, .. } if *missing == vec![Missing::KernelReceipt]), "{e}");
     t.store.publish(&builtin_add(), &[cpu_receipt("builtin/add")]).expect("a built-in meets the bar");
+    // Every built-in meets the rest of the bar (licence, description, parameters documented):
+    // without receipts, the kernel receipt is all it lacks.
+    for b in op_runtime::registry().ops().iter().filter(|o| o.id.starts_with("builtin/") && o.vjp_of.is_none()) {
+        assert_eq!(op_runtime::verify::sharing::public_bar(b, &[]), vec![Missing::KernelReceipt], "{}", b.id);
+    }
 }
 
 #[test]

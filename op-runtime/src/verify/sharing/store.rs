@@ -250,7 +250,7 @@ impl Store {
 
     /// Publishes `op` with its receipts: refuses what may not leave private (a private op, one
     /// without a valid licence, a public op below the bar the built-ins meet: see
-    /// [`super::bar`]); writes every blob, one file per receipt, then the index entry (under
+    /// [`super::public_bar`]); writes every blob, one file per receipt, then the index entry (under
     /// the op's lock, only if it is missing, corrupt or stale). The same content again adds the
     /// new receipts and rewrites damaged files; changed content under a published
     /// `name@version` is `ContentChanged`; a corrupt index entry is replaced, never an obstacle.
