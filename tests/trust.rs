@@ -321,7 +321,9 @@ fn mutate(text: &str, rng: &mut Rng) -> String {
     let mut b = text.as_bytes().to_vec();
     let at = rng.below(b.len());
     match rng.below(6) {
-        0 => b[at] ^= 1 << rng.below(8),
+        // (an input mutated to nothing has no byte to flip)
+        0 if !b.is_empty() => b[at] ^= 1 << rng.below(8),
+        0 => {}
         1 => b.truncate(at),
         2 => {
             let end = (at + 1 + rng.below(16)).min(b.len());

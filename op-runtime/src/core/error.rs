@@ -27,6 +27,10 @@ pub enum BackendError {
     /// A buffer or launch exceeds what the device or host allows (what, how much, the limit).
     #[error("{0}")]
     TooLarge(String),
+    /// Conformance rejected this kernel on this device in this process: default selection
+    /// passes over it (an explicit choice still runs it).
+    #[error("{0}")]
+    Rejected(String),
     /// The kernel ran but its results are unusable (a host kernel's own error, an output
     /// that was not produced, a readback that came back short).
     #[error("{0}")]
@@ -101,6 +105,15 @@ pub enum TensorError {
     ShapeOverflow {
         /// The requested shape.
         shape: Vec<usize>,
+    },
+    /// The tensor's storage cannot be allocated on this host: more bytes than its physical
+    /// memory, more than the address space, or refused by the allocator. Never an abort.
+    #[error("{what} cannot be allocated: {why}; use a smaller shape")]
+    TooLarge {
+        /// What was to be allocated (`a \`f32\` tensor of shape [1099511627776]`).
+        what: String,
+        /// Why it cannot be.
+        why: String,
     },
     /// The tensor was read as another dtype.
     #[error("expected a `{expected}` tensor, found `{found}`")]

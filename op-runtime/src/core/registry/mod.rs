@@ -8,6 +8,9 @@
 pub mod batch;
 pub mod dispatch;
 mod memo;
+mod rejected;
+
+pub use rejected::Rejection;
 
 use crate::core::backend::{Backend, Prepared};
 use crate::core::decl::OpDecl;
@@ -146,6 +149,8 @@ pub(crate) struct Inner {
     pub(crate) backends: Vec<Arc<dyn Backend>>,
     pub(crate) order: OnceLock<Vec<Arc<dyn Backend>>>,
     pub(crate) stats: Stats,
+    /// Kernels conformance rejected in this process (see `rejected`).
+    pub(crate) rejected: rejected::Rejections,
 }
 
 /// The op registry. Cheap to clone (shared).
@@ -173,6 +178,7 @@ impl Registry {
                 backends,
                 order: OnceLock::new(),
                 stats: Stats::default(),
+                rejected: rejected::Rejections::default(),
             }),
         }
     }

@@ -467,7 +467,16 @@ pub fn conform(handle: &OpHandle, kind: BackendKind) -> Result<Receipt, Conforma
     if found.is_empty() {
         return Ok(Receipt::mint(&op, kind, device, corpus.cases.len(), &corpus.digest));
     }
-    Err(ConformanceFailure::Rejected(Box::new(checker.report(Some(&gen), found, &device, (failed, corpus.cases.len(), passed_before)))))
+    Err(rejected(handle, checker.report(Some(&gen), found, &device, (failed, corpus.cases.len(), passed_before))))
+}
+
+/// The verdict on a rejected kernel, recorded with the handle's registry first: default
+/// selection passes over it from now on in this process (`core::registry::rejected`).
+fn rejected(handle: &OpHandle, report: Report) -> ConformanceFailure {
+    let classes: Vec<&str> = report.defects.iter().map(|d| d.class.name()).collect();
+    let summary = format!("{} of {} case(s) failed ({})", report.failed, report.cases, classes.join("; "));
+    handle.registry().reject_kernel(&handle.op(), report.backend, &report.device, summary);
+    ConformanceFailure::Rejected(Box::new(report))
 }
 
 /// Checks the op's kernel on one backend on a single given case, by the same procedure and
@@ -481,7 +490,7 @@ pub fn check_case(handle: &OpHandle, kind: BackendKind, case: &Case) -> Result<(
     if found.is_empty() {
         return Ok(());
     }
-    Err(ConformanceFailure::Rejected(Box::new(checker.report(None, found, &device, (failed, 1, 0)))))
+    Err(rejected(handle, checker.report(None, found, &device, (failed, 1, 0))))
 }
 
 /// The worst use of the `accum` bound by the op's kernel on one backend over its corpus:

@@ -32,13 +32,16 @@
 //! # }
 //! ```
 
+mod bar;
 mod blobs;
 mod card;
 mod error;
 mod load;
+mod show;
 mod store;
 
+pub use bar::public_bar;
 pub use card::{blob_hash, HeaderEntry, KernelEntry, KernelTrust, LocalDevices, OpCard, Trust, CARD_FORMAT};
-pub use error::SharingError;
+pub use error::{Missing, SharingError};
 pub use load::{LoadedCard, LoadedKernel};
 pub use store::{IndexEntry, IndexHeader, IndexKernel, PublishedId, RepairReport, Store, INDEX_FORMAT};
