@@ -364,8 +364,17 @@ fn hash_in_crate(dir: &Path, attr: &str, reference: &str) -> [u8; 32] {
     use op_spec::closure::Site;
     let file = dir.join("src/lib.rs");
     let func = parse_item(tokens(reference)).expect("reference parses");
-    let location = Location { file: file.clone(), line: 1, column: 1 };
-    let site = Site { file: Some(file), manifest_dir: Some(dir.to_path_buf()), crate_name: Some("closure_crate".into()) };
+    // The attribute stands on the line before the reference, as `#[op(...)]` would.
+    let text = std::fs::read_to_string(&file).expect("lib.rs");
+    let line = text.lines().position(|l| l.contains(reference)).expect("the reference is in lib.rs");
+    let location = Location { file: file.clone(), line, column: 1 };
+    let site = Site {
+        file: Some(file),
+        line: Some((line, 1)),
+        manifest_dir: Some(dir.to_path_buf()),
+        crate_name: Some("closure_crate".into()),
+        ..Site::default()
+    };
     match check_declaration(tokens(attr), &func, &[dir.to_path_buf()], Some(&location), Some(&site)) {
         Ok(c) => c.hash,
         Err(errs) => panic!("does not check: {:#?}", errs.iter().map(|e| e.to_string()).collect::<Vec<_>>()),
@@ -380,6 +389,7 @@ fn editing_a_vjp_body_or_a_cpu_kernels_helper_changes_identity_and_an_unrelated_
     let lib = |vjp_body: &str, cpu_helper: &str, unrelated: &str| {
         format!(
             "use op_runtime::{{op, Real}};\n\
+             #[op]\n\
              {reference}\n\
              pub fn twice_vjp<T: Real>(_x: &[T], g: &[T]) -> Vec<T> {{ {vjp_body} }}\n\
              fn scale2(v: f32) -> f32 {{ {cpu_helper} }}\n\
