@@ -54,8 +54,12 @@ pub(crate) struct Item {
     pub refs: Vec<Ref>,
     /// The names of its associated items (a trait's or an impl's).
     pub members: Vec<String>,
-    /// The identifiers an impl's header (its generics, trait and type) or a macro call mentions.
+    /// The identifiers an impl's header (its generics, trait and type) or a macro call
+    /// mentions; for a `macro_rules!`, the names its body may define (after `fn`, `struct`,
+    /// `impl`, `for`, ...).
     pub mentions: Vec<String>,
+    /// A struct, enum, union, type alias or trait: what impls and the syntax's calls are for.
+    pub typelike: bool,
     /// The `cfg` atoms its tokens test (`feature="x"`, `test`), spaces removed.
     pub cfgs: Vec<String>,
 }
@@ -210,8 +214,12 @@ fn entry(name: String, kind: Kind, tokens: TokenStream) -> Item {
     let mut refs = Vec::new();
     scan(tokens.clone(), &mut refs);
     let cfgs = cfg_atoms(tokens.clone());
-    let mentions = if kind == Kind::MacroCall { idents(tokens.clone()) } else { Vec::new() };
-    Item { name, kind, text: canonical_code(tokens), refs, members: Vec::new(), mentions, cfgs }
+    let mentions = match kind {
+        Kind::MacroCall => idents(tokens.clone()),
+        Kind::Macro => defined_names(tokens.clone()),
+        _ => Vec::new(),
+    };
+    Item { name, kind, text: canonical_code(tokens), refs, members: Vec::new(), mentions, cfgs, typelike: false }
 }
 
 /// An impl block: its whole tokens, its members' names and the names its header mentions.
@@ -244,17 +252,18 @@ fn impl_members(items: &[syn::ImplItem]) -> Vec<String> {
 pub(crate) fn index_item(item: &syn::Item, out: &mut Vec<Item>) {
     use syn::Item as I;
     let plain = |name: &syn::Ident| entry(name.to_string(), Kind::Plain, item.to_token_stream());
+    let typelike = |name: &syn::Ident| Item { typelike: true, ..plain(name) };
     match item {
         I::Fn(f) => out.push(plain(&f.sig.ident)),
         I::Const(c) => out.push(plain(&c.ident)),
         I::Static(s) => out.push(plain(&s.ident)),
-        I::Struct(s) => out.push(plain(&s.ident)),
-        I::Enum(e) => out.push(plain(&e.ident)),
-        I::Union(u) => out.push(plain(&u.ident)),
-        I::Type(t) => out.push(plain(&t.ident)),
-        I::TraitAlias(t) => out.push(plain(&t.ident)),
+        I::Struct(s) => out.push(typelike(&s.ident)),
+        I::Enum(e) => out.push(typelike(&e.ident)),
+        I::Union(u) => out.push(typelike(&u.ident)),
+        I::Type(t) => out.push(typelike(&t.ident)),
+        I::TraitAlias(t) => out.push(typelike(&t.ident)),
         I::Trait(t) => {
-            let mut e = plain(&t.ident);
+            let mut e = typelike(&t.ident);
             e.members = t
                 .items
                 .iter()
@@ -365,6 +374,39 @@ fn predicate_atoms(pred: Vec<TokenTree>, out: &mut Vec<String>) {
     }
 }
 
+/// The names a `macro_rules!` body may define or implement for: each identifier after an item
+/// keyword (`fn`, `struct`, `enum`, `union`, `type`, `trait`, `const`, `static`, `mod`,
+/// `macro_rules !`) or in an impl header (after `impl` and `for`), at any depth.
+fn defined_names(ts: TokenStream) -> Vec<String> {
+    const KEYWORDS: [&str; 11] = ["fn", "struct", "enum", "union", "type", "trait", "const", "static", "mod", "impl", "for"];
+    let mut out = Vec::new();
+    let mut pending = vec![ts];
+    while let Some(ts) = pending.pop() {
+        let mut after_keyword = false;
+        for t in ts {
+            match t {
+                TokenTree::Group(g) => {
+                    pending.push(g.stream());
+                    after_keyword = false;
+                }
+                TokenTree::Ident(i) => {
+                    let word = i.to_string();
+                    if after_keyword && !KEYWORDS.contains(&word.as_str()) {
+                        out.push(word.clone());
+                    }
+                    after_keyword = KEYWORDS.contains(&word.as_str()) || (after_keyword && word == "dyn");
+                }
+                // `impl<T> Tr<T> for W`: generics and paths keep the header going.
+                TokenTree::Punct(p) => after_keyword = after_keyword && matches!(p.as_char(), '<' | '>' | ':' | ',' | '$' | '\'' | '&'),
+                TokenTree::Literal(_) => after_keyword = false,
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// Whether `toks[i..]` starts with `::` followed by an identifier.
 fn path_sep(toks: &[TokenTree], i: usize) -> bool {
     matches!(toks.get(i), Some(TokenTree::Punct(p)) if p.as_char() == ':' && p.spacing() == Spacing::Joint)
@@ -372,9 +414,13 @@ fn path_sep(toks: &[TokenTree], i: usize) -> bool {
         && matches!(toks.get(i + 2), Some(TokenTree::Ident(_)))
 }
 
+/// Keywords after which an identifier is a name being defined, not a path used.
+const DEFINING: [&str; 9] = ["fn", "struct", "enum", "union", "trait", "type", "mod", "static", "let"];
+
 /// Collects every path the tokens mention (into groups too, iteratively: token trees of any
 /// depth never recurse). A path after `::` that does not continue an identifier
-/// (`<T as Tr>::name`, `Vec::<T>::name`) or after `.` is associated.
+/// (`<T as Tr>::name`, `Vec::<T>::name`) or after `.` is associated. A name being defined
+/// (`fn name`, `type Output`, `let x`) is not a path.
 pub(crate) fn scan(ts: TokenStream, out: &mut Vec<Ref>) {
     let mut pending: Vec<TokenStream> = vec![ts];
     while let Some(ts) = pending.pop() {
@@ -384,6 +430,10 @@ pub(crate) fn scan(ts: TokenStream, out: &mut Vec<Ref>) {
             match &toks[i] {
                 TokenTree::Group(g) => {
                     pending.push(g.stream());
+                    i += 1;
+                }
+                TokenTree::Ident(_) if matches!(i.checked_sub(1).and_then(|k| toks.get(k)), Some(TokenTree::Ident(k)) if DEFINING.contains(&k.to_string().as_str())) =>
+                {
                     i += 1;
                 }
                 TokenTree::Ident(id) => {

@@ -215,7 +215,8 @@ fn cfg_lines(config: Option<&BuildConfig>, mut atoms: Vec<String>) -> Vec<String
     let Some(c) = config else {
         return atoms.iter().map(|a| format!("//~ cfg {a} unknown (not compiled by rustc)")).collect();
     };
-    let mut out: Vec<String> = atoms.iter().map(|a| format!("//~ cfg {a} {}", c.has(a))).collect();
+    let mut out: Vec<String> =
+        atoms.iter().map(|a| format!("//~ cfg {a} {}", if c.has(a) { "set by --cfg" } else { "not set by --cfg" })).collect();
     if atoms.iter().any(|a| !c.has(a)) {
         out.push(format!("//~ cfg built-in {}", c.builtin.join(" ")));
     }

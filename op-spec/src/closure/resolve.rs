@@ -49,12 +49,12 @@ impl Names {
                 }
             }
         }
-        // A macro call also mentions what the macro it calls mentions (the items it defines).
+        // A macro call also mentions what the macro it calls may define.
         let mut extra: Vec<(String, Id)> = Vec::new();
         for (m, module) in k.modules.iter().enumerate() {
             for (i, item) in module.items.iter().enumerate().filter(|(_, it)| it.kind == Kind::MacroCall) {
                 for &(dm, di) in n.macros.get(&item.name).into_iter().flatten() {
-                    extra.extend(k.modules[dm].items[di].refs.iter().flat_map(|r| r.segs.iter()).map(|s| (s.clone(), (m, i))));
+                    extra.extend(k.modules[dm].items[di].mentions.iter().map(|s| (s.clone(), (m, i))));
                 }
             }
         }
@@ -91,8 +91,9 @@ pub(crate) fn reach(k: &Crate, starts: &[usize], refs: Vec<super::index::Ref>) -
             }
             let item = &k.modules[id.0].items[id.1];
             queue.extend(item.refs.iter().map(|r| (id.0, r.clone())));
-            // What the syntax calls on a reached type or trait: the impls naming it.
-            if item.kind == Kind::Plain {
+            // What the syntax calls on a reached type or trait: the impls naming it, and the
+            // macro calls that may write one.
+            if item.typelike {
                 found.extend(names.impls.get(&item.name).into_iter().flatten());
                 found.extend(names.calls.get(&item.name).into_iter().flatten());
             }
