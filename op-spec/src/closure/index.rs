@@ -93,8 +93,8 @@ pub(crate) struct Module {
     pub cfgs: Vec<String>,
 }
 
-/// Indexes a file from its light parse (see [`super::light`]): the same modules as
-/// [`index_file`] on the full parse.
+/// Indexes a file from its light parse (see [`super::light`]): the same modules as the full
+/// parse gives (`index_file`, which the tests compare).
 pub(crate) fn index_light(file: Light) -> Vec<Module> {
     let mut out = Vec::new();
     // (items, module path, cfg atoms): an explicit stack, outermost module first.
@@ -125,7 +125,8 @@ pub(crate) fn index_light(file: Light) -> Vec<Module> {
     out
 }
 
-/// Indexes a parsed file: its modules, sorted by path.
+/// Indexes a parsed file: its modules, sorted by path (the full parse, to test the light one).
+#[cfg(test)]
 pub(crate) fn index_file(file: &syn::File) -> Vec<Module> {
     let mut out = Vec::new();
     let mut pending: Vec<(&[syn::Item], Vec<String>, Vec<String>)> = vec![(&file.items, Vec::new(), attr_cfgs(&file.attrs))];

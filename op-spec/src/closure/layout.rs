@@ -1,8 +1,9 @@
-//! Where an attribute stands in its file: the inline modules (`mod a { .. }`) enclosing a
-//! position, read by a light lexer (comments, strings, raw strings, chars and lifetimes skipped;
-//! only braces tracked). It never parses, recurses or indexes past the text: any file, however
-//! deep or unbalanced, gives an answer, `None` where the position cannot be told (no `#` there,
-//! or a brace that is not a module's encloses it: a function body, a macro's body).
+//! What a light lexer (comments, strings, raw strings, chars and lifetimes skipped) tells about
+//! a file without parsing it: where an attribute stands (the inline modules `mod a { .. }`
+//! enclosing a position), and how deep a recursive parser would have to go to parse it. It
+//! never parses, recurses or indexes past the text: any file, however deep or unbalanced,
+//! gives an answer, `None` where the position cannot be told (no `#` there, or a brace that is
+//! not a module's encloses it: a function body, a macro's body).
 
 /// A frame of the brace stack: an inline module (its name) or any other block.
 #[derive(Clone, Debug, PartialEq)]
@@ -54,6 +55,60 @@ pub(crate) fn module_at(text: &str, line: usize, column: usize) -> Option<Vec<St
         }
     }
     None
+}
+
+/// An over-estimate of the recursion depth a parser like `syn` needs for the file's code (its
+/// strings and comments do not count): at each token, the bracket depth, plus the depth of `<`
+/// in the current statement, plus the run of prefix-like tokens just before (`& * - ! |`,
+/// `return`, `break`, `move`, `box`), plus the `else` chain at this depth since its last `;`.
+pub(crate) fn parse_depth(text: &str) -> usize {
+    let chars: Vec<char> = text.chars().collect();
+    let mut lx = Lexer { chars: &chars, i: 0, line: 1, col: 1 };
+    let (mut depth, mut angles, mut run, mut max) = (0usize, 0usize, 0usize, 0usize);
+    // `else` tokens per bracket depth since that depth's last `;`.
+    let mut elses: Vec<usize> = vec![0];
+    while let Some((tok, _)) = lx.next() {
+        let prefix = match &tok {
+            Tok::Punct(c) => matches!(c, '&' | '*' | '-' | '!' | '|'),
+            Tok::Word(w) => matches!(w.as_str(), "return" | "break" | "move" | "box"),
+        };
+        run = if prefix { run + 1 } else { 0 };
+        match tok {
+            Tok::Punct('(' | '[' | '{') => {
+                depth += 1;
+                elses.push(0);
+                if matches!(tok, Tok::Punct('{')) {
+                    angles = 0;
+                }
+            }
+            Tok::Punct(')' | ']' | '}') => {
+                depth = depth.saturating_sub(1);
+                if elses.len() > 1 {
+                    elses.pop();
+                }
+                if matches!(tok, Tok::Punct('}')) {
+                    angles = 0;
+                }
+            }
+            Tok::Punct(';') => {
+                angles = 0;
+                if let Some(e) = elses.last_mut() {
+                    *e = 0;
+                }
+            }
+            Tok::Punct('<') => angles += 1,
+            Tok::Punct('>') => angles = angles.saturating_sub(1),
+            Tok::Word(w) if w == "else" => {
+                if let Some(e) = elses.last_mut() {
+                    *e += 1;
+                }
+            }
+            _ => {}
+        }
+        let chain = elses.last().copied().unwrap_or(0);
+        max = max.max(depth.saturating_add(angles).saturating_add(run).saturating_add(chain));
+    }
+    max
 }
 
 /// A block's frame from its header: `[vis] [unsafe] mod name {` opens a module.
@@ -194,8 +249,9 @@ impl Lexer<'_> {
     fn char_or_lifetime(&self) -> usize {
         match (self.at(1), self.at(2)) {
             (Some('\\'), _) => {
-                // An escape: up to the closing quote, within the longest escape (`'\u{10FFFF}'`).
-                (2..12).find(|&k| self.at(k) == Some('\'')).map_or(1, |k| k + 1)
+                // An escape (the escaped character may be a quote): up to the closing quote,
+                // within the longest escape (`'\u{10FFFF}'`).
+                (3..12).find(|&k| self.at(k) == Some('\'')).map_or(1, |k| k + 1)
             }
             (Some(_), Some('\'')) => 3,
             _ => 1,
@@ -276,5 +332,23 @@ mod r#raw { #[op] fn g() {} }
         }
         let deep = format!("{}\n#[op]\nfn f() {{}}\n", format!("const S: &str = \"{}\";", "(".repeat(300)));
         assert_eq!(module_at(&deep, 2, 1), Some(vec![]));
+        assert_eq!(module_at("const C: char = '\\'';\n#[op]\nfn f() {}", 2, 1), Some(vec![]), "an escaped quote");
+    }
+
+    #[test]
+    fn parse_depth_counts_what_a_parser_recurses_on_and_not_strings_or_comments() {
+        let small = "fn f(x: &[f32]) -> Vec<Vec<f32>> { if a { 1 } else if b { 2 } else { 3 } }";
+        assert!(parse_depth(small) < 8, "{}", parse_depth(small));
+        assert!(parse_depth(&format!("const S: &str = \"{}\"; // {}", "(".repeat(500), "{".repeat(500))) < 4);
+        for deep in [
+            format!("const X: u8 = {}0{};", "(".repeat(200), ")".repeat(200)),
+            format!("type T = {}u8{};", "Option<".repeat(200), ">".repeat(200)),
+            format!("type T = {}u8;", "&".repeat(200)),
+            format!("const X: i32 = {}1;", "- ".repeat(200)),
+            format!("const X: u8 = if a {{ 0 }}{} else {{ 1 }};", " else if a { 0 }".repeat(200)),
+            format!("const F: fn() = {}|| ();", "|| ".repeat(100)),
+        ] {
+            assert!(parse_depth(&deep) >= 200, "{}: {}", &deep[..40], parse_depth(&deep));
+        }
     }
 }

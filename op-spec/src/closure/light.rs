@@ -3,11 +3,11 @@
 //! group. The index needs a body's tokens, never its expressions, and parsing those was most of
 //! the macro's time on a crate of many ops. Functions and impl blocks are kept as the tokens
 //! they were written as (attributes included), the ones the full parse re-emits, so the index
-//! is the same either way (a test compares them). Anything this parse does not take (a shebang,
-//! an inner attribute at the top of a body, `default`/`const` impls, a visibility on an impl)
-//! makes it fail, and the caller parses the file with `syn::parse_file` instead.
+//! is the same either way (a test compares them). What this parse does not take (`default` or
+//! `const` impls, a visibility on an impl: unstable forms)
+//! makes it fail; the file is then not indexed (the closure covers the whole package instead).
 
-use proc_macro2::{Group, TokenStream, TokenTree};
+use proc_macro2::{Group, TokenStream};
 use syn::buffer::Cursor;
 use syn::parse::discouraged::Speculative;
 use syn::parse::{ParseStream, Parser};
@@ -46,9 +46,11 @@ fn between(begin: Cursor, end: Cursor) -> TokenStream {
 /// The file's items, or an error where the light parse does not apply.
 pub(crate) fn parse_file(text: &str) -> syn::Result<Light> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    if text.starts_with("#!") && !text.starts_with("#![") {
-        return Err(syn::Error::new(proc_macro2::Span::call_site(), "a shebang: left to the full parse"));
-    }
+    // A shebang line is not Rust (the compiler skips it too).
+    let text = match text.starts_with("#!") && !text.starts_with("#![") {
+        true => text.find('\n').map_or("", |n| &text[n..]),
+        false => text,
+    };
     (|input: ParseStream| Ok(Light { inner: input.call(Attribute::parse_inner)?, items: items(input)? })).parse_str(text)
 }
 
@@ -103,18 +105,9 @@ fn function(input: ParseStream, _default: Option<&Token![default]>) -> syn::Resu
     if !ahead.peek(syn::token::Brace) {
         return Ok(None);
     }
-    let body: Group = ahead.parse()?;
-    if starts_with_inner_attribute(&body) {
-        // The full parse moves it into the attributes: left to it, so both agree.
-        return Err(syn::Error::new(body.span(), "an inner attribute in a body: left to the full parse"));
-    }
+    ahead.parse::<Group>()?;
     input.advance_to(&ahead);
     Ok(Some(sig.ident.clone()))
-}
-
-fn starts_with_inner_attribute(body: &Group) -> bool {
-    let mut toks = body.stream().into_iter();
-    matches!((toks.next(), toks.next()), (Some(TokenTree::Punct(a)), Some(TokenTree::Punct(b))) if a.as_char() == '#' && b.as_char() == '!')
 }
 
 /// An `impl` block the way `syn` parses one (its header rules copied from `syn::ItemImpl`),

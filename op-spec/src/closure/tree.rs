@@ -5,7 +5,7 @@
 //! data: spans never outlive the invocation that made them), and so is each assembled tree, by
 //! its root and the digests of the files its walk read, so the ops of one crate share one tree.
 
-use super::index::{index_file, index_light, Module};
+use super::index::{index_light, Module};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -49,25 +49,9 @@ impl Crate {
     }
 }
 
-/// Deepest bracket nesting `syn` is asked to parse.
-const MAX_NESTING: usize = 256;
-
-/// The deepest nesting of `(`, `[` and `{` in a source text (an over-estimate: brackets in
-/// strings and comments count too, which only sends more files to the unparsed path).
-fn nesting(text: &str) -> usize {
-    let (mut depth, mut max) = (0usize, 0usize);
-    for b in text.bytes() {
-        match b {
-            b'(' | b'[' | b'{' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    max
-}
+/// Deepest recursion the index's parse is allowed (see [`super::layout::parse_depth`]): within
+/// a 2 MiB stack in a debug build. A deeper file is not parsed.
+const MAX_PARSE_DEPTH: usize = 128;
 
 /// A file's index, or `None` when it does not parse.
 type Indexed = Option<Arc<Vec<Module>>>;
@@ -90,18 +74,14 @@ fn read(path: &Path) -> Option<([u8; 32], Indexed)> {
             return Some((digest, idx.clone()));
         }
     }
-    // syn recurses into nested groups: a file nesting deeper than this is not parsed.
-    let idx = String::from_utf8(bytes).ok().filter(|t| nesting(t) <= MAX_NESTING).and_then(|t| index_source(&t)).map(Arc::new);
+    // syn recurses into nested groups, types and expressions: a file deeper than this is not parsed.
+    let idx = String::from_utf8(bytes)
+        .ok()
+        .filter(|t| super::layout::parse_depth(t) <= MAX_PARSE_DEPTH)
+        .and_then(|t| super::light::parse_file(&t).ok())
+        .map(|light| Arc::new(index_light(light)));
     cache().lock().unwrap_or_else(|p| p.into_inner()).insert(path.to_path_buf(), (digest, idx.clone()));
     Some((digest, idx))
-}
-
-/// A file's modules: the light parse, or the full one where the light parse does not apply.
-fn index_source(text: &str) -> Option<Vec<Module>> {
-    match super::light::parse_file(text) {
-        Ok(light) => Some(index_light(light)),
-        Err(_) => syn::parse_file(text).ok().map(|f| index_file(&f)),
-    }
 }
 
 /// Whether a file's child modules live in its own directory (`lib.rs`, `main.rs`, `mod.rs`,
