@@ -19,25 +19,37 @@ enum Tok {
     Punct(char),
 }
 
-/// The module path (inline module names, outermost first) of the `#` at `line` and `column`
-/// (1-based, columns in characters, as the compiler reports a span), or `None` if no `#` stands
-/// there or a block that is not an inline module encloses it.
+/// Every `#` of a file by position (line, column: 1-based, columns in characters, as the
+/// compiler reports a span), with the module path (inline module names, outermost first) it
+/// stands in, or `None` where a block that is not an inline module encloses it.
+pub(crate) type Attributes = std::collections::HashMap<(usize, usize), Option<Vec<String>>>;
+
+/// The module path of the `#` at `line` and `column`, or `None` if no `#` stands there or a
+/// block that is not an inline module encloses it.
 pub(crate) fn module_at(text: &str, line: usize, column: usize) -> Option<Vec<String>> {
+    attributes(text).remove(&(line, column)).flatten()
+}
+
+/// Every `#` of the file with its module path, in one pass.
+pub(crate) fn attributes(text: &str) -> Attributes {
     let chars: Vec<char> = text.chars().collect();
     let mut lx = Lexer { chars: &chars, i: 0, line: 1, col: 1 };
     let mut stack: Vec<Frame> = Vec::new();
     // The tokens since the last `;`, `{` or `}`: the header of the next block.
     let mut header: Vec<Tok> = Vec::new();
+    let mut out = Attributes::new();
     while let Some((tok, at)) = lx.next() {
         match tok {
-            Tok::Punct('#') if at == (line, column) => {
-                return stack
+            Tok::Punct('#') => {
+                let path = stack
                     .iter()
                     .map(|f| match f {
                         Frame::Module(name) => Some(name.clone()),
                         Frame::Other => None,
                     })
                     .collect();
+                out.insert(at, path);
+                header.push(tok);
             }
             Tok::Punct('{') => {
                 stack.push(frame_of(&header));
@@ -50,11 +62,8 @@ pub(crate) fn module_at(text: &str, line: usize, column: usize) -> Option<Vec<St
             Tok::Punct(';') => header.clear(),
             other => header.push(other),
         }
-        if at.0 > line {
-            return None;
-        }
     }
-    None
+    out
 }
 
 /// An over-estimate of the recursion depth a parser like `syn` needs for the file's code (its

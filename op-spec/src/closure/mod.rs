@@ -125,8 +125,7 @@ fn decide(site: &Site, manifest: &Path) -> Decided {
         return Err((format!("`{}` does not parse", relative(bad, manifest)), Some(krate)));
     }
     let Some((line, column)) = site.line else { return Err(("the compiler gave no line".into(), Some(krate))) };
-    let text = std::fs::read_to_string(file).unwrap_or_default();
-    let Some(inline) = layout::module_at(&text, line, column) else {
+    let Some(inline) = attribute_module(file, line, column) else {
         return Err(("the attribute is not written at module level in the declaring file (a macro wrote it)".into(), Some(krate)));
     };
     let starts = krate.modules_at(file, &inline);
@@ -134,6 +133,25 @@ fn decide(site: &Site, manifest: &Path) -> Decided {
         return Err(("the declaring module is not in the module tree".into(), Some(krate)));
     }
     Ok((krate, starts))
+}
+
+/// The module path of the attribute at `line` and `column` of `file` (see
+/// [`layout::attributes`]); each file is lexed once per version of its bytes.
+fn attribute_module(file: &Path, line: usize, column: usize) -> Option<Vec<String>> {
+    type Cache = std::collections::HashMap<PathBuf, ([u8; 32], std::sync::Arc<layout::Attributes>)>;
+    static CACHE: std::sync::OnceLock<std::sync::Mutex<Cache>> = std::sync::OnceLock::new();
+    let bytes = std::fs::read(file).ok()?;
+    let digest = *blake3::hash(&bytes).as_bytes();
+    let mut cache = CACHE.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+    let attrs = match cache.get(file) {
+        Some((d, a)) if *d == digest => a.clone(),
+        _ => {
+            let a = std::sync::Arc::new(layout::attributes(&String::from_utf8_lossy(&bytes)));
+            cache.insert(file.to_path_buf(), (digest, a.clone()));
+            a
+        }
+    };
+    attrs.get(&(line, column)).cloned().flatten()
 }
 
 /// `path` relative to `base` where it is under it, else as given (`/` separated).
