@@ -148,6 +148,20 @@ fn matching<'a>(lock: &'a [Locked], spec: &str) -> impl Iterator<Item = usize> +
 /// version, source and checksum) and of the sources of every path package among them (read
 /// from the path dependencies' own manifests).
 pub(crate) fn pin(manifest_dir: &Path, name: &str, dep: &Dep) -> String {
+    // Once per process: the lock file and the path dependencies' sources are those the crates
+    // the compiler links were built from, before this one.
+    type Cache = HashMap<(PathBuf, String), String>;
+    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
+    let key = (manifest_dir.to_path_buf(), name.to_string());
+    if let Some(line) = CACHE.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return line.clone();
+    }
+    let line = pin_uncached(manifest_dir, name, dep);
+    CACHE.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner()).insert(key, line.clone());
+    line
+}
+
+fn pin_uncached(manifest_dir: &Path, name: &str, dep: &Dep) -> String {
     let Some(lock) = lock_of(manifest_dir) else {
         return match &dep.path {
             Some(p) => format!("//~ crate {name} = path package {} sources {}", dep.package, sources_digest(p)),

@@ -222,7 +222,18 @@ fn assemble(reads: Vec<Read>) -> Crate {
 /// the targets its `Cargo.toml` lists (`[lib]`, `[[bin]]`, `[[example]]`, `[[test]]`,
 /// `[[bench]]`), then the ones cargo discovers (`src/lib.rs`, `src/main.rs`, `src/bin/*`,
 /// `examples/*`, `tests/*`, `benches/*`).
-pub(crate) fn target_roots(manifest: &Path) -> Vec<(PathBuf, String)> {
+pub(crate) fn target_roots(manifest: &Path) -> Arc<Vec<(PathBuf, String)>> {
+    // Once per process: the targets of a package do not change while the compiler runs.
+    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Arc<Vec<(PathBuf, String)>>>>> = OnceLock::new();
+    if let Some(r) = CACHE.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner()).get(manifest) {
+        return r.clone();
+    }
+    let roots = Arc::new(find_target_roots(manifest));
+    CACHE.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner()).insert(manifest.to_path_buf(), roots.clone());
+    roots
+}
+
+fn find_target_roots(manifest: &Path) -> Vec<(PathBuf, String)> {
     let crate_name = |s: &str| s.replace('-', "_");
     let toml: Option<toml::Table> = std::fs::read_to_string(manifest.join("Cargo.toml")).ok().and_then(|t| t.parse().ok());
     let package = toml
