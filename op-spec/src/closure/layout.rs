@@ -25,7 +25,8 @@ enum Tok {
 pub(crate) type Attributes = std::collections::HashMap<(usize, usize), Option<Vec<String>>>;
 
 /// The module path of the `#` at `line` and `column`, or `None` if no `#` stands there or a
-/// block that is not an inline module encloses it.
+/// block that is not an inline module encloses it (the tests' view of [`attributes`]).
+#[cfg(test)]
 pub(crate) fn module_at(text: &str, line: usize, column: usize) -> Option<Vec<String>> {
     attributes(text).remove(&(line, column)).flatten()
 }
@@ -339,7 +340,7 @@ mod r#raw { #[op] fn g() {} }
             let _ = module_at(&text, 2, 1);
             let _ = module_at(&text, 1, text.chars().count());
         }
-        let deep = format!("{}\n#[op]\nfn f() {{}}\n", format!("const S: &str = \"{}\";", "(".repeat(300)));
+        let deep = format!("const S: &str = \"{}\";\n#[op]\nfn f() {{}}\n", "(".repeat(300));
         assert_eq!(module_at(&deep, 2, 1), Some(vec![]));
         assert_eq!(module_at("const C: char = '\\'';\n#[op]\nfn f() {}", 2, 1), Some(vec![]), "an escaped quote");
     }

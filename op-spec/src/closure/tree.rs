@@ -224,7 +224,8 @@ fn assemble(reads: Vec<Read>) -> Crate {
 /// `examples/*`, `tests/*`, `benches/*`).
 pub(crate) fn target_roots(manifest: &Path) -> Arc<Vec<(PathBuf, String)>> {
     // Once per process: the targets of a package do not change while the compiler runs.
-    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Arc<Vec<(PathBuf, String)>>>>> = OnceLock::new();
+    type Roots = HashMap<PathBuf, Arc<Vec<(PathBuf, String)>>>;
+    static CACHE: OnceLock<Mutex<Roots>> = OnceLock::new();
     if let Some(r) = CACHE.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner()).get(manifest) {
         return r.clone();
     }

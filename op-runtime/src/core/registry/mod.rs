@@ -172,6 +172,11 @@ fn item_path(d: &OpDecl) -> String {
     format!("{module}::{}", d.rust_name)
 }
 
+/// A declaration's site and function: `path:line (`crate::module::function`)`.
+fn declaration(d: &OpDecl) -> String {
+    format!("{} (`{}`)", d.site, item_path(d))
+}
+
 impl Registry {
     /// An empty registry with the given backends. Default selection tries them by
     /// [`BackendKind::rank`] (the one priority list, with software devices below the native
@@ -252,10 +257,8 @@ impl Registry {
             Err(KernelRegistrationError::SameIdentityOtherItem {
                 op: op.id.clone(),
                 hash: op.hash_hex(),
-                old_site: cur.decl.site.to_string(),
-                old_item: item_path(cur.decl),
-                new_site: op.decl.site.to_string(),
-                new_item: item_path(op.decl),
+                old: declaration(cur.decl),
+                new: declaration(op.decl),
             })
         } else if cur.hash == op.hash {
             Ok(OpHandle { registry: self.clone(), slot: slot.clone(), member: None })
