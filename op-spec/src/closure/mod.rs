@@ -195,7 +195,11 @@ fn precise(
     lines.dedup();
     let items = lines.len();
     lines.extend(cfg_lines(site.config.as_ref(), atoms));
-    let deps = deps::deps_of(manifest);
+    let mut deps = deps::deps_of(manifest);
+    // A test, example, bench or binary calls its package's library by name: a path dependency.
+    if let Some((lib, package)) = tree::lib_name(manifest).filter(|(lib, _)| site.crate_name.as_deref() != Some(lib.as_str())) {
+        deps.entry(lib).or_insert(deps::Dep { package, path: Some(manifest.to_path_buf()) });
+    }
     lines.extend(reached.outside.iter().filter_map(|name| deps.get(name).map(|d| deps::pin(manifest, name, d))));
     finish(lines, items, krate.files.iter().map(|(f, _)| f.clone()).collect(), None)
 }

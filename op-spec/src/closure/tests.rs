@@ -544,3 +544,26 @@ fn a_path_dependency_is_pinned_by_its_sources_and_a_registry_crate_by_its_lock_e
         assert_ne!(base.text, closure_of(&workspace("v + 1.0", "1.0.1", renamed)).text, "another locked version");
     }
 }
+
+#[test]
+fn a_test_or_example_calling_its_packages_library_pins_it_by_its_sources() {
+    let files = |helper: &str| {
+        [
+            ("Cargo.toml".to_string(), "[package]\nname = \"my-pkg\"\nversion = \"0.1.0\"\n".to_string()),
+            ("src/lib.rs".to_string(), format!("pub fn helper(v: f32) -> f32 {{ {helper} }}\n")),
+            (
+                "tests/t.rs".to_string(),
+                "#[op]\npub fn op_ref(x: &[f32]) -> Vec<f32> { x.iter().map(|v| my_pkg::helper(*v)).collect() }\n".to_string(),
+            ),
+        ]
+    };
+    let text = |helper: &str| {
+        let fs = files(helper);
+        let refs: Vec<(&str, &str)> = fs.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        let k = TempCrate::new(&refs);
+        let c = k.closure_of("tests/t.rs", "op_ref", &[]);
+        assert!(c.undecided.is_none() && c.text.contains("//~ crate my_pkg = path package my-pkg"), "{c:?}");
+        c.text
+    };
+    assert_ne!(text("v + 1.0"), text("v + 2.0"), "an edit of the library's helper");
+}

@@ -274,6 +274,17 @@ fn find_target_roots(manifest: &Path) -> Vec<(PathBuf, String)> {
     roots
 }
 
+/// The package's library target, if it has one (`[lib]` declared or `src/lib.rs`): its crate
+/// name (`[lib] name`, else the package's) and the package's name. The package's other targets
+/// (tests, examples, benches, binaries) depend on it without naming it in `Cargo.toml`.
+pub(crate) fn lib_name(manifest: &Path) -> Option<(String, String)> {
+    let toml: Option<toml::Table> = std::fs::read_to_string(manifest.join("Cargo.toml")).ok().and_then(|t| t.parse().ok());
+    let lib = toml.as_ref().and_then(|t| t.get("lib"));
+    let package = toml.as_ref().and_then(|t| t.get("package")?.get("name")?.as_str().map(str::to_string))?;
+    let name = lib.and_then(|l| l.get("name")?.as_str().map(str::to_string)).unwrap_or_else(|| package.clone());
+    (lib.is_some() || manifest.join("src/lib.rs").is_file()).then(|| (name.replace('-', "_"), package))
+}
+
 /// The tree of the target cargo is compiling (`crate_name`) that holds `file`, if one does.
 /// Only that target's tree is read (two where a package's lib and main share the name); every
 /// target's only where the name is unknown or no target of that name holds the file (a target
