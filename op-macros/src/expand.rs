@@ -28,7 +28,7 @@ pub fn expand(attr: TokenStream, item: TokenStream, source_dir: Option<std::path
     let mut bases: Vec<std::path::PathBuf> = std::env::var_os("CARGO_MANIFEST_DIR").map(std::path::PathBuf::from).into_iter().collect();
     bases.extend(source_dir);
     // The declaring crate's own sources feed the identity's code closure.
-    let site = op_spec::closure::Site::from_env(location.as_ref().map(|l| l.file.clone()));
+    let site = op_spec::closure::Site::from_env(location.as_ref().map(|l| l.file.clone()), location.as_ref().map(|l| (l.line, l.column)));
     match check_declaration(attr, &func, &bases, location.as_ref(), Some(&site)) {
         // The function is re-emitted as the tokens it came in (`func` was parsed from them).
         Ok(checked) => generate(&func, item, &checked),
