@@ -61,7 +61,7 @@ pub fn body_tokens(func: &RefFn) -> String {
 pub fn code_tokens(func: &RefFn, attr: &crate::model::OpAttr, site: Option<&crate::closure::Site>) -> String {
     let mut code = body_tokens(func);
     let Some(site) = site else { return code };
-    let mut paths: Vec<&syn::Path> = attr.cpu.iter().collect();
+    let mut paths: Vec<&syn::Path> = attr.cpu.iter().map(|k| &k.path).collect();
     match &attr.backward {
         Some(crate::model::SBackward::Declared { vjp, jvp, .. }) => {
             paths.extend(vjp.iter());

@@ -141,7 +141,7 @@ fn check_card(id: &str, card: &OpCard, c: &Contract, index: &IndexEntry) -> Resu
         ("tolerance", card.tolerance == c.tolerance),
         ("backward", card.backward == c.backward),
         ("subgradient", card.subgradient == c.subgradient),
-        ("cpu kernel", card.cpu == c.cpu),
+        ("cpu kernel", card.cpu == c.cpu && card.cpu_more.iter().map(|k| &k.path).eq(c.cpu_more.iter().map(|k| &k.path))),
         ("format", card.format == super::card::CARD_FORMAT),
         ("receipts (stored apart, so empty)", card.receipts.is_empty()),
     ];

@@ -38,7 +38,7 @@ mod error;
 mod load;
 mod store;
 
-pub use card::{blob_hash, HeaderEntry, KernelEntry, KernelTrust, LocalDevices, OpCard, Trust, CARD_FORMAT};
+pub use card::{blob_hash, CpuEntry, HeaderEntry, KernelEntry, KernelTrust, LocalDevices, OpCard, Trust, CARD_FORMAT};
 pub use error::SharingError;
 pub use load::{LoadedCard, LoadedKernel};
 pub use store::{IndexEntry, IndexHeader, IndexKernel, PublishedId, RepairReport, Store, INDEX_FORMAT};
