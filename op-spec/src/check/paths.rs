@@ -79,10 +79,10 @@ pub(super) enum PathError {
     #[error("cannot be found: the crate directory is unknown (CARGO_MANIFEST_DIR is not set)")]
     NoBase,
     /// The path leaves the crate lexically (`..` past its root).
-    #[error("leaves the crate: `..` climbs past the directory holding its `Cargo.toml`, and a kernel is part of the op's identity and must ship with the crate; move the file inside the crate and name it from there (e.g. `kernels/my_kernel.wgsl`)")]
+    #[error("leaves the crate: `..` climbs past the directory holding its `Cargo.toml`, and kernels and their headers are part of the op's identity and must ship with the crate; move the file inside the crate and name it from there")]
     Leaves,
     /// The path stays inside lexically but a symlink takes it out.
-    #[error("leaves the crate through a symbolic link: a kernel is part of the op's identity and must ship with the crate; copy the file inside the crate instead of linking to it")]
+    #[error("leaves the crate through a symbolic link: kernels and their headers are part of the op's identity and must ship with the crate; copy the file inside the crate instead of linking to it")]
     LeavesThroughLink,
     /// Nothing at the path.
     #[error("does not exist relative to the crate's Cargo.toml or to the declaring file's directory; fix the path or add the file")]
