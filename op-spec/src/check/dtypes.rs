@@ -379,6 +379,33 @@ mod tests {
         assert!(e.is_empty(), "{e:?}");
     }
 
+    /// Every `cpu` kernel is in the contract, hence in the identity: which function serves
+    /// which instance.
+    #[test]
+    fn each_cpu_kernel_and_what_it_serves_is_in_the_identity() {
+        let hash = |cpu: TokenStream| {
+            let attr = quote!(name = "t/g", version = 1, signature<T: f32 | f64>(x: T[n]) -> T[n], category = elementwise,
+                tolerance = ulp(1), backward = none, #cpu);
+            let item = quote!(
+                fn g<T: Real>(x: &[T]) -> Vec<T> {
+                    todo!()
+                }
+            );
+            crate::check::check_tokens(attr, item, &[]).map(|(c, _)| (c.hash, c.contract)).map_err(|e| e[0].to_string()).unwrap()
+        };
+        let (a, contract) = hash(quote!(cpu(g32, dtypes(T: f32)), cpu(g64, dtypes(T: f64))));
+        let paths: Vec<&str> = contract.cpu_kernels().iter().map(|(p, _)| *p).collect();
+        assert_eq!(paths, ["g32", "g64"]);
+        assert_eq!(
+            (contract.cpu_for(&[crate::contract::DType::f64]), contract.cpu_for(&[crate::contract::DType::f32])),
+            (Some("g64"), Some("g32"))
+        );
+        let (b, _) = hash(quote!(cpu(g32, dtypes(T: f32)), cpu(other64, dtypes(T: f64))));
+        let (c, _) = hash(quote!(cpu(g32, dtypes(T: f64)), cpu(g64, dtypes(T: f32))));
+        let (d, _) = hash(quote!(cpu(g32, dtypes(T: f32))));
+        assert!(a != b && a != c && a != d && b != c && b != d && c != d);
+    }
+
     #[test]
     fn a_member_listed_twice_in_a_selection_is_refused_as_in_the_set() {
         let sig = quote!(signature<T: f16 | f32>(x: T[n]) -> T[n]);
