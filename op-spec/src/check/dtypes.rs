@@ -77,7 +77,7 @@ pub(super) fn check_vars_bound(cx: &Ctxt, sig: &SSignature) {
         if let Some(p) = sig.params().find(|p| p.var.as_ref() == Some(&v.name)) {
             for m in v.members.iter().filter(|m| !scalar_carries(m.value)) {
                 cx.error(m.span.error(format!(
-                    "`{}` types no tensor input, only parameter `{}`, so a call chooses its member by the parameter's dtype; a `{d}` parameter is passed as `f32`, so no call could choose `{} = {d}`: type a tensor input with `{}` (`x: {}[n]`), or drop `{d}` from `{}`",
+                    "`{}` types no tensor input, only parameter `{}`, so a call chooses its member by the parameter's dtype; a parameter of dtype `{d}` is passed as `f32`, so no call could choose `{} = {d}`: type a tensor input with `{}` (`x: {}[n]`), or drop `{d}` from `{}`",
                     v.name, p.name, v.name, v.name, v.name, v.name, d = m.value
                 )));
             }
@@ -430,7 +430,7 @@ mod tests {
             )
         };
         let e = check(quote!(signature<T: f16 | f32>(x: u32[n], s: T) -> T[n]));
-        assert_eq!(e, ["`T` types no tensor input, only parameter `s`, so a call chooses its member by the parameter's dtype; a `f16` parameter is passed as `f32`, so no call could choose `T = f16`: type a tensor input with `T` (`x: T[n]`), or drop `f16` from `T`"]);
+        assert_eq!(e, ["`T` types no tensor input, only parameter `s`, so a call chooses its member by the parameter's dtype; a parameter of dtype `f16` is passed as `f32`, so no call could choose `T = f16`: type a tensor input with `T` (`x: T[n]`), or drop `f16` from `T`"]);
         assert_eq!(check(quote!(signature<T: bf16 | f16 | f32>(x: u32[n], s: T) -> T[n])).len(), 2);
         assert!(check(quote!(signature<T: f32 | f64>(x: u32[n], s: T) -> T[n])).is_empty());
         let e = errs(
