@@ -133,6 +133,10 @@ pub fn cuda_includes(src: &str) -> Vec<String> {
         .collect()
 }
 
+/// How a language names its headers: the targets a source includes, and the name of target
+/// `inc` as included from directory `dir`.
+type IncludeRules = (fn(&str) -> Vec<String>, fn(&str, &str) -> String);
+
 /// A kernel's headers, transitively: CUDA `#include "..."`s, WGSL `// @include "..."`s (see
 /// `op_contract::wgsl_include`), each (path relative to the kernel's base, absolute path, bytes),
 /// sorted by path. Each resolves from the base the kernel was found from and must stay inside
@@ -141,7 +145,7 @@ fn load_headers(cx: &Ctxt, k: &SKernel, base: &Base, text: &str) -> Option<Vec<(
     use op_contract::wgsl_include::{dir_of, resolve};
     // WGSL names each file once (its keys are what the runtime's expansion looks up); CUDA's
     // keys stay as the source spells them, the names NVRTC is handed.
-    let (includes, join): (fn(&str) -> Vec<String>, fn(&str, &str) -> String) = match k.lang {
+    let (includes, join): IncludeRules = match k.lang {
         KernelLang::Cuda => (cuda_includes, |d, i| Path::new(d).join(i).to_string_lossy().replace('\\', "/")),
         KernelLang::Wgsl => (op_contract::wgsl_include::includes, resolve),
     };
@@ -459,7 +463,7 @@ mod tests {
                 todo!()
             }
         );
-        let (checked, _) = check_tokens(attr, item, &[dir.clone()]).map_err(|e| e[0].to_string()).unwrap();
+        let (checked, _) = check_tokens(attr, item, std::slice::from_ref(&dir)).map_err(|e| e[0].to_string()).unwrap();
         assert_eq!(checked.kernels[0].abs_path, dir.join("kernels/k.wgsl"));
         assert_eq!(checked.kernels[0].bytes, std::fs::read(dir.join("kernels/k.wgsl")).unwrap());
     }

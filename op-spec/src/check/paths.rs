@@ -216,7 +216,7 @@ mod tests {
         let link = krate.join("kernels/linked.wgsl");
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink(krate.parent().unwrap().join("outside.wgsl"), &link).unwrap();
-        let b = bases(&[krate.clone()]);
+        let b = bases(std::slice::from_ref(&krate));
         assert_eq!(find(&b, "kernels/linked.wgsl").unwrap_err(), PathError::LeavesThroughLink);
         // A link that stays inside is fine.
         let inner = krate.join("kernels/inner.wgsl");
