@@ -318,6 +318,10 @@ const NASTY: [&str; 10] =
 /// `text` mutated by one of: a bit flip, a truncation, a deleted or duplicated span, a nasty
 /// insertion, a string value replaced by multibyte text of the same byte length.
 fn mutate(text: &str, rng: &mut Rng) -> String {
+    if text.is_empty() {
+        // (A truncation may leave nothing; a second mutation of nothing is nothing.)
+        return String::new();
+    }
     let mut b = text.as_bytes().to_vec();
     let at = rng.below(b.len());
     match rng.below(6) {

@@ -32,6 +32,11 @@ pub struct Contract {
     /// empty: every member. Absent from the JSON when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cpu_dtypes: Vec<DTypeVar>,
+    /// Further `cpu(path, dtypes(...))` kernels after the first (`cpu`, `cpu_dtypes`), each
+    /// serving other instances of a dtype-generic op; no two serve one instance. Absent from
+    /// the JSON when empty, so an op with one `cpu` kernel keeps its encoding (and identity).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_more: Vec<CpuKernel>,
     /// GPU kernels with their binding descriptors.
     pub kernels: Vec<Kernel>,
     /// SPDX licence expression.
@@ -852,6 +857,17 @@ pub struct Kernel {
     pub dtypes: Vec<DTypeVar>,
 }
 
+/// A `cpu(path, dtypes(...))` kernel: a function with the reference's signature at the
+/// instances it serves.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuKernel {
+    /// The function's path, as written.
+    pub path: String,
+    /// The members of the dtype variables it serves; empty: every member.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dtypes: Vec<DTypeVar>,
+}
+
 /// One slot of the binding descriptor.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Binding {
@@ -941,6 +957,7 @@ mod tests {
             nan: None,
             cpu: None,
             cpu_dtypes: vec![],
+            cpu_more: vec![],
             kernels: vec![Kernel {
                 lang: KernelLang::Wgsl,
                 path: "k.wgsl".into(),

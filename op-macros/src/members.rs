@@ -2,7 +2,7 @@
 //! the variables), plus the f64 set gradcheck runs. Each shim instantiates the user's functions
 //! at that instance's element types; rustc checks each instantiation (a reference whose bounds
 //! do not admit a member fails on that member). Decides nothing: `op_spec::plan` lists the
-//! instances and which the `cpu` kernel serves.
+//! instances and which `cpu` kernel serves each.
 
 use crate::expand::{composite, dtype_tokens, option, path_span, rebase, reference_binding, respan, typed_binding, Fields, Shims};
 use crate::shim::{shim, Invoke};
@@ -132,8 +132,8 @@ pub(crate) fn shims(c: &Checked, fname: &syn::Ident) -> Shims {
         let at = At { c, binding, tag: format!("m{i}") };
         items.push(reference(&at, fname));
         let r = at.name("__reference");
-        let cpu = match (&plan.cpu, plan.cpu_members.get(i)) {
-            (Some(p), Some(true)) => {
+        let cpu = match plan.cpu_members.get(i) {
+            Some(Some(p)) => {
                 let name = at.name("__cpu");
                 items.push(path_shim(&name, p, at.fn_type(&[], at.outputs_type()), &Invoke::reference(c)));
                 Some(quote!(#name))

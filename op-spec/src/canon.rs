@@ -100,7 +100,7 @@ pub fn code_tokens(
 ) -> Result<String, crate::closure::ClosureError> {
     let mut code = body_tokens(func);
     let Some(site) = site else { return Ok(code) };
-    let mut paths: Vec<&syn::Path> = attr.cpu.iter().collect();
+    let mut paths: Vec<&syn::Path> = attr.cpu.iter().map(|k| &k.path).collect();
     match &attr.backward {
         Some(crate::model::SBackward::Declared { vjp, jvp, .. }) => {
             paths.extend(vjp.iter());

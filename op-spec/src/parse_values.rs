@@ -10,7 +10,7 @@ use syn::{Ident, Token};
 
 /// The value of `signed_zero = ...`.
 pub fn parse_signed_zero(input: ParseStream) -> syn::Result<Spanned<SignedZero>> {
-    let id: Ident = input.parse()?;
+    let id = crate::parse::parse_word(input, "signed_zero", &["exact", "ignore"])?;
     let v = match id.to_string().as_str() {
         "exact" => SignedZero::Exact,
         "ignore" => SignedZero::Ignore,
@@ -224,5 +224,15 @@ mod tests {
         assert_eq!(parse_signed_zero.parse2(quote!(ignore)).unwrap().value, SignedZero::Ignore);
         assert_eq!(parse_signed_zero.parse2(quote!(exact)).unwrap().value, SignedZero::Exact);
         assert!(parse_signed_zero.parse2(quote!(sometimes)).unwrap_err().to_string().contains("valid: exact"));
+        // A string: the same word without quotes, on the string's token.
+        let e = parse_signed_zero.parse2(quote!("ignore")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "`signed_zero` takes a bare word, not a string: write `signed_zero = ignore` without quotes (valid: exact, ignore)"
+        );
+        let e = parse_signed_zero.parse2(quote!("never")).unwrap_err();
+        assert_eq!(e.to_string(), "`signed_zero` takes a bare word, not a string; valid: exact, ignore");
+        let e = parse_signed_zero.parse2(quote!(0)).unwrap_err();
+        assert_eq!(e.to_string(), "expected a value for `signed_zero`; valid: exact, ignore");
     }
 }

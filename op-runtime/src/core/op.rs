@@ -367,7 +367,7 @@ fn check_members(decl: &OpDecl, c: &Contract) -> Result<(), String> {
         if m.dtypes != b.as_slice() {
             return Err(format!("the embedded instance for `{text}` is for {:?}", m.dtypes));
         }
-        let cpu = c.cpu.is_some() && op_contract::generic::serves(&c.cpu_dtypes, &c.signature.dtype_vars, b);
+        let cpu = c.cpu_for(b).is_some();
         if m.cpu.is_some() != cpu || m.vjp.is_some() != decl.vjp.is_some() || m.jvp.len() != decl.jvp.len() {
             return Err(format!("the embedded rules of instance `{text}` disagree with the contract"));
         }
@@ -375,7 +375,10 @@ fn check_members(decl: &OpDecl, c: &Contract) -> Result<(), String> {
     Ok(())
 }
 
-/// Where a call binds each dtype variable of `c`.
+/// Where a call binds each dtype variable of `c`: its first tensor input (a tensor carries
+/// every dtype, `f16` and `bf16` included), else its first parameter (a half-precision
+/// parameter arrives as `f32`, so the checker refuses a variable bound only by parameters that
+/// has such a member).
 fn binders(c: &Contract) -> Vec<Binder> {
     let sig = &c.signature;
     sig.dtype_vars
@@ -383,15 +386,19 @@ fn binders(c: &Contract) -> Vec<Binder> {
         .map(|v| {
             let typed = |var: &Option<String>| var.as_deref() == Some(v.name.as_str());
             let (mut ti, mut pi) = (0usize, 0usize);
+            let mut param = None;
             for a in &sig.args {
                 match a {
                     Arg::Tensor(t) if typed(&t.var) => return Binder::Input(ti, t.name.clone()),
-                    Arg::Param(p) if typed(&p.var) => return Binder::Param(pi, p.name.clone()),
+                    Arg::Param(p) if typed(&p.var) && param.is_none() => param = Some(Binder::Param(pi, p.name.clone())),
+                    _ => {}
+                }
+                match a {
                     Arg::Tensor(_) => ti += 1,
                     Arg::Param(_) => pi += 1,
                 }
             }
-            Binder::Input(usize::MAX, v.name.clone())
+            param.unwrap_or(Binder::Input(usize::MAX, v.name.clone()))
         })
         .collect()
 }

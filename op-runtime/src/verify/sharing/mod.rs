@@ -41,7 +41,7 @@ mod show;
 mod store;
 
 pub use bar::public_bar;
-pub use card::{blob_hash, HeaderEntry, KernelEntry, KernelTrust, LocalDevices, OpCard, Trust, CARD_FORMAT};
+pub use card::{blob_hash, CpuEntry, HeaderEntry, KernelEntry, KernelTrust, LocalDevices, OpCard, Trust, CARD_FORMAT};
 pub use error::{Missing, SharingError};
 pub use load::{LoadedCard, LoadedKernel};
 pub use store::{IndexEntry, IndexHeader, IndexKernel, PublishedId, RepairReport, Store, INDEX_FORMAT};
