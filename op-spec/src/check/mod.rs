@@ -147,7 +147,7 @@ pub fn check(cx: &Ctxt, input: &CheckInput<'_>) -> Option<Checked> {
     kernels.extend(vjp_kernels);
     let plan = ShimPlan::new(attr, &contract, &reference);
     let contract_json = crate::canon::contract_json(&contract);
-    let body_tokens = match crate::canon::code_tokens(input.func, attr, input.site) {
+    let body_tokens = match crate::closure::code_tokens(input.func, attr, input.site) {
         Ok(code) => code,
         Err(e) => {
             cx.error(syn::Error::new(call_site(attr), e.to_string()));

@@ -7,6 +7,7 @@ mod dtypes;
 mod expr;
 mod kernel;
 mod signature;
+mod values;
 
 pub(crate) use expr::expr_text;
 pub use expr::{parse_constraint, parse_expr, MAX_EXPR_NODES};
@@ -189,8 +190,8 @@ fn parse_entry(cx: &Ctxt, attr: &mut OpAttr, key: &str, chunk: TokenStream) -> s
         keys::BACKWARD => attr.backward = Some(parse_kv(chunk, |i| parse_backward(cx, i))?),
         keys::SUBGRADIENT => attr.subgradient = Some(parse_kv(chunk, parse_subgradient)?),
         keys::NAN => attr.nan = Some(parse_kv(chunk, parse_nan)?),
-        keys::SIGNED_ZERO => attr.signed_zero = Some(parse_kv(chunk, crate::parse_values::parse_signed_zero)?),
-        keys::DOMAIN => attr.domain = Parser::parse2(crate::parse_values::parse_domain, chunk)?,
+        keys::SIGNED_ZERO => attr.signed_zero = Some(parse_kv(chunk, values::parse_signed_zero)?),
+        keys::DOMAIN => attr.domain = Parser::parse2(values::parse_domain, chunk)?,
         keys::CPU => attr.cpu.push(dtypes::parse_cpu(chunk)?),
         keys::OUTPUT => attr.output = Some(parse_kv(chunk, parse_shape_class)?),
         keys::KERNEL => {
