@@ -3,9 +3,12 @@
 
 use proc_macro::TokenStream;
 
+mod elems;
 mod expand;
 mod members;
+mod plain;
 mod shim;
+mod tokens;
 
 /// Declares a compute op: the annotated function is its **reference implementation**, the
 /// attribute its **contract**. The contract is checked at compile time (errors point at the
