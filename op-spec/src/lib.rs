@@ -13,6 +13,7 @@ pub mod ctxt;
 pub mod model;
 pub mod nvrtc;
 pub mod parse;
+pub mod parse_magnitude;
 pub mod parse_values;
 pub mod plan;
 pub mod reference;
