@@ -129,8 +129,9 @@ fn the_report_is_a_value_and_serialises() {
     assert_eq!(
         lines[3],
         format!(
-            "  probes   : 32 sampled and {} swept (each element alone), central differences, h = 1e-3 (relative below |x| = 1)",
-            r.swept
+            "  probes   : 32 sampled and {} swept (each element alone), {} checked, central differences, h = 1e-3 (relative below |x| = 1)",
+            r.swept,
+            r.checked()
         )
     );
     // Every element of x[n] and w[m] is swept in each of the four draws (fewer than 64 each).

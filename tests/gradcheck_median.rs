@@ -129,7 +129,11 @@ fn the_median_passes_with_its_negative_control() {
     assert!(text.starts_with("gradcheck  user/example/windowed_median@1   (w = "), "{text}");
     assert!(text.contains("reference path, f64)"), "{text}");
     assert!(
-        text.contains(&format!("probes   : 32 sampled and {} swept (each element alone), central differences, h = 1e-3", r.swept)),
+        text.contains(&format!(
+            "probes   : 32 sampled and {} swept (each element alone), {} checked, central differences, h = 1e-3",
+            r.swept,
+            r.checked()
+        )),
         "{text}"
     );
     assert!(text.contains("within h of an order crossing (no derivative exists there)"), "{text}");

@@ -186,8 +186,11 @@ impl fmt::Display for GradcheckReport {
         }
         writeln!(
             f,
-            "  probes   : {} sampled and {} swept (each element alone), central differences, h = {:e} (relative below |x| = 1)",
-            self.probes, self.swept, self.h
+            "  probes   : {} sampled and {} swept (each element alone), {} checked, central differences, h = {:e} (relative below |x| = 1)",
+            self.probes,
+            self.swept,
+            self.checked(),
+            self.h
         )?;
         writeln!(f, "  values   : {}", self.values_line())?;
         write!(f, "  skipped  : {} within h of {} (no derivative exists there)", self.skipped, self.kink_word)?;
@@ -212,7 +215,7 @@ impl fmt::Display for GradcheckReport {
         }
         writeln!(
             f,
-            "  bound    : max |analytic - numeric| = {:.1e} (relative {:.1e}) against the bound applied there {:.1e} (declared {}: relative {:.1e} plus the probe's truncation and rounding)",
+            "  bound    : max |analytic - numeric| = {:.1e} (relative {:.1e}) against the bound applied there {:.1e} (declared {}: relative {:.1e} plus the probe's truncation, rounding and the outputs' resolution in f64)",
             self.max_abs_err, self.max_rel_err, self.bound_applied, self.tolerance, self.rel_bound
         )?;
         write!(f, "  negative control : corrupted {} {}", self.backward.corrupted_name(), self.negative_control_verdict())?;
@@ -224,6 +227,11 @@ impl fmt::Display for GradcheckReport {
 }
 
 impl GradcheckReport {
+    /// Probes compared with the bound: sampled and swept, less every skip.
+    pub fn checked(&self) -> usize {
+        (self.probes + self.swept).saturating_sub(self.skipped + self.skipped_nonfinite + self.skipped_unresolved)
+    }
+
     /// The values line: the declared ranges, then the default ladder's ranges the draws used
     /// and why any was narrowed.
     fn values_line(&self) -> String {
