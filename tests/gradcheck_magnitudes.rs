@@ -149,6 +149,17 @@ pub fn sharp_step_identity_vjp<T: Real>(_x: &[T], g: &[T]) -> Vec<T> {
     g.to_vec()
 }
 
+/// `x / 0`: not finite at any magnitude.
+#[op(name = "test/bad/over_zero", version = 1, signature(x: f32[n]) -> f32[n],
+     category = elementwise, tolerance = ulp(1), backward = vjp(over_zero_vjp), generated_tests = false)]
+pub fn over_zero<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| *v / T::zero()).collect()
+}
+/// Its (infinite) VJP.
+pub fn over_zero_vjp<T: Real>(_x: &[T], g: &[T]) -> Vec<T> {
+    g.iter().map(|g| *g / T::zero()).collect()
+}
+
 fn check(decl: &'static OpDecl, salt: u64, h: f64) -> Result<GradcheckReport, GradcheckError> {
     gradcheck_with(op_runtime::registry(), decl, &GradcheckOptions { salt, h, ..GradcheckOptions::default() })
 }
@@ -257,4 +268,16 @@ fn a_derivative_no_output_resolves_is_skipped_never_failed_until_its_magnitudes_
     );
     assert!(reports.iter().all(|r| r.ranges.is_empty() && r.skipped_unresolved * 4 < r.probes + r.swept), "{text}");
     rejected_everywhere(&sharp_step_unsquared::DECL, "test/bad/sharp_step_unsquared", 8);
+}
+
+#[test]
+fn a_forward_finite_at_no_magnitude_is_refused_naming_what_was_tried() {
+    match check(&over_zero::DECL, 0, 1e-3) {
+        Err(e @ GradcheckError::NoFiniteInput { .. }) => {
+            let m = e.to_string();
+            assert!(m.contains("op `test/bad/over_zero@1`: the reference is not finite"), "{m}");
+            assert!(m.contains("magnitudes 1e-3..1e3 down to 1e-3..1e0") && m.contains("`magnitude(x: 1e-3..10)`"), "{m}");
+        }
+        other => panic!("must be refused, got {other:?}"),
+    }
 }

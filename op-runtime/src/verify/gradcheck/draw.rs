@@ -65,8 +65,8 @@ pub struct DrawRange {
 
 /// `n` independent draws of the values (same binding), each from the widest rung of the ladder
 /// where the forward is finite, inside the widest float type's range, and resolved (see the
-/// module docs). The checker's inputs are left at the last draw.
-/// The range is `None` where every float input declares its own.
+/// module docs), with the range it came from (`None` where every float input declares its
+/// own). The checker's inputs are left at the last draw.
 pub(crate) fn draws(
     ck: &mut Checker,
     b: &Binding,
@@ -124,7 +124,7 @@ fn draw(
         narrowed.push(why);
     }
     let tried = match ladder {
-        [hi] => format!("magnitudes up to {hi:e}"),
+        [_] => "the declared magnitudes".to_string(),
         _ => format!("magnitudes {LO:e}..{:e} down to {LO:e}..{:e}", ladder[0], ladder[ladder.len() - 1]),
     };
     Err(GradcheckError::NoFiniteInput { op: ck.op.id.clone(), tried: format!("{tried}, both signs, inside each declared domain") })
