@@ -128,7 +128,14 @@ fn the_median_passes_with_its_negative_control() {
     println!("{text}");
     assert!(text.starts_with("gradcheck  user/example/windowed_median@1   (w = "), "{text}");
     assert!(text.contains("reference path, f64)"), "{text}");
-    assert!(text.contains("probes   : 32 sampled, central differences, h = 1e-3"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "probes   : 32 sampled and {} swept (each element alone), {} checked, central differences, h = 1e-3",
+            r.swept,
+            r.checked()
+        )),
+        "{text}"
+    );
     assert!(text.contains("within h of an order crossing (no derivative exists there)"), "{text}");
     assert!(text.contains("negative control : corrupted vjp REJECTED; a relative error of "), "{text}");
     // Kinks probed, with the convention they were held to; the bound applied.
@@ -211,7 +218,7 @@ fn verdicts_hold_across_seeds() {
             }
         }
     }
-    println!("median: {skipped} probes skipped over 40 cases of 32 probes");
+    println!("median: {skipped} probes skipped within h of an order crossing over 40 cases");
     // The kink check finds ties over the sweep, and holds the correct backward to them.
     let ties: usize = (1..=16u64)
         .map(|salt| {

@@ -22,7 +22,7 @@
 //! slack.
 
 use super::case::keep_in;
-use super::probe::{samples, step_scale, Checker, Dir};
+use super::probe::{samples, Checker, Dir};
 use super::GradcheckError;
 use crate::core::tensor::Tensor;
 use op_contract::sample::Rng;
@@ -64,7 +64,7 @@ fn one_sided(ck: &Checker, dir: &Dir, u: &[Option<Vec<f64>>], base: &[Tensor]) -
     let right = (4.0 * s[4] - s[5]) / (d[5] - d[3]);
     let left = (4.0 * s[2] - s[1]) / (d[1] - d[3]);
     let trunc = (right - s[4] / d[4]).abs() + (left - s[2] / d[2]).abs();
-    let round = ck.round(r, dir.step, dir.coord.is_none(), right.abs().max(left.abs()));
+    let round = ck.round(r, dir.step, right.abs().max(left.abs()));
     let slack = ck.atol + ck.rel * right.abs().max(left.abs()) + trunc + 2.0 * round;
     // Another kink within three steps on either side would corrupt the estimate: the slopes
     // over the second and third step must agree (exactly, on a linear piece), else the point
@@ -80,11 +80,6 @@ fn one_sided(ck: &Checker, dir: &Dir, u: &[Option<Vec<f64>>], base: &[Tensor]) -
 fn name(ck: &Checker, k: usize, j: usize) -> String {
     let t = ck.op.contract.signature.inputs().nth(ck.diff[k]).map(|t| t.name.as_str()).unwrap_or("?");
     format!("`{t}`[{j}]")
-}
-
-fn coord(sizes: &[usize], k: usize, j: usize, step: f64) -> Dir {
-    let v = sizes.iter().enumerate().map(|(q, &n)| (0..n).map(|i| if q == k && i == j { 1.0 } else { 0.0 }).collect()).collect();
-    Dir { v, coord: Some((k, j)), step }
 }
 
 fn violation(ck: &Checker, at: String, analytic: f64, o: &OneSided, expected: &str) -> GradcheckError {
@@ -121,7 +116,7 @@ fn tie_partner(ck: &Checker, k: usize, base: &[Tensor], rng: &mut Rng) -> Option
 fn tie_step(ck: &Checker, k: usize, s: usize, t: usize, v: f64) -> Option<f64> {
     let x = ck.inputs[ck.diff[k]].as_slice::<f64>()?;
     let gap = x.iter().enumerate().filter(|(q, _)| *q != s && *q != t).map(|(_, y)| (y - v).abs()).fold(f64::INFINITY, f64::min);
-    let step = (ck.h * step_scale(v)).min(gap / 8.0);
+    let step = ck.step(k, v).min(gap / 8.0);
     (step > v.abs() * 1e-9).then_some(step)
 }
 
@@ -145,13 +140,13 @@ fn tie(ck: &mut Checker, k: usize, s: usize, t: usize, sizes: &[usize], rng: &mu
             None => ck.rule_along(dir, &u),
         }
     };
-    let mut pair = coord(sizes, k, i, step);
+    let mut pair = Dir::coordinate(sizes, k, i, step);
     pair.v[k][j] = 1.0;
     pair.coord = None;
     let Some(both) = one_sided(ck, &pair, &u, &base)? else { return Ok(false) };
     let mut kink = false;
     for (c, other) in [(i, j), (j, i)] {
-        let dir = coord(sizes, k, c, step);
+        let dir = Dir::coordinate(sizes, k, c, step);
         let Some(o) = one_sided(ck, &dir, &u, &base)? else { continue };
         let a = along(ck, &dir)?;
         let at = format!("{} tied with {}", name(ck, k, c), name(ck, k, other));
@@ -187,11 +182,13 @@ fn tie(ck: &mut Checker, k: usize, s: usize, t: usize, sizes: &[usize], rng: &mu
     Ok(kink)
 }
 
-/// Probes one zero: `x[j] = 0` in differentiable input `k`, where its domain holds 0.
+/// Probes one zero: `x[j] = 0` in differentiable input `k`, where its domain holds 0 and no
+/// magnitude range is declared for it.
 fn zero(ck: &mut Checker, k: usize, j: usize, sizes: &[usize], rng: &mut Rng) -> Result<bool, GradcheckError> {
     let t = ck.op.contract.signature.inputs().nth(ck.diff[k]).map(|t| t.name.clone()).unwrap_or_default();
     let domain = ck.op.contract.domain_of(&t).cloned();
-    if keep_in(0.0, domain.as_ref(), rng) != 0.0 {
+    // Not where 0 lies outside the domain, nor outside a declared magnitude range.
+    if keep_in(0.0, domain.as_ref(), rng) != 0.0 || ck.op.contract.magnitude_of(&t).is_some() {
         return Ok(false);
     }
     let mut j = j;
@@ -204,7 +201,7 @@ fn zero(ck: &mut Checker, k: usize, j: usize, sizes: &[usize], rng: &mut Rng) ->
     }
     let base = ck.forward(&ck.inputs)?;
     let u = ck.cotangent(&ck.out_shapes()?, rng);
-    let dir = coord(sizes, k, j, ck.h * step_scale(0.0));
+    let dir = Dir::coordinate(sizes, k, j, ck.step(k, 0.0));
     let Some(o) = one_sided(ck, &dir, &u, &base)? else { return Ok(false) };
     if !o.kink() {
         return Ok(false);
