@@ -144,7 +144,11 @@ fn the_report_is_a_value_and_serialises() {
     let bound = format!("{:.1e}", r.bound_applied);
     assert!(lines[7].starts_with("  bound    : max |analytic - numeric| = ") && lines[7].contains(" (relative "), "{text}");
     assert!(lines[7].contains(&format!("against the bound applied there {bound} (declared accum(2): relative ")), "{text}");
-    assert!(r.max_abs_err <= r.bound_applied && r.max_rel_err < 1e-6, "{r:?}");
+    // Within the bound at the worst probe (the worst ratio of error to bound is at most 1). A
+    // fixed relative-error ceiling is not a property of the op: with values of both signs up to
+    // 1e3, an output's sum can cancel far below its terms, and the relative error of a correct
+    // rule then depends on the seed (2.7e-6 at one).
+    assert!(r.max_abs_err <= r.bound_applied && r.worst_ratio <= 1.0, "{r:?}");
     // The negative control states the smallest relative error it proves it catches, and a
     // backward scaled by that much was among the rejected corruptions.
     let caught = r.smallest_caught.expect("conv1d has nonzero gradients");

@@ -161,12 +161,14 @@ fn assert_rejected(decl: &'static op_runtime::core::decl::OpDecl, op: &str) {
 }
 
 /// The two wrong-at-ties backwards pass every ordinary probe (those skip ties) and are
-/// rejected at the points the kink check places on ties, at the default seed and across seeds.
+/// rejected at the points the kink check places on ties, at the default seed and across 32
+/// seeds (a rule routing ties to the later element agrees with the convention at about half of
+/// the ties, so the check keeps placing ties until it has found eight).
 #[test]
 fn a_vjp_wrong_only_at_ties_is_rejected_by_the_kink_check() {
     use op_runtime::verify::gradcheck::{gradcheck_with, GradcheckOptions};
     for (decl, op) in [(&median_all_ties::DECL, "test/bad/median_all_ties@1"), (&median_last_tie::DECL, "test/bad/median_last_tie@1")] {
-        for salt in 0..8u64 {
+        for salt in 0..32u64 {
             let o = GradcheckOptions { salt, ..GradcheckOptions::default() };
             match gradcheck_with(op_runtime::registry(), decl, &o) {
                 Err(e @ GradcheckError::KinkConvention { .. }) => {

@@ -27,8 +27,14 @@ use super::GradcheckError;
 use crate::core::tensor::Tensor;
 use op_contract::sample::Rng;
 
-/// Kink points tried per gradcheck (each a tie or a zero, alternating).
-pub(crate) const KINK_POINTS: usize = 12;
+/// Kinks of each kind (ties, zeros) a gradcheck probes where it can find them. A convention can
+/// agree with a wrong one at some kinks (a rule routing a tie's cotangent to the later element
+/// matches the convention wherever the tied pair sorts below the selected position), so a few
+/// found kinks are not enough: the check keeps placing points until it has this many of a kind.
+pub(crate) const KINKS_WANTED: usize = 8;
+/// Most points placed per gradcheck (ties and zeros in turn, a kind skipped once it has
+/// [`KINKS_WANTED`]), so an op with no kinks of a kind costs a bounded number of tries.
+pub(crate) const KINK_TRIES: usize = 48;
 
 /// What the kink check found.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -214,18 +220,26 @@ fn zero(ck: &mut Checker, k: usize, j: usize, sizes: &[usize], rng: &mut Rng) ->
     Ok(true)
 }
 
-/// Places [`KINK_POINTS`] points on kinks (ties and zeros in turn) from the drawn value cases
-/// and checks the backward there; `Err` on the first violation. The checker's inputs are left
-/// at the last point (the caller resets them).
+/// Places points on kinks (ties and zeros in turn, until [`KINKS_WANTED`] of each kind are found
+/// or [`KINK_TRIES`] points were placed) from the drawn value cases and checks the backward
+/// there; `Err` on the first violation. The checker's inputs are left at the last point (the
+/// caller resets them).
 pub(crate) fn probe(ck: &mut Checker, cases: &[Vec<Tensor>], rng: &mut Rng) -> Result<Kinks, GradcheckError> {
     let sizes: Vec<usize> = ck.diff.iter().map(|&p| ck.inputs[p].numel()).collect();
     let mut found = Kinks::default();
-    for p in 0..KINK_POINTS {
+    for p in 0..KINK_TRIES {
+        let tie_turn = p % 2 == 0;
+        if found.ties >= KINKS_WANTED && found.zeros >= KINKS_WANTED {
+            break;
+        }
+        if (tie_turn && found.ties >= KINKS_WANTED) || (!tie_turn && found.zeros >= KINKS_WANTED) {
+            continue;
+        }
         ck.inputs = cases[p % cases.len()].clone();
         let Some(k) = (0..sizes.len()).filter(|k| sizes[*k] > 0).nth(rng.index(sizes.iter().filter(|n| **n > 0).count())) else {
             continue;
         };
-        if p % 2 == 0 {
+        if tie_turn {
             let base = ck.forward(&ck.inputs)?;
             if let Some((s, t)) = tie_partner(ck, k, &base, rng) {
                 found.ties += tie(ck, k, s, t, &sizes, rng)? as usize;
