@@ -4,7 +4,7 @@
 
 use op_runtime::builtins;
 use op_runtime::gradcheck;
-use op_runtime::verify::gradcheck::{gradcheck_with, Corruption, GradcheckError, GradcheckOptions};
+use op_runtime::gradcheck::{gradcheck_with, Corruption, GradcheckError, GradcheckOptions};
 use op_runtime::{op, Real};
 
 /// `mul` whose VJP swaps the two gradients.
@@ -81,7 +81,7 @@ fn every_builtin_vjp_passes_with_its_negative_control() {
     }
 }
 
-fn rejected(decl: &'static op_runtime::core::decl::OpDecl, name: &str) {
+fn rejected(decl: &'static op_runtime::OpDecl, name: &str) {
     for salt in 0..8u64 {
         let o = GradcheckOptions { salt, ..GradcheckOptions::default() };
         match gradcheck_with(op_runtime::registry(), decl, &o) {

@@ -9,8 +9,8 @@
 //! `generated_tests = false`: the tests below assert their rejections.
 
 use op_runtime::builtins;
-use op_runtime::core::decl::OpDecl;
-use op_runtime::verify::gradcheck::{gradcheck_with, GradcheckError, GradcheckOptions, GradcheckReport};
+use op_runtime::gradcheck::{gradcheck_with, GradcheckError, GradcheckOptions, GradcheckReport};
+use op_runtime::OpDecl;
 use op_runtime::{op, Real};
 
 /// Row-wise softmax over `x[rows, cols]`: `exp(x - max) / sum exp(x - max)` per row.

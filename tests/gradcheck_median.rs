@@ -10,8 +10,8 @@
 mod median;
 
 use op_runtime::gradcheck;
+use op_runtime::gradcheck::GradcheckError;
 use op_runtime::testing::assert_gradcheck_rejected;
-use op_runtime::verify::gradcheck::GradcheckError;
 use op_runtime::{op, Real};
 
 /// The median's reference, shared by the wrong-backward fixtures below.
@@ -152,7 +152,7 @@ fn the_median_passes_with_its_negative_control() {
     assert_eq!(gradcheck(&median::windowed_median::DECL).unwrap_or_else(|e| panic!("{e}")), r);
 }
 
-fn assert_rejected(decl: &'static op_runtime::core::decl::OpDecl, op: &str) {
+fn assert_rejected(decl: &'static op_runtime::OpDecl, op: &str) {
     let e = assert_gradcheck_rejected(decl);
     let msg = e.to_string();
     assert!(matches!(e, GradcheckError::Mismatch { .. }), "`{op}` must be rejected against central differences, got {msg}");
@@ -166,7 +166,7 @@ fn assert_rejected(decl: &'static op_runtime::core::decl::OpDecl, op: &str) {
 /// the ties, so the check keeps placing ties until it has found eight).
 #[test]
 fn a_vjp_wrong_only_at_ties_is_rejected_by_the_kink_check() {
-    use op_runtime::verify::gradcheck::{gradcheck_with, GradcheckOptions};
+    use op_runtime::gradcheck::{gradcheck_with, GradcheckOptions};
     for (decl, op) in [(&median_all_ties::DECL, "test/bad/median_all_ties@1"), (&median_last_tie::DECL, "test/bad/median_last_tie@1")] {
         for salt in 0..32u64 {
             let o = GradcheckOptions { salt, ..GradcheckOptions::default() };
@@ -207,7 +207,7 @@ fn zero_vjp_is_rejected() {
 /// every wrong backward is always rejected.
 #[test]
 fn verdicts_hold_across_seeds() {
-    use op_runtime::verify::gradcheck::{gradcheck_with, GradcheckOptions};
+    use op_runtime::gradcheck::{gradcheck_with, GradcheckOptions};
     let mut skipped = 0;
     for salt in 1..=40u64 {
         let o = GradcheckOptions { salt, ..GradcheckOptions::default() };

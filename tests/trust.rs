@@ -8,12 +8,12 @@ mod common;
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
-use op_runtime::core::device::{fingerprint, DeviceProfile};
-use op_runtime::core::provenance::ProvenanceRecord;
-use op_runtime::core::receipt::{Attestation, Receipt, ReceiptError};
-use op_runtime::core::trust::{SigningKey, TrustList};
-use op_runtime::verify::conformance::conform;
-use op_runtime::verify::sharing::{IndexEntry, LocalDevices, OpCard, Store, Trust};
+use op_runtime::conformance::conform;
+use op_runtime::device::{fingerprint, DeviceProfile};
+use op_runtime::provenance::ProvenanceRecord;
+use op_runtime::receipt::{Attestation, Receipt, ReceiptError};
+use op_runtime::sharing::{IndexEntry, LocalDevices, OpCard, Store, Trust};
+use op_runtime::trust::{SigningKey, TrustList};
 use op_runtime::{op, BackendKind, CallOptions, OpHandle, Real, Registry, Scalar, Tensor};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

@@ -266,7 +266,7 @@ fn inconclusive(s: &Setup, measured: &[Measured]) -> Option<GradcheckError> {
     })
 }
 
-/// Gradchecks an op: see the module docs and [`declared_bound`]. A composite op's graph
+/// Gradchecks an op: see the module docs and `declared_bound`. A composite op's graph
 /// resolves the ops it records in `registry` (`op_runtime::gradcheck` passes the process-wide
 /// one).
 pub fn gradcheck_with(registry: &Registry, decl: &'static OpDecl, opts: &GradcheckOptions) -> Result<GradcheckReport, GradcheckError> {

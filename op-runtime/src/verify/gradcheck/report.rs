@@ -144,7 +144,7 @@ pub struct GradcheckReport {
     /// The declared tolerance class.
     pub tolerance: String,
     /// The relative term of the bound: f64 rounding, or a `loose` class's `rtol` (see
-    /// [`declared_bound`]).
+    /// `declared_bound`).
     pub rel_bound: f64,
     /// Largest |<u, J v> - <J^T u, v>| where both VJP and JVP are declared.
     pub consistency: Option<f64>,
