@@ -7,3 +7,4 @@ pub(crate) mod tape;
 
 pub use optim::Sgd;
 pub use tape::{human_bytes, infer, BufferKind, Grads, Inferred, MemoryPlan, Mode, PlanEntry, Run, SharedDevice, Tape, TapeError, Var};
+pub use tape::{vmap, GradFn, Hvp, InAxis, Tangents, TapeFn, TensorFn, Vmap};

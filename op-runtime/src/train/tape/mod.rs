@@ -31,11 +31,18 @@
 
 pub(crate) mod device;
 pub(crate) mod exec;
+mod forward;
+mod higher;
 pub(crate) mod planner;
+mod second;
+mod vmap;
 
 pub use device::SharedDevice;
 pub use exec::Mode;
+pub use forward::Tangents;
 pub use planner::{human_bytes, infer, BufferKind, Inferred, MemoryPlan, PlanEntry};
+pub use second::Hvp;
+pub use vmap::{vmap, GradFn, InAxis, TapeFn, TensorFn, Vmap};
 
 use crate::core::backend::BackendError;
 use crate::core::decl::OpDecl;
@@ -175,6 +182,36 @@ pub enum TapeError {
         op: String,
         /// The gradient's dtype.
         dtype: DType,
+    },
+    /// Forward mode cannot push tangents through the op (see `Tape::jvp`).
+    #[error("op `{op}` has no forward-mode rule: {reason}")]
+    NoForwardRule {
+        /// The op's `name@version`.
+        op: String,
+        /// Why, and what to declare.
+        reason: String,
+    },
+    /// Second order (see `Tape::hvp`) needs the op's differentiable VJP op.
+    #[error("op `{op}` has no second derivative: {reason}")]
+    NoSecondOrder {
+        /// The op's `name@version`.
+        op: String,
+        /// Why, and what to declare.
+        reason: String,
+    },
+    /// A batched call (`vmap`) whose inputs do not make one batch.
+    #[error("vmap: {problem}")]
+    Batch {
+        /// What is wrong, naming the input.
+        problem: String,
+    },
+    /// One slice of a batched call failed.
+    #[error("vmap: batch slice {index} failed: {source}")]
+    Slice {
+        /// The failing slice.
+        index: usize,
+        /// Its error.
+        source: Box<TapeError>,
     },
 }
 

@@ -1,0 +1,365 @@
+//! Forward mode and second order through the tape, on the pipeline (conv1d -> the
+//! user's windowed median -> tanh -> mse_loss) in f64: forward-mode `u . (J v)` equals
+//! `(J^T u) . v` from reverse mode to 1e-12 across many draws, and a wrong JVP rule or a wrong
+//! VJP op makes them differ on every draw; Hessian-vector products equal central differences
+//! of gradients, and a wrong second derivative is caught by that comparison and by gradcheck of
+//! the VJP op; an op whose VJP op is not differentiable is a typed error naming it.
+
+#[path = "../examples/windowed_median/median.rs"]
+mod median;
+#[path = "../examples/autodiff/median_vjp.rs"]
+mod median_vjp;
+
+use op_runtime::testing::assert_gradcheck_rejected;
+use op_runtime::train::{Tape, TapeError, Var};
+use op_runtime::{op, DType, Real, Registry, Scalar, Tensor};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+const N: usize = 40;
+const W: u32 = 3;
+const SEEDS: u64 = 48;
+
+/// Cube `x^3`: a VJP, and a differentiable VJP op (below).
+#[op(name = "test/autodiff/cube", version = 1, signature(x: f64[n]) -> f64[n],
+     category = elementwise, tolerance = ulp(2), backward = vjp(cube_vjp))]
+pub fn cube<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| *v * *v * *v).collect()
+}
+/// `3 x^2 g`.
+pub fn cube_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
+    x.iter().zip(g).map(|(x, g)| T::from_f64(3.0) * *x * *x * *g).collect()
+}
+
+/// Cube's VJP as an op, with its second derivative.
+#[op(name = "test/autodiff/cube_vjp", version = 1, signature(x: f64[n], d_out: f64[n]) -> d_x: f64[n],
+     category = elementwise, tolerance = ulp(2), backward = vjp(cube_vjp_vjp))]
+pub fn cube_vjp_op<T: Real>(x: &[T], d_out: &[T]) -> Vec<T> {
+    cube_vjp(x, d_out)
+}
+/// `(6 x g c, 3 x^2 c)`.
+pub fn cube_vjp_vjp<T: Real>(x: &[T], g: &[T], c: &[T]) -> (Vec<T>, Vec<T>) {
+    let dx = (0..x.len()).map(|i| T::from_f64(6.0) * x[i] * g[i] * c[i]).collect();
+    (dx, cube_vjp(x, c))
+}
+
+/// Cube's VJP with a second derivative twice too large (its JVP part is right).
+#[op(name = "test/autodiff/cube_vjp_bad_hessian", version = 1, signature(x: f64[n], d_out: f64[n]) -> d_x: f64[n],
+     category = elementwise, tolerance = ulp(2), backward = vjp(cube_vjp_vjp_doubled), generated_tests = false)]
+pub fn cube_vjp_bad_hessian<T: Real>(x: &[T], d_out: &[T]) -> Vec<T> {
+    cube_vjp(x, d_out)
+}
+/// Wrong on purpose: `12 x g c`.
+pub fn cube_vjp_vjp_doubled<T: Real>(x: &[T], g: &[T], c: &[T]) -> (Vec<T>, Vec<T>) {
+    let (dx, dg) = cube_vjp_vjp(x, g, c);
+    (dx.into_iter().map(|v| v * T::from_f64(2.0)).collect(), dg)
+}
+
+/// Cube's VJP whose derivative along the cotangent (the JVP it gives) is `2 x^2 c`.
+#[op(name = "test/autodiff/cube_vjp_bad_jvp", version = 1, signature(x: f64[n], d_out: f64[n]) -> d_x: f64[n],
+     category = elementwise, tolerance = ulp(2), backward = vjp(cube_vjp_vjp_bad_jvp), generated_tests = false)]
+pub fn cube_vjp_bad_jvp<T: Real>(x: &[T], d_out: &[T]) -> Vec<T> {
+    cube_vjp(x, d_out)
+}
+/// Wrong on purpose.
+pub fn cube_vjp_vjp_bad_jvp<T: Real>(x: &[T], g: &[T], c: &[T]) -> (Vec<T>, Vec<T>) {
+    let (dx, _) = cube_vjp_vjp(x, g, c);
+    (dx, x.iter().zip(c).map(|(x, c)| T::from_f64(2.0) * *x * *x * *c).collect())
+}
+
+/// Cube with both a VJP and a JVP rule.
+#[op(name = "test/autodiff/cube_jvp", version = 1, signature(x: f64[n]) -> f64[n],
+     category = elementwise, tolerance = ulp(2), backward = vjp(cube_vjp) + jvp(cube_jvp_rule))]
+pub fn cube_with_jvp<T: Real>(x: &[T]) -> Vec<T> {
+    cube(x)
+}
+/// `3 x^2 t`.
+pub fn cube_jvp_rule<T: Real>(x: &[T], t: &[T]) -> Vec<T> {
+    cube_vjp(x, t)
+}
+
+/// Cube with a right VJP and a JVP rule twice too large: gradcheck's VJP/JVP consistency
+/// catches it on its own; here forward mode against reverse mode must too.
+#[op(name = "test/autodiff/cube_jvp_bad", version = 1, signature(x: f64[n]) -> f64[n],
+     category = elementwise, tolerance = ulp(2), backward = vjp(cube_vjp) + jvp(cube_jvp_doubled), generated_tests = false)]
+pub fn cube_with_bad_jvp<T: Real>(x: &[T]) -> Vec<T> {
+    cube(x)
+}
+/// Wrong on purpose.
+pub fn cube_jvp_doubled<T: Real>(x: &[T], t: &[T]) -> Vec<T> {
+    cube_vjp(x, t).into_iter().map(|v| v * T::from_f64(2.0)).collect()
+}
+
+/// A registry with the built-ins, the median and its differentiable VJP op.
+fn registry() -> Registry {
+    let r = Registry::with_builtins();
+    r.register(&median::windowed_median::DECL).expect("the median registers");
+    r.register_vjp_op("user/example/windowed_median", &median_vjp::windowed_median_vjp_op::DECL).expect("its VJP op fits");
+    r
+}
+
+/// The pipeline, with `mid` (an op name, or the median) between conv1d and tanh, and a
+/// scalar `s = sum(u * y)` beside the loss for the vector check.
+struct Pipe {
+    tape: Tape,
+    x: Var,
+    k: Var,
+    u: Var,
+    zeros: Var,
+    conv: Var,
+    y: Var,
+    s: Var,
+    loss: Var,
+}
+
+fn pipeline(r: &Registry, mid: &str) -> Pipe {
+    let mut tape = Tape::with_registry(r);
+    let x = tape.input("x", DType::f64, [N]);
+    let k = tape.input("k", DType::f64, [3]);
+    let conv = tape.call1("builtin/conv1d", &[x, k], &[]).expect("conv1d");
+    let m = match mid {
+        "median" => tape.call1("user/example/windowed_median", &[conv], &[Scalar::U32(W)]).expect("median"),
+        op => tape.call1(op, &[conv], &[]).expect("mid op"),
+    };
+    let len = tape.shape(m).expect("a value")[0];
+    let y = tape.call1("builtin/tanh", &[m], &[]).expect("tanh");
+    let u = tape.input("u", DType::f64, [len]);
+    let zeros = tape.input("zeros", DType::f64, [len]);
+    let uy = tape.call1("builtin/mul", &[u, y], &[]).expect("mul");
+    let s = tape.call1("builtin/sum", &[uy], &[]).expect("sum");
+    let loss = tape.call1("builtin/mse_loss", &[y, zeros], &[]).expect("mse_loss");
+    Pipe { tape, x, k, u, zeros, conv, y, s, loss }
+}
+
+fn vec_of(rng: &mut ChaCha8Rng, n: usize, scale: f64) -> Tensor {
+    Tensor::vector((0..n).map(|_| rng.random_range(-scale..scale)).collect::<Vec<f64>>())
+}
+
+fn f64s(t: &Tensor) -> Vec<f64> {
+    t.to_host().expect("host").data().to_f64_vec().expect("float")
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// One draw: the point, directions and cotangent.
+struct Draw {
+    x: Tensor,
+    k: Tensor,
+    vx: Tensor,
+    vk: Tensor,
+    u: Tensor,
+    zeros: Tensor,
+}
+
+fn draw(p: &Pipe, seed: u64) -> Draw {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let len = p.tape.shape(p.u).expect("u")[0];
+    Draw {
+        x: vec_of(&mut rng, N, 1.0),
+        k: vec_of(&mut rng, 3, 0.5),
+        vx: vec_of(&mut rng, N, 1.0),
+        vk: vec_of(&mut rng, 3, 0.5),
+        u: vec_of(&mut rng, len, 1.0),
+        zeros: Tensor::vector(vec![0.0f64; len]),
+    }
+}
+
+/// Forward-mode `u . (J v)` and reverse-mode `(J^T u) . v` for the vector output, and the
+/// same pair for the loss: their largest relative gap.
+fn forward_reverse_gap(p: &Pipe, d: &Draw) -> Result<f64, TapeError> {
+    let feeds = [(p.x, &d.x), (p.k, &d.k), (p.u, &d.u), (p.zeros, &d.zeros)];
+    let mut run = p.tape.run(&feeds)?;
+    let tan = p.tape.jvp(&mut run, &[(p.x, &d.vx), (p.k, &d.vk)])?;
+    let jv = f64s(tan.get(p.y).expect("y has a tangent"));
+    let forward_s = dot(&f64s(&d.u), &jv);
+    let forward_loss = f64s(tan.get(p.loss).expect("the loss has a tangent"))[0];
+    let (vx, vk) = (f64s(&d.vx), f64s(&d.vk));
+    let along = |g: &op_runtime::train::Grads| dot(&f64s(g.get(p.x).expect("d/dx")), &vx) + dot(&f64s(g.get(p.k).expect("d/dk")), &vk);
+    let reverse_s = along(&p.tape.grad(&mut run, p.s, &[p.x, p.k])?);
+    let reverse_loss = along(&p.tape.grad(&mut run, p.loss, &[p.x, p.k])?);
+    let rel = |a: f64, b: f64| (a - b).abs() / a.abs().max(b.abs()).max(1e-300);
+    Ok(rel(forward_s, reverse_s).max(rel(forward_loss, reverse_loss)))
+}
+
+#[test]
+fn forward_mode_equals_reverse_mode_through_builtins_and_the_users_median() {
+    let r = registry();
+    for mid in ["median", "test/autodiff/cube", "test/autodiff/cube_jvp"] {
+        if mid.starts_with("test/") {
+            r.register(if mid.ends_with("jvp") { &cube_with_jvp::DECL } else { &cube::DECL }).expect("registers");
+        }
+        if mid == "test/autodiff/cube" {
+            r.register_vjp_op(mid, &cube_vjp_op::DECL).expect("fits");
+        }
+        let p = pipeline(&r, mid);
+        let worst = (0..SEEDS).map(|s| forward_reverse_gap(&p, &draw(&p, s)).expect("both modes run")).fold(0.0, f64::max);
+        eprintln!("{mid}: worst relative gap between forward and reverse over {SEEDS} draws: {worst:.2e}");
+        assert!(worst <= 1e-12, "{mid}: forward and reverse differ by {worst:e}");
+    }
+}
+
+/// The rejecting twins: a JVP rule twice too large, and a VJP op whose derivative along the
+/// cotangent is wrong, each make forward differ from reverse on every draw.
+#[test]
+fn a_wrong_jvp_rule_or_vjp_op_makes_forward_differ_from_reverse_on_every_draw() {
+    let r = registry();
+    r.register(&cube_with_bad_jvp::DECL).expect("registers");
+    r.register(&cube::DECL).expect("registers");
+    r.register_vjp_op("test/autodiff/cube", &cube_vjp_bad_jvp::DECL).expect("fits: only its numbers are wrong");
+    for mid in ["test/autodiff/cube_jvp_bad", "test/autodiff/cube"] {
+        let p = pipeline(&r, mid);
+        let best = (0..SEEDS).map(|s| forward_reverse_gap(&p, &draw(&p, s)).expect("both modes run")).fold(f64::INFINITY, f64::min);
+        eprintln!("{mid}: smallest relative gap over {SEEDS} draws: {best:.2e}");
+        assert!(best > 1e-3, "{mid}: a wrong rule went unnoticed (gap {best:e})");
+    }
+}
+
+/// `H v` against central differences of gradients, on draws where no order crossing of the
+/// median lies within the differences' reach (those are counted and skipped, never averaged).
+fn hvp_vs_differences(p: &Pipe, d: &Draw) -> Result<Option<f64>, TapeError> {
+    let h = 1e-5;
+    let feeds = |x: &Tensor| [(p.x, x.clone()), (p.k, d.k.clone()), (p.u, d.u.clone()), (p.zeros, d.zeros.clone())];
+    let run_at = |x: &Tensor| -> Result<(op_runtime::train::Run, Vec<f64>, Vec<usize>), TapeError> {
+        let f = feeds(x);
+        let refs: Vec<(Var, &Tensor)> = f.iter().map(|(v, t)| (*v, t)).collect();
+        let mut run = p.tape.run(&refs)?;
+        let g = f64s(p.tape.grad(&mut run, p.loss, &[p.x])?.get(p.x).expect("d/dx"));
+        let order = median::argmedian(&f64s(run.value(p.conv).expect("conv")), W);
+        Ok((run, g, order))
+    };
+    let (x, vx) = (f64s(&d.x), f64s(&d.vx));
+    let shifted = |s: f64| Tensor::vector(x.iter().zip(&vx).map(|(a, b)| a + s * h * b).collect::<Vec<f64>>());
+    let (mut run, _, order) = run_at(&d.x)?;
+    let (_, gp, op) = run_at(&shifted(1.0))?;
+    let (_, gm, om) = run_at(&shifted(-1.0))?;
+    if op != order || om != order {
+        return Ok(None);
+    }
+    let hv = p.tape.hvp(&mut run, p.loss, &[(p.x, &d.vx)])?;
+    let hv = f64s(hv.hvp(p.x).expect("H v"));
+    let fd: Vec<f64> = gp.iter().zip(&gm).map(|(a, b)| (a - b) / (2.0 * h)).collect();
+    let scale = fd.iter().chain(&hv).fold(0.0f64, |m, v| m.max(v.abs()));
+    Ok(Some(hv.iter().zip(&fd).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max) / scale))
+}
+
+#[test]
+fn hessian_vector_products_equal_differences_of_gradients() {
+    let r = registry();
+    r.register(&cube::DECL).expect("registers");
+    r.register_vjp_op("test/autodiff/cube", &cube_vjp_op::DECL).expect("fits");
+    for mid in ["median", "test/autodiff/cube"] {
+        let p = pipeline(&r, mid);
+        let gaps: Vec<f64> = (0..SEEDS).filter_map(|s| hvp_vs_differences(&p, &draw(&p, s)).expect("runs")).collect();
+        let worst = gaps.iter().copied().fold(0.0, f64::max);
+        eprintln!(
+            "{mid}: H v vs differences of gradients: worst {worst:.2e} over {} draws ({} skipped)",
+            gaps.len(),
+            SEEDS as usize - gaps.len()
+        );
+        assert!(gaps.len() as u64 >= SEEDS * 3 / 4, "{mid}: too many draws skipped");
+        assert!(worst < 1e-6, "{mid}: H v differs from differences of gradients by {worst:e}");
+    }
+}
+
+/// The rejecting twin: a second derivative twice too large is caught by the differences (on
+/// every draw) and by gradcheck of the VJP op itself.
+#[test]
+fn a_wrong_second_derivative_is_caught_by_differences_and_by_gradcheck_of_the_vjp_op() {
+    let r = registry();
+    r.register(&cube::DECL).expect("registers");
+    r.register_vjp_op("test/autodiff/cube", &cube_vjp_bad_hessian::DECL).expect("fits");
+    let p = pipeline(&r, "test/autodiff/cube");
+    let gaps: Vec<f64> = (0..SEEDS).filter_map(|s| hvp_vs_differences(&p, &draw(&p, s)).expect("runs")).collect();
+    let best = gaps.iter().copied().fold(f64::INFINITY, f64::min);
+    assert!(gaps.len() as u64 >= SEEDS * 3 / 4 && best > 1e-3, "the wrong second derivative went unnoticed ({best:e})");
+    assert_gradcheck_rejected(&cube_vjp_bad_hessian::DECL);
+    assert_gradcheck_rejected(&cube_vjp_bad_jvp::DECL);
+    op_runtime::gradcheck(&cube_vjp_op::DECL).expect("the right twin passes");
+}
+
+/// Gradcheck on the VJP ops themselves: every built-in's, and the median's.
+#[test]
+fn every_builtin_vjp_op_and_the_medians_pass_gradcheck() {
+    let r = op_runtime::registry();
+    for (name, decl) in op_runtime::builtins::vjp_decls() {
+        let linked = r.lookup(name).expect("a built-in").differentiable_vjp_op().expect("linked at registration");
+        assert_eq!(linked.op().hash(), op_runtime::RegisteredOp::load(decl).expect("loads").hash(), "{name}");
+        let report = op_runtime::gradcheck(decl).unwrap_or_else(|e| panic!("{name}'s VJP op: {e}"));
+        assert!(report.negative_control_rejected(), "{name}");
+    }
+    op_runtime::gradcheck(&median_vjp::windowed_median_vjp_op::DECL).expect("the median's VJP op");
+}
+
+/// Every built-in that declares a VJP has a differentiable VJP op.
+#[test]
+fn every_differentiable_builtin_has_a_differentiable_vjp_op() {
+    let r = op_runtime::registry();
+    for d in op_runtime::builtins::decls() {
+        let h = r.lookup(&op_runtime::RegisteredOp::load(d).expect("loads").id()).expect("registered");
+        if h.op().contract().backward.is_differentiable() {
+            assert!(h.differentiable_vjp_op().is_some(), "built-in `{}` has no differentiable VJP op", h.id());
+        }
+    }
+}
+
+/// An op with only a VJP whose VJP op is not differentiable (the median's kernel VJP op, when
+/// no differentiable one is registered): forward mode and second order are typed errors
+/// naming it; plain reverse mode still runs.
+#[test]
+fn forward_mode_through_an_op_without_a_differentiable_vjp_op_is_a_typed_error_naming_it() {
+    let r = Registry::with_builtins();
+    r.register(&median::windowed_median::DECL).expect("registers");
+    let p = pipeline(&r, "median");
+    let d = draw(&p, 1);
+    let mut run = p.tape.run(&[(p.x, &d.x), (p.k, &d.k), (p.u, &d.u), (p.zeros, &d.zeros)]).expect("runs");
+    p.tape.grad(&mut run, p.loss, &[p.x]).expect("reverse mode runs");
+    match p.tape.jvp(&mut run, &[(p.x, &d.vx)]) {
+        Err(e @ TapeError::NoForwardRule { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains("user/example/windowed_median@1"), "{msg}");
+            assert!(msg.contains("`user/example/windowed_median/vjp@1` is not differentiable"), "{msg}");
+            assert!(msg.contains("register_vjp_op"), "{msg}");
+        }
+        other => panic!("expected NoForwardRule, got {other:?}"),
+    }
+    let e = p.tape.hvp(&mut run, p.loss, &[(p.x, &d.vx)]).unwrap_err();
+    assert!(
+        matches!(&e, TapeError::NoSecondOrder { op, .. } | TapeError::NoForwardRule { op, .. } if op == "user/example/windowed_median@1"),
+        "{e}"
+    );
+    // A direction that does not reach the median needs no rule of its own.
+    let tan = p.tape.jvp(&mut run, &[(p.u, &d.u)]).expect("u only meets built-ins");
+    assert!(tan.get(p.s).is_some() && tan.get(p.loss).is_none());
+}
+
+/// A declaration that does not have the VJP op's signature is refused naming both ops.
+#[test]
+fn a_vjp_op_of_the_wrong_signature_is_refused_naming_both() {
+    let r = registry();
+    r.register(&cube::DECL).expect("registers");
+    let e = r.register_vjp_op("test/autodiff/cube", &cube::DECL).unwrap_err();
+    let msg = e.to_string();
+    assert!(msg.contains("`test/autodiff/cube@1` cannot be the VJP op of `test/autodiff/cube@1`"), "{msg}");
+    assert!(msg.contains("takes 1 argument(s); the VJP op takes 2"), "{msg}");
+    let e = r.register_vjp_op("builtin/tanh", &cube_vjp_op::DECL).unwrap_err();
+    assert!(e.to_string().contains("argument 0 (`x`) should be a tensor `T[n]`"), "{e}");
+    let e = r.register_vjp_op("test/autodiff/nothing", &cube_vjp_op::DECL).unwrap_err();
+    assert!(e.to_string().contains("no op named `test/autodiff/nothing`"), "{e}");
+}
+
+/// Seeds are checked: a direction of the wrong shape, or for a value that is not an input.
+#[test]
+fn bad_directions_are_typed_errors() {
+    let r = registry();
+    let p = pipeline(&r, "median");
+    let d = draw(&p, 2);
+    let mut run = p.tape.run(&[(p.x, &d.x), (p.k, &d.k), (p.u, &d.u), (p.zeros, &d.zeros)]).expect("runs");
+    let e = p.tape.jvp(&mut run, &[(p.x, &d.k)]).unwrap_err();
+    assert!(e.to_string().contains("input `x` (%0) is f64[40], given a direction of f64[3]"), "{e}");
+    let e = p.tape.jvp(&mut run, &[(p.y, &d.u)]).unwrap_err();
+    assert!(e.to_string().contains("is not a float input or parameter"), "{e}");
+    let e = p.tape.hvp(&mut run, p.y, &[(p.x, &d.vx)]).unwrap_err();
+    assert!(matches!(e, TapeError::NotScalarLoss { .. }), "{e}");
+}
