@@ -363,3 +363,75 @@ fn bad_directions_are_typed_errors() {
     let e = p.tape.hvp(&mut run, p.y, &[(p.x, &d.vx)]).unwrap_err();
     assert!(matches!(e, TapeError::NotScalarLoss { .. }), "{e}");
 }
+
+/// The example's case (`examples/autodiff`) through the tape against an independent derivation
+/// in plain loops: with `z = median(conv(x))` (locally a selection `S` of `C x`) and
+/// `L = mean(tanh(z)^2)`, `dL/dz = 2 t (1 - t^2) / m` and `d2L/dz2 = 2 (1 - t^2)(1 - 3 t^2) / m`,
+/// so `jvp = <dL/dz, S C v>`, `grad = C^T S^T dL/dz` and `H v = C^T S^T (d2L/dz2 * S C v)`.
+#[test]
+fn the_examples_case_matches_an_independent_derivation() {
+    const N: usize = 64;
+    let k = [0.25f64, 0.5, 0.25];
+    let conv = |x: &[f64]| (0..N - 2).map(|i| (0..3).map(|j| x[i + j] * k[j]).sum::<f64>()).collect::<Vec<f64>>();
+    let conv_t = |g: &[f64]| {
+        let mut out = vec![0.0; N];
+        for (i, gi) in g.iter().enumerate() {
+            for j in 0..3 {
+                out[i + j] += gi * k[j];
+            }
+        }
+        out
+    };
+    // (loss, jvp, grad, H v) at x along v, by hand.
+    let by_hand = |x: &[f64], v: &[f64]| {
+        let c = conv(x);
+        let sel = median::argmedian(&c, W);
+        let m = sel.len() as f64;
+        let t: Vec<f64> = sel.iter().map(|&s| c[s].tanh()).collect();
+        let a: Vec<f64> = t.iter().map(|t| 2.0 * t * (1.0 - t * t) / m).collect();
+        let b: Vec<f64> = t.iter().map(|t| 2.0 * (1.0 - t * t) * (1.0 - 3.0 * t * t) / m).collect();
+        let cv = conv(v);
+        let sv: Vec<f64> = sel.iter().map(|&s| cv[s]).collect();
+        let scatter = |z: &[f64]| {
+            let mut out = vec![0.0; N - 2];
+            for (zi, &s) in z.iter().zip(&sel) {
+                out[s] += zi;
+            }
+            conv_t(&out)
+        };
+        let loss = t.iter().map(|t| t * t).sum::<f64>() / m;
+        let hz: Vec<f64> = b.iter().zip(&sv).map(|(b, s)| b * s).collect();
+        (loss, dot(&a, &sv), scatter(&a), scatter(&hz))
+    };
+    let r = op_runtime::registry();
+    r.register(&median::windowed_median::DECL).expect("registers");
+    r.register_vjp_op("user/example/windowed_median", &median_vjp::windowed_median_vjp_op::DECL).expect("fits");
+    let mut tape = Tape::with_registry(r);
+    let x = tape.input("x", DType::f64, [N]);
+    let kp = tape.param("k", Tensor::vector(k.to_vec())).expect("param");
+    let c = tape.call1("builtin/conv1d", &[x, kp], &[]).expect("conv1d");
+    let med = tape.call1("user/example/windowed_median", &[c], &[Scalar::U32(W)]).expect("median");
+    let y = tape.call1("builtin/tanh", &[med], &[]).expect("tanh");
+    let zeros = tape.input("zeros", DType::f64, [N - 4]);
+    let loss = tape.call1("builtin/mse_loss", &[y, zeros], &[]).expect("mse");
+    let close = |a: &[f64], b: &[f64], what: &str| {
+        let scale = a.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let worst = a.iter().zip(b).map(|(p, q)| (p - q).abs()).fold(0.0, f64::max);
+        assert!(a.len() == b.len() && worst <= 1e-12 * scale, "{what}: {worst:e} against {scale:e}");
+    };
+    let xs: Vec<f64> = (0..N).map(|i| (0.37 * i as f64).sin() + 0.1 * i as f64 / 64.0).collect();
+    let v: Vec<f64> = (0..N).map(|i| (0.11 * i as f64).cos()).collect();
+    let z = Tensor::vector(vec![0.0f64; N - 4]);
+    for b in 0..4 {
+        let xb: Vec<f64> = xs.iter().map(|x| x * (1.0 + 0.1 * b as f64)).collect();
+        let (l, jvp, grad, hv) = by_hand(&xb, &v);
+        let mut run = tape.run(&[(x, &Tensor::vector(xb.clone())), (zeros, &z)]).expect("runs");
+        close(&[run.scalar(loss).expect("loss")], &[l], "loss");
+        let tan = tape.jvp(&mut run, &[(x, &Tensor::vector(v.clone()))]).expect("jvp");
+        close(&f64s(tan.get(loss).expect("tangent")), &[jvp], "jvp");
+        let h = tape.hvp(&mut run, loss, &[(x, &Tensor::vector(v.clone()))]).expect("hvp");
+        close(&f64s(h.grad(x).expect("grad")), &grad, "grad");
+        close(&f64s(h.hvp(x).expect("H v")), &hv, "H v");
+        assert!(hv.iter().filter(|v| v.abs() > 1e-6).count() > 20, "a nontrivial H v");
+    }
+}
