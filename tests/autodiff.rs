@@ -10,6 +10,7 @@ mod median;
 #[path = "../examples/autodiff/median_vjp.rs"]
 mod median_vjp;
 
+use op_runtime::graph::{Graph, GraphError};
 use op_runtime::testing::assert_gradcheck_rejected;
 use op_runtime::train::{Tape, TapeError, Var};
 use op_runtime::{op, DType, Real, Registry, Scalar, Tensor};
@@ -90,11 +91,25 @@ pub fn cube_jvp_doubled<T: Real>(x: &[T], t: &[T]) -> Vec<T> {
     cube_vjp(x, t).into_iter().map(|v| v * T::from_f64(2.0)).collect()
 }
 
-/// A registry with the built-ins, the median and its differentiable VJP op.
+/// Smoothed absolute value `x tanh(4 x)`, differentiated through its graph of built-ins.
+#[op(name = "test/autodiff/smooth_abs", version = 1, signature(x: f64[n]) -> f64[n],
+     category = transcendental, tolerance = ulp(16), backward = composite(smooth_abs_graph))]
+pub fn smooth_abs<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| *v * (*v * T::from_f64(4.0)).tanh()).collect()
+}
+/// The graph: `mul(x, tanh(scale(x, 4)))`.
+pub fn smooth_abs_graph(t: &mut dyn Graph, x: &[Var], _p: &[Scalar]) -> Result<Vec<Var>, GraphError> {
+    let kx = t.call1("builtin/scale", &[x[0]], &[Scalar::F64(4.0)])?;
+    let th = t.call1("builtin/tanh", &[kx], &[])?;
+    Ok(vec![t.call1("builtin/mul", &[x[0], th], &[])?])
+}
+
+/// A registry with the built-ins, the median and its differentiable VJP op, and the composite.
 fn registry() -> Registry {
     let r = Registry::with_builtins();
     r.register(&median::windowed_median::DECL).expect("the median registers");
     r.register_vjp_op("user/example/windowed_median", &median_vjp::windowed_median_vjp_op::DECL).expect("its VJP op fits");
+    r.register(&smooth_abs::DECL).expect("the composite registers");
     r
 }
 
@@ -186,8 +201,8 @@ fn forward_reverse_gap(p: &Pipe, d: &Draw) -> Result<f64, TapeError> {
 #[test]
 fn forward_mode_equals_reverse_mode_through_builtins_and_the_users_median() {
     let r = registry();
-    for mid in ["median", "test/autodiff/cube", "test/autodiff/cube_jvp"] {
-        if mid.starts_with("test/") {
+    for mid in ["median", "test/autodiff/cube", "test/autodiff/cube_jvp", "test/autodiff/smooth_abs"] {
+        if mid.starts_with("test/autodiff/cube") {
             r.register(if mid.ends_with("jvp") { &cube_with_jvp::DECL } else { &cube::DECL }).expect("registers");
         }
         if mid == "test/autodiff/cube" {
@@ -249,7 +264,7 @@ fn hessian_vector_products_equal_differences_of_gradients() {
     let r = registry();
     r.register(&cube::DECL).expect("registers");
     r.register_vjp_op("test/autodiff/cube", &cube_vjp_op::DECL).expect("fits");
-    for mid in ["median", "test/autodiff/cube"] {
+    for mid in ["median", "test/autodiff/cube", "test/autodiff/smooth_abs"] {
         let p = pipeline(&r, mid);
         let gaps: Vec<f64> = (0..SEEDS).filter_map(|s| hvp_vs_differences(&p, &draw(&p, s)).expect("runs")).collect();
         let worst = gaps.iter().copied().fold(0.0, f64::max);
@@ -433,5 +448,78 @@ fn the_examples_case_matches_an_independent_derivation() {
         close(&f64s(h.grad(x).expect("grad")), &grad, "grad");
         close(&f64s(h.hvp(x).expect("H v")), &hv, "H v");
         assert!(hv.iter().filter(|v| v.abs() > 1e-6).count() > 20, "a nontrivial H v");
+    }
+}
+
+/// The backward of a gradient: the gradient recorded as values of the tape (`record_grad`),
+/// `s = <grad, v>` recorded after it, and reverse mode of `s` is `H v`; it equals the
+/// forward-over-reverse `hvp` (another route through the same second derivatives) and the
+/// recorded gradient equals reverse mode's, on every draw.
+#[test]
+fn the_backward_of_a_recorded_gradient_is_the_hessian_vector_product() {
+    let r = registry();
+    r.register(&cube::DECL).expect("registers");
+    r.register_vjp_op("test/autodiff/cube", &cube_vjp_op::DECL).expect("fits");
+    for mid in ["median", "test/autodiff/cube", "test/autodiff/smooth_abs"] {
+        let mut p = pipeline(&r, mid);
+        let g = p.tape.record_grad(p.loss, &[p.x, p.k]).expect("every op on the path has a VJP op");
+        let vx = p.tape.input("vx", DType::f64, [N]);
+        let vk = p.tape.input("vk", DType::f64, [3]);
+        let gv = |t: &mut Tape, g: Var, v: Var| {
+            let m = t.call1("builtin/mul", &[g, v], &[]).expect("mul");
+            t.call1("builtin/sum", &[m], &[]).expect("sum")
+        };
+        let (a, b) = (gv(&mut p.tape, g[0], vx), gv(&mut p.tape, g[1], vk));
+        let mut worst: f64 = 0.0;
+        for seed in 0..16 {
+            let d = draw(&p, seed);
+            let feeds = [(p.x, &d.x), (p.k, &d.k), (p.u, &d.u), (p.zeros, &d.zeros), (vx, &d.vx), (vk, &d.vk)];
+            let mut run = p.tape.run(&feeds).expect("runs");
+            let reverse = p.tape.grad(&mut run, p.loss, &[p.x, p.k]).expect("grad");
+            for (w, gw) in [(p.x, g[0]), (p.k, g[1])] {
+                let (recorded, direct) = (f64s(run.value(gw).expect("a value")), f64s(reverse.get(w).expect("a gradient")));
+                worst = worst.max(recorded.iter().zip(&direct).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max));
+            }
+            // H v = d<g, v>/d(x, k), the two halves of <g, v> differentiated apart and summed.
+            let twice_a = p.tape.grad(&mut run, a, &[p.x, p.k]).expect("the backward of a gradient");
+            let twice_b = p.tape.grad(&mut run, b, &[p.x, p.k]).expect("the backward of a gradient");
+            let hvp = p.tape.hvp(&mut run, p.loss, &[(p.x, &d.vx), (p.k, &d.vk)]).expect("hvp");
+            for w in [p.x, p.k] {
+                let twice: Vec<f64> =
+                    f64s(twice_a.get(w).expect("H v")).iter().zip(f64s(twice_b.get(w).expect("H v"))).map(|(p, q)| p + q).collect();
+                let (a, b) = (twice, f64s(hvp.hvp(w).expect("H v")));
+                let scale = a.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+                let gap = a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
+                assert!(gap <= 1e-12 * scale && scale > 0.0, "{mid}, draw {seed}: {gap:e} against {scale:e}");
+            }
+        }
+        assert!(worst <= 1e-15, "{mid}: the recorded gradient differs from reverse mode's by {worst:e}");
+    }
+}
+
+/// Through the median's kernel VJP op (not differentiable) a gradient still records and runs,
+/// and its backward is a typed error naming that VJP op; an op whose VJP is a rule only cannot
+/// be recorded, and the error names it.
+#[test]
+fn recording_a_gradient_names_the_op_that_stops_it() {
+    let r = Registry::with_builtins();
+    r.register(&median::windowed_median::DECL).expect("registers");
+    r.register(&cube::DECL).expect("registers");
+    let mut p = pipeline(&r, "median");
+    let g = p.tape.record_grad(p.loss, &[p.x]).expect("the kernel VJP op records")[0];
+    let gs = p.tape.call1("builtin/sum", &[g], &[]).expect("sum");
+    let d = draw(&p, 3);
+    let mut run = p.tape.run(&[(p.x, &d.x), (p.k, &d.k), (p.u, &d.u), (p.zeros, &d.zeros)]).expect("runs");
+    let direct = p.tape.grad(&mut run, p.loss, &[p.x]).expect("grad");
+    assert_eq!(f64s(run.value(g).expect("a value")), f64s(direct.get(p.x).expect("d/dx")));
+    let e = p.tape.grad(&mut run, gs, &[p.x]).unwrap_err();
+    assert_eq!(e, TapeError::NotDifferentiable { op: "user/example/windowed_median/vjp@1".into() });
+    let mut p = pipeline(&r, "test/autodiff/cube");
+    match p.tape.record_grad(p.loss, &[p.x]) {
+        Err(TapeError::NoSecondOrder { op, reason }) => {
+            assert_eq!(op, "test/autodiff/cube@1");
+            assert!(reason.contains("its VJP is a rule only"), "{reason}");
+        }
+        other => panic!("expected NoSecondOrder, got {other:?}"),
     }
 }

@@ -50,7 +50,27 @@ impl Tape {
     /// ```
     pub fn jvp(&self, run: &mut Run, seeds: &[(Var, &Tensor)]) -> Result<Tangents, TapeError> {
         let seeds = self.place_seeds(seeds)?;
-        Ok(Tangents { tangents: self.push_tangents(run, seeds)? })
+        Ok(Tangents { tangents: self.push_tangents(run, seeds, None)? })
+    }
+
+    /// Which nodes `targets` depend on (`Some` mask for `push_tangents`).
+    pub(super) fn needed_for(&self, targets: &[Var]) -> Vec<bool> {
+        let mut value = vec![false; self.vars.len()];
+        for v in targets {
+            if let Some(s) = value.get_mut(v.0) {
+                *s = true;
+            }
+        }
+        let mut node = vec![false; self.nodes.len()];
+        for (ni, n) in self.nodes.iter().enumerate().rev() {
+            if n.outputs.iter().any(|v| value[v.0]) {
+                node[ni] = true;
+                for v in &n.inputs {
+                    value[v.0] = true;
+                }
+            }
+        }
+        node
     }
 
     /// Seeds checked (an input or parameter of this tape, float, its dtype and shape, once
@@ -77,8 +97,14 @@ impl Tape {
         Ok(out)
     }
 
-    /// Tangents of every value from placed seeds, in recording order.
-    pub(super) fn push_tangents(&self, run: &mut Run, seeds: Vec<(Var, Tensor)>) -> Result<Vec<Option<Tensor>>, TapeError> {
+    /// Tangents of every value from placed seeds, in recording order (through the nodes `only`
+    /// marks, where given).
+    pub(super) fn push_tangents(
+        &self,
+        run: &mut Run,
+        seeds: Vec<(Var, Tensor)>,
+        only: Option<&[bool]>,
+    ) -> Result<Vec<Option<Tensor>>, TapeError> {
         let mut tan: Vec<Option<Tensor>> = vec![None; self.vars.len()];
         for (v, t) in seeds {
             tan[v.0] = Some(t);
@@ -86,7 +112,7 @@ impl Tape {
         for (ni, n) in self.nodes.iter().enumerate() {
             let diff = exec::diff_positions(&n.op);
             let tin: Vec<Option<&Tensor>> = diff.iter().map(|&p| n.inputs.get(p).and_then(|v| tan[v.0].as_ref())).collect();
-            if tin.iter().all(Option::is_none) {
+            if tin.iter().all(Option::is_none) || only.is_some_and(|m| !m[ni]) {
                 continue;
             }
             let op = run.ops.get(ni).cloned().unwrap_or_else(|| n.op.clone());
@@ -179,7 +205,7 @@ impl Tape {
         let feeds: Vec<(Var, &Tensor)> = ins.iter().enumerate().map(|(k, t)| (Var(k), *t)).collect();
         let mut run = self.run_unplanned(&feeds)?;
         let seeds = exec::diff_positions(op).into_iter().zip(tin).filter_map(|(p, t)| t.map(|t| (Var(p), t.clone()))).collect();
-        let tan = self.push_tangents(&mut run, seeds)?;
+        let tan = self.push_tangents(&mut run, seeds, None)?;
         provenance.entries.extend(run.provenance.entries);
         Ok(self.graph_outputs.iter().map(|v| tan[v.0].clone()).collect())
     }

@@ -34,6 +34,7 @@ pub(crate) mod exec;
 mod forward;
 mod higher;
 pub(crate) mod planner;
+mod record;
 mod second;
 mod vmap;
 
@@ -219,7 +220,12 @@ pub enum TapeError {
 enum Kind {
     Input,
     Param(Tensor),
-    Output { node: usize, k: usize },
+    Output {
+        node: usize,
+        k: usize,
+    },
+    /// A constant the tape holds (a recorded gradient's seed and zero cotangents, `record`).
+    Const(Tensor),
 }
 
 #[derive(Clone, Debug)]
@@ -638,6 +644,7 @@ impl Tape {
                 Kind::Output { node, k } => {
                     (&self.nodes[*node].op, self.nodes[*node].op.plan.out_names.get(*k).cloned().unwrap_or_default())
                 }
+                Kind::Const(_) => continue,
                 Kind::Param(_) | Kind::Input => match self.nodes.iter().find(|n| n.inputs.contains(&Var(i))) {
                     Some(n) => (&n.op, format!("d/d {}", v.name)),
                     None => continue,
@@ -683,7 +690,7 @@ impl Tape {
                 Kind::Input if values[k].is_none() => {
                     return Err(TapeError::Feed { name: i.name.clone(), var: Var(k), problem: "was not fed".into() })
                 }
-                Kind::Param(t) => values[k] = Some(device::place(self.device, &i.name, t)?),
+                Kind::Param(t) | Kind::Const(t) => values[k] = Some(device::place(self.device, &i.name, t)?),
                 _ => {}
             }
         }

@@ -52,7 +52,9 @@ impl Tape {
         let wrt: Vec<Var> = v.iter().map(|(w, _)| *w).collect();
         let mask = self.wrt_mask(&wrt)?;
         let seeds = self.place_seeds(v)?;
-        let tan = self.push_tangents(run, seeds)?;
+        // Tangents only where the loss needs them (a tape may hold values beyond it, such as a
+        // recorded gradient, whose ops need not have forward rules).
+        let tan = self.push_tangents(run, seeds, Some(&self.needed_for(&[loss])))?;
         let seed = self.loss_seed(loss)?;
         let (mut g, mut gdot) = self.second_pass(run, &tan, vec![(loss, seed)], Vec::new(), &mask)?;
         for slots in [&mut g, &mut gdot] {
@@ -67,7 +69,7 @@ impl Tape {
     }
 
     /// The mask of `wrt`: each a float input or parameter of this tape.
-    fn wrt_mask(&self, wrt: &[Var]) -> Result<Vec<bool>, TapeError> {
+    pub(super) fn wrt_mask(&self, wrt: &[Var]) -> Result<Vec<bool>, TapeError> {
         let mut mask = vec![false; self.vars.len()];
         for v in wrt {
             let i = self.vars.get(v.0).ok_or(TapeError::UnknownVar { op: "-".into(), var: *v })?;
@@ -229,7 +231,7 @@ impl Tape {
         let mut run = self.run_unplanned(&feeds)?;
         let diff = exec::diff_positions(op);
         let seeds = diff.iter().zip(tin).filter_map(|(p, t)| t.map(|t| (Var(*p), t.clone()))).collect();
-        let tan = self.push_tangents(&mut run, seeds)?;
+        let tan = self.push_tangents(&mut run, seeds, None)?;
         let pair = |given: Vec<Option<Tensor>>| -> Vec<(Var, Tensor)> {
             self.graph_outputs.iter().zip(given).filter_map(|(v, t)| t.map(|t| (*v, t))).collect()
         };
