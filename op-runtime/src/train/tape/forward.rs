@@ -28,7 +28,9 @@ impl Tangents {
 impl Tape {
     /// Forward mode through the values of `run`: seeds are tangents of inputs or parameters
     /// (float, the value's dtype and shape); returns the tangent `J v` of every value they
-    /// reach. Composite graphs rematerialised here add entries to `run.provenance`.
+    /// reach, so every op they reach needs a forward rule (a gradient recorded with
+    /// `record_grad` reaches VJP ops, which have none: third order). Composite graphs
+    /// rematerialised here add entries to `run.provenance`.
     ///
     /// ```
     /// use op_runtime::{DType, Tape, Tensor};
