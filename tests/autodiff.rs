@@ -312,7 +312,7 @@ fn every_builtin_vjp_op_and_the_medians_pass_gradcheck() {
 fn every_differentiable_builtin_has_a_differentiable_vjp_op() {
     let r = op_runtime::registry();
     for d in op_runtime::builtins::decls() {
-        let h = r.lookup(&op_runtime::RegisteredOp::load(d).expect("loads").id()).expect("registered");
+        let h = r.lookup(op_runtime::RegisteredOp::load(d).expect("loads").id()).expect("registered");
         if h.op().contract().backward.is_differentiable() {
             assert!(h.differentiable_vjp_op().is_some(), "built-in `{}` has no differentiable VJP op", h.id());
         }
