@@ -82,6 +82,20 @@ pub enum ConformanceFailure {
     /// The kernel does not conform: the report names the case, index and bits.
     #[error("{0}")]
     Rejected(Box<Report>),
+    /// The reference panicked on a generated (admissible) case: a defect of the declaration
+    /// (a constraint is missing, or the reference does not handle a shape it admits, such as an
+    /// empty dim), named by the shape.
+    #[error("op `{op}`: the reference panicked on shape {shape}: add a constraint or handle it ({message}; {case})")]
+    ReferencePanicked {
+        /// The op's `name@version`.
+        op: String,
+        /// The inputs' shapes (`[2, 0]`; `a [2, 0], b [0, 3]` for several inputs).
+        shape: String,
+        /// The case, as displayed.
+        case: String,
+        /// The panic's message.
+        message: String,
+    },
     /// The reference itself failed on a generated (admissible) case: a contract defect.
     #[error("op `{op}`: the reference failed on admissible {case}: {message}")]
     Reference {
@@ -184,9 +198,47 @@ pub(crate) fn run_shim(
     params: &[Scalar],
     float_as: Option<DType>,
 ) -> Result<Vec<Tensor>, String> {
+    run_shim_telling_panics(op, shim, inputs, params, float_as).map_err(|e| match e {
+        ShimRun::Panicked(m) => format!("op `{}`: the function panicked: {m}", op.id),
+        ShimRun::Failed(m) => m,
+    })
+}
+
+/// How a shim run failed.
+enum ShimRun {
+    /// It panicked (the message).
+    Panicked(String),
+    /// Validation or the shim returned an error.
+    Failed(String),
+}
+
+/// [`run_shim`], telling a panic apart.
+fn run_shim_telling_panics(
+    op: &RegisteredOp,
+    shim: crate::core::decl::ShimFn,
+    inputs: &[Tensor],
+    params: &[Scalar],
+    float_as: Option<DType>,
+) -> Result<Vec<Tensor>, ShimRun> {
+    use crate::core::shim::{run_telling_panics, Failure, Rule};
     let refs: Vec<&Tensor> = inputs.iter().collect();
-    let bound = op.plan.validate(&refs, params, float_as).map_err(|e| e.to_string())?;
-    crate::core::shim::run(op, shim, &refs, params, &bound, crate::core::shim::Rule::Forward).map_err(|e| e.0)
+    let bound = op.plan.validate(&refs, params, float_as).map_err(|e| ShimRun::Failed(e.to_string()))?;
+    run_telling_panics(op, shim, &refs, params, &bound, Rule::Forward).map_err(|f| match f {
+        Failure::Panicked(m) => ShimRun::Panicked(m),
+        Failure::Error(e) => ShimRun::Failed(e.0),
+    })
+}
+
+/// The shapes of a case's inputs as a report names them: `[2, 0]` for one input, `a [2, 0],
+/// b [0, 3]` for several.
+fn shapes_of(op: &RegisteredOp, case: &Case) -> String {
+    let shape = |t: &Tensor| format!("{:?}", t.shape());
+    match case.inputs.as_slice() {
+        [one] => shape(one),
+        many => {
+            many.iter().zip(op.contract.signature.inputs()).map(|(t, s)| format!("{} {}", s.name, shape(t))).collect::<Vec<_>>().join(", ")
+        }
+    }
 }
 
 /// The op's reference in f64 on `inputs` (floats widened, optionally to their absolute
@@ -248,6 +300,8 @@ struct Checker<'a> {
 }
 
 enum CaseError {
+    /// The reference panicked (the message).
+    ReferencePanicked(String),
     Reference(String),
     Scale(String),
     /// A kernel fault on one output (refined by `explain` where the reference can tell more).
@@ -273,7 +327,10 @@ impl Checker<'_> {
     /// non-`exact` classes, on cases with subnormal inputs) the reference on flushed inputs.
     fn reference(&self, case: &Case) -> Result<ReferenceOutputs, CaseError> {
         let op = &*self.op;
-        let expected = run_shim(op, op.shims.reference, &case.inputs, &case.params, None).map_err(CaseError::Reference)?;
+        let expected = run_shim_telling_panics(op, op.shims.reference, &case.inputs, &case.params, None).map_err(|e| match e {
+            ShimRun::Panicked(m) => CaseError::ReferencePanicked(m),
+            ShimRun::Failed(m) => CaseError::Reference(m),
+        })?;
         explain::check_nan_policy(op, case, &expected).map_err(CaseError::Reference)?;
         if matches!(op.contract.tolerance, Tolerance::Exact) {
             return Ok((expected, None));
@@ -353,6 +410,9 @@ impl Checker<'_> {
     fn contract_defect(&self, case: &Case, e: CaseError) -> ConformanceFailure {
         let op = self.op.id.clone();
         match e {
+            CaseError::ReferencePanicked(message) => {
+                ConformanceFailure::ReferencePanicked { op, shape: shapes_of(&self.op, case), case: case.to_string(), message }
+            }
             CaseError::Reference(message) => ConformanceFailure::Reference { op, case: case.to_string(), message },
             CaseError::Scale(message) => ConformanceFailure::Scale { op, case: case.to_string(), message },
             CaseError::Fault { .. } => ConformanceFailure::NoCases { op },
