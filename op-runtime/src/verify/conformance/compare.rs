@@ -64,90 +64,19 @@
 //! subnormal inputs; for `accum`, anchored on that reference's own f64 evaluation, with the
 //! original `S`). Nothing else is relaxed; `exact` stays bit-exact.
 //!
-//! Every mismatch is classified ([`Class`]) from all of its elements, before the raw numbers
-//! are reported: an element never written (canary intact), only the sign of zero, only NaN
-//! (payload, or NaN against a number), within 1 ulp, the output shifted by `k` elements, or
-//! wrong values. (The parent module refines wrong values into values from the wrong window or
-//! tie order, which need the reference run again.)
+//! Every mismatch is classified ([`Class`], `classes`) from all of its elements, before the raw
+//! numbers are reported: an element never written (canary intact), only the sign of zero, only
+//! NaN (payload, or NaN against a number), within 1 ulp, the output shifted by `k` elements,
+//! the right values in another order, the reference's own bits (`accum`), or wrong values;
+//! under `accum`, against the f64 reference rounded to the dtype. (`explain` adds the classes
+//! that need the reference run again, and the report's class is decided over every failing
+//! case.)
 
+pub use super::classes::Class;
+use super::classes::{ulps, Mismatches};
 use crate::core::backend::CANARY_BYTE;
 use crate::core::tensor::{Data, Tensor};
 use op_contract::contract::{DType, SignedZero, Tolerance};
-
-/// What the defect of a rejected output is, decided from every element, not only the first.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Class {
-    /// A write into a guard band: past the end (`after`) or before the start (`before`).
-    OutOfBounds(&'static str),
-    /// At least one element still holds the canary: it was never written.
-    Unwritten,
-    /// Every mismatch is a zero of the other sign.
-    SignOfZero,
-    /// Every mismatch involves NaN: another payload, or NaN against a number.
-    Nan,
-    /// Every mismatch is within 1 ulp (finite values).
-    OneUlp,
-    /// `out[i]` holds the reference's `out[i + k]` wherever that exists.
-    Shifted(i64),
-    /// The output is the reference's with another value of an integer parameter.
-    WrongWindow {
-        /// The parameter.
-        param: String,
-        /// The value the case has.
-        was: i128,
-        /// The value whose reference output the kernel returned.
-        matches: i128,
-    },
-    /// The output is the reference's on the same inputs with ties between equal elements
-    /// broken the other way (later elements first).
-    TieOrder,
-    /// None of the above: wrong values.
-    Value,
-    /// The backend failed, or returned the wrong number or length of outputs.
-    Failed,
-}
-
-impl Class {
-    /// A short name, one per kind (shifts by different `k` are one kind).
-    pub fn name(&self) -> &'static str {
-        match self {
-            Class::OutOfBounds("before") => "write before the start (guard band)",
-            Class::OutOfBounds(_) => "write past the end (guard band)",
-            Class::Unwritten => "element never written (canary intact)",
-            Class::SignOfZero => "differs only in the sign of zero",
-            Class::Nan => "NaN payload or NaN against a number",
-            Class::OneUlp => "within 1 ulp",
-            Class::Shifted(_) => "output shifted",
-            Class::WrongWindow { .. } => "values from the wrong window",
-            Class::TieOrder => "tie order",
-            Class::Value => "wrong values",
-            Class::Failed => "the backend failed",
-        }
-    }
-
-    /// Whether two classes are the same kind of defect (a report lists one case per kind).
-    pub fn same_kind(&self, other: &Class) -> bool {
-        self.name() == other.name()
-    }
-
-    /// How telling the class is of its cause, most telling first: where one defect shows as
-    /// several classes (a window off by one element also returns wrong values, and a signed zero
-    /// where the inputs are all zeros), a report lists the structural one first.
-    pub fn rank(&self) -> u8 {
-        match self {
-            Class::OutOfBounds(_) => 0,
-            Class::Unwritten => 1,
-            Class::WrongWindow { .. } => 2,
-            Class::Shifted(_) => 3,
-            Class::TieOrder => 4,
-            Class::Nan => 5,
-            Class::OneUlp => 6,
-            Class::SignOfZero => 7,
-            Class::Value => 8,
-            Class::Failed => 9,
-        }
-    }
-}
 
 /// A mismatch at one output element.
 #[derive(Clone, Debug, PartialEq)]
@@ -168,8 +97,13 @@ pub struct Mismatch {
     pub count: usize,
     /// Whether the actual bits are the canary pattern (the element was never written).
     pub unwritten: bool,
-    /// What every mismatching element has in common.
+    /// What every mismatching element has in common: the first of `classes`, or wrong values.
     pub class: Class,
+    /// Every class the mismatching elements' data shows, most telling first (empty: wrong
+    /// values); the conformance run adds those that need the reference run again.
+    pub classes: Vec<Class>,
+    /// The indices of every mismatching element, ascending.
+    pub bad: Vec<usize>,
 }
 
 /// A write outside the output.
@@ -308,20 +242,6 @@ fn min_normal(dtype: DType) -> f64 {
 /// Whether `v` is a non-zero subnormal of `dtype`.
 pub fn is_subnormal(v: f64, dtype: DType) -> bool {
     dtype.is_float() && v != 0.0 && v.is_finite() && v.abs() < min_normal(dtype)
-}
-
-/// Units in the last place between two finite values of a float dtype (via ordered bits).
-fn ulps(a_bits: u64, b_bits: u64, dtype: DType) -> u64 {
-    let w = dtype.size() * 8;
-    let sign = 1u64 << (w - 1);
-    let ord = |b: u64| -> i128 {
-        if b & sign != 0 {
-            -((b & !sign) as i128)
-        } else {
-            b as i128
-        }
-    };
-    (ord(a_bits) - ord(b_bits)).unsigned_abs().min(u64::MAX as u128) as u64
 }
 
 /// Whether `actual` matches `expected` under `tol` (not counting subnormal allowances).
@@ -540,6 +460,10 @@ pub fn check_output(rule: &Rule<'_>, expected: &Tensor, actual: &Tensor) -> Resu
     let Some((i, detail)) = first else { return Ok(()) };
     let (e, a) = (expected.data(), actual.data());
     let actual_bits = a.bits(guard + i).unwrap_or_default();
+    // Under `accum`, the classes are decided against the f64 reference rounded to the dtype.
+    let rounded = accum.map(|(_, s)| super::cases::to_data(dtype, &s.exact[..n]));
+    let anchor = rounded.as_ref().unwrap_or(e);
+    let classes = Mismatches { dtype, anchor, reference: rounded.as_ref().map(|_| e), actual: a, guard, bad: &bad, canary }.classes();
     Err(Fault::Mismatch(Box::new(Mismatch {
         index: i,
         expected: e.get_f64(i).unwrap_or(f64::NAN),
@@ -549,54 +473,10 @@ pub fn check_output(rule: &Rule<'_>, expected: &Tensor, actual: &Tensor) -> Resu
         detail,
         count: bad.len(),
         unwritten: actual_bits == canary,
-        class: classify(dtype, e, a, guard, &bad, canary),
+        class: classes.first().cloned().unwrap_or(Class::Value),
+        classes,
+        bad,
     })))
-}
-
-/// The class every mismatching element (`bad`, indices into the output) shares; see [`Class`].
-fn classify(dtype: DType, e: &Data, a: &Data, guard: usize, bad: &[usize], canary: u64) -> Class {
-    let eb = |i: usize| e.bits(i).unwrap_or_default();
-    let ab = |i: usize| a.bits(guard + i).unwrap_or_default();
-    let ev = |i: usize| e.get_f64(i).unwrap_or(f64::NAN);
-    let av = |i: usize| a.get_f64(guard + i).unwrap_or(f64::NAN);
-    if bad.iter().any(|&i| ab(i) == canary) {
-        return Class::Unwritten;
-    }
-    if dtype.is_float() {
-        if bad.iter().all(|&i| ev(i) == 0.0 && av(i) == 0.0) {
-            return Class::SignOfZero;
-        }
-        if bad.iter().all(|&i| ev(i).is_nan() || av(i).is_nan()) {
-            return Class::Nan;
-        }
-        if bad.iter().all(|&i| ev(i).is_finite() && av(i).is_finite() && ulps(eb(i), ab(i), dtype) <= 1) {
-            return Class::OneUlp;
-        }
-    }
-    shift(e.len(), bad, &eb, &ab).map_or(Class::Value, Class::Shifted)
-}
-
-/// The shift `k` (`1, -1, 2, -2, ..., 8, -8`) such that every element `out[i]` whose `i + k`
-/// lies in the output (not only the mismatching ones) holds the reference's `out[i + k]` bit
-/// for bit, explaining at least two mismatches and at least half of them, with at least two
-/// distinct values among those elements (so that few-valued data cannot make a coincidence
-/// look like a shift).
-fn shift(n: usize, bad: &[usize], eb: &dyn Fn(usize) -> u64, ab: &dyn Fn(usize) -> u64) -> Option<i64> {
-    (1..=8i64).flat_map(|k| [k, -k]).find(|&k| {
-        let range = (0..n).filter(|i| (0..n as i64).contains(&(*i as i64 + k)));
-        let mut first = None;
-        let mut distinct = false;
-        for i in range {
-            let b = ab(i);
-            if b != eb((i as i64 + k) as usize) {
-                return false;
-            }
-            distinct |= first.is_some_and(|f| f != b);
-            first.get_or_insert(b);
-        }
-        let explained = bad.iter().filter(|i| (0..n as i64).contains(&(**i as i64 + k))).count();
-        explained >= 2 && 2 * explained >= bad.len() && distinct
-    })
 }
 
 /// Flushes every subnormal of a float tensor to a zero of the same sign; `None` when the tensor

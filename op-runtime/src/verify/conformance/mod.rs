@@ -2,10 +2,14 @@
 //! op's reference, within the declared tolerance, on cases the engine generated from the
 //! signature (seeded from the content hash). Every output runs with guard bands of canaries;
 //! a write outside it fails the case. Success mints a [`Receipt`]; failure returns a
-//! [`Report`] naming each class of defect found ([`Class`]: sign of zero, NaN, 1 ulp, shifted
-//! output, unwritten element, write past the end, wrong window, tie order, wrong values) with
-//! the smallest case of each, shrunk while keeping its class. Owns the procedure; it must not change dispatch, and
-//! nothing here is ever required to *use* an op.
+//! [`Report`] naming the classes of defect that explain the failing cases ([`Class`]: sign of
+//! zero, NaN, an overflow meeting the opposite infinity, NaN ordering, 1 ulp, shifted output,
+//! unwritten element, write past the end, wrong window, wrong order statistic, window maximum
+//! or minimum, tie order, right values in the wrong order, the reference's own bits, wrong
+//! values), decided over every failing case (`classes`), each with the smallest case it
+//! explains, shrunk while keeping its class. A reference that panics on an admissible shape is
+//! a defect of the declaration, named by the shape. Owns the procedure; it must not change
+//! dispatch, and nothing here is ever required to *use* an op.
 //!
 //! ```
 //! use op_runtime::verify::conformance::{conform, ConformanceFailure};
@@ -34,12 +38,14 @@
 //! ```
 
 pub mod cases;
+mod classes;
 pub mod compare;
 mod explain;
 pub mod report;
 
 pub use cases::{Case, Corpus, Pattern};
-pub use compare::{AccumScale, Class, Fault, Mismatch, OutOfBounds, Rule};
+pub use classes::Class;
+pub use compare::{AccumScale, Fault, Mismatch, OutOfBounds, Rule};
 pub use op_contract::contract::Tolerance;
 pub use report::{Defect, Report};
 
@@ -304,18 +310,40 @@ enum CaseError {
     ReferencePanicked(String),
     Reference(String),
     Scale(String),
-    /// A kernel fault on one output (refined by `explain` where the reference can tell more).
+    /// A kernel fault on one output, with every class the case is consistent with
+    /// (`explain::diagnose`).
     Fault {
         output: usize,
         fault: Fault,
+        classes: Vec<Class>,
     },
 }
 
-/// A kernel defect found on a case: the first case (smallest) of its class.
+impl CaseError {
+    /// A fault that is its own class (the backend failed, a guard band was written).
+    fn fault(output: usize, fault: Fault) -> CaseError {
+        CaseError::Fault { output, classes: vec![fault.class()], fault }
+    }
+}
+
+/// A kernel defect found on a case.
 struct Found {
     case: Case,
     output: usize,
     fault: Fault,
+    /// Every class the case is consistent with, most telling first.
+    classes: Vec<Class>,
+    /// How many failing cases the class of `fault` explains (see `classes::cover`).
+    explained: usize,
+}
+
+/// A failing case of a survey: its index in the cases surveyed, the failing output, the fault
+/// and the classes it is consistent with.
+struct Failing {
+    index: usize,
+    output: usize,
+    fault: Fault,
+    classes: Vec<Class>,
 }
 
 /// The reference's outputs on a case, and where computed, its outputs on the inputs with
@@ -345,6 +373,12 @@ impl Checker<'_> {
     }
 
     fn run(&self, case: &Case) -> Result<(), CaseError> {
+        self.run_for(case, None)
+    }
+
+    /// [`Checker::run`], diagnosing a failure only as far as it can show `want` (see
+    /// `explain::diagnose`).
+    fn run_for(&self, case: &Case, want: Option<&Class>) -> Result<(), CaseError> {
         let op = &*self.op;
         let (expected, alt) = self.reference(case)?;
         let scales = match op.contract.tolerance {
@@ -356,11 +390,11 @@ impl Checker<'_> {
         let refs: Vec<&Tensor> = case.inputs.iter().collect();
         let actual = match self.handle.call_guarded(&refs, &case.params, self.kind, GUARD) {
             Ok(o) => o.outputs,
-            Err(e) => return Err(CaseError::Fault { output: 0, fault: Fault::Execution(e.to_string()) }),
+            Err(e) => return Err(CaseError::fault(0, Fault::Execution(e.to_string()))),
         };
         if actual.len() != expected.len() {
             let fault = Fault::OutputCount { expected: expected.len(), actual: actual.len() };
-            return Err(CaseError::Fault { output: 0, fault });
+            return Err(CaseError::fault(0, fault));
         }
         for (i, (e, a)) in expected.iter().zip(&actual).enumerate() {
             let rule = compare::Rule {
@@ -372,7 +406,10 @@ impl Checker<'_> {
             };
             compare::check_output(&rule, e, a).map_err(|fault| match fault {
                 Fault::Scale(m) => CaseError::Scale(format!("output {i}: {m}")),
-                fault => CaseError::Fault { output: i, fault: explain::refine(op, case, i, fault, a, GUARD) },
+                fault => {
+                    let classes = explain::diagnose(op, case, i, &fault, a, GUARD, want);
+                    CaseError::Fault { output: i, fault: with_class(fault, &classes[0]), classes }
+                }
             })?;
         }
         Ok(())
@@ -381,6 +418,7 @@ impl Checker<'_> {
     /// Shrinks a failing case to a smaller one that fails with the same class of defect.
     fn shrink(&self, gen: &cases::Gen<'_>, found: Found) -> (Found, bool) {
         let class = found.fault.class();
+        debug_assert!(found.classes.iter().any(|k| k.same_kind(&class)));
         let mut found = found;
         let mut steps = 0;
         let mut shrunk = false;
@@ -392,10 +430,11 @@ impl Checker<'_> {
                 }
                 let Some(mut c) = gen.build("shrunk", &s, found.case.pattern, found.case.seed) else { continue };
                 c.index = found.case.index;
-                if let Err(e) = self.run(&c) {
-                    let CaseError::Fault { output, fault } = e else { continue };
-                    if fault.class().same_kind(&class) {
-                        found = Found { case: c, output, fault };
+                if let Err(e) = self.run_for(&c, Some(&class)) {
+                    let CaseError::Fault { output, fault, classes } = e else { continue };
+                    if let Some(k) = classes.iter().find(|k| k.same_kind(&class)) {
+                        let fault = with_class(fault, k);
+                        found = Found { case: c, output, fault, classes, explained: found.explained };
                         shrunk = true;
                         continue 'outer;
                     }
@@ -419,33 +458,39 @@ impl Checker<'_> {
         }
     }
 
-    /// Runs every case, keeping the first (smallest) failing case of each class of defect; a
-    /// contract defect (the reference fails, or its `accum` scale) ends the run at once.
+    /// Runs every case, keeping every failing case with the classes it is consistent with; a
+    /// contract defect (the reference fails, or its `accum` scale) ends the run at once. Then
+    /// decides the report's classes from the whole failing set (`classes::cover`): each class
+    /// with the smallest case it explains, the one explaining the most cases first.
     fn survey(&self, cases: &[Case]) -> Result<(Vec<Found>, usize, usize), ConformanceFailure> {
-        let mut found: Vec<Found> = Vec::new();
-        let (mut failed, mut passed_before) = (0, cases.len());
+        let mut failing: Vec<Failing> = Vec::new();
+        let mut passed_before = cases.len();
         for (i, case) in cases.iter().enumerate() {
             match self.run(case) {
                 Ok(()) => {}
-                Err(CaseError::Fault { output, fault }) => {
-                    failed += 1;
+                Err(CaseError::Fault { output, fault, classes }) => {
                     passed_before = passed_before.min(i);
-                    let class = fault.class();
-                    if !found.iter().any(|f| f.fault.class().same_kind(&class)) {
-                        found.push(Found { case: case.clone(), output, fault });
-                    }
+                    failing.push(Failing { index: i, output, fault, classes });
                 }
                 Err(e) => return Err(self.contract_defect(case, e)),
             }
         }
-        Ok((found, failed, passed_before))
+        let diagnoses: Vec<Vec<Class>> = failing.iter().map(|f| f.classes.clone()).collect();
+        let found = classes::cover(&diagnoses)
+            .into_iter()
+            .map(|c| {
+                let f = &failing[c.first];
+                let fault = with_class(f.fault.clone(), &c.class);
+                Found { case: cases[f.index].clone(), output: f.output, fault, classes: f.classes.clone(), explained: c.explained }
+            })
+            .collect();
+        Ok((found, failing.len(), passed_before))
     }
 
-    /// The report of the defects found (each shrunk when `gen` is given).
-    fn report(&self, gen: Option<&cases::Gen<'_>>, mut found: Vec<Found>, device: &DeviceProfile, counts: (usize, usize, usize)) -> Report {
+    /// The report of the defects found, in the survey's order (each shrunk when `gen` is
+    /// given), each with the number of failing cases its class explains.
+    fn report(&self, gen: Option<&cases::Gen<'_>>, found: Vec<Found>, device: &DeviceProfile, counts: (usize, usize, usize)) -> Report {
         let op = &self.op;
-        // The most telling class first (stable: smallest case first within a rank).
-        found.sort_by_key(|f| f.fault.class().rank());
         let defects = found
             .into_iter()
             .map(|f| {
@@ -462,6 +507,7 @@ impl Checker<'_> {
                     output: out_sig.map(|o| o.name.clone()).unwrap_or_else(|| "?".into()),
                     dtype: out_sig.map(|o| o.dtype).unwrap_or(DType::f32),
                     fault: f.fault,
+                    explained: f.explained,
                 }
             })
             .collect();
@@ -481,6 +527,17 @@ impl Checker<'_> {
             cases,
             passed_before,
         }
+    }
+}
+
+/// `fault` with its class set to `class` (a mismatch carries the class its report names).
+fn with_class(fault: Fault, class: &Class) -> Fault {
+    match fault {
+        Fault::Mismatch(mut m) => {
+            m.class = class.clone();
+            Fault::Mismatch(m)
+        }
+        other => other,
     }
 }
 
