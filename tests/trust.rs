@@ -319,6 +319,10 @@ const NASTY: [&str; 10] =
 /// insertion, a string value replaced by multibyte text of the same byte length.
 fn mutate(text: &str, rng: &mut Rng) -> String {
     let mut b = text.as_bytes().to_vec();
+    if b.is_empty() {
+        // A truncation left nothing to mutate: start again from a nasty string.
+        return NASTY[rng.below(NASTY.len())].to_string();
+    }
     let at = rng.below(b.len());
     match rng.below(6) {
         0 => b[at] ^= 1 << rng.below(8),
