@@ -6,6 +6,7 @@
 //! | --- | --- | --- |
 //! | median taking `win[(w + 1) / 2]` | wrong middle element | wrong order statistic (not "shifted", which sorted inputs also show) |
 //! | median returning the window's maximum | window maximum | window maximum (not "shifted") |
+//! | median returning the window's minimum | window minimum | window minimum |
 //! | median reading the window one later | off-by-one read | output shifted (not an order statistic) |
 //! | median ordering every NaN last | NaN ordering | NaN ordering (not wrong values) |
 //! | argmax taking the last of equal maxima | tie order | tie order |
@@ -73,6 +74,10 @@ median_op!(
     median_window_max, "test/broken/classes/median_window_max", median_window_max_kernel, false
 );
 median_op!(
+    /// Broken: the window's minimum.
+    median_window_min, "test/broken/classes/median_window_min", median_window_min_kernel, false
+);
+median_op!(
     /// Broken: each window read one element later (the last window as it is).
     median_read_later, "test/broken/classes/median_read_later", median_read_later_kernel, false
 );
@@ -94,6 +99,11 @@ pub fn median_wrong_middle_kernel(x: &[f32], w: u32) -> Vec<f32> {
 /// Wrong: the window's largest element.
 pub fn median_window_max_kernel(x: &[f32], w: u32) -> Vec<f32> {
     median_by(x, w, |a, b| a.total_cmp(b), |w| w - 1)
+}
+
+/// Wrong: the window's smallest element.
+pub fn median_window_min_kernel(x: &[f32], w: u32) -> Vec<f32> {
+    median_by(x, w, |a, b| a.total_cmp(b), |_| 0)
 }
 
 /// Wrong: window `i` read from `i + 1` (the last window, with nothing after it, from `i`).
@@ -336,6 +346,13 @@ fn a_median_taking_the_wrong_middle_element_is_a_wrong_order_statistic() {
 fn a_median_returning_the_window_maximum_is_named_so() {
     let r = cpu_report(&median_window_max::DECL);
     leads_with(&r, &Class::WindowExtreme("max"), "window maximum: each output is the largest");
+    explains_most(&r);
+}
+
+#[test]
+fn a_median_returning_the_window_minimum_is_named_so() {
+    let r = cpu_report(&median_window_min::DECL);
+    leads_with(&r, &Class::WindowExtreme("min"), "window minimum: each output is the smallest");
     explains_most(&r);
 }
 

@@ -9,7 +9,7 @@
 
 use op_runtime::core::tensor::{bf16, f16};
 use op_runtime::testing::assert_conformance_rejected;
-use op_runtime::verify::conformance::{self, ConformanceFailure, Fault};
+use op_runtime::verify::conformance::{self, Class, ConformanceFailure, Fault};
 use op_runtime::{op, BackendKind, CallOptions, DType, OpHandle, Real, Registry, Tensor};
 
 /// One unit in the last place of `v`'s magnitude in `dtype` (the spacing above it).
@@ -193,6 +193,9 @@ fn copying_the_reference_bits_earns_nothing_under_accum() {
                 eprintln!("{report}");
                 let Fault::Mismatch(m) = &report.first().fault else { panic!("{report}") };
                 assert!(m.detail.contains("f64 reference"), "{report}");
+                // Named as what it is: the reference's own bits, outside the bound.
+                assert_eq!(report.first().class, Class::ReferenceBits, "{report}");
+                assert!(report.explain(report.first()).contains("accumulate in f64"), "{report}");
             }
             other => panic!("{kind}: a copy of an f16 running sum must be rejected, got {other:?}"),
         }
