@@ -25,8 +25,8 @@
 
 mod common;
 
+use op_runtime::conformance::{self, Case, CaseShape, Class, ConformanceFailure, Pattern, Report};
 use op_runtime::testing::{assert_conformance_rejected, assert_vjp_conformance_rejected};
-use op_runtime::verify::conformance::{self, cases, Case, Class, ConformanceFailure, Pattern, Report};
 use op_runtime::{op, BackendKind, Real, Registry, Tensor};
 use std::cmp::Ordering;
 
@@ -311,7 +311,7 @@ pub fn sum_drops_last_kernel(x: &[f32]) -> Vec<f32> {
 }
 
 /// The CPU report of a broken kernel (asserted rejected, with the reference conforming).
-fn cpu_report(decl: &'static op_runtime::core::decl::OpDecl) -> Report {
+fn cpu_report(decl: &'static op_runtime::OpDecl) -> Report {
     let report = assert_conformance_rejected(decl)
         .into_iter()
         .find(|r| r.backend == BackendKind::Cpu)
@@ -404,8 +404,8 @@ fn case_of(h: &op_runtime::OpHandle, x: Vec<f32>) -> Case {
         family: "hand-made",
         pattern: Pattern::Extremes,
         seed: 0,
-        shape: cases::Shape { syms: vec![x.len() as i128], float_params: vec![] },
-        sym_names: op.plan.syms.clone(),
+        shape: CaseShape { syms: vec![x.len() as i128], float_params: vec![] },
+        sym_names: op.symbols().to_vec(),
         inputs: vec![Tensor::vector(x)],
         params: vec![],
         param_names: vec![],
@@ -457,7 +457,7 @@ fn the_correct_twins_conform() {
 }
 
 /// The wgpu report of a broken VJP kernel; `None` where wgpu cannot run here.
-fn wgpu_vjp_report(decl: &'static op_runtime::core::decl::OpDecl) -> Option<Report> {
+fn wgpu_vjp_report(decl: &'static op_runtime::OpDecl) -> Option<Report> {
     let reports = assert_vjp_conformance_rejected(decl);
     if !common::wgpu_available() {
         return None;

@@ -4,7 +4,7 @@
 //! shape ("the reference panicked on shape [2, 0]: add a constraint or handle it"). Its twins,
 //! one declaring `cols >= 1` and one handling the empty row, conform.
 
-use op_runtime::verify::conformance::{self, ConformanceFailure};
+use op_runtime::conformance::{self, ConformanceFailure};
 use op_runtime::{op, BackendKind, OpHandle, Real, Registry};
 
 /// Row-wise softmax whose reference takes each row's largest element with `expect`: it panics
@@ -50,7 +50,7 @@ pub fn softmax_cpu(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     softmax_handled(x, rows, cols)
 }
 
-fn register(decl: &'static op_runtime::core::decl::OpDecl) -> OpHandle {
+fn register(decl: &'static op_runtime::OpDecl) -> OpHandle {
     Registry::new().register(decl).expect("registers")
 }
 

@@ -7,9 +7,9 @@
 //! where the reference is that running sum (the reference is then rejected too), while a
 //! kernel that sums in f64 and rounds once conforms.
 
-use op_runtime::core::tensor::{bf16, f16};
+use op_runtime::conformance::{self, Class, ConformanceFailure, Fault};
 use op_runtime::testing::assert_conformance_rejected;
-use op_runtime::verify::conformance::{self, Class, ConformanceFailure, Fault};
+use op_runtime::{bf16, f16};
 use op_runtime::{op, BackendKind, CallOptions, DType, OpHandle, Real, Registry, Tensor};
 
 /// One unit in the last place of `v`'s magnitude in `dtype` (the spacing above it).
@@ -112,11 +112,11 @@ fn every_builtin_reference_conforms_at_every_dtype() {
     let reg = Registry::with_builtins();
     let mut failures = Vec::new();
     for op in reg.ops() {
-        let h = reg.lookup(&op.id).expect("registered");
+        let h = reg.lookup(&op.id()).expect("registered");
         for inst in h.instances() {
             match conformance::conform(&inst, BackendKind::Reference) {
-                Ok(r) => eprintln!("{:<24} {:<10} reference conforms on {} cases", op.id, inst.op().binding_text(), r.cases),
-                Err(e) => failures.push(format!("{} {}: {e}", op.id, inst.op().binding_text())),
+                Ok(r) => eprintln!("{:<24} {:<10} reference conforms on {} cases", op.id(), inst.op().binding_text(), r.cases),
+                Err(e) => failures.push(format!("{} {}: {e}", op.id(), inst.op().binding_text())),
             }
         }
     }

@@ -3,11 +3,11 @@
 //! and exhaustion errors, built-in and user provenance of identical form, and no panic on
 //! random input.
 
-use op_runtime::backends::{CpuBackend, ReferenceBackend};
-use op_runtime::core::backend::{Backend, BackendError, ExecRequest, Prepared};
-use op_runtime::core::device::DeviceProfile;
-use op_runtime::core::op::RegisteredOp;
+use op_runtime::backend::{Backend, BackendError, ExecRequest, Prepared};
+use op_runtime::backend::{CpuBackend, ReferenceBackend};
+use op_runtime::device::DeviceProfile;
 use op_runtime::BackendKind;
+use op_runtime::RegisteredOp;
 use op_runtime::{op, CallOptions, DispatchError, Real, Registry, Scalar, Tensor};
 use rand::{RngExt, SeedableRng};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -33,6 +33,22 @@ pub fn double_fast(x: &[f32]) -> Vec<f32> {
      category = elementwise, tolerance = ulp(0), backward = none)]
 pub fn halve<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| *v * T::from_f64(0.5)).collect()
+}
+
+/// `x / 10`, with DELIBERATELY BROKEN kernels: a `cpu` kernel and the WGSL fixture
+/// `kernels/broken/div_by_ten_as_mul.wgsl` both compute `x * 0.1`, which rounds twice (within
+/// 1 ulp, but `ulp(0)` allows none), so conformance rejects each of them.
+#[op(name = "test/dispatch/div_by_ten", version = 1, signature(x: f32[n]) -> f32[n],
+     category = elementwise, tolerance = ulp(0), nan = propagate, backward = none, generated_tests = false,
+     cpu = div_by_ten_as_mul,
+     kernel(wgsl = "kernels/broken/div_by_ten_as_mul.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n))]
+pub fn div_by_ten<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| *v / T::from_f64(10.0)).collect()
+}
+
+/// The broken `cpu` kernel of `div_by_ten`.
+pub fn div_by_ten_as_mul(x: &[f32]) -> Vec<f32> {
+    x.iter().map(|v| v * 0.1).collect()
 }
 
 fn v(xs: &[f32]) -> Tensor {
@@ -210,7 +226,7 @@ fn random_shapes_dtypes_and_parameters_never_panic() {
         let op = &ops[rng.random_range(0..ops.len())];
         // Mostly plausible calls (right arity, rank-1 f32 of one length), sometimes anything.
         let plausible = rng.random_bool(0.7);
-        let n_in = if plausible { op.plan.n_inputs() } else { rng.random_range(0..4usize) };
+        let n_in = if plausible { op.contract().signature.inputs().count() } else { rng.random_range(0..4usize) };
         let len = rng.random_range(0..40usize);
         let inputs: Vec<Tensor> = (0..n_in)
             .map(|_| {
@@ -225,7 +241,7 @@ fn random_shapes_dtypes_and_parameters_never_panic() {
             })
             .collect();
         let refs: Vec<&Tensor> = inputs.iter().collect();
-        let declared: Vec<op_runtime::DType> = op.contract.signature.params().map(|p| p.dtype).collect();
+        let declared: Vec<op_runtime::DType> = op.contract().signature.params().map(|p| p.dtype).collect();
         let params: Vec<Scalar> = if plausible {
             declared
                 .iter()
@@ -241,18 +257,18 @@ fn random_shapes_dtypes_and_parameters_never_panic() {
                 })
                 .collect()
         };
-        let h = r.lookup(&op.id).unwrap();
+        let h = r.lookup(&op.id()).unwrap();
         let backend = backends[rng.random_range(0..backends.len())];
         let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.call_with(&refs, &params, CallOptions::on(backend))));
         match res {
             Ok(Ok(_)) => ok += 1,
             Ok(Err(e)) => {
-                assert!(e.to_string().contains(&op.id), "error does not name the op: {e}");
+                assert!(e.to_string().contains(&op.id()), "error does not name the op: {e}");
                 err += 1
             }
             Err(_) => panic!(
                 "dispatch panicked on {} ({backend}) with {:?} / {:?}",
-                op.id,
+                op.id(),
                 inputs.iter().map(|t| (t.dtype(), t.shape().to_vec())).collect::<Vec<_>>(),
                 params
             ),
@@ -424,4 +440,159 @@ fn threads_calling_one_op_with_different_shapes_each_get_their_own_result() {
             });
         }
     });
+}
+
+/// Values where `x * 0.1` and `x / 10` differ in f32 (what tells the broken kernels' numbers
+/// from the reference's).
+fn telling() -> Vec<f32> {
+    let xs: Vec<f32> = (1..200).map(|i| i as f32 * 0.37).filter(|x| x * 0.1 != x / 10.0).take(6).collect();
+    assert!(xs.len() == 6, "no telling input found");
+    xs
+}
+
+fn values(o: &op_runtime::Outcome) -> Vec<f32> {
+    o.outputs[0].as_slice::<f32>().expect("f32").to_vec()
+}
+
+/// After conformance rejects a kernel, default selection never runs it again in this process:
+/// the next default call runs the next backend and its provenance says which kernel was passed
+/// over and why; with nothing else left, the "tried" list says it. An explicit
+/// `CallOptions::on(...)` (or a per-op setting) still runs the rejected kernel, and its
+/// provenance marks the call. A correct kernel that conforms stays the default.
+#[test]
+fn a_kernel_rejected_by_conformance_is_passed_over_by_default_and_reached_only_explicitly() {
+    let r = Registry::with_backends(vec![Arc::new(CpuBackend::default()), Arc::new(ReferenceBackend::default())]);
+    let h = r.register(&div_by_ten::DECL).unwrap();
+    let xs = telling();
+    let x = Tensor::vector(xs.clone());
+    let broken: Vec<f32> = xs.iter().map(|v| v * 0.1).collect();
+    let right: Vec<f32> = xs.iter().map(|v| v / 10.0).collect();
+    let before = h.call(&[&x], &[]).unwrap();
+    assert_eq!((before.provenance.backend, values(&before)), (BackendKind::Cpu, broken.clone()), "unconformed, the cpu kernel runs");
+
+    let e = op_runtime::conform(&h, BackendKind::Cpu).expect_err("the broken cpu kernel is rejected");
+    assert!(e.report().is_some(), "{e}");
+    let rejected = r.rejections();
+    assert_eq!(rejected.len(), 1);
+    assert_eq!((rejected[0].op.as_str(), rejected[0].backend), ("test/dispatch/div_by_ten@1", BackendKind::Cpu));
+
+    // Default: the reference runs, and the provenance says why the cpu kernel did not.
+    let after = h.call(&[&x], &[]).unwrap();
+    assert_eq!((after.provenance.backend, values(&after)), (BackendKind::Reference, right.clone()));
+    let why = after.provenance.passed_over.as_deref().expect("the provenance names the kernel passed over");
+    assert!(why.starts_with("cpu: ") && why.contains("rejected by conformance on this device") && why.contains("case(s) failed"), "{why}");
+    assert!(after.provenance.rejected.is_none());
+    assert!(after.provenance.to_string().contains("passed over cpu"), "{}", after.provenance);
+
+    // Explicitly: the rejected kernel runs, and the provenance marks the call.
+    let forced = h.call_with(&[&x], &[], CallOptions::on(BackendKind::Cpu)).unwrap();
+    assert_eq!((forced.provenance.backend, values(&forced)), (BackendKind::Cpu, broken.clone()));
+    let mark = forced.provenance.rejected.as_deref().expect("the provenance marks a rejected kernel");
+    assert!(mark.contains("rejected by conformance") && mark.contains("CallOptions::on(BackendKind::Cpu)"), "{mark}");
+    assert!(forced.provenance.to_string().contains("REJECTED KERNEL RAN"), "{}", forced.provenance);
+    let json = serde_json::to_string(&forced.provenance).unwrap();
+    assert_eq!(serde_json::from_str::<op_runtime::provenance::ProvenanceEntry>(&json).unwrap(), forced.provenance);
+    // A per-op setting is an explicit choice too.
+    r.set_op_backend(&h, Some(BackendKind::Cpu));
+    let set = h.call(&[&x], &[]).unwrap();
+    assert_eq!((set.provenance.backend, values(&set)), (BackendKind::Cpu, broken));
+    assert!(set.provenance.rejected.is_some());
+    r.set_op_backend(&h, None);
+    assert_eq!(h.call(&[&x], &[]).unwrap().provenance.backend, BackendKind::Reference);
+
+    // Nothing else to run: the "tried" list says why.
+    let only_cpu = Registry::with_backends(vec![Arc::new(CpuBackend::default())]);
+    let h2 = only_cpu.register(&div_by_ten::DECL).unwrap();
+    assert!(op_runtime::conform(&h2, BackendKind::Cpu).is_err());
+    match h2.call(&[&x], &[]).unwrap_err() {
+        DispatchError::Exhausted(e) => {
+            assert!(matches!(&e.tried[..], [(BackendKind::Cpu, BackendError::Rejected(_))]), "{e}");
+            assert!(e.to_string().contains("rejected by conformance on this device"), "{e}");
+        }
+        e => panic!("expected the tried list, got {e}"),
+    }
+    // Another registry has its own record: nothing was rejected there.
+    assert!(Registry::with_backends(vec![Arc::new(CpuBackend::default())]).rejections().is_empty());
+
+    // The correct twin: conforms, and stays the default.
+    let double = r.register(&double::DECL).unwrap();
+    op_runtime::conform(&double, BackendKind::Cpu).expect("a correct cpu kernel conforms");
+    let out = double.call(&[&x], &[]).unwrap();
+    assert_eq!(out.provenance.backend, BackendKind::Cpu);
+    assert!(out.provenance.passed_over.is_none() && out.provenance.rejected.is_none());
+    assert_eq!(r.rejections().len(), 1, "a passing conformance rejects nothing");
+}
+
+/// The same on a GPU backend, with the existing broken WGSL fixture: once the cpu and wgpu
+/// kernels are both rejected, the default call runs the reference and names both; an explicit
+/// wgpu call still runs the rejected WGSL kernel, marked. Skips where no adapter exists.
+#[test]
+fn a_rejected_wgsl_kernel_is_passed_over_by_default_and_reached_only_explicitly() {
+    let r = Registry::new();
+    let Some(wgpu) = r.backend(BackendKind::Wgpu) else {
+        println!("skipping: the wgpu backend is not compiled in");
+        return;
+    };
+    if let Err(e) = wgpu.availability() {
+        assert!(std::env::var(op_runtime::testing::REQUIRE_GPU_ENV).as_deref() != Ok("1"), "wgpu is required but unavailable: {e}");
+        println!("skipping: no wgpu adapter: {e}");
+        return;
+    }
+    let h = r.register(&div_by_ten::DECL).unwrap();
+    let xs = telling();
+    let x = Tensor::vector(xs.clone());
+    let broken: Vec<f32> = xs.iter().map(|v| v * 0.1).collect();
+    for kind in [BackendKind::Cpu, BackendKind::Wgpu] {
+        let e = op_runtime::conform(&h, kind).expect_err("the broken kernel is rejected");
+        assert_eq!(e.report().map(|rep| rep.backend), Some(kind), "{e}");
+    }
+    let after = h.call(&[&x], &[]).unwrap();
+    assert_eq!((after.provenance.backend, values(&after)), (BackendKind::Reference, xs.iter().map(|v| v / 10.0).collect::<Vec<_>>()));
+    let why = after.provenance.passed_over.as_deref().unwrap_or_default();
+    assert!(why.contains("cpu: ") && why.contains("wgpu: "), "{why}");
+    let forced = h.call_with(&[&x], &[], CallOptions::on(BackendKind::Wgpu)).unwrap();
+    assert_eq!((forced.provenance.backend, values(&forced)), (BackendKind::Wgpu, broken));
+    assert!(
+        forced.provenance.rejected.as_deref().is_some_and(|m| m.contains("CallOptions::on(BackendKind::Wgpu)")),
+        "{}",
+        forced.provenance
+    );
+}
+
+/// `builtin/tanh(-0.0)` is `-0.0`, and `tanh(+0.0)` is `+0.0`, bit for bit, on every backend
+/// that runs it here, at every instance it serves (the cpu kernel's polynomial used to give
+/// `+0.0`); GPU backends without a device here are skipped, and named.
+#[test]
+fn builtin_tanh_keeps_the_sign_of_zero_on_every_backend() {
+    let r = op_runtime::registry();
+    let tanh = r.lookup("builtin/tanh").unwrap();
+    let mut ran = Vec::new();
+    for h in tanh.instances() {
+        let op = h.op();
+        let dtype = op.contract().signature.outputs[0].dtype;
+        // Zeros of both signs in every lane position of a vector body and its tail.
+        let zeros: Vec<f64> = (0..37).map(|i| if i % 2 == 0 { -0.0 } else { 0.0 }).collect();
+        let x = Tensor::from_f64(dtype, [zeros.len()], &zeros).unwrap();
+        for kind in BackendKind::PRIORITY {
+            let Some(b) = r.backend(kind) else { continue };
+            if let Err(why) = b.supports(&op).and_then(|()| b.availability()) {
+                println!("{kind} at {dtype}: skipped: {why}");
+                continue;
+            }
+            let out = h.call_with(&[&x], &[], CallOptions::on(kind)).unwrap_or_else(|e| panic!("{kind} at {dtype}: {e}"));
+            let y = out.outputs[0].to_host().unwrap();
+            for i in 0..zeros.len() {
+                assert_eq!(y.data().bits(i), x.data().bits(i), "{kind} at {dtype}: tanh({}) has the wrong sign at {i}", zeros[i]);
+            }
+            ran.push((kind, dtype));
+        }
+    }
+    println!("tanh kept the sign of zero on {ran:?}");
+    for dtype in [op_runtime::DType::f16, op_runtime::DType::bf16, op_runtime::DType::f32, op_runtime::DType::f64] {
+        assert!(ran.contains(&(BackendKind::Reference, dtype)), "{ran:?}");
+    }
+    assert!(ran.contains(&(BackendKind::Cpu, op_runtime::DType::f32)), "{ran:?}");
+    if std::env::var(op_runtime::testing::REQUIRE_GPU_ENV).as_deref() == Ok("1") {
+        assert!(ran.contains(&(BackendKind::Wgpu, op_runtime::DType::f32)), "{ran:?}");
+    }
 }

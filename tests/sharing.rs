@@ -1,21 +1,24 @@
-//! Sharing: the store refuses private and unlicensed ops, round-trips published ones, refuses
-//! tampered files naming the op and the file, loses no receipt and no card to concurrent
-//! publishers (threads and processes), never follows a planted symlink, never panics on a
-//! damaged file, and `repair` rebuilds index entries from the blobs. (Cards and trust:
-//! `tests/trust.rs`.)
+//! Sharing: the store refuses private and unlicensed ops and public ops below the built-ins'
+//! bar (listing what is missing), round-trips published ones, refuses tampered files naming the
+//! op and the file, refuses a card edited in any field the identity covers (the description is
+//! shown as unverified text), loses no receipt and no card to concurrent publishers (threads
+//! and processes), never follows a planted symlink (a file's or any store directory's), never
+//! panics on a damaged file, and `repair` rebuilds index entries from the blobs. (Cards and
+//! trust: `tests/trust.rs`.)
 
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
-use op_runtime::core::decl::OpDecl;
-use op_runtime::core::op::OpSource;
-use op_runtime::core::op::RegisteredOp;
-use op_runtime::core::receipt::Receipt;
-use op_runtime::core::trust::TrustList;
-use op_runtime::verify::conformance::conform;
-use op_runtime::verify::sharing::{blob_hash, IndexEntry, LocalDevices, OpCard, SharingError, Store};
-use op_runtime::{op, BackendKind, OpHandle, Real, Registry};
-use std::collections::BTreeSet;
+use op_runtime::conformance::conform;
+use op_runtime::receipt::Receipt;
+use op_runtime::sharing::{blob_hash, IndexEntry, LocalDevices, Missing, OpCard, SharingError, Store};
+use op_runtime::testing::with_edited_contract;
+use op_runtime::trust::TrustList;
+use op_runtime::OpDecl;
+use op_runtime::OpSource;
+use op_runtime::RegisteredOp;
+use op_runtime::{op, BackendKind, DType, OpHandle, Real, Registry};
+use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -39,14 +42,14 @@ pub fn shared_median<T: Real>(x: &[T], w: u32) -> Vec<T> {
 
 /// Doubles every element.
 #[op(name = "test/sharing/double", version = 1, signature(x: f32[n]) -> f32[n],
-     category = elementwise, tolerance = ulp(1), backward = none, license = "Apache-2.0", visibility = public)]
+     category = elementwise, tolerance = ulp(1), backward = none, license = "Apache-2.0", visibility = workspace)]
 pub fn double_a<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| *v * T::from_f64(2.0)).collect()
 }
 
 /// Same name and version as `double_a`, different body: changed content.
 #[op(name = "test/sharing/double", version = 1, signature(x: f32[n]) -> f32[n],
-     category = elementwise, tolerance = ulp(1), backward = none, license = "Apache-2.0", visibility = public)]
+     category = elementwise, tolerance = ulp(1), backward = none, license = "Apache-2.0", visibility = workspace)]
 pub fn double_b<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| *v + *v).collect()
 }
@@ -55,6 +58,31 @@ pub fn double_b<T: Real>(x: &[T]) -> Vec<T> {
      category = elementwise, tolerance = ulp(1), backward = none, license = "MIT", visibility = workspace)]
 pub fn undocumented<T: Real>(x: &[T]) -> Vec<T> {
     x.to_vec()
+}
+
+/// Scales `x` by `s` (`s * x`), with a `cpu` kernel: everything the public bar asks for.
+#[op(name = "test/sharing/scale", version = 1, signature(x: f32[n], s: f32) -> f32[n],
+     category = elementwise, tolerance = ulp(0), backward = none, cpu = scale_cpu, license = "MIT", visibility = public)]
+pub fn scale<T: Real>(x: &[T], s: T) -> Vec<T> {
+    x.iter().map(|v| *v * s).collect()
+}
+
+/// The `cpu` kernel of `scale`.
+pub fn scale_cpu(x: &[f32], s: f32) -> Vec<f32> {
+    x.iter().map(|v| v * s).collect()
+}
+
+/// Scales every element (the parameter is named nowhere in a code span).
+#[op(name = "test/sharing/scale_undocumented", version = 1, signature(x: f32[n], factor: f32) -> f32[n],
+     category = elementwise, tolerance = ulp(0), backward = none, cpu = scale_cpu, license = "MIT", visibility = public)]
+pub fn scale_undocumented<T: Real>(x: &[T], factor: T) -> Vec<T> {
+    x.iter().map(|v| *v * factor).collect()
+}
+
+#[op(name = "test/sharing/bare", version = 1, signature(x: f32[n], factor: f32) -> f32[n],
+     category = elementwise, tolerance = ulp(0), backward = none, cpu = scale_cpu, license = "MIT", visibility = workspace)]
+pub fn bare<T: Real>(x: &[T], factor: T) -> Vec<T> {
+    x.iter().map(|v| *v * factor).collect()
 }
 
 /// A store in a unique temp directory, removed on drop.
@@ -82,7 +110,7 @@ fn handle(decl: &'static OpDecl) -> OpHandle {
     Registry::new().register(decl).expect("registers")
 }
 
-fn verified_here(loaded: &op_runtime::verify::sharing::LoadedCard) -> bool {
+fn verified_here(loaded: &op_runtime::sharing::LoadedCard) -> bool {
     loaded.verified(BackendKind::Reference, &LocalDevices::host(), &TrustList::new())
 }
 
@@ -121,6 +149,19 @@ fn builtin_add() -> std::sync::Arc<RegisteredOp> {
     op_runtime::registry().lookup("builtin/add").expect("builtin/add exists").op()
 }
 
+/// A receipt for the `cpu` kernel of the built-in `id` at `T = f32` (conformed here, once per
+/// process): what publishing a public op asks for besides the reference.
+fn cpu_receipt(id: &str) -> Receipt {
+    static CONFORMED: std::sync::Mutex<BTreeMap<String, Receipt>> = std::sync::Mutex::new(BTreeMap::new());
+    if let Some(r) = CONFORMED.lock().unwrap().get(id) {
+        return r.clone();
+    }
+    let h = op_runtime::registry().lookup(id).expect("a built-in").at(&[DType::f32]).expect("an f32 instance");
+    let r = conform(&h, BackendKind::Cpu).unwrap_or_else(|e| panic!("{id}: the cpu kernel conforms: {e}"));
+    CONFORMED.lock().unwrap().insert(id.to_string(), r.clone());
+    r
+}
+
 /// Appends a byte to a file (a tamper that keeps it readable).
 fn tamper(path: &Path) {
     let mut bytes = std::fs::read(path).expect("blob exists");
@@ -142,19 +183,81 @@ fn the_private_example_median_is_refused_with_a_typed_error() {
 fn unlicensed_and_undescribed_ops_are_refused() {
     let t = TempStore::new("metadata");
     // The macro refuses both at compile time; the store re-checks what it is handed.
-    let mut op = RegisteredOp::load(&double_a::DECL).unwrap();
-    op.contract.license = None;
+    let op = with_edited_contract(&double_a::DECL, |c| c.license = None).unwrap();
     assert_eq!(t.store.publish(&op, &[]).unwrap_err(), SharingError::NoLicense { op: "test/sharing/double@1".into() });
-    op.contract.license = Some("MIT AND Nonsense-9".into());
+    let op = with_edited_contract(&double_a::DECL, |c| c.license = Some("MIT AND Nonsense-9".into())).unwrap();
     let e = t.store.publish(&op, &[]).unwrap_err();
     assert!(matches!(&e, SharingError::BadLicense { op, .. } if op == "test/sharing/double@1"), "{e}");
     assert!(e.to_string().contains("not a valid SPDX expression"), "{e}");
     // A public op without a doc comment: the macro refuses it, so make the workspace one public.
-    let mut op = RegisteredOp::load(&undocumented::DECL).unwrap();
-    op.contract.visibility = serde_json::from_str("\"public\"").unwrap();
+    let op = with_edited_contract(&undocumented::DECL, |c| c.visibility = serde_json::from_str("\"public\"").unwrap()).unwrap();
     let e = t.store.publish(&op, &[]).unwrap_err();
-    assert_eq!(e, SharingError::NoDescription { op: "test/sharing/undocumented@1".into() });
+    assert_eq!(
+        e,
+        SharingError::BelowPublicBar {
+            op: "test/sharing/undocumented@1".into(),
+            missing: vec![Missing::Description, Missing::KernelReceipt]
+        }
+    );
     assert!(e.to_string().contains("doc comment"), "{e}");
+}
+
+/// `public` is the bar every built-in meets: a licence, a description, each scalar parameter
+/// named in it, and a receipt for a kernel besides the reference. A public op below it is
+/// refused at publish with everything it lacks, in one error; a complete one publishes.
+#[test]
+fn a_public_op_is_refused_with_the_list_of_what_it_lacks_and_a_complete_one_publishes() {
+    let t = TempStore::new("public");
+    // Everything missing at once: no licence, no description (the macro refuses both for a
+    // public op, so a workspace op is made public here), `factor` undocumented, only a
+    // reference receipt.
+    let h = handle(&bare::DECL);
+    let reference = reference_receipt(&h);
+    let op = with_edited_contract(&bare::DECL, |c| {
+        c.visibility = serde_json::from_str("\"public\"").unwrap();
+        c.license = None;
+    })
+    .unwrap();
+    let e = t.store.publish(&op, std::slice::from_ref(&reference)).unwrap_err();
+    let all = vec![Missing::License, Missing::Description, Missing::ParameterDocs(vec!["factor".into()]), Missing::KernelReceipt];
+    assert_eq!(e, SharingError::BelowPublicBar { op: "test/sharing/bare@1".into(), missing: all });
+    let msg = e.to_string();
+    for says in ["licence", "doc comment", "`factor`", "a receipt for a kernel besides the reference", "visibility = workspace"] {
+        assert!(msg.contains(says), "{says}: {msg}");
+    }
+    // A cpu receipt for this content removes one item.
+    let cpu = conform(&h, BackendKind::Cpu).expect("the cpu kernel conforms");
+    let e = t.store.publish(&op, &[reference, cpu]).unwrap_err();
+    assert!(
+        matches!(&e, SharingError::BelowPublicBar { missing, .. } if missing.len() == 3 && !missing.contains(&Missing::KernelReceipt)),
+        "{e}"
+    );
+    // Documented, but the parameter is named in no code span: only that is missing.
+    let h = handle(&scale_undocumented::DECL);
+    let cpu = conform(&h, BackendKind::Cpu).expect("the cpu kernel conforms");
+    let e = t.store.publish(&h.op(), &[reference_receipt(&h), cpu.clone()]).unwrap_err();
+    let id = "test/sharing/scale_undocumented@1".to_string();
+    assert_eq!(e, SharingError::BelowPublicBar { op: id, missing: vec![Missing::ParameterDocs(vec!["factor".into()])] });
+    // A receipt that is not intact, or is for other content, does not count.
+    let mut forged = cpu.clone();
+    forged.cases += 1;
+    let complete = handle(&scale::DECL);
+    let e = t.store.publish(&complete.op(), &[reference_receipt(&complete), forged]).unwrap_err();
+    assert!(matches!(&e, SharingError::BelowPublicBar { missing, .. } if *missing == vec![Missing::KernelReceipt]), "{e}");
+    assert!(!t.dir.join("cards").exists(), "nothing was written for a refused op");
+
+    // The complete op publishes, and so does a built-in with its cpu receipt.
+    let cpu = conform(&complete, BackendKind::Cpu).expect("the cpu kernel conforms");
+    t.store.publish(&complete.op(), &[reference_receipt(&complete), cpu]).expect("meets the bar");
+    assert!(t.store.load("test/sharing/scale@1").unwrap().card.to_string().contains("[user, public, licence MIT]"));
+    let e = t.store.publish(&builtin_add(), &[]).unwrap_err();
+    assert!(matches!(&e, SharingError::BelowPublicBar { missing, .. } if *missing == vec![Missing::KernelReceipt]), "{e}");
+    t.store.publish(&builtin_add(), &[cpu_receipt("builtin/add")]).expect("a built-in meets the bar");
+    // Every built-in meets the rest of the bar (licence, description, parameters documented):
+    // without receipts, the kernel receipt is all it lacks.
+    for b in op_runtime::registry().ops().iter().filter(|o| o.id().starts_with("builtin/") && !o.is_vjp_op()) {
+        assert_eq!(op_runtime::sharing::public_bar(b, &[]), vec![Missing::KernelReceipt], "{}", b.id());
+    }
 }
 
 #[test]
@@ -170,10 +273,10 @@ fn publish_then_load_round_trips_and_republishing_is_idempotent() {
     assert!(index.ends_with("cards/test~sharing~median@1.json"), "{}", index.display());
 
     let loaded = t.store.load("test/sharing/median@1").unwrap();
-    assert_eq!(loaded.contract, op.contract);
-    assert_eq!(loaded.contract_json, op.decl.contract_json);
-    assert_eq!(loaded.body_tokens, op.decl.body_tokens);
-    assert_eq!(loaded.kernels[0].source, op.decl.kernels[0].source);
+    assert_eq!(&loaded.contract, op.contract());
+    assert_eq!(loaded.contract_json, op.decl().contract_json);
+    assert_eq!(loaded.body_tokens, op.decl().body_tokens);
+    assert_eq!(loaded.kernels[0].source, op.decl().kernels[0].source);
     assert_eq!(loaded.kernels[1].headers.len(), 1);
     assert!(!verified_here(&loaded), "published without a receipt");
 
@@ -233,8 +336,8 @@ fn a_consistent_index_over_other_content_fails_the_identity_check() {
     // Swap in the other body through a well-formed blob: every blob matches its name.
     let path = t.store.index_path("test/sharing/double@1").unwrap();
     let mut index = t.store.load("test/sharing/double@1").unwrap().index;
-    let body = blob_hash(other.decl.body_tokens.as_bytes());
-    std::fs::write(t.store.blob_path(&body), other.decl.body_tokens).unwrap();
+    let body = blob_hash(other.decl().body_tokens.as_bytes());
+    std::fs::write(t.store.blob_path(&body), other.decl().body_tokens).unwrap();
     index.body = body;
     std::fs::write(&path, serde_json::to_string(&index).unwrap()).unwrap();
     let e = t.store.load("test/sharing/double@1").unwrap_err();
@@ -267,7 +370,7 @@ fn a_vjp_op_is_published_with_its_op_not_alone() {
         Err(SharingError::DerivedOp { op, of }) => assert_eq!((op.as_str(), of.as_str()), ("builtin/add/vjp@1", "builtin/add@1")),
         other => panic!("expected DerivedOp, got {other:?}"),
     }
-    t.store.publish(&builtin_add(), &[]).unwrap();
+    t.store.publish(&builtin_add(), &[cpu_receipt("builtin/add")]).unwrap();
     let loaded = t.store.load("builtin/add@1").unwrap();
     let card = loaded.card;
     let vjp_kernel = card.kernels.iter().find(|k| k.path == "kernels/binary_vjp.wgsl");
@@ -283,17 +386,17 @@ fn a_vjp_op_is_published_with_its_op_not_alone() {
     index.card = blob;
     std::fs::write(t.store.index_path("builtin/add@1").unwrap(), serde_json::to_string(&index).unwrap()).unwrap();
     let e = t.store.load("builtin/add@1").unwrap_err();
-    assert!(e.to_string().contains("kernels disagree"), "{e}");
+    assert!(e.to_string().contains(".backward` disagrees"), "{e}");
 }
 
 #[test]
 fn a_builtin_publishes_and_loads_with_source_builtin() {
     let t = TempStore::new("builtin");
     let add = builtin_add();
-    t.store.publish(&add, &[]).unwrap();
+    t.store.publish(&add, &[cpu_receipt("builtin/add")]).unwrap();
     let loaded = t.store.load("builtin/add@1").unwrap();
     assert_eq!(loaded.source(), OpSource::Builtin);
-    assert_eq!(loaded.card.description, add.decl.description);
+    assert_eq!(loaded.card.description, add.decl().description);
     assert_eq!(loaded.card.kernels[0].path, "kernels/add.wgsl");
     assert!(loaded.card.to_string().contains("[builtin, public, licence MIT OR Apache-2.0]"), "{}", loaded.card);
 }
@@ -341,18 +444,25 @@ fn eight_threads_by_thirty_rounds_lose_no_receipt_and_no_card() {
     let h = handle(&shared_median::DECL);
     let op = h.op();
     let base = reference_receipt(&h);
-    // Each thread also publishes a built-in's card every round, so cards race too.
-    let builtins: Vec<Arc<RegisteredOp>> =
-        op_runtime::registry().ops().into_iter().filter(|o| o.id.starts_with("builtin/") && o.vjp_of.is_none()).take(THREADS).collect();
+    // Each thread also publishes a built-in's card every round (with its cpu receipt: they are
+    // public), so cards race too.
+    let builtins: Vec<(Arc<RegisteredOp>, Receipt)> = ["add", "sub", "mul", "div", "neg", "scale", "exp", "relu"]
+        .into_iter()
+        .map(|n| {
+            let id = format!("builtin/{n}");
+            (op_runtime::registry().lookup(&id).unwrap().op(), cpu_receipt(&id))
+        })
+        .collect();
     assert_eq!(builtins.len(), THREADS);
     std::thread::scope(|s| {
-        for (th, builtin) in builtins.iter().enumerate() {
+        for (th, (builtin, receipt)) in builtins.iter().enumerate() {
             let (store, op, base) = (&t.store, &op, &base);
             s.spawn(move || {
                 for round in 0..ROUNDS {
                     let r = variant(base, &format!("thread {th} round {round}"));
                     store.publish(op, &[r]).unwrap_or_else(|e| panic!("thread {th} round {round}: {e}"));
-                    store.publish(builtin, &[]).unwrap_or_else(|e| panic!("thread {th} round {round}: {}: {e}", builtin.id));
+                    let receipts = std::slice::from_ref(receipt);
+                    store.publish(builtin, receipts).unwrap_or_else(|e| panic!("thread {th} round {round}: {}: {e}", builtin.id()));
                 }
             });
         }
@@ -362,8 +472,8 @@ fn eight_threads_by_thirty_rounds_lose_no_receipt_and_no_card() {
     let want: BTreeSet<String> = (0..THREADS).flat_map(|th| (0..ROUNDS).map(move |r| format!("thread {th} round {r}"))).collect();
     assert_eq!(tags.len(), THREADS * ROUNDS, "missing: {:?}", want.difference(&tags).take(5).collect::<Vec<_>>());
     assert_eq!(tags, want);
-    for b in &builtins {
-        t.store.load(&b.id).unwrap_or_else(|e| panic!("{}: {e}", b.id));
+    for (b, _) in &builtins {
+        t.store.load(&b.id()).unwrap_or_else(|e| panic!("{}: {e}", b.id()));
     }
     let stray: Vec<PathBuf> = store_files(&t.dir).into_iter().filter(|p| p.to_string_lossy().contains(".tmp-")).collect();
     assert!(stray.is_empty(), "temporary files left behind: {stray:?}");
@@ -567,8 +677,16 @@ fn repair_rebuilds_lost_and_corrupt_index_entries_from_the_blobs() {
     let receipt = reference_receipt(&h);
     let add = builtin_add();
     let double = RegisteredOp::load(&double_a::DECL).unwrap();
+    let add_receipt = cpu_receipt("builtin/add");
     for op in [&median, &add, &double] {
-        t.store.publish(op, if op.id == median.id { std::slice::from_ref(&receipt) } else { &[] }).unwrap();
+        let receipts = if op.id() == median.id() {
+            std::slice::from_ref(&receipt)
+        } else if op.id() == add.id() {
+            std::slice::from_ref(&add_receipt)
+        } else {
+            &[]
+        };
+        t.store.publish(op, receipts).unwrap();
     }
     // Lose one index entry, corrupt another, keep the third.
     std::fs::remove_file(t.store.index_path("test/sharing/median@1").unwrap()).unwrap();
@@ -601,4 +719,194 @@ fn repair_rebuilds_lost_and_corrupt_index_entries_from_the_blobs() {
     let report = t.store.repair().unwrap();
     assert_eq!(report.damaged_blobs, vec![t.store.blob_path(&loaded.index.contract)], "{report:?}");
     assert!(report.unrecoverable.iter().any(|(f, why)| f.ends_with("builtin~add@1.json") && why.contains("tampered")), "{report:?}");
+}
+
+/// Every directory the store creates or writes into (`blobs`, `receipts`, `receipts/<hash>`,
+/// `cards`) is reached from the store's root without following a symlink at any component: a
+/// symlink planted at any of them, pointing outside the store, is refused by `publish` with an
+/// I/O error naming it, and nothing is created or written outside the store; `load` refuses to
+/// read through one too. The root itself is the caller's to name, a link included.
+#[cfg(unix)]
+#[test]
+fn a_symlink_planted_at_each_store_directory_is_refused_with_nothing_written_outside() {
+    use std::os::unix::fs::symlink;
+    let h = handle(&shared_median::DECL);
+    let op = h.op();
+    let receipt = reference_receipt(&h);
+    let id = "test/sharing/median@1";
+    let subdirs = ["blobs".to_string(), "receipts".to_string(), format!("receipts/{}", op.hash_hex()), "cards".to_string()];
+    for sub in &subdirs {
+        let t = TempStore::new("dir-link");
+        let outside = t.dir.with_extension("outside");
+        let _ = std::fs::remove_dir_all(&outside);
+        std::fs::create_dir_all(&outside).unwrap();
+        let link = t.dir.join(sub);
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        symlink(&outside, &link).unwrap();
+        let e = t.store.publish(&op, std::slice::from_ref(&receipt)).unwrap_err();
+        assert!(
+            matches!(&e, SharingError::Io { reason, .. } if reason.contains(&link.display().to_string()) && reason.contains("symbolic link")),
+            "{sub}: {e:?}"
+        );
+        assert_eq!(e.op(), id);
+        let written: Vec<_> = std::fs::read_dir(&outside).unwrap().map(|e| e.unwrap().path()).collect();
+        assert!(written.is_empty(), "{sub}: written through the symlink: {written:?}");
+
+        // Publish for real, then swap the directory for a link to where it went: load refuses it.
+        std::fs::remove_file(&link).unwrap();
+        t.store.publish(&op, std::slice::from_ref(&receipt)).unwrap();
+        t.store.load(id).unwrap();
+        let moved = outside.join("moved");
+        std::fs::rename(&link, &moved).unwrap();
+        symlink(&moved, &link).unwrap();
+        let e = t.store.load(id).unwrap_err();
+        assert!(matches!(&e, SharingError::Io { reason, .. } if reason.contains("symbolic link")), "{sub}: load read through it: {e:?}");
+        let _ = std::fs::remove_dir_all(&outside);
+    }
+    // A store whose root is a link (e.g. to another disk) works.
+    let t = TempStore::new("root-link");
+    let real = t.dir.with_extension("real");
+    let _ = std::fs::remove_dir_all(&real);
+    std::fs::create_dir_all(&real).unwrap();
+    symlink(&real, &t.dir).unwrap();
+    t.store.publish(&op, std::slice::from_ref(&receipt)).unwrap();
+    assert_eq!(t.store.load(id).unwrap().receipts, vec![receipt]);
+    assert!(real.join("cards").is_dir());
+    std::fs::remove_file(&t.dir).unwrap();
+    let _ = std::fs::remove_dir_all(&real);
+}
+
+/// Every leaf of `v` (and every non-empty array, to shorten it): (JSON pointer, path as
+/// `OpCard`'s load error names it).
+fn edit_points(v: &serde_json::Value, pointer: String, path: String, out: &mut Vec<(String, String)>) {
+    use serde_json::Value;
+    let join = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
+    match v {
+        Value::Object(m) => m.iter().for_each(|(k, x)| edit_points(x, format!("{pointer}/{k}"), join(k), out)),
+        Value::Array(a) => {
+            if !a.is_empty() {
+                out.push((pointer.clone(), path.clone()));
+            }
+            a.iter().enumerate().for_each(|(i, x)| edit_points(x, format!("{pointer}/{i}"), format!("{path}[{i}]"), out));
+        }
+        _ => out.push((pointer, path)),
+    }
+}
+
+/// `v` changed: a string lengthened, a number incremented, a boolean flipped, an array
+/// shortened, a null made a string.
+fn edit_value(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => s.push('x'),
+        Value::Number(n) => {
+            *v = n.as_u64().map(|u| serde_json::json!(u + 1)).unwrap_or_else(|| serde_json::json!(n.as_f64().unwrap_or(0.0) * 2.0 + 1.0))
+        }
+        Value::Bool(b) => *b = !*b,
+        Value::Array(a) => drop(a.pop()),
+        Value::Null => *v = serde_json::json!("x"),
+        Value::Object(_) => {}
+    }
+}
+
+/// Stores `card` (JSON) as the card of `id`'s index entry, every file consistent with its name.
+fn restore_card(store: &Store, index: &IndexEntry, card: &str) {
+    let mut index = index.clone();
+    let id = index.op.clone();
+    let blob = blob_hash(card.as_bytes());
+    std::fs::write(store.blob_path(&blob), card).unwrap();
+    index.card = blob;
+    std::fs::write(store.index_path(&id).unwrap(), serde_json::to_string(&index).unwrap()).unwrap();
+}
+
+/// Every field of a stored card but its description is derived from what the identity covers
+/// (the contract and the kernel bytes): a card edited in any of them, consistently re-stored
+/// under its own hash, is refused at load naming the field, so it never shows the "verified ...
+/// signed by a trusted key" lines; an edited description loads, shown as unverified text that
+/// cannot forge another line of the card.
+#[test]
+fn a_card_edited_in_any_field_is_refused_and_an_edited_description_is_shown_unverified() {
+    use op_runtime::trust::SigningKey;
+    let t = TempStore::new("edited");
+    // `builtin/add`: dtype variables (instances, cpu instances, kernel instances), WGSL and CUDA
+    // kernels with entries, VJP kernels, a header.
+    let key = SigningKey::from_secret_bytes(&[7; 32]);
+    let receipt = cpu_receipt("builtin/add").signed(&key).unwrap();
+    t.store.publish(&builtin_add(), std::slice::from_ref(&receipt)).unwrap();
+    let mut trust = TrustList::new();
+    trust.trust(key.public_key(), "publisher");
+    let id = "builtin/add@1";
+    let loaded = t.store.load(id).unwrap();
+    let shown = loaded.card_for(&LocalDevices::host(), &trust).to_string();
+    assert!(shown.contains("verified on") && shown.contains("signed by trusted key `publisher`"), "{shown}");
+    let stored: serde_json::Value = serde_json::from_slice(&std::fs::read(t.store.blob_path(&loaded.index.card)).unwrap()).unwrap();
+
+    // The edits the issue names, then every leaf of the card.
+    let mut edits: Vec<(String, serde_json::Value)> = Vec::new();
+    let mut named = |path: &str, f: &dyn Fn(&mut serde_json::Value)| {
+        let mut c = stored.clone();
+        f(&mut c);
+        edits.push((path.to_string(), c));
+    };
+    named("kernels[0].entry", &|c| c["kernels"][0]["entry"] = "tampered_main".into());
+    named("kernels[0].language", &|c| {
+        c["kernels"][0]["language"] = if c["kernels"][0]["language"] == "wgsl" { "cuda" } else { "wgsl" }.into()
+    });
+    named("kernels[0].dtypes", &|c| c["kernels"][0]["dtypes"] = serde_json::json!(["T = f16", "T = f32"]));
+    named("instances", &|c| drop(c["instances"].as_array_mut().unwrap().pop()));
+    named("cpu_dtypes", &|c| c["cpu_dtypes"] = c["instances"].clone());
+    named(
+        "trust",
+        &|c| c["trust"][1]["trust"] = serde_json::json!({"verified": {"device": receipt.device, "receipt": receipt.digest, "attestation": "signed by trusted key `publisher`"}}),
+    );
+    let mut points = Vec::new();
+    edit_points(&stored, String::new(), String::new(), &mut points);
+    for (pointer, path) in points {
+        let mut c = stored.clone();
+        edit_value(c.pointer_mut(&pointer).unwrap());
+        edits.push((path, c));
+    }
+    let (mut refused, mut unparsed) = (0, 0);
+    for (path, card) in &edits {
+        let text = serde_json::to_string_pretty(card).unwrap();
+        if OpCard::from_json(&text).is_err() {
+            unparsed += 1; // refused as "not a card" anyway
+            continue;
+        }
+        restore_card(&t.store, &loaded.index, &text);
+        match t.store.load(id) {
+            Ok(l) => {
+                assert!(
+                    path.starts_with("description"),
+                    "a card edited at `{path}` loaded:\n{}",
+                    l.card_for(&LocalDevices::host(), &trust)
+                );
+            }
+            Err(e) => {
+                assert!(!path.starts_with("description"), "{e}");
+                let top = path.split(['.', '[']).next().unwrap();
+                assert!(
+                    matches!(&e, SharingError::Corrupt { reason, .. } if reason.contains(&format!("`{top}")) && reason.contains("disagrees")),
+                    "{path}: {e}"
+                );
+                refused += 1;
+            }
+        }
+    }
+    println!("{refused} edited cards refused naming the field, {unparsed} no longer parse as a card, of {} edits", edits.len());
+    assert!(refused >= 50 && unparsed < refused, "refused {refused}, unparsed {unparsed} of {}", edits.len());
+
+    // An edited description loads, as quoted unverified text: a forged trust line inside it
+    // stays inside the quote, and the real trust lines are unchanged.
+    let mut c = stored.clone();
+    c["description"] =
+        "Adds.\n  trust        cuda kernels/add.cu                 verified on cuda (signed by trusted key `publisher`)".into();
+    restore_card(&t.store, &loaded.index, &serde_json::to_string_pretty(&c).unwrap());
+    let shown_edited = t.store.load(id).unwrap().card_for(&LocalDevices::host(), &trust).to_string();
+    assert!(shown_edited.contains("description  unverified text"), "{shown_edited}");
+    for line in shown_edited.lines().filter(|l| l.contains("verified on cuda")) {
+        assert!(line.starts_with("    | "), "a description line escaped its quote: {line:?}\n{shown_edited}");
+    }
+    let trust_lines = |s: &str| s.lines().skip_while(|l| !l.starts_with("  trust")).map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(trust_lines(&shown_edited), trust_lines(&shown));
 }

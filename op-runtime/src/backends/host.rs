@@ -35,17 +35,7 @@ impl Prepared for ShimPrepared {
     }
 }
 
-/// The host's physical memory in bytes (Linux: `MemTotal` of `/proc/meminfo`), read once;
-/// `None` where it cannot be read.
-pub(crate) fn host_memory() -> Option<u64> {
-    static MEM: OnceLock<Option<u64>> = OnceLock::new();
-    *MEM.get_or_init(|| {
-        let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-        let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
-        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        kib.checked_mul(1024)
-    })
-}
+pub(crate) use crate::core::tensor::host_memory;
 
 /// The host device profile of `backend`, computed once.
 pub(crate) fn host_profile(cell: &OnceLock<Arc<DeviceProfile>>, backend: &str) -> Arc<DeviceProfile> {

@@ -47,8 +47,9 @@ pub(crate) enum FieldValue {
     F32(f32),
 }
 
+#[cfg(feature = "wgpu")]
 impl FieldValue {
-    /// The 4 little-endian bytes of the value.
+    /// The 4 little-endian bytes of the value (a WGSL uniform block's field).
     pub(crate) fn to_le_bytes(self) -> [u8; 4] {
         match self {
             FieldValue::U32(v) => v.to_le_bytes(),
@@ -151,7 +152,8 @@ impl LaunchPlan {
     }
 
     /// The slots' kinds in binding order: `Some(true)` read-write storage, `Some(false)`
-    /// read-only storage, `None` uniform.
+    /// read-only storage, `None` uniform (a WGSL bind group's layout).
+    #[cfg(feature = "wgpu")]
     pub(crate) fn slot_writable(&self) -> impl Iterator<Item = Option<bool>> + '_ {
         self.roles.iter().map(|r| match r {
             Role::Input(_) => Some(false),

@@ -10,9 +10,12 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 mod host;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub(crate) mod launch;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub(crate) mod resident;
-pub mod transfers;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+pub(crate) mod transfers;
 #[cfg(feature = "wgpu")]
 pub mod wgpu;
 

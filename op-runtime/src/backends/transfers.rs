@@ -52,6 +52,7 @@ impl Counters {
         self.to_host.fetch_add(1, Ordering::Relaxed);
         self.to_host_bytes.fetch_add(bytes, Ordering::Relaxed);
     }
+    #[cfg(feature = "wgpu")]
     pub(crate) fn uniform(&self, bytes: u64) {
         self.uniform_writes.fetch_add(1, Ordering::Relaxed);
         self.uniform_bytes.fetch_add(bytes, Ordering::Relaxed);

@@ -27,6 +27,10 @@ pub enum BackendError {
     /// A buffer or launch exceeds what the device or host allows (what, how much, the limit).
     #[error("{0}")]
     TooLarge(String),
+    /// Conformance rejected this kernel on this device in this process: default selection
+    /// passes over it (an explicit choice still runs it).
+    #[error("{0}")]
+    Rejected(String),
     /// The kernel ran but its results are unusable (a host kernel's own error, an output
     /// that was not produced, a readback that came back short).
     #[error("{0}")]
@@ -102,6 +106,15 @@ pub enum TensorError {
         /// The requested shape.
         shape: Vec<usize>,
     },
+    /// The tensor's storage cannot be allocated on this host: more bytes than its physical
+    /// memory, more than the address space, or refused by the allocator. Never an abort.
+    #[error("{what} cannot be allocated: {why}; use a smaller shape")]
+    TooLarge {
+        /// What was to be allocated ("a `f32` tensor of shape \[1099511627776\]").
+        what: String,
+        /// Why it cannot be.
+        why: String,
+    },
     /// The tensor was read as another dtype.
     #[error("expected a `{expected}` tensor, found `{found}`")]
     DTypeMismatch {
@@ -147,6 +160,23 @@ pub enum KernelRegistrationError {
         new: String,
         /// Where the new declaration is written (`path:line`).
         new_site: String,
+    },
+    /// `name@version` is registered with the same identity by another declaration: two items
+    /// (another module or crate, another site) that the identity does not tell apart.
+    #[error(
+        "op `{op}` is already registered from another declaration with the same identity {hash}: the registered one is \
+         declared at {old}, this one at {new}; two functions cannot share one name and version even where the identity \
+         cannot tell their code apart: bump the version (`version = N+1`) or register one under a new name"
+    )]
+    SameIdentityOtherItem {
+        /// The op's `name@version`.
+        op: String,
+        /// The shared identity (hex).
+        hash: String,
+        /// Where the registered op is declared and its function: `path:line (`crate::m::f`)`.
+        old: String,
+        /// Where the new declaration is written and its function.
+        new: String,
     },
     /// The compile-time hash differs from the one recomputed at load.
     #[error("op `{op}`: its compile-time identity {declared} does not match its content {actual} (a stale or tampered build); rebuild the crate")]

@@ -1,6 +1,8 @@
 //! Provenance: every call yields an entry pinning the op by name@version and content hash, with
-//! the backend, device and receipt used; a run collects them into a record. Built-in and user
-//! ops produce entries of identical form. Records are printed and serialised, never interpreted.
+//! the backend, device and receipt used, and whether the kernel that ran (or one passed over
+//! to reach it) was rejected by conformance in this process; a run collects them into a
+//! record. Built-in and user ops produce entries of identical form. Records are printed and
+//! serialised, never interpreted.
 
 use crate::core::device::DeviceProfile;
 use crate::core::kind::BackendKind;
@@ -34,12 +36,36 @@ pub struct ProvenanceEntry {
     pub device: Arc<DeviceProfile>,
     /// Digest of the receipt covering (content hash, device), if one was presented.
     pub receipt: Option<String>,
+    /// Set when the kernel that ran is one conformance rejected on this device in this process
+    /// (reached by an explicit choice): why. Its outputs are not to be trusted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected: Option<Arc<str>>,
+    /// The kernels default selection passed over for this call because conformance rejected
+    /// them in this process, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passed_over: Option<Arc<str>>,
 }
 
 impl ProvenanceEntry {
     /// The entry of one call of `op` on `backend`'s `device`, with no receipt attached.
     pub(crate) fn new(op: &RegisteredOp, backend: BackendKind, device: Arc<DeviceProfile>) -> Self {
-        ProvenanceEntry { op: op.id_shared.clone(), content_hash: op.hash, backend, device, receipt: None }
+        ProvenanceEntry {
+            op: op.id_shared.clone(),
+            content_hash: op.hash,
+            backend,
+            device,
+            receipt: None,
+            rejected: None,
+            passed_over: None,
+        }
+    }
+
+    /// The entry with what backend selection said: the kernel that ran was rejected
+    /// (`rejected`), or rejected kernels were passed over to reach it (`passed_over`).
+    pub(crate) fn noting(mut self, rejected: Option<Arc<str>>, passed_over: Option<Arc<str>>) -> Self {
+        self.rejected = rejected;
+        self.passed_over = passed_over;
+        self
     }
 }
 
@@ -49,9 +75,17 @@ impl fmt::Display for ProvenanceEntry {
         write!(f, "{:<40} {}  {:<9} {}", self.op, &h[..16], self.backend.name(), self.device.adapter)?;
         match &self.receipt {
             // A received entry may hold any text: cut on a character boundary, never mid-char.
-            Some(r) => write!(f, "  receipt {}", r.chars().take(16).collect::<String>()),
-            None => write!(f, "  receipt -"),
+            Some(r) => write!(f, "  receipt {}", r.chars().take(16).collect::<String>())?,
+            None => write!(f, "  receipt -")?,
         }
+        // Received entries may hold any text: printed on this one line.
+        if let Some(why) = &self.rejected {
+            write!(f, "  REJECTED KERNEL RAN: {}", why.escape_debug())?;
+        }
+        if let Some(why) = &self.passed_over {
+            write!(f, "  (passed over {})", why.escape_debug())?;
+        }
+        Ok(())
     }
 }
 

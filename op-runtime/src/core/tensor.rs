@@ -2,13 +2,61 @@
 //! on the host or on a device (see [`crate::core::placement`]), plus scalar parameter values.
 //! Creating a tensor from bytes checks dtype and length; nothing is ever reinterpreted, and
 //! nothing moves between host and device except through [`Tensor::to_device`] and
-//! [`Tensor::to_host`].
+//! [`Tensor::to_host`]. Every constructor that allocates checks the size (overflow, the host's
+//! physical memory) and allocates fallibly: a size it cannot allocate is a typed
+//! [`TensorError`], never an abort or a panic.
 
 use crate::core::error::TensorError;
 use crate::core::placement::{DeviceId, DeviceStorage, Placement};
 pub use half::{bf16, f16};
 pub use op_contract::contract::DType;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+/// The host's physical memory in bytes (Linux: `MemTotal` of `/proc/meminfo`), read once;
+/// `None` where it cannot be read (then only the allocator bounds a host tensor).
+pub(crate) fn host_memory() -> Option<u64> {
+    static MEM: OnceLock<Option<u64>> = OnceLock::new();
+    *MEM.get_or_init(|| {
+        let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+        let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        kib.checked_mul(1024)
+    })
+}
+
+/// Why `n` elements of `T` cannot be allocated on the host, if they cannot: their bytes overflow
+/// `usize`, exceed the host's physical memory, or the allocator refuses them. Never allocates.
+fn host_room<T>(n: usize) -> Result<usize, String> {
+    let bytes = n.checked_mul(std::mem::size_of::<T>()).filter(|b| *b <= isize::MAX as usize);
+    let bytes = bytes.ok_or_else(|| format!("{n} elements of {} bytes overflow the address space", std::mem::size_of::<T>()))?;
+    match host_memory() {
+        Some(mem) if bytes as u64 > mem => Err(format!("{bytes} bytes, more than this host's physical memory ({mem} bytes)")),
+        _ => Ok(bytes),
+    }
+}
+
+/// An empty vector with room for exactly `n` elements, allocated fallibly ([`host_room`], then
+/// `try_reserve_exact`): the reason as text when it cannot be.
+fn try_with_capacity<T>(n: usize) -> Result<Vec<T>, String> {
+    let bytes = host_room::<T>(n)?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|e| format!("{bytes} bytes could not be allocated ({e})"))?;
+    Ok(v)
+}
+
+/// The `n` items of `items` collected into a vector allocated fallibly (see [`try_with_capacity`]).
+fn try_collect<T>(n: usize, items: impl Iterator<Item = T>) -> Result<Vec<T>, String> {
+    let mut v = try_with_capacity(n)?;
+    v.extend(items.take(n));
+    Ok(v)
+}
+
+/// `n` default (zero) elements, allocated fallibly.
+fn try_zeroed<T: Default + Clone>(n: usize) -> Result<Vec<T>, String> {
+    let mut v = try_with_capacity(n)?;
+    v.resize(n, T::default());
+    Ok(v)
+}
 
 /// Typed contiguous storage.
 #[derive(Clone, Debug, PartialEq)]
@@ -197,36 +245,57 @@ impl Data {
     }
 
     /// Decodes little-endian bytes of a dtype; the length must be a whole number of elements.
+    /// The storage is allocated fallibly (`TooLarge` where it cannot be).
     pub fn from_le_bytes(dtype: DType, bytes: &[u8]) -> Result<Data, TensorError> {
         let size = dtype.size();
         if !bytes.len().is_multiple_of(size) {
             return Err(TensorError::ByteLength { dtype, bytes: bytes.len(), elements: None });
         }
-        let chunks = bytes.chunks_exact(size);
+        let n = bytes.len() / size;
+        let too_large = |why: String| TensorError::TooLarge { what: format!("`{dtype}` storage of {n} element(s)"), why };
+        let c = bytes.chunks_exact(size);
+        let le2 = |c: &[u8]| [c[0], c[1]];
+        let le4 = |c: &[u8]| [c[0], c[1], c[2], c[3]];
+        let le8 = |c: &[u8]| <[u8; 8]>::try_from(c).unwrap_or([0; 8]);
         Ok(match dtype {
             DType::bool => {
-                let mut v = Vec::with_capacity(bytes.len());
-                for (i, b) in bytes.iter().enumerate() {
-                    match b {
-                        0 => v.push(false),
-                        1 => v.push(true),
-                        _ => return Err(TensorError::InvalidBool { index: i, byte: *b }),
-                    }
+                if let Some((index, byte)) = bytes.iter().enumerate().find(|(_, b)| **b > 1) {
+                    return Err(TensorError::InvalidBool { index, byte: *byte });
                 }
-                Data::Bool(v)
+                Data::Bool(try_collect(n, bytes.iter().map(|b| *b == 1)).map_err(too_large)?)
             }
-            DType::u8 => Data::U8(bytes.to_vec()),
-            DType::i8 => Data::I8(bytes.iter().map(|b| *b as i8).collect()),
-            DType::u16 => Data::U16(chunks.map(|c| u16::from_le_bytes([c[0], c[1]])).collect()),
-            DType::i16 => Data::I16(chunks.map(|c| i16::from_le_bytes([c[0], c[1]])).collect()),
-            DType::u32 => Data::U32(chunks.map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
-            DType::i32 => Data::I32(chunks.map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
-            DType::u64 => Data::U64(chunks.map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect()),
-            DType::i64 => Data::I64(chunks.map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect()),
-            DType::f16 => Data::F16(chunks.map(|c| f16::from_bits(u16::from_le_bytes([c[0], c[1]]))).collect()),
-            DType::bf16 => Data::BF16(chunks.map(|c| bf16::from_bits(u16::from_le_bytes([c[0], c[1]]))).collect()),
-            DType::f32 => Data::F32(chunks.map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
-            DType::f64 => Data::F64(chunks.map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect()),
+            DType::u8 => Data::U8(try_collect(n, bytes.iter().copied()).map_err(too_large)?),
+            DType::i8 => Data::I8(try_collect(n, bytes.iter().map(|b| *b as i8)).map_err(too_large)?),
+            DType::u16 => Data::U16(try_collect(n, c.map(|c| u16::from_le_bytes(le2(c)))).map_err(too_large)?),
+            DType::i16 => Data::I16(try_collect(n, c.map(|c| i16::from_le_bytes(le2(c)))).map_err(too_large)?),
+            DType::u32 => Data::U32(try_collect(n, c.map(|c| u32::from_le_bytes(le4(c)))).map_err(too_large)?),
+            DType::i32 => Data::I32(try_collect(n, c.map(|c| i32::from_le_bytes(le4(c)))).map_err(too_large)?),
+            DType::u64 => Data::U64(try_collect(n, c.map(|c| u64::from_le_bytes(le8(c)))).map_err(too_large)?),
+            DType::i64 => Data::I64(try_collect(n, c.map(|c| i64::from_le_bytes(le8(c)))).map_err(too_large)?),
+            DType::f16 => Data::F16(try_collect(n, c.map(|c| f16::from_bits(u16::from_le_bytes(le2(c))))).map_err(too_large)?),
+            DType::bf16 => Data::BF16(try_collect(n, c.map(|c| bf16::from_bits(u16::from_le_bytes(le2(c))))).map_err(too_large)?),
+            DType::f32 => Data::F32(try_collect(n, c.map(|c| f32::from_le_bytes(le4(c)))).map_err(too_large)?),
+            DType::f64 => Data::F64(try_collect(n, c.map(|c| f64::from_le_bytes(le8(c)))).map_err(too_large)?),
+        })
+    }
+
+    /// `n` zero elements of `dtype` (`false` for `bool`), allocated fallibly: the reason as text
+    /// when they cannot be (too many bytes for this host, or refused by the allocator).
+    pub(crate) fn try_zeros(dtype: DType, n: usize) -> Result<Data, String> {
+        Ok(match dtype {
+            DType::bool => Data::Bool(try_zeroed(n)?),
+            DType::u8 => Data::U8(try_zeroed(n)?),
+            DType::i8 => Data::I8(try_zeroed(n)?),
+            DType::u16 => Data::U16(try_zeroed(n)?),
+            DType::i16 => Data::I16(try_zeroed(n)?),
+            DType::u32 => Data::U32(try_zeroed(n)?),
+            DType::i32 => Data::I32(try_zeroed(n)?),
+            DType::u64 => Data::U64(try_zeroed(n)?),
+            DType::i64 => Data::I64(try_zeroed(n)?),
+            DType::f16 => Data::F16(try_zeroed(n)?),
+            DType::bf16 => Data::BF16(try_zeroed(n)?),
+            DType::f32 => Data::F32(try_zeroed(n)?),
+            DType::f64 => Data::F64(try_zeroed(n)?),
         })
     }
 
@@ -242,14 +311,16 @@ impl Data {
         Some(go!(Bool, U8, I8, U16, I16, U32, I32, U64, I64, F16, BF16, F32, F64))
     }
 
-    /// Concatenates storages of one dtype; `None` if the dtypes differ or `parts` is empty.
+    /// Concatenates storages of one dtype; `None` if the dtypes differ, `parts` is empty, or
+    /// the result cannot be allocated (its length overflows, or the allocator refuses it).
     pub fn concat(parts: &[&Data]) -> Option<Data> {
         let first = parts.first()?;
+        let len = parts.iter().try_fold(0usize, |n, p| n.checked_add(p.len()))?;
         macro_rules! go {
             ($($v:ident),*) => {
                 match first {
                     $(Data::$v(_) => {
-                        let mut out = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
+                        let mut out = try_with_capacity(len).ok()?;
                         for p in parts {
                             match p {
                                 Data::$v(v) => out.extend_from_slice(v),
@@ -265,24 +336,35 @@ impl Data {
     }
 
     /// Float storage of `dtype` holding `v`, each value rounded to nearest (ties to even) once;
-    /// `None` for a non-float dtype.
+    /// `None` for a non-float dtype, or storage that cannot be allocated
+    /// ([`Data::try_from_f64`] says which).
     pub fn from_f64(dtype: DType, v: &[f64]) -> Option<Data> {
-        Some(match dtype {
-            DType::f16 => Data::F16(v.iter().map(|x| half::f16::from_f64(*x)).collect()),
-            DType::bf16 => Data::BF16(v.iter().map(|x| half::bf16::from_f64(*x)).collect()),
-            DType::f32 => Data::F32(v.iter().map(|x| *x as f32).collect()),
-            DType::f64 => Data::F64(v.to_vec()),
-            _ => return None,
+        Data::try_from_f64(dtype, v).ok()
+    }
+
+    /// [`Data::from_f64`] with a typed error: `NotFloat` for a non-float dtype, `TooLarge`
+    /// where the storage cannot be allocated.
+    pub fn try_from_f64(dtype: DType, v: &[f64]) -> Result<Data, TensorError> {
+        let too_large = |why: String| TensorError::TooLarge { what: format!("`{dtype}` storage of {} element(s)", v.len()), why };
+        let n = v.len();
+        Ok(match dtype {
+            DType::f16 => Data::F16(try_collect(n, v.iter().map(|x| half::f16::from_f64(*x))).map_err(too_large)?),
+            DType::bf16 => Data::BF16(try_collect(n, v.iter().map(|x| half::bf16::from_f64(*x))).map_err(too_large)?),
+            DType::f32 => Data::F32(try_collect(n, v.iter().map(|x| *x as f32)).map_err(too_large)?),
+            DType::f64 => Data::F64(try_collect(n, v.iter().copied()).map_err(too_large)?),
+            _ => return Err(TensorError::NotFloat { from: DType::f64, to: dtype }),
         })
     }
 
-    /// Converts float storage to f64 (for gradcheck); `None` for non-float storage.
+    /// Converts float storage to f64 (for gradcheck); `None` for non-float storage, or a
+    /// vector that cannot be allocated.
     pub fn to_f64_vec(&self) -> Option<Vec<f64>> {
+        let n = self.len();
         match self {
-            Data::F16(v) => Some(v.iter().map(|x| x.to_f64()).collect()),
-            Data::BF16(v) => Some(v.iter().map(|x| x.to_f64()).collect()),
-            Data::F32(v) => Some(v.iter().map(|x| *x as f64).collect()),
-            Data::F64(v) => Some(v.clone()),
+            Data::F16(v) => try_collect(n, v.iter().map(|x| x.to_f64())).ok(),
+            Data::BF16(v) => try_collect(n, v.iter().map(|x| x.to_f64())).ok(),
+            Data::F32(v) => try_collect(n, v.iter().map(|x| *x as f64)).ok(),
+            Data::F64(v) => try_collect(n, v.iter().copied()).ok(),
             _ => None,
         }
     }
@@ -401,8 +483,12 @@ impl Tensor {
 
     /// A float tensor of `dtype` from f64 values (each rounded once to `dtype`).
     pub fn from_f64(dtype: DType, shape: impl Into<Vec<usize>>, v: &[f64]) -> Result<Tensor, TensorError> {
-        let data = Data::from_f64(dtype, v).ok_or(TensorError::NotFloat { from: DType::f64, to: dtype })?;
-        Tensor::new(shape, data)
+        let shape = Shape::from_vec(shape.into());
+        let n = checked_numel(&shape).ok_or_else(|| TensorError::ShapeOverflow { shape: shape.to_vec() })?;
+        if n != v.len() {
+            return Err(TensorError::ShapeMismatch { shape: shape.to_vec(), elements: v.len() });
+        }
+        Tensor::with_shape(shape, Data::try_from_f64(dtype, v)?)
     }
 
     /// This tensor converted to another float dtype: every element rounded once to nearest
@@ -413,10 +499,15 @@ impl Tensor {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
-        let not_float = TensorError::NotFloat { from: self.dtype(), to: dtype };
-        let v = self.host_data()?.to_f64_vec().ok_or(not_float.clone())?;
-        let data = Data::from_f64(dtype, &v).ok_or(not_float)?;
-        Tensor::with_shape(self.shape.clone(), data)
+        let data = self.host_data()?;
+        if !self.dtype().is_float() || !dtype.is_float() {
+            return Err(TensorError::NotFloat { from: self.dtype(), to: dtype });
+        }
+        let v = data.to_f64_vec().ok_or_else(|| TensorError::TooLarge {
+            what: format!("an f64 copy of {} element(s)", data.len()),
+            why: "it could not be allocated".into(),
+        })?;
+        Tensor::with_shape(self.shape.clone(), Data::try_from_f64(dtype, &v)?)
     }
 
     /// A tensor from a typed vector.
@@ -446,12 +537,17 @@ impl Tensor {
         Tensor::new(shape, Data::from_le_bytes(d, bytes)?)
     }
 
-    /// Zero-filled tensor.
+    /// Zero-filled tensor (`false` for `bool`). A shape whose element count or bytes overflow
+    /// is `ShapeOverflow`; one this host cannot hold (more bytes than its physical memory, or
+    /// refused by the allocator) is `TooLarge`: never an abort or a panic.
     pub fn zeros(dtype: DType, shape: impl Into<Vec<usize>>) -> Result<Tensor, TensorError> {
-        let shape = shape.into();
-        let n = checked_numel(&shape).ok_or_else(|| TensorError::ShapeOverflow { shape: shape.clone() })?;
-        let bytes = vec![0u8; n.checked_mul(dtype.size()).ok_or_else(|| TensorError::ShapeOverflow { shape: shape.clone() })?];
-        Tensor::new(shape, Data::from_le_bytes(dtype, &bytes)?)
+        let shape = Shape::from_vec(shape.into());
+        let overflow = || TensorError::ShapeOverflow { shape: shape.to_vec() };
+        let n = checked_numel(&shape).ok_or_else(overflow)?;
+        n.checked_mul(dtype.size()).ok_or_else(overflow)?;
+        let data = Data::try_zeros(dtype, n)
+            .map_err(|why| TensorError::TooLarge { what: format!("a `{dtype}` tensor of shape {:?}", shape.as_slice()), why })?;
+        Ok(Tensor::from_checked(shape, data))
     }
 
     /// The dtype.

@@ -88,8 +88,9 @@ pub unsafe fn ln<V: Vf>(x: V) -> V {
     }
 }
 
-/// `tanh(x)`. |x| < 0.625: odd polynomial (exact for tiny and subnormal x, keeps -0);
-/// otherwise `sign(x) (1 - 2 / (e^{2|x|} + 1))` (+-inf -> +-1). NaN -> NaN.
+/// `tanh(x)`. |x| < 0.625: odd polynomial (exact for tiny and subnormal x), its sign bit
+/// or-ed back from `x` (`p z x + x` is +0 at x = -0, since -0 + +0 rounds to +0; tanh(-0) is
+/// -0); otherwise `sign(x) (1 - 2 / (e^{2|x|} + 1))` (+-inf -> +-1). NaN -> NaN.
 #[inline(always)]
 pub unsafe fn tanh<V: Vf>(x: V) -> V {
     unsafe {
@@ -102,12 +103,41 @@ pub unsafe fn tanh<V: Vf>(x: V) -> V {
         let p = p.fma(z, V::splat(-5.373_971_6e-2));
         let p = p.fma(z, V::splat(1.333_144_2e-1));
         let p = p.fma(z, V::splat(-3.333_328_2e-1));
-        let small = p.mul(z).fma(x, x);
+        let small = p.mul(z).fma(x, x).or(x.and(sign));
         // Large branch (|x| clamped: tanh is exactly +-1 in f32 beyond ~9.01).
         let axc = ax.min(V::splat(16.0));
         let e = exp(axc.add(axc));
         let t = V::splat(1.0).sub(V::splat(2.0).div(e.add(V::splat(1.0))));
         let large = t.or(x.and(sign));
         V::select(ax.gt(V::splat(0.625)), large, small)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::backends::cpu::kernels::elementwise as ew;
+    use crate::backends::cpu::simd::{with_isa_override, Isa};
+    use std::mem::MaybeUninit;
+
+    /// tanh keeps the sign of zero, and of every tiny input, on every instruction set and in
+    /// every lane (vector body and tail), like `f32::tanh`.
+    #[test]
+    fn tanh_keeps_the_sign_of_zero_and_of_tiny_inputs_on_every_instruction_set() {
+        let specials = [-0.0f32, 0.0, -1e-45, 1e-45, -1e-38, -1e-20, -0.1, -0.6, -0.7, -9.5, f32::NEG_INFINITY];
+        for n in [1usize, 3, 4, 7, 8, 9, 16, 17, 33] {
+            let x: Vec<f32> = (0..n).map(|i| specials[i % specials.len()]).collect();
+            for isa in Isa::available() {
+                let mut out = vec![MaybeUninit::new(f32::NAN); n];
+                with_isa_override(isa, || ew::tanh(&x, &mut out)).expect("an instruction set this CPU has");
+                for (i, (o, v)) in out.iter().zip(&x).enumerate() {
+                    // SAFETY: the kernel wrote every element; they were initialised before anyway.
+                    let got = unsafe { o.assume_init() };
+                    assert_eq!(got.is_sign_negative(), v.tanh().is_sign_negative(), "{isa:?} n={n} [{i}]: tanh({v:e}) = {got:e}");
+                    if *v == 0.0 {
+                        assert_eq!(got.to_bits(), v.to_bits(), "{isa:?} n={n} [{i}]: tanh({v:e}) = {got:e}");
+                    }
+                }
+            }
+        }
     }
 }

@@ -3,8 +3,8 @@
 //! marshalled through the same launch plan as wgpu. Plain calls zero-fill outputs; guarded runs
 //! surround them with canaries.
 
-use super::engine::{CudaArg, CudaEngine, CudaError, CudaGrid, CudaKernel};
 use super::resident::CudaBuffer;
+use super::{CudaArg, CudaEngine, CudaError, CudaGrid, CudaKernel};
 use crate::backends::launch::{Arg, FieldValue, LaunchPlan};
 use crate::backends::resident;
 use crate::core::backend::{Backend, BackendError, ExecRequest, Prepared, CANARY_BYTE};

@@ -1,4 +1,4 @@
-//! The on-disk PTX cache: one file `<key>.ptx` per [`super::engine::ptx_cache_key`], holding a
+//! The on-disk PTX cache: one file `<key>.ptx` per [`ptx_cache_key`], holding a
 //! header line with a keyed blake3 digest of (key, PTX) and then the PTX. Every load verifies
 //! the digest: a corrupt entry (altered, truncated, copied from another key, or of an older
 //! format) is counted and rebuilt, never handed to the driver. Pure filesystem code, testable
@@ -6,6 +6,7 @@
 //! module, never the reverse).
 
 use crate::core::files::{self, Replace};
+use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -161,10 +162,78 @@ impl PtxDiskCache {
     }
 }
 
+/// Environment variable naming the PTX cache directory (used as is).
+pub const CACHE_DIR_ENV: &str = "OP_CACHE_DIR";
+
+/// The disk-cache key (64 hex digits): blake3 over a length-prefixed encoding of the content
+/// hash, the source, every header (name, bytes) in order, the entry, every option in order, and
+/// `arch` (NVRTC version and target architecture). Pure.
+pub fn ptx_cache_key(
+    content_hash: &[u8; 32],
+    source: &str,
+    headers: &[(String, String)],
+    entry: &str,
+    options: &[String],
+    arch: &str,
+) -> String {
+    fn field(h: &mut blake3::Hasher, bytes: &[u8]) {
+        h.update(&(bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    }
+    let mut h = blake3::Hasher::new_derive_key("op-runtime 2024 cuda ptx cache key v1");
+    h.update(content_hash);
+    field(&mut h, source.as_bytes());
+    h.update(&(headers.len() as u64).to_le_bytes());
+    for (name, body) in headers {
+        field(&mut h, name.as_bytes());
+        field(&mut h, body.as_bytes());
+    }
+    field(&mut h, entry.as_bytes());
+    h.update(&(options.len() as u64).to_le_bytes());
+    for o in options {
+        field(&mut h, o.as_bytes());
+    }
+    field(&mut h, arch.as_bytes());
+    h.finalize().to_hex().to_string()
+}
+
+/// The PTX cache directory from the environment: `$OP_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/op-runtime/ptx`, else `~/.cache/op-runtime/ptx`.
+pub fn default_ptx_cache_dir() -> Option<PathBuf> {
+    resolve_ptx_cache_dir(
+        std::env::var_os(CACHE_DIR_ENV),
+        std::env::var_os("XDG_CACHE_HOME"),
+        std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE")),
+    )
+}
+
+/// Pure form of [`default_ptx_cache_dir`]. Empty values count as unset; a relative
+/// `XDG_CACHE_HOME` is ignored, as the XDG spec requires.
+pub fn resolve_ptx_cache_dir(op_cache_dir: Option<OsString>, xdg_cache_home: Option<OsString>, home: Option<OsString>) -> Option<PathBuf> {
+    let set = |v: Option<OsString>| v.filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(dir) = set(op_cache_dir) {
+        return Some(dir);
+    }
+    if let Some(xdg) = set(xdg_cache_home).filter(|p| p.is_absolute()) {
+        return Some(xdg.join("op-runtime").join("ptx"));
+    }
+    set(home).map(|h| h.join(".cache").join("op-runtime").join("ptx"))
+}
+
+/// Writes `bytes` to `path` atomically and durably (`files::write_atomic`): a temporary file
+/// with an unpredictable name, created exclusively (never through a symlink), synced, renamed
+/// over `path`, then the directory synced. Readers see either the old file or the complete new
+/// one; the temporary file is removed on failure. Pure filesystem code.
+pub fn publish_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    files::write_atomic(path, bytes, Replace::Yes, 0o644)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::cell::Cell;
+    use std::fs;
+    use std::sync::atomic::AtomicU64;
 
     const PTX_A: &str = ".version 8.4\n.target sm_90\n.address_size 64\n.visible .entry k() { ret; }\n";
     const PTX_B: &str = ".version 8.4\n.target sm_90\n.address_size 64\n.visible .entry k() { exit; }\n";
@@ -289,5 +358,137 @@ mod tests {
         assert_eq!(fetch(&cache, &key, PTX_A, &builds), (PTX_A.to_string(), Origin::Built));
         assert_eq!(cache.corrupt_entries(), 1);
         assert_eq!(std::fs::read(&outside).unwrap(), encode_entry(&key, PTX_B), "the symlink's target is untouched");
+    }
+
+    fn scratch_dir(tag: &str) -> PathBuf {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "op-runtime-cuda-{tag}-{}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed),
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+        ));
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn dir_entries(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        v.sort();
+        v
+    }
+
+    fn key_with(hash: u8, source: &str, headers: &[(&str, &str)], entry: &str, options: &[&str], arch: &str) -> String {
+        let headers: Vec<(String, String)> = headers.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        let options: Vec<String> = options.iter().map(|s| s.to_string()).collect();
+        ptx_cache_key(&[hash; 32], source, &headers, entry, &options, arch)
+    }
+
+    #[test]
+    fn cache_key_is_stable_and_sensitive_to_every_input() {
+        let base = || key_with(1, "src", &[("a.cuh", "int x;")], "k", &["-DX=1"], "nvrtc-12.8/sm_90/compute_90");
+        let k = base();
+        assert_eq!(k, base(), "same inputs, same key");
+        assert_eq!(k.len(), 64);
+        assert!(k.chars().all(|c| c.is_ascii_hexdigit()));
+
+        let variants = [
+            ("content hash", key_with(2, "src", &[("a.cuh", "int x;")], "k", &["-DX=1"], "nvrtc-12.8/sm_90/compute_90")),
+            ("source", key_with(1, "src ", &[("a.cuh", "int x;")], "k", &["-DX=1"], "nvrtc-12.8/sm_90/compute_90")),
+            ("header bytes", key_with(1, "src", &[("a.cuh", "int y;")], "k", &["-DX=1"], "nvrtc-12.8/sm_90/compute_90")),
+            ("header name", key_with(1, "src", &[("b.cuh", "int x;")], "k", &["-DX=1"], "nvrtc-12.8/sm_90/compute_90")),
+            ("no header", key_with(1, "src", &[], "k", &["-DX=1"], "nvrtc-12.8/sm_90/compute_90")),
+            ("entry", key_with(1, "src", &[("a.cuh", "int x;")], "k2", &["-DX=1"], "nvrtc-12.8/sm_90/compute_90")),
+            ("options", key_with(1, "src", &[("a.cuh", "int x;")], "k", &["-DX=2"], "nvrtc-12.8/sm_90/compute_90")),
+            ("no options", key_with(1, "src", &[("a.cuh", "int x;")], "k", &[], "nvrtc-12.8/sm_90/compute_90")),
+            ("arch", key_with(1, "src", &[("a.cuh", "int x;")], "k", &["-DX=1"], "nvrtc-12.8/sm_80/compute_80")),
+            ("nvrtc version", key_with(1, "src", &[("a.cuh", "int x;")], "k", &["-DX=1"], "nvrtc-12.4/sm_90/compute_90")),
+        ];
+        let mut seen = std::collections::HashSet::new();
+        seen.insert(k.clone());
+        for (what, v) in &variants {
+            assert_ne!(&k, v, "changing the {what} must change the key");
+            assert!(seen.insert(v.clone()), "changing the {what} collided with another variant");
+        }
+
+        // Field boundaries are unambiguous.
+        assert_ne!(key_with(1, "s", &[("a", "bc")], "k", &[], "x"), key_with(1, "s", &[("ab", "c")], "k", &[], "x"));
+        assert_ne!(key_with(1, "s", &[], "k", &["-a -b"], "x"), key_with(1, "s", &[], "k", &["-a", "-b"], "x"));
+        assert_ne!(key_with(1, "s", &[], "k", &["ab"], "x"), key_with(1, "s", &[], "ka", &["b"], "x"));
+        assert_ne!(key_with(1, "s", &[("a", "b"), ("c", "d")], "k", &[], "x"), key_with(1, "s", &[("c", "d"), ("a", "b")], "k", &[], "x"),);
+    }
+
+    #[test]
+    fn publish_atomically_leaves_only_the_target() {
+        let dir = scratch_dir("publish");
+        let path = dir.join("nested").join("k.ptx");
+        publish_atomically(&path, b"first").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"first");
+        publish_atomically(&path, b"second, longer contents").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"second, longer contents");
+        publish_atomically(&path, b"").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"");
+        assert_eq!(dir_entries(path.parent().unwrap()), vec!["k.ptx".to_string()]);
+
+        // A failing publish (the target is a directory) cleans up its temporary file.
+        let blocked = dir.join("blocked");
+        fs::create_dir_all(blocked.join("occupied")).unwrap();
+        assert!(publish_atomically(&blocked, b"x").is_err() || blocked.is_file());
+        assert!(dir_entries(&dir).iter().all(|e| !e.ends_with(".tmp")), "{:?}", dir_entries(&dir));
+        assert!(publish_atomically(Path::new("/"), b"x").is_err());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn concurrent_publishes_leave_a_complete_file() {
+        let dir = scratch_dir("concurrent");
+        let path = dir.join("same.ptx");
+        const LEN: usize = 256 * 1024;
+        for round in 0..4u8 {
+            let readers_done = std::sync::atomic::AtomicBool::new(false);
+            std::thread::scope(|s| {
+                // A reader that must never observe a partial file.
+                s.spawn(|| {
+                    while !readers_done.load(Ordering::Relaxed) {
+                        if let Ok(bytes) = fs::read(&path) {
+                            assert_eq!(bytes.len(), LEN, "a reader saw a partial file");
+                            assert!(bytes.iter().all(|&b| b == bytes[0]), "a reader saw mixed contents");
+                        }
+                    }
+                });
+                let writers: Vec<_> = (0..8u8)
+                    .map(|t| {
+                        let path = &path;
+                        s.spawn(move || {
+                            let bytes = vec![round.wrapping_mul(8).wrapping_add(t); LEN];
+                            for _ in 0..4 {
+                                publish_atomically(path, &bytes).unwrap();
+                            }
+                        })
+                    })
+                    .collect();
+                for w in writers {
+                    w.join().unwrap();
+                }
+                readers_done.store(true, Ordering::Relaxed);
+            });
+            let bytes = fs::read(&path).unwrap();
+            assert_eq!(bytes.len(), LEN);
+            let first = bytes[0];
+            assert!((round * 8..round * 8 + 8).contains(&first), "contents come from one of this round's writers");
+            assert!(bytes.iter().all(|&b| b == first), "file mixes contents of several writers");
+            assert_eq!(dir_entries(&dir), vec!["same.ptx".to_string()], "temporary files left behind");
+        }
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn cache_dir_resolution() {
+        let os = |s: &str| Some(OsString::from(s));
+        assert_eq!(resolve_ptx_cache_dir(os("/c"), os("/x"), os("/h")), Some(PathBuf::from("/c")));
+        assert_eq!(resolve_ptx_cache_dir(os(""), os("/x"), os("/h")), Some(PathBuf::from("/x/op-runtime/ptx")));
+        assert_eq!(resolve_ptx_cache_dir(None, os("rel"), os("/h")), Some(PathBuf::from("/h/.cache/op-runtime/ptx")));
+        assert_eq!(resolve_ptx_cache_dir(None, None, os("/h")), Some(PathBuf::from("/h/.cache/op-runtime/ptx")));
+        assert_eq!(resolve_ptx_cache_dir(None, None, None), None);
     }
 }

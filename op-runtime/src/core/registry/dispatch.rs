@@ -15,8 +15,15 @@ use crate::core::tensor::{Scalar, Tensor};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// A chosen backend with the op's prepared kernel on it.
-type Chosen<'a> = (&'a Arc<dyn Backend>, Arc<dyn Prepared>);
+/// A chosen backend with the op's prepared kernel on it, and what selection says about it.
+struct Chosen<'a> {
+    backend: &'a Arc<dyn Backend>,
+    prepared: Arc<dyn Prepared>,
+    /// Why the kernel is one conformance rejected in this process (an explicit choice only).
+    rejected: Option<Arc<str>>,
+    /// The rejected kernels default selection passed over, and why.
+    passed_over: Option<Arc<str>>,
+}
 
 /// Per-call options.
 #[derive(Clone, Copy, Debug, Default)]
@@ -106,7 +113,8 @@ impl Registry {
         let (op, c) = (&memo.op, &memo.choice);
         let req = ExecRequest { op, bound: &memo.bound, inputs, params, guard };
         let outputs = c.prepared.execute(&req).map_err(|source| DispatchError::Execution { op: op.id.clone(), backend: c.kind, source })?;
-        Ok(Outcome { outputs, provenance: ProvenanceEntry::new(op, c.kind, c.device.clone()) })
+        let provenance = ProvenanceEntry::new(op, c.kind, c.device.clone()).noting(c.rejected.clone(), c.passed_over.clone());
+        Ok(Outcome { outputs, provenance })
     }
 
     /// A call the memo does not hold: the instance, validation, backend choice, placement (when
@@ -146,7 +154,7 @@ impl Registry {
                 return Ok(c.clone());
             }
         }
-        let (backend, prepared) = self.choose(slot, op, strict)?;
+        let Chosen { backend, prepared, rejected, passed_over } = self.choose(slot, op, strict)?;
         let device =
             backend.profile().map_err(|reason| DispatchError::Unavailable { op: op.id.clone(), backend: backend.kind(), reason })?;
         let c = Arc::new(Choice {
@@ -157,12 +165,17 @@ impl Registry {
             prepared,
             device,
             limit: backend.allocation_limit(),
+            rejected,
+            passed_over,
         });
         *slot.chosen.write().unwrap_or_else(|p| p.into_inner()) = Some(c.clone());
         Ok(c)
     }
 
-    /// Chooses the backend and its prepared kernel.
+    /// Chooses the backend and its prepared kernel. A strict choice (per call, per op, global
+    /// setting, or where the inputs live) runs what it names, a kernel conformance rejected in
+    /// this process included (marked for the provenance); default selection passes over such a
+    /// kernel, saying why in its "tried" list and in the provenance of the call it makes.
     fn choose<'a>(&'a self, slot: &Slot, op: &Arc<RegisteredOp>, strict: Option<BackendKind>) -> Result<Chosen<'a>, DispatchError> {
         if let Some(kind) = strict {
             let b = self.backend(kind).ok_or_else(|| DispatchError::Unavailable {
@@ -172,8 +185,9 @@ impl Registry {
             })?;
             b.supports(op).map_err(|reason| DispatchError::Unsupported { op: op.id.clone(), backend: kind, reason })?;
             b.availability().map_err(|reason| DispatchError::Unavailable { op: op.id.clone(), backend: kind, reason })?;
-            let p = self.prepared(slot, op, b)?;
-            return Ok((b, p));
+            let prepared = self.prepared(slot, op, b)?;
+            let rejected = self.inner.rejected.of(op, kind).map(|r| Arc::from(r.reason()));
+            return Ok(Chosen { backend: b, prepared, rejected, passed_over: None });
         }
         let mut tried: Vec<(BackendKind, BackendError)> = Vec::new();
         for b in self.default_order() {
@@ -185,8 +199,15 @@ impl Registry {
                 tried.push((b.kind(), why));
                 continue;
             }
-            let p = self.prepared(slot, op, b)?;
-            return Ok((b, p));
+            if let Some(r) = self.inner.rejected.of(op, b.kind()) {
+                tried.push((b.kind(), BackendError::Rejected(r.reason())));
+                continue;
+            }
+            let prepared = self.prepared(slot, op, b)?;
+            let passed_over: Vec<String> =
+                tried.iter().filter(|(_, why)| matches!(why, BackendError::Rejected(_))).map(|(k, why)| format!("{k}: {why}")).collect();
+            let passed_over = (!passed_over.is_empty()).then(|| Arc::from(passed_over.join("; ")));
+            return Ok(Chosen { backend: b, prepared, rejected: None, passed_over });
         }
         Err(KernelFallbackExhaustedError { op: op.id.clone(), tried }.into())
     }
@@ -219,7 +240,9 @@ impl Registry {
         let remaining = self
             .backends()
             .iter()
-            .filter(|b| b.kind() != failed && b.supports(op).is_ok() && b.availability().is_ok())
+            .filter(|b| {
+                b.kind() != failed && b.supports(op).is_ok() && b.availability().is_ok() && self.inner.rejected.of(op, b.kind()).is_none()
+            })
             .map(|b| b.kind())
             .collect();
         KernelCompilationError { op: op.id.clone(), backend: failed, cause, remaining }.into()

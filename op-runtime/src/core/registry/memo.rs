@@ -35,6 +35,11 @@ pub(crate) struct Choice {
     pub(crate) device: Arc<DeviceProfile>,
     /// Its allocation limit for one call's outputs.
     pub(crate) limit: Option<u64>,
+    /// Why the chosen kernel is one conformance rejected in this process (reached only by an
+    /// explicit choice), for the call's provenance.
+    pub(crate) rejected: Option<Arc<str>>,
+    /// The rejected kernels default selection passed over to get here, and why.
+    pub(crate) passed_over: Option<Arc<str>>,
 }
 
 /// What a validated call depends on: the memo's key.

@@ -12,7 +12,7 @@
 //! dispatch, and nothing here is ever required to *use* an op.
 //!
 //! ```
-//! use op_runtime::verify::conformance::{conform, ConformanceFailure};
+//! use op_runtime::conformance::{conform, ConformanceFailure};
 //! use op_runtime::{op, BackendKind, Real};
 //!
 //! /// `x + x`, with a fast CPU kernel.
@@ -37,15 +37,15 @@
 //! # }
 //! ```
 
-pub mod cases;
+pub(crate) mod cases;
 mod classes;
-pub mod compare;
+pub(crate) mod compare;
 mod explain;
-pub mod report;
+pub(crate) mod report;
 
-pub use cases::{Case, Corpus, Pattern};
+pub use cases::{Case, Corpus, Pattern, Shape as CaseShape};
 pub use classes::Class;
-pub use compare::{AccumScale, Fault, Mismatch, OutOfBounds, Rule};
+pub use compare::{accum_bound, AccumScale, Fault, Mismatch, OutOfBounds};
 pub use op_contract::contract::Tolerance;
 pub use report::{Defect, Report};
 
@@ -584,7 +584,16 @@ pub fn conform(handle: &OpHandle, kind: BackendKind) -> Result<Receipt, Conforma
     if found.is_empty() {
         return Ok(Receipt::mint(&op, kind, device, corpus.cases.len(), &corpus.digest));
     }
-    Err(ConformanceFailure::Rejected(Box::new(checker.report(Some(&gen), found, &device, (failed, corpus.cases.len(), passed_before)))))
+    Err(rejected(handle, checker.report(Some(&gen), found, &device, (failed, corpus.cases.len(), passed_before))))
+}
+
+/// The verdict on a rejected kernel, recorded with the handle's registry first: default
+/// selection passes over it from now on in this process (`core::registry::rejected`).
+fn rejected(handle: &OpHandle, report: Report) -> ConformanceFailure {
+    let classes: Vec<&str> = report.defects.iter().map(|d| d.class.name()).collect();
+    let summary = format!("{} of {} case(s) failed ({})", report.failed, report.cases, classes.join("; "));
+    handle.registry().reject_kernel(&handle.op(), report.backend, &report.device, summary);
+    ConformanceFailure::Rejected(Box::new(report))
 }
 
 /// Checks the op's kernel on one backend on a single given case, by the same procedure and
@@ -598,7 +607,7 @@ pub fn check_case(handle: &OpHandle, kind: BackendKind, case: &Case) -> Result<(
     if found.is_empty() {
         return Ok(());
     }
-    Err(ConformanceFailure::Rejected(Box::new(checker.report(None, found, &device, (failed, 1, 0)))))
+    Err(rejected(handle, checker.report(None, found, &device, (failed, 1, 0))))
 }
 
 /// The worst use of the `accum` bound by the op's kernel on one backend over its corpus:

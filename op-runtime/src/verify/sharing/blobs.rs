@@ -1,13 +1,15 @@
-//! Files of a store: blobs named by the blake3 of their bytes, per-receipt files named the same
-//! way, and the per-op lock. Every write goes through `core::files` (unpredictable temporary
-//! names created exclusively, never through a symlink, synced, renamed, directory synced);
-//! every read refuses symlinks and non-regular files, is bounded, and is re-hashed against the
-//! file's name. Knows nothing of cards or ops beyond naming them in errors.
+//! Files of a store: its directories ([`Area`]: `blobs`, `receipts/<hash>`, `cards`), each
+//! opened from the store's root without following a symlink at any component
+//! ([`files::Dir`]); blobs and per-receipt files named by the blake3 of their bytes; the per-op
+//! lock. Every write is atomic and durable (unpredictable temporary names created exclusively,
+//! never through a symlink, synced, renamed, directory synced); every read refuses symlinks and
+//! non-regular files, is bounded, and content-addressed files are re-hashed against their
+//! names. Knows nothing of cards or ops beyond naming them in errors.
 
 use super::card::blob_hash;
 use super::error::SharingError;
-use crate::core::files::{self, Replace};
-use std::fs::{File, OpenOptions};
+use crate::core::files::{Dir, Replace};
+use std::fs::File;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -27,72 +29,6 @@ pub(crate) fn io_error(op: &str, file: &Path, action: &'static str, e: std::io::
     SharingError::Io { op: op.to_string(), file: file.to_path_buf(), action, reason: e.to_string() }
 }
 
-/// Writes `bytes` to `path` atomically and durably ([`files::write_atomic`], mode 0644).
-pub(crate) fn write_atomic(op: &str, path: &Path, bytes: &[u8], replace: Replace) -> Result<(), SharingError> {
-    files::write_atomic(path, bytes, replace, 0o644).map_err(|e| match e.kind() {
-        ErrorKind::AlreadyExists => io_error(op, path, "create (it already exists)", e),
-        _ => io_error(op, path, "write", e),
-    })
-}
-
-/// Reads a regular file of at most `max` bytes; `Ok(None)` when it does not exist.
-pub(crate) fn read_file(op: &str, path: &Path, max: u64) -> Result<Option<Vec<u8>>, SharingError> {
-    match files::read_regular(path, max) {
-        Ok(b) => Ok(Some(b)),
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-        Err(e) if matches!(e.kind(), ErrorKind::InvalidInput | ErrorKind::InvalidData) => {
-            Err(SharingError::Corrupt { op: op.to_string(), file: path.to_path_buf(), reason: e.to_string() })
-        }
-        Err(e) => Err(io_error(op, path, "read", e)),
-    }
-}
-
-/// Writes `bytes` as the content-addressed file `path` (named by their hash): kept when already
-/// there with these bytes, written when absent, replaced when damaged (other bytes, a symlink,
-/// not a regular file). Concurrent writers of one name write the same bytes, so none is lost.
-pub(crate) fn put_addressed(op: &str, path: &Path, bytes: &[u8]) -> Result<(), SharingError> {
-    match files::read_regular(path, MAX_BLOB_BYTES) {
-        Ok(old) if old == bytes => return Ok(()),
-        Ok(_) => return write_atomic(op, path, bytes, Replace::Yes),
-        Err(e) if e.kind() == ErrorKind::NotFound => {}
-        // A symlink, a directory, a device, an oversized file: replace it (never follow it).
-        Err(e) if matches!(e.kind(), ErrorKind::InvalidInput | ErrorKind::InvalidData) => {
-            return write_atomic(op, path, bytes, Replace::Yes)
-        }
-        Err(e) => return Err(io_error(op, path, "read", e)),
-    }
-    match files::write_atomic(path, bytes, Replace::No, 0o644) {
-        Ok(()) => Ok(()),
-        // Another publisher wrote it meanwhile: fine if its bytes are these.
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => match files::read_regular(path, MAX_BLOB_BYTES) {
-            Ok(old) if old == bytes => Ok(()),
-            _ => write_atomic(op, path, bytes, Replace::Yes),
-        },
-        Err(e) => Err(io_error(op, path, "write", e)),
-    }
-}
-
-/// Reads the content-addressed file `path` named `hash` (with `role` saying what it holds) and
-/// checks its bytes hash to the name.
-pub(crate) fn get_addressed(op: &str, path: &Path, hash: &str, role: &str) -> Result<Vec<u8>, SharingError> {
-    let bytes = read_file(op, path, MAX_BLOB_BYTES)?.ok_or_else(|| SharingError::MissingBlob {
-        op: op.to_string(),
-        file: path.to_path_buf(),
-        role: role.to_string(),
-    })?;
-    let actual = blob_hash(&bytes);
-    if actual != hash {
-        return Err(SharingError::Tampered {
-            op: op.to_string(),
-            file: path.to_path_buf(),
-            role: role.to_string(),
-            expected: hash.to_string(),
-            actual,
-        });
-    }
-    Ok(bytes)
-}
-
 /// UTF-8 text of bytes read from `file`.
 pub(crate) fn text(op: &str, file: &Path, role: &str, bytes: Vec<u8>) -> Result<String, SharingError> {
     String::from_utf8(bytes).map_err(|e| SharingError::Corrupt {
@@ -102,21 +38,124 @@ pub(crate) fn text(op: &str, file: &Path, role: &str, bytes: Vec<u8>) -> Result<
     })
 }
 
-/// A store's `blobs/` directory.
-pub(crate) struct Blobs {
-    pub(crate) dir: PathBuf,
+/// One directory of a store (`blobs`, `receipts/<hash>`, `cards`), reached from the store's
+/// root without following a symlink at any component. Opened for reading, a missing directory
+/// is empty; opened for writing, it is created.
+pub(crate) struct Area {
+    path: PathBuf,
+    dir: Option<Dir>,
 }
 
-impl Blobs {
-    /// The path of the blob named `hash`.
-    pub(crate) fn path(&self, hash: &str) -> PathBuf {
-        self.dir.join(hash)
+impl Area {
+    /// The directory `rel` of the store at `root`; created (with the root) when `create`.
+    /// A symlink or non-directory at any component below the root is an `Io` error naming it.
+    pub(crate) fn open(root: &Path, rel: &str, op: &str, create: bool) -> Result<Area, SharingError> {
+        let path = root.join(rel);
+        let dir = match Dir::open_root(root, create).and_then(|r| r.sub(rel, create)) {
+            Ok(d) => Some(d),
+            Err(e) if !create && e.kind() == ErrorKind::NotFound => None,
+            Err(e) => return Err(io_error(op, &path, "open the store directory (never through a symlink)", e)),
+        };
+        Ok(Area { path, dir })
     }
 
-    /// Stores `bytes` under their hash and returns it ([`put_addressed`]).
+    /// The path of the file `name` in it (for messages; nothing is opened through it).
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    fn dir(&self, op: &str) -> Result<&Dir, SharingError> {
+        self.dir.as_ref().ok_or_else(|| SharingError::Io {
+            op: op.to_string(),
+            file: self.path.clone(),
+            action: "write into",
+            reason: "the directory was opened for reading and does not exist".into(),
+        })
+    }
+
+    /// The names in the directory, temporary files left out; none when it does not exist.
+    pub(crate) fn names(&self, op: &str) -> Result<Vec<String>, SharingError> {
+        let Some(dir) = &self.dir else { return Ok(Vec::new()) };
+        let mut names = dir.names().map_err(|e| io_error(op, &self.path, "list", e))?;
+        // A publisher's file in flight, or one a crash left behind.
+        names.retain(|n| !n.starts_with(crate::core::files::TEMP_PREFIX));
+        Ok(names)
+    }
+
+    /// Reads the regular file `name` of at most `max` bytes; `Ok(None)` when it does not exist.
+    pub(crate) fn read(&self, op: &str, name: &str, max: u64) -> Result<Option<Vec<u8>>, SharingError> {
+        let Some(dir) = &self.dir else { return Ok(None) };
+        match dir.read_regular(name, max) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) if matches!(e.kind(), ErrorKind::InvalidInput | ErrorKind::InvalidData) => {
+                Err(SharingError::Corrupt { op: op.to_string(), file: self.path(name), reason: e.to_string() })
+            }
+            Err(e) => Err(io_error(op, &self.path(name), "read", e)),
+        }
+    }
+
+    /// Writes `bytes` as `name` atomically and durably (mode 0644).
+    pub(crate) fn write(&self, op: &str, name: &str, bytes: &[u8], replace: Replace) -> Result<(), SharingError> {
+        self.dir(op)?.write_atomic(name, bytes, replace, 0o644).map_err(|e| match e.kind() {
+            ErrorKind::AlreadyExists => io_error(op, &self.path(name), "create (it already exists)", e),
+            _ => io_error(op, &self.path(name), "write", e),
+        })
+    }
+
+    /// Writes `bytes` as the content-addressed file `name` (named by their hash): kept when
+    /// already there with these bytes, written when absent, replaced when damaged (other bytes,
+    /// a symlink, not a regular file). Concurrent writers of one name write the same bytes, so
+    /// none is lost.
+    pub(crate) fn put_addressed(&self, op: &str, name: &str, bytes: &[u8]) -> Result<(), SharingError> {
+        let dir = self.dir(op)?;
+        match dir.read_regular(name, MAX_BLOB_BYTES) {
+            Ok(old) if old == bytes => return Ok(()),
+            Ok(_) => return self.write(op, name, bytes, Replace::Yes),
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            // A symlink, a directory, a device, an oversized file: replace it (never follow it).
+            Err(e) if matches!(e.kind(), ErrorKind::InvalidInput | ErrorKind::InvalidData) => {
+                return self.write(op, name, bytes, Replace::Yes)
+            }
+            Err(e) => return Err(io_error(op, &self.path(name), "read", e)),
+        }
+        match dir.write_atomic(name, bytes, Replace::No, 0o644) {
+            Ok(()) => Ok(()),
+            // Another publisher wrote it meanwhile: fine if its bytes are these.
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => match dir.read_regular(name, MAX_BLOB_BYTES) {
+                Ok(old) if old == bytes => Ok(()),
+                _ => self.write(op, name, bytes, Replace::Yes),
+            },
+            Err(e) => Err(io_error(op, &self.path(name), "write", e)),
+        }
+    }
+
+    /// Reads the content-addressed file `name`, which must hash to `hash` (with `role` saying
+    /// what it holds): `MissingBlob` when absent, `Tampered` when its bytes hash otherwise.
+    pub(crate) fn get_addressed(&self, op: &str, name: &str, hash: &str, role: &str) -> Result<Vec<u8>, SharingError> {
+        let path = self.path(name);
+        let bytes = self.read(op, name, MAX_BLOB_BYTES)?.ok_or_else(|| SharingError::MissingBlob {
+            op: op.to_string(),
+            file: path.clone(),
+            role: role.to_string(),
+        })?;
+        let actual = blob_hash(&bytes);
+        if actual != hash {
+            return Err(SharingError::Tampered {
+                op: op.to_string(),
+                file: path,
+                role: role.to_string(),
+                expected: hash.to_string(),
+                actual,
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// Stores `bytes` as a blob named by their hash and returns it ([`Area::put_addressed`]).
     pub(crate) fn put(&self, op: &str, bytes: &[u8]) -> Result<String, SharingError> {
         let hash = blob_hash(bytes);
-        put_addressed(op, &self.path(&hash), bytes)?;
+        self.put_addressed(op, &hash, bytes)?;
         Ok(hash)
     }
 
@@ -125,17 +164,24 @@ impl Blobs {
         if !is_blob_name(hash) {
             return Err(SharingError::Corrupt {
                 op: op.to_string(),
-                file: self.dir.clone(),
+                file: self.path.clone(),
                 reason: format!("the index names the {role} blob `{hash}`, which is not a blake3 hex digest"),
             });
         }
-        get_addressed(op, &self.path(hash), hash, role)
+        self.get_addressed(op, hash, hash, role)
     }
 
     /// Reads the blob `hash` as UTF-8 text.
     pub(crate) fn get_text(&self, op: &str, hash: &str, role: &str) -> Result<String, SharingError> {
         let bytes = self.get(op, hash, role)?;
         text(op, &self.path(hash), &format!("{role} blob"), bytes)
+    }
+
+    /// Takes the lock `name` in this directory ([`IndexLock`]).
+    pub(crate) fn lock(&self, op: &str, name: &str) -> Result<IndexLock, SharingError> {
+        let path = self.path(name);
+        let file = self.dir(op)?.open_lock(name, 0o644).map_err(|e| io_error(op, &path, "open the lock file", e))?;
+        IndexLock::acquire(op, &path, file)
     }
 }
 
@@ -147,33 +193,9 @@ pub(crate) struct IndexLock {
 }
 
 impl IndexLock {
-    /// Takes the lock at `path`, waiting at most [`LOCK_WAIT`] for another publisher.
-    pub(crate) fn acquire(op: &str, path: &Path) -> Result<IndexLock, SharingError> {
-        files::ensure_dir(&files::parent_dir(path)).map_err(|e| io_error(op, path, "create the directory of", e))?;
-        let mut options = OpenOptions::new();
-        options.read(true).write(true).create(true).truncate(false);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.custom_flags(libc::O_NOFOLLOW).mode(0o644);
-        }
-        let file = match options.open(path) {
-            Ok(f) => f,
-            // Something planted at the lock path (a symlink: ELOOP, never followed): remove the
-            // entry itself (never its target) and create the lock afresh.
-            Err(_) if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) => {
-                std::fs::remove_file(path).map_err(|e| io_error(op, path, "remove a symlink planted at the lock", e))?;
-                options.open(path).map_err(|e| io_error(op, path, "open the lock file", e))?
-            }
-            Err(e) => return Err(io_error(op, path, "open the lock file", e)),
-        };
-        if !file.metadata().map(|m| m.is_file()).unwrap_or(false) {
-            return Err(SharingError::Corrupt {
-                op: op.to_string(),
-                file: path.to_path_buf(),
-                reason: "the lock is not a regular file".into(),
-            });
-        }
+    /// Takes the lock on `file` (at `path`), waiting at most [`LOCK_WAIT`] for another
+    /// publisher.
+    fn acquire(op: &str, path: &Path, file: File) -> Result<IndexLock, SharingError> {
         let start = Instant::now();
         let mut pause = Duration::from_millis(1);
         loop {

@@ -1,6 +1,8 @@
 //! Op cards: what a user sees of an op before using someone else's (source, licence, tolerance,
 //! kernels, receipts) and, per declared kernel, whether it is trusted on this machine's device
-//! for that kernel's backend. Reads receipts; never mints one.
+//! for that kernel's backend. Every field but the description is derived from identity-covered
+//! material ([`OpCard::derive`]), receipts and trust from signed or digest-checked receipts;
+//! the description is unverified text. Reads receipts; never mints one. (Text: `show`.)
 
 use crate::core::device::DeviceProfile;
 use crate::core::kind::BackendKind;
@@ -8,10 +10,10 @@ use crate::core::op::{OpSource, RegisteredOp};
 use crate::core::receipt::Receipt;
 use crate::core::registry::Registry;
 use crate::core::trust::TrustList;
-use op_contract::contract::{Backward, Category, KernelLang, Tolerance, Visibility};
+use op_contract::contract::{Backward, Category, Contract, KernelLang, Tolerance, Visibility};
+use op_contract::identity::KernelBytes;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::fmt;
 
 /// Version of the card format. Format 2: trust per declared kernel. Format 3: VJP kernels
 /// marked (`backward`), without trust lines of the op's.
@@ -113,6 +115,16 @@ pub struct HeaderEntry {
     pub blake3: String,
 }
 
+/// A `cpu` kernel after the first, of an op with dtype variables.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuEntry {
+    /// The kernel's path.
+    pub path: String,
+    /// The instances it serves.
+    pub dtypes: Vec<String>,
+}
+
 /// One GPU kernel of an op.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -137,7 +149,17 @@ pub struct KernelEntry {
     pub backward: bool,
 }
 
-/// An op's card.
+/// An op's card. What covers each field:
+/// - the identity: `format`, `id`, `name`, `version`, `content_hash`, `source` (from the name),
+///   `visibility`, `license`, `category`, `tolerance`, `backward`, `subgradient`, `cpu`,
+///   `instances`, `cpu_dtypes` and every field of `kernels` (path, language, entry, blake3,
+///   headers, dtypes, backward) are derived from the contract and the kernel bytes the content
+///   hash covers; a loaded card must equal that derivation in every one of them, or it is
+///   refused ([`super::Store::load`]);
+/// - receipts: `receipts` (each digest-checked, signed ones verified) and `trust` (decided from
+///   them for the loader's devices and trust list; a stored card carries none);
+/// - nothing: `description`, the author's doc comment, which the identity does not hash; the
+///   card shows it as unverified text, quoted, and no other line can be forged through it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OpCard {
@@ -151,7 +173,7 @@ pub struct OpCard {
     pub version: u32,
     /// Content hash: the op's identity (hex).
     pub content_hash: String,
-    /// The doc comment.
+    /// The doc comment: unverified text (covered by neither the identity nor a receipt).
     pub description: String,
     /// Built-in or user.
     pub source: OpSource,
@@ -176,6 +198,10 @@ pub struct OpCard {
     /// The instances the `cpu` kernel serves, for an op with dtype variables.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cpu_dtypes: Vec<String>,
+    /// Further `cpu` kernels, each serving other instances (`cpu(f32_fn, dtypes(T: f32)),
+    /// cpu(f64_fn, dtypes(T: f64))`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_more: Vec<CpuEntry>,
     /// GPU kernels in declaration order.
     pub kernels: Vec<KernelEntry>,
     /// Intact receipts for this content, on any device, signed or not (a tampered or forged
@@ -184,6 +210,21 @@ pub struct OpCard {
     /// Trust per declared kernel on the devices the card was made for: the reference, the cpu
     /// kernel, then each GPU kernel in declaration order.
     pub trust: Vec<KernelTrust>,
+}
+
+/// What a card is derived from: the identity-covered material of one content (the contract
+/// and the kernel bytes the identity hashes, with the op's id, content hash and source).
+pub(crate) struct CardMaterial<'a> {
+    /// `name@version`.
+    pub(crate) id: &'a str,
+    /// The content hash (hex).
+    pub(crate) content_hash: &'a str,
+    /// The contract.
+    pub(crate) contract: &'a Contract,
+    /// Built-in or user.
+    pub(crate) source: OpSource,
+    /// The embedded kernels in order (the op's, then its VJP kernels), with their headers.
+    pub(crate) kernels: &'a [KernelBytes<'a>],
 }
 
 /// Why a card as published carries no trust of its own.
@@ -234,6 +275,9 @@ impl OpCard {
         if let Some(cpu) = &self.cpu {
             out.extend(lines(&self.cpu_dtypes).into_iter().map(|d| (BackendKind::Cpu, cpu.clone(), d, None)));
         }
+        for more in &self.cpu_more {
+            out.extend(lines(&more.dtypes).into_iter().map(|d| (BackendKind::Cpu, more.path.clone(), d, None)));
+        }
         for (i, k) in self.kernels.iter().enumerate().filter(|(_, k)| !k.backward) {
             let backend = BackendKind::for_kernel(k.language);
             let idle = self.idle(backend, i);
@@ -271,35 +315,54 @@ impl OpCard {
     }
 
     fn untrusted(op: &RegisteredOp, receipts: &[Receipt], reason: String) -> OpCard {
-        let c = &op.contract;
-        let kernels = op
+        let kernels: Vec<KernelBytes<'_>> = op
             .decl
             .kernels
             .iter()
+            .map(|k| KernelBytes { path: k.path, bytes: k.source, headers: k.headers.iter().map(|(p, b)| (*p, *b)).collect() })
+            .collect();
+        let hash = op.hash_hex();
+        let made = CardMaterial { id: &op.id, content_hash: &hash, contract: &op.contract, source: op.source, kernels: &kernels };
+        let mut card = OpCard::derive(&made, op.decl.description, reason);
+        card.receipts = intact(receipts, &op.id, &hash);
+        card
+    }
+
+    /// The card of `made` with `description` (the author's text, covered by nothing) and every
+    /// trust line unverified for `reason`. Every other field is derived here from the
+    /// identity-covered material, so a stored card can be checked whole against it
+    /// ([`OpCard::disagreement`]). Kernels are paired with the contract's embedded kernels
+    /// (the op's, then its VJP kernels) in order; the caller checked they correspond.
+    pub(crate) fn derive(made: &CardMaterial<'_>, description: &str, reason: String) -> OpCard {
+        let c = made.contract;
+        let kernels = made
+            .kernels
+            .iter()
+            .zip(c.embedded_kernels())
             .enumerate()
-            .map(|(i, k)| {
-                // Registration checked that the embedded kernels are the contract's, in order:
-                // the op's own, then its VJP kernels.
-                let backward = i >= c.kernels.len();
-                let declared = c.embedded_kernels().nth(i);
-                let language =
-                    declared.map(|d| d.lang).unwrap_or(if k.path.ends_with(".cu") { KernelLang::Cuda } else { KernelLang::Wgsl });
+            .map(|(i, (k, d))| {
                 let mut headers: Vec<HeaderEntry> =
                     k.headers.iter().map(|(p, b)| HeaderEntry { path: p.to_string(), blake3: blob_hash(b) }).collect();
                 headers.sort_by(|a, b| a.path.cmp(&b.path));
-                let dtypes = served(c, |b| declared.is_some_and(|d| op_contract::generic::serves(&d.dtypes, &c.signature.dtype_vars, b)));
-                let (path, entry, blake3) = (k.path.to_string(), k.entry.to_string(), blob_hash(k.source));
-                KernelEntry { path, language, entry, blake3, headers, dtypes, backward }
+                KernelEntry {
+                    path: k.path.to_string(),
+                    language: d.lang,
+                    entry: d.entry.clone(),
+                    blake3: blob_hash(k.bytes),
+                    headers,
+                    dtypes: served(c, |b| op_contract::generic::serves(&d.dtypes, &c.signature.dtype_vars, b)),
+                    backward: i >= c.kernels.len(),
+                }
             })
             .collect();
         let mut card = OpCard {
             format: CARD_FORMAT,
-            id: op.id.clone(),
+            id: made.id.to_string(),
             name: c.name.clone(),
             version: c.version,
-            content_hash: op.hash_hex(),
-            description: op.decl.description.to_string(),
-            source: op.source,
+            content_hash: made.content_hash.to_string(),
+            description: description.to_string(),
+            source: made.source,
             visibility: c.visibility,
             license: c.license.clone(),
             category: c.category,
@@ -309,8 +372,16 @@ impl OpCard {
             cpu: c.cpu.clone(),
             instances: served(c, |_| true),
             cpu_dtypes: served(c, |b| op_contract::generic::serves(&c.cpu_dtypes, &c.signature.dtype_vars, b)),
+            cpu_more: c
+                .cpu_more
+                .iter()
+                .map(|k| CpuEntry {
+                    path: k.path.clone(),
+                    dtypes: served(c, |b| op_contract::generic::serves(&k.dtypes, &c.signature.dtype_vars, b)),
+                })
+                .collect(),
             kernels,
-            receipts: intact(receipts, &op.id, &op.hash_hex()),
+            receipts: Vec::new(),
             trust: Vec::new(),
         };
         card.trust = card
@@ -324,6 +395,14 @@ impl OpCard {
             })
             .collect();
         card
+    }
+
+    /// The first field (a JSON path such as `kernels[1].entry`) where this card differs from
+    /// `other`, if any: every field is compared, so a field added to the card later is
+    /// compared too.
+    pub(crate) fn disagreement(&self, other: &OpCard) -> Option<String> {
+        let (a, b) = (serde_json::to_value(self).ok()?, serde_json::to_value(other).ok()?);
+        first_difference(&a, &b, String::new())
     }
 
     /// Pretty JSON.
@@ -354,7 +433,6 @@ pub(crate) fn intact(receipts: &[Receipt], id: &str, content_hash: &str) -> Vec<
     kept
 }
 
-/// Verified when a receipt from `backend` counts on `device`; otherwise every reason.
 /// The instances (`T = f16`) of `c` that `serves` admits, for an op with dtype variables;
 /// empty otherwise.
 fn served(c: &op_contract::contract::Contract, serves: impl Fn(&[op_contract::contract::DType]) -> bool) -> Vec<String> {
@@ -362,15 +440,6 @@ fn served(c: &op_contract::contract::Contract, serves: impl Fn(&[op_contract::co
         return Vec::new();
     }
     c.instances().iter().filter(|b| serves(b)).map(|b| op_contract::generic::binding_text(&c.signature.dtype_vars, b)).collect()
-}
-
-/// ` serving T = f32; T = f16` for a kernel of an op with dtype variables.
-fn serves_text(dtypes: &[String]) -> String {
-    if dtypes.is_empty() {
-        String::new()
-    } else {
-        format!(", serving {}", dtypes.join("; "))
-    }
 }
 
 /// The trust of the kernel `backend` runs at instance `dtypes` (empty without dtype
@@ -416,98 +485,20 @@ fn judge_kernel(
     Trust::Unverified { reason: reasons.join("; ") }
 }
 
-fn backward_text(b: &Backward) -> String {
-    match b {
-        Backward::None => "none (not differentiable)".into(),
-        Backward::Composite { graph: None } => "composite".into(),
-        Backward::Composite { graph: Some(g) } => format!("composite({g})"),
-        Backward::Declared { vjp, jvp, vjp_kernels } => {
-            let mut parts = Vec::new();
-            if let Some(v) = vjp {
-                let kernels: String = vjp_kernels.iter().map(|k| format!(", kernel({})", k.path)).collect();
-                parts.push(format!("vjp({v}{kernels})"));
-            }
-            if !jvp.is_empty() {
-                parts.push(format!("jvp({})", jvp.join(", ")));
-            }
-            parts.join(" + ")
+/// The first path at which two JSON values differ.
+fn first_difference(a: &serde_json::Value, b: &serde_json::Value, at: String) -> Option<String> {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            keys.into_iter().find_map(|k| match (x.get(k), y.get(k)) {
+                (Some(u), Some(v)) => first_difference(u, v, if at.is_empty() { k.clone() } else { format!("{at}.{k}") }),
+                _ => Some(if at.is_empty() { k.clone() } else { format!("{at}.{k}") }),
+            })
         }
-    }
-}
-
-fn short(hash: &str) -> &str {
-    hash.get(..16).unwrap_or(hash)
-}
-
-impl fmt::Display for OpCard {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let source = match self.source {
-            OpSource::Builtin => "builtin",
-            OpSource::User => "user",
-        };
-        let visibility = match self.visibility {
-            Visibility::Private => "private",
-            Visibility::Workspace => "workspace",
-            Visibility::Public => "public",
-        };
-        writeln!(f, "{}  [{source}, {visibility}, licence {}]", self.id, self.license.as_deref().unwrap_or("none"))?;
-        for line in self.description.lines() {
-            writeln!(f, "  {line}")?;
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            x.iter().zip(y).enumerate().find_map(|(i, (u, v))| first_difference(u, v, format!("{at}[{i}]")))
         }
-        writeln!(f, "  content      {}", self.content_hash)?;
-        writeln!(f, "  category     {}", self.category.name())?;
-        writeln!(f, "  tolerance    {}", self.tolerance)?;
-        writeln!(f, "  backward     {}", backward_text(&self.backward))?;
-        if let Some(s) = &self.subgradient {
-            writeln!(f, "  subgradient  {s}")?;
-        }
-        if !self.instances.is_empty() {
-            writeln!(f, "  instances    {}", self.instances.join("; "))?;
-        }
-        if let Some(cpu) = &self.cpu {
-            writeln!(f, "  cpu kernel   {cpu}{}", serves_text(&self.cpu_dtypes))?;
-        }
-        if self.kernels.is_empty() {
-            writeln!(f, "  kernels      none (reference only)")?;
-        }
-        for k in &self.kernels {
-            let lang = match k.language {
-                KernelLang::Wgsl => "wgsl",
-                KernelLang::Cuda => "cuda",
-            };
-            let label = if k.backward { "vjp kernel" } else { "kernel    " };
-            writeln!(f, "  {label}   {lang} {} (entry `{}`, blake3 {}){}", k.path, k.entry, short(&k.blake3), serves_text(&k.dtypes))?;
-            for h in &k.headers {
-                writeln!(f, "    header     {} (blake3 {})", h.path, short(&h.blake3))?;
-            }
-        }
-        if self.kernels.iter().any(|k| k.backward) {
-            let name = self.name.clone() + "/vjp";
-            writeln!(f, "  vjp kernels  run as the VJP op `{name}@{}`: conformed and trusted on its own card", self.version)?;
-        }
-        if self.receipts.is_empty() {
-            writeln!(f, "  receipts     none")?;
-        }
-        for r in &self.receipts {
-            let signed = r.signature.as_ref().map(|s| format!(", signed by {}", s.key)).unwrap_or_default();
-            let at = if r.dtypes.is_empty() { String::new() } else { format!(" at {}", r.dtypes) };
-            writeln!(f, "  receipt      {}{at} on {} ({} cases, {}{signed})", r.backend, r.device, r.cases, r.engine_version)?;
-        }
-        write!(f, "  trust")?;
-        for (i, k) in self.trust.iter().enumerate() {
-            let pad = if i == 0 { "        " } else { "               " };
-            let mut what = format!("{} {}", k.backend, if k.kernel == "reference" { "" } else { k.kernel.as_str() });
-            if !k.dtypes.is_empty() {
-                what = format!("{} at {}", what.trim_end(), k.dtypes);
-            }
-            match &k.trust {
-                Trust::Verified { device, attestation, .. } => write!(f, "{pad}{:<34} verified on {device} ({attestation})", what.trim())?,
-                Trust::Unverified { reason } => write!(f, "{pad}{:<34} unverified: {reason}", what.trim())?,
-            }
-            if i + 1 < self.trust.len() {
-                writeln!(f)?;
-            }
-        }
-        Ok(())
+        _ => (a != b).then_some(at),
     }
 }

@@ -1,7 +1,43 @@
 //! Typed errors of publishing and loading op cards; every variant names the op (its
 //! `name@version`) and, where a file is at fault, the file. No I/O here.
 
+use std::fmt;
 use std::path::PathBuf;
+
+/// One thing a `public` op lacks of the bar the built-ins meet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Missing {
+    /// No licence (`license = "..."`, an SPDX expression).
+    License,
+    /// No description (the function's `///` doc comment).
+    Description,
+    /// Scalar parameters the description never names in a code span (`` `w` ``).
+    ParameterDocs(Vec<String>),
+    /// No intact receipt for this content from a backend other than the reference (the `cpu`
+    /// kernel or a GPU kernel conformed).
+    KernelReceipt,
+}
+
+impl fmt::Display for Missing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Missing::License => f.write_str("a licence (add `license = \"MIT\"`, any SPDX expression)"),
+            Missing::Description => f.write_str("a description (add a `///` doc comment to the function)"),
+            Missing::ParameterDocs(names) => {
+                let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+                write!(
+                    f,
+                    "documentation of parameter(s) {} (name each in backticks in the doc comment, e.g. \"window width `w`\")",
+                    names.join(", ")
+                )
+            }
+            Missing::KernelReceipt => f.write_str(
+                "a receipt for a kernel besides the reference (declare a `cpu` or GPU kernel, conform it with \
+                 `conform(&handle, BackendKind::Cpu)` or another backend, and publish with the receipt)",
+            ),
+        }
+    }
+}
 
 /// Why an op could not be published to, or loaded from, a store.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -37,11 +73,16 @@ pub enum SharingError {
         /// Why the SPDX parser refused it.
         reason: String,
     },
-    /// A public op without a description (doc comment).
-    #[error("op `{op}` is public but has no description; add a `///` doc comment to the function")]
-    NoDescription {
+    /// A `public` op below the bar every built-in meets: everything it lacks, listed.
+    #[error(
+        "op `{op}` is public but lacks what public ops carry (the bar the built-ins meet): {}; add them, or declare `visibility = workspace`",
+        missing.iter().map(|m| m.to_string()).collect::<Vec<_>>().join("; ")
+    )]
+    BelowPublicBar {
         /// The op's `name@version`.
         op: String,
+        /// What it lacks, in a fixed order (licence, description, parameter docs, receipt).
+        missing: Vec<Missing>,
     },
     /// `name@version` is already published with other content.
     #[error(
@@ -147,7 +188,7 @@ impl SharingError {
             SharingError::Private { op }
             | SharingError::NoLicense { op }
             | SharingError::BadLicense { op, .. }
-            | SharingError::NoDescription { op }
+            | SharingError::BelowPublicBar { op, .. }
             | SharingError::DerivedOp { op, .. }
             | SharingError::ContentChanged { op, .. }
             | SharingError::BadId { op, .. }

@@ -3,7 +3,7 @@
 //! against the contract. Trust is decided afterwards, for the loader's own devices and trust
 //! list ([`LoadedCard::card_for`]).
 
-use super::card::{LocalDevices, OpCard};
+use super::card::{CardMaterial, LocalDevices, OpCard, PUBLISHED_TRUST};
 use super::error::SharingError;
 use super::store::{IndexEntry, Store};
 use crate::core::kind::BackendKind;
@@ -88,7 +88,7 @@ impl Store {
         if index.op != id {
             return Err(corrupt(id, self.index_path(id).unwrap_or_default(), format!("the entry is for `{}`", index.op)));
         }
-        let blobs = self.blobs();
+        let blobs = self.blobs(id, false)?;
         let contract_json = blobs.get_text(id, &index.contract, "contract")?;
         let body_tokens = blobs.get_text(id, &index.body, "body tokens")?;
         let mut kernels = Vec::new();
@@ -118,52 +118,36 @@ impl Store {
         let contract: Contract =
             serde_json::from_str(&contract_json).map_err(|e| corrupt(id, blobs.path(&index.contract), format!("not a contract: {e}")))?;
         let mut card = OpCard::from_json(&card_text).map_err(|e| corrupt(id, blobs.path(&index.card), format!("not a card: {e}")))?;
-        check_card(id, &card, &contract, index).map_err(|reason| corrupt(id, blobs.path(&index.card), reason))?;
+        check_card(id, &card, &contract, index, &kbytes).map_err(|reason| corrupt(id, blobs.path(&index.card), reason))?;
         card.receipts = receipts.clone();
         Ok(LoadedCard { card, contract, contract_json, body_tokens, kernels, receipts, index: index.clone() })
     }
 }
 
-/// The card must say what the (hash-checked) contract, kernels and receipts say; kernels are
-/// compared by blob name, which `get` checked against the bytes.
-fn check_card(id: &str, card: &OpCard, c: &Contract, index: &IndexEntry) -> Result<(), String> {
+/// The card must be what the (hash-checked) contract and kernel bytes derive
+/// ([`OpCard::derive`]) in every field but the description (unverified text, kept as stored):
+/// the published placeholder trust, no receipts (stored apart), and each kernel's path,
+/// language, entry, hashes, instances and role as the contract declares them. The embedded
+/// kernels must be the contract's, in order (the op's, then its VJP kernels).
+fn check_card(id: &str, card: &OpCard, c: &Contract, index: &IndexEntry, kernels: &[KernelBytes<'_>]) -> Result<(), String> {
+    let declared: Vec<&str> = c.embedded_kernels().map(|k| k.path.as_str()).collect();
+    let embedded: Vec<&str> = kernels.iter().map(|k| k.path).collect();
+    if declared != embedded {
+        return Err(format!("its kernels {embedded:?} are not the ones the contract declares, {declared:?}"));
+    }
     // `builtin/` is reserved for op-runtime at compile time, so the name decides the source of
     // a loaded card (a live op's source comes from its registration path).
     let source = if c.name.starts_with("builtin/") { OpSource::Builtin } else { OpSource::User };
-    let fields = [
-        ("id", card.id == id && c.id() == id),
-        ("name and version", card.name == c.name && card.version == c.version),
-        ("content hash", card.content_hash == index.content_hash),
-        ("source", card.source == source),
-        ("visibility", card.visibility == c.visibility),
-        ("licence", card.license == c.license),
-        ("category", card.category == c.category),
-        ("tolerance", card.tolerance == c.tolerance),
-        ("backward", card.backward == c.backward),
-        ("subgradient", card.subgradient == c.subgradient),
-        ("cpu kernel", card.cpu == c.cpu),
-        ("format", card.format == super::card::CARD_FORMAT),
-        ("receipts (stored apart, so empty)", card.receipts.is_empty()),
-    ];
-    if let Some((what, _)) = fields.iter().find(|(_, ok)| !ok) {
-        return Err(format!("its {what} disagrees with the published contract, index or receipts"));
+    if c.id() != id {
+        return Err(format!("the contract is for `{}`", c.id()));
     }
-    // The op's kernels, then its VJP kernels: a card marks exactly the latter `backward`.
-    let forward = c.kernels.len();
-    let kernels_agree = card.kernels.len() == index.kernels.len()
-        && card.kernels.iter().enumerate().all(|(i, ck)| ck.backward == (i >= forward))
-        && card.kernels.iter().zip(&index.kernels).all(|(ck, ik)| {
-            let mut a: Vec<(&str, &str)> = ck.headers.iter().map(|h| (h.path.as_str(), h.blake3.as_str())).collect();
-            let mut b: Vec<(&str, &str)> = ik.headers.iter().map(|h| (h.path.as_str(), h.blob.as_str())).collect();
-            a.sort();
-            b.sort();
-            ck.path == ik.path
-                && ck.blake3 == ik.source
-                && a == b
-                && c.embedded_kernels().any(|d| d.path == ck.path && d.lang == ck.language)
-        });
-    if !kernels_agree {
-        return Err("its kernels disagree with the published contract or kernel blobs".into());
+    let made = CardMaterial { id, content_hash: &index.content_hash, contract: c, source, kernels };
+    let derived = OpCard::derive(&made, &card.description, PUBLISHED_TRUST.to_string());
+    match card.disagreement(&derived) {
+        None => Ok(()),
+        Some(field) => Err(format!(
+            "its field `{field}` disagrees with the published contract and kernel blobs (every field but the \
+             description is derived from them; the card was edited or is of another format)"
+        )),
     }
-    Ok(())
 }

@@ -16,13 +16,12 @@
 //! one `name@version` cannot both succeed. A crash at any point leaves a readable store:
 //! at worst an orphan blob or receipt, or an index entry `repair` can restore.
 
-use super::blobs::{io_error, is_blob_name, put_addressed, read_file, text, write_atomic, Blobs, IndexLock, MAX_BLOB_BYTES};
+use super::blobs::{is_blob_name, text, Area, MAX_BLOB_BYTES};
 use super::card::{intact, OpCard};
 use super::error::SharingError;
-use crate::core::files::{Replace, TEMP_PREFIX};
+use crate::core::files::Replace;
 use crate::core::op::RegisteredOp;
 use crate::core::receipt::Receipt;
-use op_contract::contract::Visibility;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -158,23 +157,38 @@ impl Store {
         &self.dir
     }
 
-    pub(crate) fn blobs(&self) -> Blobs {
-        Blobs { dir: self.dir.join("blobs") }
+    /// The `blobs` directory, for `op`'s messages (created when `create`).
+    pub(crate) fn blobs(&self, op: &str, create: bool) -> Result<Area, SharingError> {
+        Area::open(&self.dir, "blobs", op, create)
+    }
+
+    /// The `cards` directory (index entries and their locks).
+    fn cards(&self, op: &str, create: bool) -> Result<Area, SharingError> {
+        Area::open(&self.dir, "cards", op, create)
+    }
+
+    /// The directory of the receipts of `id` for `content_hash` (checked to be a hash).
+    fn receipts(&self, id: &str, content_hash: &str, create: bool) -> Result<Area, SharingError> {
+        self.receipts_dir(id, content_hash)?;
+        Area::open(&self.dir, &format!("receipts/{content_hash}"), id, create)
     }
 
     /// Path of the blob named `hash`.
     pub fn blob_path(&self, hash: &str) -> PathBuf {
-        self.blobs().path(hash)
+        self.dir.join("blobs").join(hash)
+    }
+
+    /// The file names of the index entry of `name@version` (`/` in the name becomes `~`) and
+    /// of its lock, in `cards/`.
+    fn index_names(id: &str) -> Result<(String, String), SharingError> {
+        let (name, version) = parse_id(id)?;
+        let stem = format!("{}@{version}", name.replace('/', "~"));
+        Ok((format!("{stem}.json"), format!("{stem}.lock")))
     }
 
     /// Path of the index entry of `name@version` (`/` in the name becomes `~`).
     pub fn index_path(&self, id: &str) -> Result<PathBuf, SharingError> {
-        let (name, version) = parse_id(id)?;
-        Ok(self.dir.join("cards").join(format!("{}@{version}.json", name.replace('/', "~"))))
-    }
-
-    fn lock_path(&self, id: &str) -> Result<PathBuf, SharingError> {
-        Ok(self.index_path(id)?.with_extension("lock"))
+        Ok(self.dir.join("cards").join(Store::index_names(id)?.0))
     }
 
     /// The directory of the receipts for `content_hash` (64 hex digits, checked).
@@ -191,8 +205,10 @@ impl Store {
 
     /// Reads and parses the index entry of `id`; `Ok(None)` when there is none.
     pub(crate) fn read_index(&self, id: &str) -> Result<Option<IndexEntry>, SharingError> {
-        let path = self.index_path(id)?;
-        let Some(bytes) = read_file(id, &path, MAX_INDEX_BYTES)? else { return Ok(None) };
+        let (name, _) = Store::index_names(id)?;
+        let cards = self.cards(id, false)?;
+        let path = cards.path(&name);
+        let Some(bytes) = cards.read(id, &name, MAX_INDEX_BYTES)? else { return Ok(None) };
         let corrupt = |reason: String| SharingError::Corrupt { op: id.to_string(), file: path.clone(), reason };
         let index = IndexEntry::from_json(&text(id, &path, "index entry", bytes)?).map_err(corrupt)?;
         if index.op != id {
@@ -204,31 +220,18 @@ impl Store {
     /// Every receipt stored for `content_hash`, each file re-hashed against its name and parsed
     /// (`Tampered` / `Corrupt` naming the file otherwise), in file-name order.
     pub(crate) fn read_receipts(&self, id: &str, content_hash: &str) -> Result<Vec<Receipt>, SharingError> {
-        let dir = self.receipts_dir(id, content_hash)?;
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io_error(id, &dir, "list", e)),
-        };
-        let mut names = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| io_error(id, &dir, "list", e))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name.starts_with(TEMP_PREFIX) {
-                continue; // a publisher's file in flight, or one a crash left behind
-            }
-            names.push(name);
-        }
+        let dir = self.receipts(id, content_hash, false)?;
+        let mut names = dir.names(id)?;
         names.sort();
         let mut receipts = Vec::with_capacity(names.len());
         for name in names {
-            let path = dir.join(&name);
+            let path = dir.path(&name);
             let corrupt = |reason: String| SharingError::Corrupt { op: id.to_string(), file: path.clone(), reason };
             let hash = name
                 .strip_suffix(".json")
                 .filter(|h| is_blob_name(h))
                 .ok_or_else(|| corrupt("not a receipt file: receipt files are named `<blake3 of their bytes>.json`".to_string()))?;
-            let bytes = super::blobs::get_addressed(id, &path, hash, "receipt")?;
+            let bytes = dir.get_addressed(id, &name, hash, "receipt")?;
             let receipt = Receipt::from_json(&text(id, &path, "receipt", bytes)?).map_err(|e| corrupt(e.to_string()))?;
             if receipt.op != id || receipt.content_hash != content_hash {
                 return Err(corrupt(format!(
@@ -242,44 +245,23 @@ impl Store {
     }
 
     fn count_receipts(&self, id: &str, content_hash: &str) -> Result<usize, SharingError> {
-        let dir = self.receipts_dir(id, content_hash)?;
-        match std::fs::read_dir(&dir) {
-            Ok(entries) => Ok(entries.filter_map(Result::ok).filter(|e| !e.file_name().to_string_lossy().starts_with(TEMP_PREFIX)).count()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
-            Err(e) => Err(io_error(id, &dir, "list", e)),
-        }
+        Ok(self.receipts(id, content_hash, false)?.names(id)?.len())
     }
 
-    /// Publishes `op` with its receipts: refuses private ops, ops without a licence and public
-    /// ops without a description; writes every blob, one file per receipt, then the index entry
-    /// (under the op's lock, only if it is missing, corrupt or stale). The same content again
-    /// adds the new receipts and rewrites damaged files; changed content under a published
+    /// Publishes `op` with its receipts: refuses what may not leave private (a private op, one
+    /// without a valid licence, a public op below the bar the built-ins meet: see
+    /// [`super::public_bar`]); writes every blob, one file per receipt, then the index entry (under
+    /// the op's lock, only if it is missing, corrupt or stale). The same content again adds the
+    /// new receipts and rewrites damaged files; changed content under a published
     /// `name@version` is `ContentChanged`; a corrupt index entry is replaced, never an obstacle.
     /// Receipts that are tampered with, forged, or for other ops or content are not published.
+    /// Every directory is reached from the store's root without following a symlink at any
+    /// component: a planted one is an `Io` error and nothing is written through it.
     pub fn publish(&self, op: &RegisteredOp, receipts: &[Receipt]) -> Result<PublishedId, SharingError> {
         let id = op.id.as_str();
         let hash = op.hash_hex();
-        let c = &op.contract;
-        if op.vjp_of.is_some() {
-            let of = format!("{}@{}", c.name.strip_suffix("/vjp").unwrap_or(&c.name), c.version);
-            return Err(SharingError::DerivedOp { op: id.to_string(), of });
-        }
-        if c.visibility == Visibility::Private {
-            return Err(SharingError::Private { op: id.to_string() });
-        }
-        match c.license.as_deref().map(str::trim) {
-            None | Some("") => return Err(SharingError::NoLicense { op: id.to_string() }),
-            // The macro validated it; a contract loaded from elsewhere is validated again here.
-            Some(l) => {
-                if let Err(e) = spdx::Expression::parse(l) {
-                    return Err(SharingError::BadLicense { op: id.to_string(), license: l.to_string(), reason: e.reason.to_string() });
-                }
-            }
-        }
-        if c.visibility == Visibility::Public && op.decl.description.trim().is_empty() {
-            return Err(SharingError::NoDescription { op: id.to_string() });
-        }
-        let index_path = self.index_path(id)?;
+        super::bar::may_leave_private(op, receipts)?;
+        Store::index_names(id)?;
 
         // Refuse changed content before writing anything.
         if let Ok(Some(old)) = self.read_index(id) {
@@ -288,7 +270,7 @@ impl Store {
             }
         }
 
-        let blobs = self.blobs();
+        let blobs = self.blobs(id, true)?;
         let mut kernels = Vec::new();
         for k in op.decl.kernels {
             let mut headers = Vec::new();
@@ -312,13 +294,13 @@ impl Store {
         let index_blob = blobs.put(id, json.as_bytes())?;
 
         // Receipts: each its own content-addressed file; nothing is read back and rewritten.
-        let receipts_dir = self.receipts_dir(id, &hash)?;
+        let receipts_dir = self.receipts(id, &hash, true)?;
         for r in intact(receipts, id, &hash) {
             let bytes = r.to_json().into_bytes();
-            put_addressed(id, &receipts_dir.join(format!("{}.json", super::card::blob_hash(&bytes))), &bytes)?;
+            receipts_dir.put_addressed(id, &format!("{}.json", super::card::blob_hash(&bytes)), &bytes)?;
         }
 
-        self.write_index(id, &index_path, &index, &json)?;
+        self.write_index(id, &index, &json)?;
         Ok(PublishedId {
             op: id.to_string(),
             content_hash: hash.clone(),
@@ -331,11 +313,13 @@ impl Store {
     /// Makes `cards/<id>.json` say `index`: nothing to do when it already does; otherwise,
     /// under the op's lock, created when missing, replaced when corrupt, unloadable or an older
     /// rendering of the same content, and `ContentChanged` when it names other loadable content.
-    fn write_index(&self, id: &str, path: &Path, index: &IndexEntry, json: &str) -> Result<(), SharingError> {
+    fn write_index(&self, id: &str, index: &IndexEntry, json: &str) -> Result<(), SharingError> {
         if matches!(self.read_index(id), Ok(Some(ref old)) if old == index) {
             return Ok(());
         }
-        let _lock = IndexLock::acquire(id, &self.lock_path(id)?)?;
+        let (name, lock) = Store::index_names(id)?;
+        let cards = self.cards(id, true)?;
+        let _lock = cards.lock(id, &lock)?;
         let replace = match self.read_index(id) {
             Ok(None) => Replace::No,
             Ok(Some(old)) if old == *index => return Ok(()),
@@ -348,7 +332,7 @@ impl Store {
             }
             Ok(Some(_)) | Err(_) => Replace::Yes,
         };
-        write_atomic(id, path, json.as_bytes(), replace)
+        cards.write(id, &name, json.as_bytes(), replace)
     }
 
     /// Rebuilds index entries from the blobs: every blob is re-hashed; those holding an index
@@ -359,20 +343,14 @@ impl Store {
     pub fn repair(&self) -> Result<RepairReport, SharingError> {
         let mut report = RepairReport::default();
         let store_op = "(store)";
-        let blobs_dir = self.blobs().dir;
+        let blobs = self.blobs(store_op, false)?;
         let mut candidates: BTreeMap<String, BTreeMap<String, (IndexEntry, String)>> = BTreeMap::new();
-        let entries = match std::fs::read_dir(&blobs_dir) {
-            Ok(e) => e.collect::<Result<Vec<_>, _>>().map_err(|e| io_error(store_op, &blobs_dir, "list", e))?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(io_error(store_op, &blobs_dir, "list", e)),
-        };
-        for entry in entries {
-            let name = entry.file_name().to_string_lossy().into_owned();
+        for name in blobs.names(store_op)? {
             if !is_blob_name(&name) {
                 continue;
             }
-            let path = entry.path();
-            let Ok(Some(bytes)) = read_file(store_op, &path, MAX_BLOB_BYTES) else { continue };
+            let path = blobs.path(&name);
+            let Ok(Some(bytes)) = blobs.read(store_op, &name, MAX_BLOB_BYTES) else { continue };
             if super::card::blob_hash(&bytes) != name {
                 report.damaged_blobs.push(path);
                 continue;
@@ -387,17 +365,14 @@ impl Store {
 
         // Every op with an index file or a candidate.
         let mut ids: Vec<String> = candidates.keys().cloned().collect();
-        let cards = self.dir.join("cards");
-        if let Ok(entries) = std::fs::read_dir(&cards) {
-            for e in entries.filter_map(Result::ok) {
-                let name = e.file_name().to_string_lossy().into_owned();
-                if let Some(stem) = name.strip_suffix(".json").filter(|_| !name.starts_with(TEMP_PREFIX)) {
-                    let id = stem.replace('~', "/");
-                    if parse_id(&id).is_ok() && !ids.contains(&id) {
-                        ids.push(id);
-                    } else if parse_id(&id).is_err() {
-                        report.unrecoverable.push((e.path(), "not the index entry of a valid `name@version`".into()));
-                    }
+        let cards = self.cards(store_op, false)?;
+        for name in cards.names(store_op)? {
+            if let Some(stem) = name.strip_suffix(".json") {
+                let id = stem.replace('~', "/");
+                if parse_id(&id).is_ok() && !ids.contains(&id) {
+                    ids.push(id);
+                } else if parse_id(&id).is_err() {
+                    report.unrecoverable.push((cards.path(&name), "not the index entry of a valid `name@version`".into()));
                 }
             }
         }
@@ -423,10 +398,12 @@ impl Store {
                 }
                 1 => {
                     let Some((_, (_, json))) = found.into_iter().next() else { continue };
-                    let _lock = IndexLock::acquire(&id, &self.lock_path(&id)?)?;
+                    let (name, lock) = Store::index_names(&id)?;
+                    let cards = self.cards(&id, true)?;
+                    let _lock = cards.lock(&id, &lock)?;
                     // Another publisher may have fixed it meanwhile.
                     if !matches!(self.read_index(&id), Ok(Some(ref now)) if self.load_entry(&id, now).is_ok()) {
-                        write_atomic(&id, &path, json.as_bytes(), Replace::Yes)?;
+                        cards.write(&id, &name, json.as_bytes(), Replace::Yes)?;
                     }
                     report.rebuilt.push(id);
                 }

@@ -1,11 +1,17 @@
 //! Crash-safe, symlink-safe file primitives shared by every on-disk cache and store (the CUDA
 //! PTX cache, the sharing store, key files): atomic publication through a temporary file with
-//! an unpredictable name created exclusively (`O_CREAT|O_EXCL`, so a planted symlink is never
-//! followed), synced, renamed into place, then the directory synced; and bounded reads that
-//! refuse symlinks and non-regular files. Knows nothing of what the files hold.
+//! an unpredictable name created exclusively (`O_CREAT|O_EXCL|O_NOFOLLOW`, so a planted
+//! symlink is never followed), synced, renamed into place, then the directory synced; bounded
+//! reads that refuse symlinks and non-regular files; and [`Dir`], a directory reached from a
+//! root without following a symlink at any component, which every store write goes through.
+//! Knows nothing of what the files hold.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+mod dir;
+
+pub use dir::Dir;
+
+use std::fs::{self, File};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 /// Prefix of every temporary file (readers of a directory skip names starting with it).
@@ -29,7 +35,9 @@ pub fn parent_dir(path: &Path) -> PathBuf {
 }
 
 /// Creates `dir` and its parents; refuses (`InvalidInput`) when `dir` exists as a symlink or as
-/// something other than a directory.
+/// something other than a directory. It checks `dir` itself, not its parents: for a file whose
+/// directory the caller names (a cache, a key). A store reaches its subdirectories from its
+/// root with [`Dir::sub`], which checks every component.
 pub fn ensure_dir(dir: &Path) -> io::Result<()> {
     match fs::symlink_metadata(dir) {
         Ok(m) if m.is_dir() => return Ok(()),
@@ -49,88 +57,47 @@ pub fn ensure_dir(dir: &Path) -> io::Result<()> {
     }
 }
 
-/// Makes the directory entries of `dir` (a rename into it) durable. A no-op off Unix.
-pub fn sync_dir(dir: &Path) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        File::open(dir)?.sync_all()
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = dir;
-        Ok(())
-    }
+/// Writes `bytes` to `path` atomically and durably ([`Dir::write_atomic`] in `path`'s
+/// directory, created if missing; a symlink as that directory is refused by [`ensure_dir`]). A
+/// symlink at `path` itself is replaced by the rename, never followed.
+pub fn write_atomic(path: &Path, bytes: &[u8], replace: Replace, mode: u32) -> io::Result<()> {
+    let (dir, name) = split(path)?;
+    ensure_dir(&dir)?;
+    Dir::open_root(&dir, false)?.write_atomic(name, bytes, replace, mode)
 }
 
-/// Writes `bytes` to `path` atomically and durably: a temporary file with an unpredictable name
-/// in the same directory (created if missing) is created exclusively (never through a symlink)
-/// with Unix permissions `mode`, written, synced, renamed onto `path` (`replace` says whether an
-/// existing file may be replaced), and the directory is synced. On failure the temporary file
-/// is removed. A symlink at `path` itself is replaced by the rename, never followed.
-pub fn write_atomic(path: &Path, bytes: &[u8], replace: Replace, mode: u32) -> io::Result<()> {
-    if path.file_name().is_none() {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} has no file name", path.display())));
-    }
-    let dir = parent_dir(path);
-    ensure_dir(&dir)?;
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(TEMP_PREFIX).suffix(".tmp").rand_bytes(12);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        builder.permissions(fs::Permissions::from_mode(mode));
-    }
-    #[cfg(not(unix))]
-    let _ = mode;
-    // `tempfile` opens with `create_new` (O_CREAT|O_EXCL): an existing name, symlink or not,
-    // fails and another random name is tried.
-    let mut tmp = builder.tempfile_in(&dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    match replace {
-        Replace::Yes => tmp.persist(path).map(drop).map_err(|e| e.error)?,
-        Replace::No => tmp.persist_noclobber(path).map(drop).map_err(|e| e.error)?,
-    }
-    sync_dir(&dir)
+/// `path`'s directory and file name; `InvalidInput` when it has no UTF-8 file name.
+fn split(path: &Path) -> io::Result<(PathBuf, &str)> {
+    let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| invalid(format!("{} has no file name", path.display())))?;
+    Ok((parent_dir(path), name))
+}
+
+/// An `InvalidInput` error with `message`.
+pub(crate) fn invalid(message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, message)
 }
 
 /// Opens `path` for reading without following a symlink at its last component (`O_NOFOLLOW`
-/// on Unix), and only if it is a regular file.
+/// on Unix), and only if it is a regular file ([`Dir::open_regular`] in its directory).
 pub fn open_regular(path: &Path) -> io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-    }
-    #[cfg(not(unix))]
-    if fs::symlink_metadata(path)?.file_type().is_symlink() {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} is a symbolic link", path.display())));
-    }
-    let file = options.open(path).map_err(|e| {
-        // ELOOP: the last component is a symlink.
-        #[cfg(unix)]
-        if e.raw_os_error() == Some(libc::ELOOP) {
-            return io::Error::new(io::ErrorKind::InvalidInput, format!("{} is a symbolic link; refusing to follow it", path.display()));
-        }
-        e
-    })?;
-    if !file.metadata()?.is_file() {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} is not a regular file", path.display())));
-    }
-    Ok(file)
+    let (dir, name) = split(path)?;
+    Dir::open_root(&dir, false)?.open_regular(name)
 }
 
 /// Reads a regular file (see [`open_regular`]) of at most `max` bytes; a larger one is an
 /// `InvalidData` error, so a planted huge file cannot exhaust memory.
 pub fn read_regular(path: &Path, max: u64) -> io::Result<Vec<u8>> {
-    let file = open_regular(path)?;
+    bounded(open_regular(path)?, path, max)
+}
+
+/// The bytes of the open regular file `file` (at `path`, for messages), at most `max` of them.
+pub(crate) fn bounded(file: File, path: &Path, max: u64) -> io::Result<Vec<u8>> {
     let len = file.metadata()?.len();
     if len > max {
         return Err(io::Error::new(io::ErrorKind::InvalidData, format!("{} is {len} bytes, more than the {max} allowed", path.display())));
     }
-    let mut bytes = Vec::with_capacity(len as usize);
+    let mut bytes = Vec::new();
+    bytes.try_reserve_exact(len as usize).map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, format!("{}: {e}", path.display())))?;
     file.take(max + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > max {
         return Err(io::Error::new(io::ErrorKind::InvalidData, format!("{} grew past the {max} bytes allowed", path.display())));
@@ -139,28 +106,12 @@ pub fn read_regular(path: &Path, max: u64) -> io::Result<Vec<u8>> {
 }
 
 /// Creates `path` exclusively (fails if anything, a symlink included, is there) with Unix
-/// permissions `mode`, writes `bytes` and syncs file and directory. For files that must never
-/// replace an existing one (a signing key).
+/// permissions `mode`, writes `bytes` and syncs file and directory ([`Dir::create_new`]). For
+/// files that must never replace an existing one (a signing key).
 pub fn create_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
-    let dir = parent_dir(path);
+    let (dir, name) = split(path)?;
     ensure_dir(&dir)?;
-    let mut options = OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(mode);
-    }
-    #[cfg(not(unix))]
-    let _ = mode;
-    let mut f = options.open(path)?;
-    let written = f.write_all(bytes).and_then(|()| f.sync_all());
-    if let Err(e) = written {
-        drop(f);
-        let _ = fs::remove_file(path);
-        return Err(e);
-    }
-    sync_dir(&dir)
+    Dir::open_root(&dir, false)?.create_new(name, bytes, mode)
 }
 
 #[cfg(test)]
