@@ -196,7 +196,7 @@ impl CandleOp {
             convert::check_cpu(&site, t)?;
             out.push(match (t.is_contiguous(), self.strided) {
                 (true, _) => (*t).clone(),
-                (false, Strided::Copy) => t.contiguous().map_err(|e| Error::Candle { op: op.to_string(), source: e })?,
+                (false, Strided::Copy) => t.contiguous().map_err(|e| Error::Candle { op: op.to_string(), source: Box::new(e) })?,
                 (false, Strided::Refuse) => {
                     let l = t.layout();
                     return Err(Error::Strided {
@@ -217,7 +217,7 @@ impl CandleOp {
     fn recover(&self, e: candle_core::Error) -> Error {
         match self.shared.log().error.take() {
             Some(typed) => typed,
-            None => Error::Candle { op: self.shared.name.to_string(), source: e },
+            None => Error::Candle { op: self.shared.name.to_string(), source: Box::new(e) },
         }
     }
 }

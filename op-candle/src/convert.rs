@@ -6,6 +6,7 @@
 use crate::error::Error;
 use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, Device, Layout, Shape, Storage};
+use op_runtime::core::error::TensorError;
 use op_runtime::core::tensor::Data;
 use op_runtime::{DType, Tensor};
 
@@ -60,7 +61,7 @@ pub(crate) fn tensor_from_cpu(site: &Site<'_>, storage: &CpuStorage, layout: &La
                 what: site.what.to_string(),
                 why: format!("elements {start}..{end} of a storage of {} element(s)", $v.len()),
             })?;
-            Tensor::from_vec(shape, part.to_vec()).map_err(|e| Error::Tensor { op: site.op.to_string(), source: e })
+            Tensor::from_vec(shape, copied(site, part)?).map_err(|e| Error::Tensor { op: site.op.to_string(), source: e })
         }};
     }
     match storage {
@@ -77,6 +78,18 @@ pub(crate) fn tensor_from_cpu(site: &Site<'_>, storage: &CpuStorage, layout: &La
     }
 }
 
+/// A copy of `part`, allocated fallibly: `Error::Tensor` (`TooLarge`) where it cannot be,
+/// never an abort.
+fn copied<T: Copy>(site: &Site<'_>, part: &[T]) -> Result<Vec<T>, Error> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(part.len()).map_err(|e| Error::Tensor {
+        op: site.op.to_string(),
+        source: TensorError::TooLarge { what: format!("a copy of {} ({} element(s))", site.what, part.len()), why: e.to_string() },
+    })?;
+    v.extend_from_slice(part);
+    Ok(v)
+}
+
 /// A candle tensor's elements as a runtime tensor: CPU storage only (another device is
 /// `Error::Device`, never copied implicitly); a strided layout is made contiguous by candle's
 /// `contiguous()` first (an explicit copy, used for backward's tensors).
@@ -84,7 +97,7 @@ pub(crate) fn tensor_from_candle(site: &Site<'_>, t: &candle_core::Tensor) -> Re
     check_cpu(site, t)?;
     let t = match t.is_contiguous() {
         true => t.clone(),
-        false => t.contiguous().map_err(|e| Error::Candle { op: site.op.to_string(), source: e })?,
+        false => t.contiguous().map_err(|e| Error::Candle { op: site.op.to_string(), source: Box::new(e) })?,
     };
     let (storage, layout) = t.storage_and_layout();
     match &*storage {
@@ -145,7 +158,7 @@ pub(crate) fn candle_from_tensor(site: &Site<'_>, t: Tensor) -> Result<candle_co
         CpuStorage::F64(v) => candle_core::Tensor::from_vec(v, shape, &cpu),
         other => return Err(site.dtype_err(format!("{:?}", other.dtype()))),
     };
-    made.map_err(|e| Error::Candle { op: site.op.to_string(), source: e })
+    made.map_err(|e| Error::Candle { op: site.op.to_string(), source: Box::new(e) })
 }
 
 #[cfg(test)]

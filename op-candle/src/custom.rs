@@ -27,9 +27,10 @@ impl Custom {
     }
 
     fn input_name(&self, k: usize) -> String {
-        let op = self.0.handle.op();
-        let name = op.contract.signature.inputs().nth(k).map_or_else(|| format!("input {k}"), |s| format!("input `{}`", s.name));
-        name
+        match self.0.handle.op().contract.signature.inputs().nth(k) {
+            Some(s) => format!("input `{}`", s.name),
+            None => format!("input {k}"),
+        }
     }
 
     /// The forward on candle CPU storages: each read through its layout (a strided one is

@@ -78,13 +78,13 @@ pub enum Error {
     },
     /// Validation or dispatch through the registry failed (it names the op).
     #[error(transparent)]
-    Dispatch(#[from] DispatchError),
+    Dispatch(Box<DispatchError>),
     /// The op's backward failed (it names the op): e.g. it is declared `backward = none`.
     #[error(transparent)]
-    Backward(#[from] TapeError),
+    Backward(Box<TapeError>),
     /// Registering the op failed.
     #[error(transparent)]
-    Registration(#[from] KernelRegistrationError),
+    Registration(Box<KernelRegistrationError>),
     /// A runtime tensor could not be made (it names what).
     #[error("op `{op}`: {source}")]
     Tensor {
@@ -99,6 +99,23 @@ pub enum Error {
         /// The op's `name@version`.
         op: String,
         /// candle's error.
-        source: candle_core::Error,
+        source: Box<candle_core::Error>,
     },
+}
+
+// The runtime's errors are boxed: every `Result` of the adapter stays small.
+impl From<DispatchError> for Error {
+    fn from(e: DispatchError) -> Error {
+        Error::Dispatch(Box::new(e))
+    }
+}
+impl From<TapeError> for Error {
+    fn from(e: TapeError) -> Error {
+        Error::Backward(Box::new(e))
+    }
+}
+impl From<KernelRegistrationError> for Error {
+    fn from(e: KernelRegistrationError) -> Error {
+        Error::Registration(Box::new(e))
+    }
 }

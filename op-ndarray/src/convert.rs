@@ -6,6 +6,7 @@
 
 use crate::error::{Error, Refused};
 use ndarray::{ArrayBase, ArrayD, ArrayViewD, Dimension, IxDyn};
+use op_runtime::core::error::TensorError;
 use op_runtime::core::tensor::{Data, Element};
 use op_runtime::Tensor;
 
@@ -39,7 +40,7 @@ nd_element!(bool => Bool, u8 => U8, i8 => I8, u16 => U16, i16 => I16, u32 => U32
 pub fn into_tensor<T: NdElement, D: Dimension>(a: ndarray::Array<T, D>) -> Result<Tensor, Refused<ndarray::Array<T, D>>> {
     if !a.is_standard_layout() {
         let error = Error::NotStandard { shape: a.shape().to_vec(), strides: a.strides().to_vec() };
-        return Err(Refused { error, value: a });
+        return Err(Refused::new(error, a));
     }
     let (shape, n, ndim) = (a.shape().to_vec(), a.len(), a.ndim());
     let (mut v, offset) = a.into_raw_vec_and_offset();
@@ -49,17 +50,20 @@ pub fn into_tensor<T: NdElement, D: Dimension>(a: ndarray::Array<T, D>) -> Resul
     v.truncate(n);
     // ndarray's shape always fills its elements, so this cannot fail; were it to, the refusal
     // holds an empty array (the elements went into the failed tensor).
-    Tensor::from_vec(shape, v).map_err(|e| Refused { error: e.into(), value: ndarray::Array::default(D::zeros(ndim)) })
+    Tensor::from_vec(shape, v).map_err(|e| Refused::new(e.into(), ndarray::Array::default(D::zeros(ndim))))
 }
 
 /// A copy of any array or view as a tensor, its elements in logical (row-major) order whatever
 /// its layout: one copy of a contiguous slice for a standard layout, an element-by-element walk
-/// otherwise (a transposed view).
+/// otherwise (a transposed view). The copy is allocated fallibly (`TooLarge`, never an abort).
 pub fn copy_to_tensor<T: NdElement, S: ndarray::Data<Elem = T>, D: Dimension>(a: &ArrayBase<S, D>) -> Result<Tensor, Error> {
-    let v = match a.as_slice() {
-        Some(s) => s.to_vec(),
-        None => a.iter().copied().collect(),
-    };
+    let mut v = Vec::new();
+    v.try_reserve_exact(a.len())
+        .map_err(|e| TensorError::TooLarge { what: format!("a copy of an array of shape {:?}", a.shape()), why: e.to_string() })?;
+    match a.as_slice() {
+        Some(s) => v.extend_from_slice(s),
+        None => v.extend(a.iter().copied()),
+    }
     Ok(Tensor::from_vec(a.shape().to_vec(), v)?)
 }
 
@@ -68,18 +72,18 @@ pub fn copy_to_tensor<T: NdElement, S: ndarray::Data<Elem = T>, D: Dimension>(a:
 /// ([`Error::Device`]) is refused and handed back in the [`Refused`].
 pub fn into_array<T: NdElement>(t: Tensor) -> Result<ArrayD<T>, Refused<Tensor>> {
     if let Err(error) = view_of::<T>(&t) {
-        return Err(Refused { error, value: t });
+        return Err(Refused::new(error, t));
     }
     let shape = t.shape().to_vec();
     match T::take(t.into_data()) {
         // The view above accepted this shape over these elements, so this cannot fail; were it
         // to, the refusal holds an empty tensor (the elements went into the failed array).
         Ok(v) => ArrayD::from_shape_vec(IxDyn(&shape), v)
-            .map_err(|source| Refused { error: Error::Shape { shape, source }, value: Tensor::vector(Vec::<T>::new()) }),
+            .map_err(|source| Refused::new(Error::Shape { shape, source }, Tensor::vector(Vec::<T>::new()))),
         // Refused by the view above already; the storage goes back as it came.
         Err(d) => {
             let error = Error::DType { what: "the tensor".into(), expected: T::DTYPE, found: d.dtype() };
-            Err(Refused { error, value: Tensor::new(shape, d).unwrap_or_else(|_| Tensor::vector(Vec::<T>::new())) })
+            Err(Refused::new(error, Tensor::new(shape, d).unwrap_or_else(|_| Tensor::vector(Vec::<T>::new()))))
         }
     }
 }

@@ -47,7 +47,7 @@ pub enum Error {
     },
     /// Validation or dispatch through the registry failed (it names the op).
     #[error(transparent)]
-    Dispatch(#[from] DispatchError),
+    Dispatch(Box<DispatchError>),
     /// A tensor could not be made from an array's elements.
     #[error(transparent)]
     Tensor(#[from] TensorError),
@@ -61,6 +61,13 @@ pub enum Error {
     },
 }
 
+// The runtime's dispatch error is boxed: every `Result` of the adapter stays small.
+impl From<DispatchError> for Error {
+    fn from(e: DispatchError) -> Error {
+        Error::Dispatch(Box::new(e))
+    }
+}
+
 /// A zero-copy conversion's refusal, with the value it was given, unharmed: nothing is lost
 /// when a conversion is refused. `?` turns it into its [`Error`].
 #[derive(Debug, Error)]
@@ -68,14 +75,23 @@ pub enum Error {
 pub struct Refused<V: std::fmt::Debug> {
     /// Why.
     pub error: Error,
-    /// The value, as given.
-    pub value: V,
+    /// The value, as given (boxed: the refusal stays small on the `Ok` path's `Result`).
+    value: Box<V>,
 }
 
 impl<V: std::fmt::Debug> Refused<V> {
+    pub(crate) fn new(error: Error, value: V) -> Refused<V> {
+        Refused { error, value: Box::new(value) }
+    }
+
     /// The value handed back.
     pub fn into_inner(self) -> V {
-        self.value
+        *self.value
+    }
+
+    /// The value, borrowed.
+    pub fn value(&self) -> &V {
+        &self.value
     }
 }
 
