@@ -373,3 +373,30 @@ fn a_registry_error_in_the_forward_comes_back_typed() {
         other => panic!("expected Error::Dispatch, got {other:?}"),
     }
 }
+
+#[test]
+fn one_candle_op_serves_threads_at_once() {
+    let h = handle("builtin/tanh");
+    let tanh = CandleOp::new(&h, &[]);
+    std::thread::scope(|s| {
+        let runs: Vec<_> = (0..4u64)
+            .map(|t| {
+                let (tanh, h) = (tanh.clone(), h.clone());
+                s.spawn(move || {
+                    for k in 0..8u64 {
+                        let v = vec_of::<f32>(100 + k as usize, 1000 * t + k);
+                        // A fresh adapter of the same op interns the same name concurrently.
+                        assert_eq!(CandleOp::new(&h, &[]).name(), "builtin/tanh@1");
+                        let x = ok(Var::from_slice(&v, v.len(), &Device::Cpu));
+                        let y = ok(tanh.apply(&[x.as_tensor()]));
+                        assert!(same_bits(&flat::<f32>(&y), &registry_call(&h, &[v], &[]).0), "thread {t}, call {k}");
+                        let g = ok(ok(y.sum_all()).backward());
+                        assert!(g.get(x.as_tensor()).is_some(), "thread {t}, call {k}: no gradient");
+                    }
+                })
+            })
+            .collect();
+        runs.into_iter().for_each(|r| r.join().expect("a thread panicked"));
+    });
+    assert!(tanh.last_forward().is_some() && tanh.last_backward().is_some());
+}
