@@ -10,7 +10,13 @@
 # compiled where the op is used, as a generic function's are: a second table times a crate
 # that registers all 50 ops against one that instantiates the 50 plain functions at f32 and
 # f64 (the same functions, the same instantiations), `cargo build` of that crate alone.
+# A third table: a package whose lib declares 30 of the ops and which has 20 sibling targets
+# (examples with no `#[op]`) against the same package with the plain functions, CPU time (user +
+# system, cargo and rustc) of `cargo check --lib` and `cargo build --lib`, clean: the macro reads
+# only the declaring target's module tree, each file parsed once per compiler process, so the
+# siblings cost it nothing.
 #   bash scripts/compile-cost.sh            # RUNS=3 by default
+#   CASES=siblings bash scripts/compile-cost.sh   # only the third table
 # The crates live in a temporary directory; their target dir (target/compile-cost, kept between
 # runs) holds the dependencies
 # (op-runtime and the macro), built untimed before anything is measured.
@@ -92,7 +98,29 @@ for name, dep, text in [("use_op", "with_op", register), ("use_plain", "plain", 
     open(os.path.join(d, "Cargo.toml"), "w").write(
         f'[package]\nname = "{name}"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\nop-runtime = {{ path = "{root}/op-runtime" }}\n{dep} = {{ path = "../{dep}" }}\n')
     open(os.path.join(d, "src", "lib.rs"), "w").write("\n".join(text) + "\n")
-open(os.path.join(work, "Cargo.toml"), "w").write('[workspace]\nmembers = ["with_op", "plain", "plain_inst", "use_op", "use_plain"]\nresolver = "2"\n')
+# A package declaring 30 ops (or the 30 plain functions) beside 20 sibling targets without any.
+def sibling(i):
+    fns = "\n".join(f"pub fn e{i}_f{k}(x: &[f32]) -> Vec<f32> {{ x.iter().map(|v| v * {k}.0 + {i}.0).collect() }}" for k in range(40))
+    return f"//! Sibling target {i}: plain code, no `#[op]`.\n#![allow(dead_code)]\n{fns}\nfn main() {{ println!(\"{{}}\", e{i}_f0(&[1.0]).len()); }}\n"
+for name, with_op in [("sib_op", True), ("sib_plain", False)]:
+    d = os.path.join(work, name)
+    os.makedirs(os.path.join(d, "src"), exist_ok=True)
+    os.makedirs(os.path.join(d, "examples"), exist_ok=True)
+    open(os.path.join(d, "Cargo.toml"), "w").write(
+        f'[package]\nname = "{name}"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\nop-runtime = {{ path = "{root}/op-runtime" }}\n')
+    text = decls(with_op).split("\n")
+    # The first 30 declarations (a declaration ends at its blank line).
+    blocks, cur = [], []
+    for line in text[3:]:
+        if line == "":
+            blocks.append(cur)
+            cur = []
+        else:
+            cur.append(line)
+    open(os.path.join(d, "src", "lib.rs"), "w").write("\n".join(text[:3] + [l for b in blocks[:30] for l in b + [""]]))
+    for i in range(20):
+        open(os.path.join(d, "examples", f"sibling{i}.rs"), "w").write(sibling(i))
+open(os.path.join(work, "Cargo.toml"), "w").write('[workspace]\nmembers = ["with_op", "plain", "plain_inst", "use_op", "use_plain", "sib_op", "sib_plain"]\nresolver = "2"\n')
 PY
 cp "$root/Cargo.lock" "$work/Cargo.lock" 2>/dev/null || true
 cd "$work"
@@ -122,6 +150,37 @@ measure() { # measure <check|build> <clean|incremental> <pkg>...
     done
 }
 
+# CPU seconds (user + system, cargo and the rustc it waits for) of `cargo <args>`.
+cpu() { /usr/bin/time -f "%U %S" -o "$work/cpu" "$@" >/dev/null 2>&1; awk '{print $1 + $2}' "$work/cpu"; }
+# Times `cargo <cmd> --lib` of each package from clean, CPU time, <runs> times interleaved;
+# prints each package's median, in order.
+measure_cpu() { # measure_cpu <check|build> <pkg>...
+    local cmd=$1 pkg
+    shift
+    declare -A times=()
+    for _ in $(seq "$runs"); do
+        for pkg in "$@"; do
+            cargo clean -p "$pkg" -q 2>/dev/null
+            times[$pkg]+=" $(cpu cargo "$cmd" --offline -p "$pkg" --lib)"
+        done
+    done
+    for pkg in "$@"; do
+        # shellcheck disable=SC2086
+        median ${times[$pkg]}
+    done
+}
+siblings() {
+    printf '\n%-34s %9s %9s %8s\n' "30 ops, 20 sibling targets (CPU)" "#[op]" "plain" "ratio"
+    for cmd in check build; do
+        read -r a b <<<"$(measure_cpu "$cmd" sib_op sib_plain | tr '\n' ' ')"
+        printf '%-34s %8.2fs %8.2fs %7.2fx\n' "cargo $cmd --lib (clean)" "$a" "$b" "$(echo "$a / $b" | bc -l)"
+    done
+}
+if [ "${CASES:-all}" = siblings ]; then
+    siblings
+    exit 0
+fi
+
 printf '%-26s %8s %8s %11s %8s %13s\n' "" "#[op]" "plain" "plain+inst" "ratio" "ratio (inst)"
 for cmd in check build; do
     for mode in clean incremental; do
@@ -134,3 +193,4 @@ for mode in clean incremental; do
     read -r a c <<<"$(measure build "$mode" use_op use_plain | tr '\n' ' ')"
     printf '%-26s %7.2fs %10.2fs %7.2fx\n' "cargo build ($mode)" "$a" "$c" "$(echo "$a / $c" | bc -l)"
 done
+siblings

@@ -3,7 +3,7 @@
 //! enough for correct kernels that sum in pairwise order: the bound is anchored on the
 //! reference evaluated in f64 and on the pairwise summation-error model,
 //! `|kernel - r64| <= k * max(1, ceil(log2 len)) * eps * S + 2 * len * min_normal`
-//! (see `op_runtime::verify::conformance::compare`), never on the f32 reference's own error.
+//! (see `op_runtime::conformance::compare`), never on the f32 reference's own error.
 //!
 //! Each op copies a built-in's contract and reference (`builtin/sum`, `builtin/conv1d`) and
 //! declares a `cpu = path` fast kernel, so it runs without a GPU. The wrong kernels were
@@ -14,8 +14,8 @@
 //! conformance (`op_runtime::testing::assert_conformance_rejected`). A sequential sum is correct in exact arithmetic but outside `accum(2)`'s
 //! pairwise model at these lengths, and is rejected too.
 
+use op_runtime::conformance::{self, Case, ConformanceFailure, Fault, Pattern, Report};
 use op_runtime::testing::assert_conformance_rejected;
-use op_runtime::verify::conformance::{self, cases, Case, ConformanceFailure, Fault, Pattern, Report};
 use op_runtime::{op, BackendKind, OpHandle, Real, Tensor};
 
 /// Wrong `sum`: skips every 4096th element (indices 4095, 8191, ...).
@@ -149,12 +149,12 @@ pub fn sum_pairwise_fast(x: &[f32]) -> Vec<f32> {
     vec![pairwise(x)]
 }
 
-fn register(decl: &'static op_runtime::core::decl::OpDecl) -> OpHandle {
+fn register(decl: &'static op_runtime::OpDecl) -> OpHandle {
     op_runtime::Registry::new().register(decl).expect("registers")
 }
 
 /// The CPU report of a wrong fast kernel, asserted rejected while the reference conforms.
-fn rejected_on_cpu(decl: &'static op_runtime::core::decl::OpDecl) -> Report {
+fn rejected_on_cpu(decl: &'static op_runtime::OpDecl) -> Report {
     let report = assert_conformance_rejected(decl)
         .into_iter()
         .find(|r| r.backend == BackendKind::Cpu)
@@ -208,8 +208,8 @@ fn constant_case(h: &OpHandle, n: usize, v: f32) -> Case {
         family: "constant (hand-made)",
         pattern: Pattern::Constant,
         seed: 0,
-        shape: cases::Shape { syms: vec![n as i128], float_params: vec![] },
-        sym_names: op.plan.syms.clone(),
+        shape: conformance::CaseShape { syms: vec![n as i128], float_params: vec![] },
+        sym_names: op.symbols().to_vec(),
         inputs: vec![Tensor::vector(vec![v; n])],
         params: vec![],
         param_names: vec![],
@@ -236,7 +236,7 @@ fn a_sum_dropping_a_few_terms_is_rejected_on_the_biased_sum_case() {
     let kernel = sum_skipping_every_4096th(&x)[0] as f64;
     let eps = f32::EPSILON as f64;
     let former = 2.0 * (r32 - exact).abs().max((n as f64).sqrt() * eps * exact);
-    let now = conformance::compare::accum_bound(2, op_runtime::DType::f32, n, exact);
+    let now = conformance::accum_bound(2, op_runtime::DType::f32, n, exact);
     eprintln!(
         "0.1 x {n}: exact {exact}, reference {r32} (off {:e}), skipping kernel {kernel} (off {:e}); former bound {former:e}, pairwise bound {now:e}",
         r32 - exact,

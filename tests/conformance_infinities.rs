@@ -6,7 +6,7 @@
 
 mod common;
 
-use op_runtime::verify::conformance::{self, cases, Case, ConformanceFailure, Pattern};
+use op_runtime::conformance::{self, Case, ConformanceFailure, Pattern};
 use op_runtime::{op, BackendKind, OpHandle, Real, Registry, Tensor};
 
 /// `sum` with the former kernel: infinities summed in with the finite terms.
@@ -27,8 +27,8 @@ fn case(h: &OpHandle, inputs: Vec<Tensor>, syms: Vec<i128>) -> Case {
         family: "infinity beside an overflowing partial sum (hand-made)",
         pattern: Pattern::Extremes,
         seed: 0,
-        shape: cases::Shape { syms, float_params: vec![] },
-        sym_names: op.plan.syms.clone(),
+        shape: conformance::CaseShape { syms, float_params: vec![] },
+        sym_names: op.symbols().to_vec(),
         inputs,
         params: vec![],
         param_names: vec![],

@@ -17,8 +17,8 @@ mod common;
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
-use op_runtime::core::receipt::{Receipt, ReceiptError};
-use op_runtime::verify::conformance::{self, Class, ConformanceFailure, Fault};
+use op_runtime::conformance::{self, Class, ConformanceFailure, Fault};
+use op_runtime::receipt::{Receipt, ReceiptError};
 use op_runtime::{op, BackendKind, CallOptions, OpHandle, Real, Scalar, Tensor};
 
 /// The broken variants share the good op's contract and reference; only the kernel differs.
@@ -64,7 +64,7 @@ broken_median!(
     median_window_plus_two, "test/broken/median_window_plus_two", "kernels/broken/median_window_plus_two.wgsl"
 );
 
-fn register(decl: &'static op_runtime::core::decl::OpDecl) -> OpHandle {
+fn register(decl: &'static op_runtime::OpDecl) -> OpHandle {
     op_runtime::register(decl).expect("registers")
 }
 
@@ -181,7 +181,7 @@ fn good() -> OpHandle {
     register(&median::windowed_median::DECL)
 }
 
-fn wgpu_profile() -> op_runtime::core::device::DeviceProfile {
+fn wgpu_profile() -> op_runtime::device::DeviceProfile {
     let b = op_runtime::registry().backend(BackendKind::Wgpu).expect("compiled in");
     (*b.profile().expect("available")).clone()
 }

@@ -32,7 +32,7 @@ fn a_software_adapter_ranks_below_the_native_cpu_and_an_explicit_choice_still_re
     );
 
     let add = r.lookup("builtin/add").expect("built-in");
-    assert!(add.op().contract.cpu_serves(), "add declares a cpu kernel serving f32");
+    assert!(add.op().contract().cpu_serves(), "add declares a cpu kernel serving f32");
     let x = Tensor::vector(vec![1.0f32, -2.0, 3.5]);
     let expected = if software { BackendKind::Cpu } else { BackendKind::Wgpu };
     let by_default = add.call(&[&x, &x], &[]).expect("a default call");

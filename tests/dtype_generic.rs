@@ -2,9 +2,9 @@
 //! instance conforms on its own (ulps in its own dtype's units, a receipt per instance), and a
 //! dtype without a kernel on a backend is a typed refusal, never a conversion.
 
-use op_runtime::core::kind::BackendKind;
+use op_runtime::conformance::{conform, ConformanceFailure};
 use op_runtime::f16;
-use op_runtime::verify::conformance::{conform, ConformanceFailure};
+use op_runtime::BackendKind;
 use op_runtime::{op, CallOptions, DispatchError, Real, Registry};
 use op_runtime::{DType, Tensor};
 
@@ -185,7 +185,7 @@ fn the_example_median_conforms_on_every_backend_and_dtype_it_has_a_kernel_for_an
     assert_eq!(instances.len(), 4);
     for inst in instances {
         let op = inst.op();
-        let dtype = op.contract.signature.inputs().next().unwrap().dtype;
+        let dtype = op.contract().signature.inputs().next().unwrap().dtype;
         for kind in [BackendKind::Reference, BackendKind::Cpu, BackendKind::Wgpu, BackendKind::Cuda] {
             let served = kind == BackendKind::Reference || dtype == DType::f32;
             let got = conform(&inst, kind);
@@ -213,8 +213,8 @@ fn the_example_median_conforms_on_every_backend_and_dtype_it_has_a_kernel_for_an
 
 #[test]
 fn the_card_lists_which_instances_each_kernel_serves_and_which_are_verified_here() {
-    use op_runtime::core::trust::TrustList;
-    use op_runtime::verify::sharing::{LocalDevices, OpCard, Trust};
+    use op_runtime::sharing::{LocalDevices, OpCard, Trust};
+    use op_runtime::trust::TrustList;
     let r = registry();
     let h = r.lookup("test/generic/affine").unwrap();
     let f16h = h.at(&[DType::f16]).unwrap();
@@ -269,4 +269,91 @@ fn two_variables_pick_the_instance_both_inputs_spell() {
     }
     let e = h.call(&[&Tensor::from_f64(DType::f32, vec![3], &x).unwrap(), &Tensor::vector(vec![1u8])], &[]).unwrap_err();
     assert!(e.to_string().contains("input `i` is `u8`, which is not a member of `I` (u32 | i32)"), "{e}");
+}
+
+/// One op, one `cpu` kernel per instance (`cpu(f32_fn, dtypes(T: f32)), cpu(f64_fn, dtypes(T:
+/// f64))`): each instance runs its own kernel. The kernels count their calls, so a test can see
+/// which one ran.
+#[op(
+    name = "test/generic/two_cpu", version = 1,
+    signature<T: f16 | f32 | f64>(x: T[n]) -> T[n],
+    category = elementwise, tolerance = ulp(0), backward = none,
+    cpu(twice_f32, dtypes(T: f32)), cpu(twice_f64, dtypes(T: f64)),
+    generated_tests = false,
+)]
+pub fn twice<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| *v + *v).collect()
+}
+
+static TWICE_F32_CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static TWICE_F64_CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The f32 instance's `cpu` kernel.
+pub fn twice_f32(x: &[f32]) -> Vec<f32> {
+    TWICE_F32_CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    x.iter().map(|v| v * 2.0).collect()
+}
+
+/// The f64 instance's `cpu` kernel.
+pub fn twice_f64(x: &[f64]) -> Vec<f64> {
+    TWICE_F64_CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    x.iter().map(|v| v * 2.0).collect()
+}
+
+#[test]
+fn each_instance_runs_its_own_cpu_kernel() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let r = Registry::new();
+    let h = r.register(&twice::DECL).unwrap();
+    let calls = || (TWICE_F32_CALLS.load(SeqCst), TWICE_F64_CALLS.load(SeqCst));
+    let before = calls();
+    let out = h.call_with(&[&t(DType::f32, &[1.5, -2.0])], &[], CallOptions::on(BackendKind::Cpu)).unwrap();
+    assert_eq!(out.provenance.backend, BackendKind::Cpu);
+    let y = out.output().unwrap();
+    assert_eq!((y.dtype(), y.data().to_f64_vec().unwrap()), (DType::f32, vec![3.0, -4.0]));
+    assert_eq!(calls(), (before.0 + 1, before.1), "the f32 call ran the f32 kernel only");
+    let out = h.call_with(&[&t(DType::f64, &[0.25])], &[], CallOptions::on(BackendKind::Cpu)).unwrap();
+    assert_eq!(out.provenance.backend, BackendKind::Cpu);
+    let y = out.output().unwrap();
+    assert_eq!((y.dtype(), y.data().to_f64_vec().unwrap()), (DType::f64, vec![0.5]));
+    assert_eq!(calls(), (before.0 + 1, before.1 + 1), "the f64 call ran the f64 kernel only");
+    // The f16 instance has no `cpu` kernel: refused on cpu, never converted to another's.
+    let e = h.call_with(&[&t(DType::f16, &[1.0])], &[], CallOptions::on(BackendKind::Cpu)).unwrap_err();
+    assert!(e.to_string().contains("`cpu` kernel does not serve `T = f16`"), "{e}");
+    assert_eq!(calls(), (before.0 + 1, before.1 + 1));
+    // Each kernel conforms at its own instance, and the card has a line for each.
+    for d in [DType::f32, DType::f64] {
+        let receipt = conform(&h.at(&[d]).unwrap(), BackendKind::Cpu).unwrap();
+        assert_eq!(receipt.dtypes, format!("T = {}", d.name()));
+    }
+    assert!(matches!(conform(&h.at(&[DType::f16]).unwrap(), BackendKind::Cpu), Err(ConformanceFailure::Unsupported { .. })));
+    let card =
+        op_runtime::sharing::OpCard::of(&h.op(), &[], &op_runtime::sharing::LocalDevices::host(), &op_runtime::trust::TrustList::new());
+    let text = card.to_string();
+    assert!(text.contains("cpu kernel   twice_f32, serving T = f32"), "{text}");
+    assert!(text.contains("cpu kernel   twice_f64, serving T = f64"), "{text}");
+    assert_eq!(card.trust.iter().filter(|k| k.backend == BackendKind::Cpu).count(), 2, "{card}");
+}
+
+/// `s * x`: the variable is written first on a scalar parameter, but a tensor input binds it
+/// (a half-precision parameter arrives as `f32` and could not tell `f16` from `f32`).
+#[op(
+    name = "test/generic/scale_first", version = 1,
+    signature<T: f16 | f32>(s: T, x: T[n]) -> T[n],
+    category = elementwise, tolerance = ulp(1), backward = none,
+    generated_tests = false,
+)]
+pub fn scale_first<T: Real>(s: T, x: &[T]) -> Vec<T> {
+    x.iter().map(|v| *v * s).collect()
+}
+
+#[test]
+fn a_tensor_input_binds_the_variable_even_after_a_scalar_parameter() {
+    let r = Registry::new();
+    let h = r.register(&scale_first::DECL).unwrap();
+    for d in [DType::f16, DType::f32] {
+        let y = h.call(&[&t(d, &[1.5, 2.0])], &[op_runtime::Scalar::F32(2.0)]).unwrap().output().unwrap();
+        assert_eq!(y.dtype(), d, "an {d} input selects the {d} instance");
+        assert_eq!(y.data().to_f64_vec().unwrap(), vec![3.0, 4.0]);
+    }
 }

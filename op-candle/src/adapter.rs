@@ -7,8 +7,8 @@ use crate::convert::{self, Site};
 use crate::custom::Custom;
 use crate::error::Error;
 use crate::shared::{Log, Shared};
-use op_runtime::core::decl::OpDecl;
-use op_runtime::core::provenance::{ProvenanceEntry, ProvenanceRecord};
+use op_runtime::OpDecl;
+use op_runtime::provenance::{ProvenanceEntry, ProvenanceRecord};
 use op_runtime::{CallOptions, OpHandle, Scalar, Tensor};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -45,7 +45,7 @@ fn intern(name: &str) -> &'static str {
 /// [`CandleOp::apply`] runs it as candle's `CustomOp1`, `CustomOp2` or `CustomOp3` by its number
 /// of tensor inputs: the forward dispatches through the op's registry (its `cpu` kernel where
 /// it has one) and candle's `backward` runs the op's VJP as this project's tape does
-/// ([`op_runtime::train::tape::Tape::pullback`]: the VJP op where its backward declares VJP
+/// ([`op_runtime::Tape::pullback`]: the VJP op where its backward declares VJP
 /// kernels, else its VJP rule, else its composite graph). [`CandleOp::call`] runs an op of any
 /// arity and any number of outputs, without gradients.
 #[derive(Clone)]
@@ -139,7 +139,7 @@ impl CandleOp {
     /// The op's number of tensor inputs and of outputs.
     fn arity(&self) -> (usize, usize) {
         let op = self.shared.handle.op();
-        (op.contract.signature.inputs().count(), op.plan.out_names.len())
+        (op.contract().signature.inputs().count(), op.contract().signature.outputs.len())
     }
 
     /// The op applied to `inputs` (one per tensor input, in signature order) as a candle custom
@@ -186,7 +186,7 @@ impl CandleOp {
         if inputs.len() != expected {
             return Err(Error::Arity { op: op.to_string(), expected, given: inputs.len() });
         }
-        let names: Vec<String> = self.shared.handle.op().contract.signature.inputs().map(|s| format!("input `{}`", s.name)).collect();
+        let names: Vec<String> = self.shared.handle.op().contract().signature.inputs().map(|s| format!("input `{}`", s.name)).collect();
         let mut out = Vec::with_capacity(inputs.len());
         for (t, what) in inputs.iter().zip(&names) {
             let site = Site { op, what };

@@ -27,7 +27,7 @@ impl Custom {
     }
 
     fn input_name(&self, k: usize) -> String {
-        match self.0.handle.op().contract.signature.inputs().nth(k) {
+        match self.0.handle.op().contract().signature.inputs().nth(k) {
             Some(s) => format!("input `{}`", s.name),
             None => format!("input {k}"),
         }

@@ -1,7 +1,7 @@
 //! Every typed error of the candle adapter, each naming the op. It decides no policy.
 
-use op_runtime::core::error::{KernelRegistrationError, TensorError};
-use op_runtime::train::tape::TapeError;
+use op_runtime::{KernelRegistrationError, TensorError};
+use op_runtime::train::TapeError;
 use op_runtime::DispatchError;
 use thiserror::Error;
 

@@ -28,7 +28,7 @@
 //!   registry (the op's `cpu` kernel where it has one, by the registry's usual selection, or the
 //!   backend [`CandleOp::with_options`] names). A runtime tensor owns its storage, so the inputs
 //!   are copied once; the output moves into candle without a copy.
-//! - **Backward** runs [`op_runtime::train::tape::Tape::pullback`]: the op's VJP op where its
+//! - **Backward** runs [`op_runtime::Tape::pullback`]: the op's VJP op where its
 //!   backward declares VJP kernels (dispatched), else its VJP rule, else its composite graph,
 //!   exactly as the tape's `backward` does, so candle's gradient equals the tape's.
 //! - **Provenance**: [`CandleOp::last_forward`], [`CandleOp::last_backward`], and every call with

@@ -3,7 +3,7 @@
 //! calls the registry and records; it converts nothing and never talks to candle.
 
 use crate::error::Error;
-use op_runtime::core::provenance::{ProvenanceEntry, ProvenanceRecord};
+use op_runtime::provenance::{ProvenanceEntry, ProvenanceRecord};
 use op_runtime::{CallOptions, OpHandle, Scalar, Tensor};
 use std::sync::Mutex;
 

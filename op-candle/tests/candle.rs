@@ -5,8 +5,9 @@
 
 use candle_core::{DType as CDType, Device, Tensor as CTensor, Var};
 use op_candle::{CandleOp, Error, Strided};
-use op_runtime::core::graph::{Graph, GraphError};
-use op_runtime::train::tape::{TapeError, Var as TVar};
+use op_runtime::graph::{Graph, GraphError};
+use op_runtime::train::TapeError;
+use op_runtime::Var as TVar;
 use op_runtime::{op, DType, OpHandle, Real, Scalar, Tape, Tensor};
 
 /// `a * b + c`: three tensor inputs, a VJP rule and no VJP kernels (its backward runs the rule).
@@ -75,7 +76,7 @@ fn handle(name: &str) -> OpHandle {
     ok(op_runtime::registry().lookup(name))
 }
 
-fn user(decl: &'static op_runtime::core::decl::OpDecl) -> OpHandle {
+fn user(decl: &'static op_runtime::OpDecl) -> OpHandle {
     ok(op_runtime::register(decl))
 }
 
@@ -91,7 +92,7 @@ fn values(n: usize, seed: u64) -> Vec<f64> {
 }
 
 /// A float element type both libraries have, for tests generic over f32 and f64.
-trait F: Real + candle_core::WithDType + op_runtime::core::tensor::Element {
+trait F: Real + candle_core::WithDType + op_runtime::Element {
     fn of(v: f64) -> Self;
     fn scalar(v: f64) -> Scalar;
 }
@@ -125,7 +126,7 @@ fn flat<T: F>(t: &CTensor) -> Vec<T> {
 }
 
 /// The registry's call on runtime tensors: its outputs flattened, and its provenance entry.
-fn registry_call<T: F>(h: &OpHandle, inputs: &[Vec<T>], params: &[Scalar]) -> (Vec<T>, op_runtime::core::provenance::ProvenanceEntry) {
+fn registry_call<T: F>(h: &OpHandle, inputs: &[Vec<T>], params: &[Scalar]) -> (Vec<T>, op_runtime::provenance::ProvenanceEntry) {
     let ts: Vec<Tensor> = inputs.iter().map(|v| Tensor::vector(v.clone())).collect();
     let refs: Vec<&Tensor> = ts.iter().collect();
     let out = ok(h.call(&refs, params));
@@ -190,7 +191,7 @@ fn candle_grads<T: F>(a: &[T], b: &[T], c: &[T], target: &[T], composite: bool) 
 fn tape_grads<T: F>(a: &[T], b: &[T], c: &[T], target: &[T], composite: bool) -> (f64, Vec<Vec<T>>) {
     let mut t = Tape::with_registry(op_runtime::registry());
     let ps: Vec<TVar> = [("a", a), ("b", b), ("c", c)].iter().map(|(n, v)| ok(t.param(n, Tensor::vector(v.to_vec())))).collect();
-    let tg = t.input("target", <T as op_runtime::core::tensor::Element>::DTYPE, [target.len()]);
+    let tg = t.input("target", <T as op_runtime::Element>::DTYPE, [target.len()]);
     let y = ok(t.apply1(&user(&fma3::DECL), &ps, &[]));
     let y = ok(t.call1("builtin/scale", &[y], &[T::scalar(0.5)]));
     let y = match composite {

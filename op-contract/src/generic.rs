@@ -80,9 +80,21 @@ impl Contract {
         self.kernels.get(k).is_some_and(|kernel| serves(&kernel.dtypes, &self.signature.dtype_vars, &self.binding()))
     }
 
-    /// Whether the `cpu` kernel (if any) serves this instance's binding.
+    /// Every `cpu` kernel, in declaration order: (path, the members it serves; empty: all).
+    pub fn cpu_kernels(&self) -> Vec<(&str, &[DTypeVar])> {
+        let first = self.cpu.as_deref().map(|p| (p, self.cpu_dtypes.as_slice()));
+        first.into_iter().chain(self.cpu_more.iter().map(|k| (k.path.as_str(), k.dtypes.as_slice()))).collect()
+    }
+
+    /// The path of the `cpu` kernel serving `binding` of the dtype variables (the first that
+    /// does: the checker lets no two serve one instance), if any.
+    pub fn cpu_for(&self, binding: &[DType]) -> Option<&str> {
+        self.cpu_kernels().into_iter().find(|(_, sel)| serves(sel, &self.signature.dtype_vars, binding)).map(|(p, _)| p)
+    }
+
+    /// Whether a `cpu` kernel serves this instance's binding.
     pub fn cpu_serves(&self) -> bool {
-        self.cpu.is_some() && serves(&self.cpu_dtypes, &self.signature.dtype_vars, &self.binding())
+        self.cpu_for(&self.binding()).is_some()
     }
 }
 
@@ -208,11 +220,13 @@ mod tests {
             nan: None,
             cpu: Some("fast".into()),
             cpu_dtypes: vec![DTypeVar { name: "T".into(), members: vec![DType::f32] }],
+            cpu_more: vec![],
             kernels: vec![],
             license: None,
             visibility: Visibility::Private,
             signed_zero: Default::default(),
             domain: vec![],
+            magnitude: vec![],
         }
     }
 
@@ -228,6 +242,7 @@ mod tests {
         assert_eq!(f64c.signature.inputs().nth(1).unwrap().dtype, DType::u32, "a fixed dtype stays");
         assert_eq!(f64c.binding_text(), "T = f64");
         assert!(!c.cpu_serves() && c.instantiate(&[DType::f32]).unwrap().cpu_serves() && !f64c.cpu_serves());
+        assert_eq!((c.cpu_for(&[DType::f32]), c.cpu_for(&[DType::f64])), (Some("fast"), None));
         assert_eq!(c.instantiate(&[DType::bf16]).unwrap_err(), "`bf16` is not a member of `T` (f16 | f32 | f64)");
         assert!(c.instantiate(&[]).is_err());
         let vars = &c.signature.dtype_vars;
@@ -236,6 +251,26 @@ mod tests {
         assert_eq!(super::cuda_prelude(vars, &[DType::f64]), "typedef double T;\n#line 1\n");
         assert_eq!(super::cuda_prelude(&[], &[]), "");
         assert_eq!(super::f64_binding(vars), vec![DType::f64]);
+    }
+
+    #[test]
+    fn each_instance_finds_the_cpu_kernel_that_serves_it() {
+        let mut c = generic();
+        c.cpu_more.push(crate::contract::CpuKernel {
+            path: "fast64".into(),
+            dtypes: vec![DTypeVar { name: "T".into(), members: vec![DType::f64] }],
+        });
+        let paths: Vec<&str> = c.cpu_kernels().iter().map(|(p, _)| *p).collect();
+        assert_eq!(paths, ["fast", "fast64"]);
+        assert_eq!(c.cpu_for(&[DType::f16]), None);
+        assert_eq!(c.cpu_for(&[DType::f32]), Some("fast"));
+        assert_eq!(c.cpu_for(&[DType::f64]), Some("fast64"));
+        assert!(c.instantiate(&[DType::f64]).unwrap().cpu_serves());
+        // One kernel keeps the encoding it had before several existed.
+        let json = serde_json::to_string(&generic()).unwrap();
+        assert!(!json.contains("cpu_more"), "{json}");
+        let back: crate::contract::Contract = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
     }
 
     #[test]

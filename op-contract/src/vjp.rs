@@ -72,6 +72,7 @@ impl Contract {
         derived.nan = None;
         derived.cpu = None;
         derived.cpu_dtypes = Vec::new();
+        derived.cpu_more = Vec::new();
         derived.kernels = kernels;
         if derived.tolerance == Tolerance::Exact {
             derived.signed_zero = SignedZero::Ignore;
@@ -115,11 +116,13 @@ mod tests {
             nan: None,
             cpu: None,
             cpu_dtypes: vec![],
+            cpu_more: vec![],
             kernels: vec![],
             license: None,
             visibility: Visibility::Private,
             signed_zero: Default::default(),
             domain: vec![],
+            magnitude: vec![],
         }
     }
 

@@ -3,9 +3,12 @@
 
 use proc_macro::TokenStream;
 
+mod elems;
 mod expand;
 mod members;
+mod plain;
 mod shim;
+mod tokens;
 
 /// Declares a compute op: the annotated function is its **reference implementation**, the
 /// attribute its **contract**. The contract is checked at compile time (errors point at the
@@ -80,6 +83,7 @@ mod shim;
 ///             | "nan" "=" "propagate"             (* declares NaN behaviour: NaN in, NaN out *)
 ///             | "domain" "(" interval { "," interval } ")"   (* values the op is defined on *)
 ///             | "cpu" "=" PATH                    (* optional fast CPU kernel, reference's signature *)
+///             | "cpu" "(" PATH "," selection ")"  (* repeatable: one per instance, disjoint *)
 ///             | "output" "=" shape_class          (* default: static *)
 ///             | "kernel" "(" kernel_item { "," kernel_item } ")"   (* repeatable *)
 ///             | "license" "=" STRING              (* SPDX expression *)
@@ -114,7 +118,12 @@ mod shim;
 ///             | "entry" "=" STRING                (* default: the only compute / __global__ fn *)
 ///             | "bindings" "(" slot { "," slot } ")"
 ///             | "threads" "=" extents             (* invocations to launch *)
-///             | "block" "=" ( INT | "(" INT "," INT [ "," INT ] ")" ) ;   (* CUDA threads per block, default 256 *)
+///             | "block" "=" ( INT | "(" INT "," INT [ "," INT ] ")" )   (* CUDA threads per block, default 256 *)
+///             | selection                         (* the instances served; default: all *)
+///             | "limits" "(" limit { "," limit } ")" ;   (* WGSL: WebGPU limits above the defaults *)
+/// selection   = "dtypes" "(" IDENT ":" dtype { "|" dtype } { "," IDENT ":" dtype { "|" dtype } } ")" ;
+/// limit       = ( "max_compute_invocations_per_workgroup" | "max_compute_workgroup_size_x"
+///               | "max_compute_workgroup_size_y" | "max_compute_workgroup_size_z" ) "=" INT ;
 /// extents     = expr | "(" expr "," expr [ "," expr ] ")" ;   (* 1-D, or along x, y[, z] *)
 /// slot        = IDENT ":" ( "read" | "read_write" | "accumulate" ) [ "as" IDENT ]   (* `as`: the kernel's name for it *)
 ///             | "uniform" "(" IDENT { "," IDENT } ")" ;
@@ -133,7 +142,9 @@ mod shim;
 ///   `d_<output>` per output (the output's dtype and dims), its outputs one gradient `d_<input>`
 ///   per float tensor input, its reference the rule. A VJP kernel binds those tensors (the
 ///   op's inputs and the cotangents `read`, the gradients `read_write`) and is checked like a
-///   forward kernel against that signature; conformance compares it with the rule, and the tape
+///   forward kernel against that signature (the very same checks: bindings, symbols, dtypes
+///   served, uniform fields, launch geometry, one kernel per language per instance, every
+///   gradient written); conformance compares it with the rule, and the tape
 ///   differentiates through it (on the device, for a tape on one). An argument may not already
 ///   be named like a derived tensor, and the op's outputs must have static shapes.
 /// - **Symbols** are bound by appearing as a bare dim of an input (`x: f32[n]` binds `n`) or as
@@ -168,7 +179,10 @@ mod shim;
 ///   a float input's values the op is defined on (`log`); conformance and gradcheck sample only
 ///   inside it, NaN included only where the op declares a NaN policy. Without a domain, every
 ///   float input gets NaN, infinities, subnormals and signed zeros. Each interval names a float
-///   tensor input once.
+///   tensor input once. `magnitude(x: 1e-3..10)` declares the range of `|x|` an input is meant
+///   for: gradcheck draws its values there (both signs, inside the domain) instead of its
+///   default magnitudes, which narrow from 1e-3..1e3 where the outputs cannot resolve the
+///   derivative; conformance ignores it. The range must meet the input's domain.
 /// - **The reference** takes, in signature order, `&[E]` per tensor input and `E` per param,
 ///   then optionally `usize` params named after dim symbols (`m: usize`), and returns `Vec<E>`
 ///   (a tuple of `Vec`s for several outputs). Float ops should be generic over one type
@@ -214,7 +228,14 @@ mod shim;
 ///   included once, and the included files are the kernel's headers, like CUDA's `#include`s
 ///   (see `op_contract::wgsl_include`). Kernel files (headers too) enter the build through
 ///   `include_bytes!`, so editing one rebuilds. Paths are relative (never absolute) to the crate's `Cargo.toml` (if
-///   absent there, to the declaring source file's directory) and stay inside the crate.
+///   absent there, to the declaring source file's directory) and stay inside the crate, after
+///   `..` and symbolic links (headers too); each is resolved once, and the file the checker
+///   reads is the file embedded. Every buffer bound `read_write` or `accumulate` is written by
+///   the kernel (WGSL: a store the entry point reaches; CUDA: the parameter used beyond its
+///   declaration). A WGSL workgroup stays within WebGPU's default limits (256 invocations; 256,
+///   256 and 64 along x, y and z) unless the kernel declares the limits it needs with
+///   `limits(max_compute_invocations_per_workgroup = 1024, ...)`; it then runs only on devices
+///   that allow them (the runtime checks the device's limits before launching).
 /// - **Backward rules** are type-checked where they are named: a VJP takes the reference's
 ///   parameters then one cotangent `&[T]` per output and returns one `Vec<T>` per float input
 ///   (a tuple for several); a JVP lists one rule per float input, each taking the reference's

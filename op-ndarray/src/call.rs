@@ -5,7 +5,7 @@
 use crate::convert::{self, NdElement};
 use crate::error::Error;
 use ndarray::{ArrayBase, ArrayD, ArrayViewD, Dimension};
-use op_runtime::core::provenance::ProvenanceEntry;
+use op_runtime::provenance::ProvenanceEntry;
 use op_runtime::{CallOptions, DType, OpHandle, Scalar, Tensor};
 
 /// An array or view a call takes as a tensor input, of any element type and dimension.

@@ -6,8 +6,8 @@
 
 use crate::error::{Error, Refused};
 use ndarray::{ArrayBase, ArrayD, ArrayViewD, Dimension, IxDyn};
-use op_runtime::core::error::TensorError;
-use op_runtime::core::tensor::{Data, Element};
+use op_runtime::TensorError;
+use op_runtime::{Data, Element};
 use op_runtime::Tensor;
 
 /// The element types arrays and tensors share: every dtype of op-runtime (`bool`, the integers,

@@ -1,7 +1,7 @@
 //! The typed errors of the ndarray adapter, and `Refused`, which hands a value a zero-copy
 //! conversion refused back to its owner. It decides no policy.
 
-use op_runtime::core::error::TensorError;
+use op_runtime::TensorError;
 use op_runtime::{DType, DispatchError};
 use thiserror::Error;
 

@@ -11,9 +11,41 @@ use proc_macro2::{Delimiter, Spacing, TokenStream, TokenTree};
 /// kept together, groups as their delimiters; independent of whitespace and comments. Walks
 /// nested groups with an explicit stack, so no nesting depth can exhaust the macro's stack.
 pub fn canonical_tokens(ts: TokenStream) -> String {
+    canonical(ts, false)
+}
+
+/// [`canonical_tokens`] without doc comments (`#[doc = ..]` and `#![doc = ..]` at any depth):
+/// an item's code, attributes included, whose documentation does not count.
+pub fn canonical_code(ts: TokenStream) -> String {
+    canonical(ts, true)
+}
+
+/// Whether `iter` continues with a doc attribute after a `#`: `[doc ..]` or `![doc ..]`; if so,
+/// it is consumed.
+fn skip_doc(iter: &mut std::iter::Peekable<proc_macro2::token_stream::IntoIter>) -> bool {
+    let is_doc = |t: Option<&TokenTree>| match t {
+        Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Bracket => {
+            matches!(g.stream().into_iter().next(), Some(TokenTree::Ident(i)) if i == "doc")
+        }
+        _ => false,
+    };
+    let mut ahead = iter.clone();
+    if matches!(ahead.peek(), Some(TokenTree::Punct(p)) if p.as_char() == '!') {
+        ahead.next();
+    }
+    if !is_doc(ahead.peek()) {
+        return false;
+    }
+    ahead.next();
+    *iter = ahead;
+    true
+}
+
+fn canonical(ts: TokenStream, skip_docs: bool) -> String {
     let mut out = String::new();
     // Each frame: the remaining tokens of a group and its closing delimiter.
-    let mut stack: Vec<(proc_macro2::token_stream::IntoIter, &'static str)> = vec![(ts.into_iter(), "")];
+    type Frame = (std::iter::Peekable<proc_macro2::token_stream::IntoIter>, &'static str);
+    let mut stack: Vec<Frame> = vec![(ts.into_iter().peekable(), "")];
     let mut joint = false;
     while let Some((iter, close)) = stack.last_mut() {
         let Some(tt) = iter.next() else {
@@ -22,6 +54,9 @@ pub fn canonical_tokens(ts: TokenStream) -> String {
             joint = false;
             continue;
         };
+        if skip_docs && matches!(&tt, TokenTree::Punct(p) if p.as_char() == '#') && skip_doc(iter) {
+            continue;
+        }
         if !out.is_empty() && !joint && !out.ends_with(' ') && !out.ends_with(['(', '{', '[']) {
             out.push(' ');
         }
@@ -35,7 +70,7 @@ pub fn canonical_tokens(ts: TokenStream) -> String {
                     Delimiter::None => ("", ""),
                 };
                 out.push_str(o);
-                stack.push((g.stream().into_iter(), c));
+                stack.push((g.stream().into_iter().peekable(), c));
             }
             TokenTree::Ident(i) => out.push_str(&i.to_string()),
             TokenTree::Punct(p) => {
@@ -53,30 +88,6 @@ pub fn body_tokens(func: &RefFn) -> String {
     let sig = &func.sig;
     let body = &func.body;
     canonical_tokens(quote::quote!(#sig #body))
-}
-
-/// The canonical code an op runs: the reference's tokens, then (when the declaring crate can be
-/// read) the closure of crate-local items that the reference, its backward rules, its `cpu`
-/// kernel and its composite builder reach, each on its own line after a `//~ closure` marker.
-pub fn code_tokens(func: &RefFn, attr: &crate::model::OpAttr, site: Option<&crate::closure::Site>) -> String {
-    let mut code = body_tokens(func);
-    let Some(site) = site else { return code };
-    let mut paths: Vec<&syn::Path> = attr.cpu.iter().collect();
-    match &attr.backward {
-        Some(crate::model::SBackward::Declared { vjp, jvp, .. }) => {
-            paths.extend(vjp.iter());
-            paths.extend(jvp.iter().flat_map(|(_, rules)| rules.iter()));
-        }
-        Some(crate::model::SBackward::Composite { graph: Some(g), .. }) => paths.push(g),
-        _ => {}
-    }
-    let (sig, body) = (&func.sig, &func.body);
-    let closure = crate::closure::closure(site, &func.sig.ident.to_string(), &[quote::quote!(#sig #body)], &paths);
-    if !closure.text.is_empty() {
-        code.push_str("\n//~ closure\n");
-        code.push_str(&closure.text);
-    }
-    code
 }
 
 /// The doc comment of an item, lines joined with `\n`, common leading whitespace removed

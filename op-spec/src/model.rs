@@ -178,10 +178,9 @@ pub struct OpAttr {
     pub subgradient: Option<Spanned<String>>,
     /// `nan = propagate`.
     pub nan: Option<Spanned<NanPolicy>>,
-    /// `cpu = path` or `cpu(path, dtypes(...))`: the fast CPU kernel.
-    pub cpu: Option<syn::Path>,
-    /// The `dtypes(...)` selection of `cpu(path, dtypes(...))`; empty: every member.
-    pub cpu_dtypes: Vec<SDTypeVar>,
+    /// Every `cpu = path` or `cpu(path, dtypes(...))` entry that parsed, in order: the fast
+    /// CPU kernels (several serve disjoint instances of a dtype-generic op).
+    pub cpu: Vec<SCpuKernel>,
     /// `output = static | bounded(expr) | dynamic`.
     pub output: Option<SShapeClass>,
     /// Every `kernel(...)` entry that parsed, in order.
@@ -198,6 +197,8 @@ pub struct OpAttr {
     pub signed_zero: Option<Spanned<SignedZero>>,
     /// `domain(...)`: one interval per float input.
     pub domain: Vec<SDomain>,
+    /// `magnitude(...)`: one magnitude range per float input (where gradcheck draws values).
+    pub magnitude: Vec<SMagnitude>,
     /// Every key written in the attribute, even those whose value did not parse (a malformed
     /// value is reported where it is; the key is not also "missing").
     pub keys_present: Vec<String>,
@@ -220,6 +221,26 @@ impl SDomain {
     /// The span-free domain.
     pub fn to_domain(&self) -> contract::Domain {
         contract::Domain { input: self.input.to_string(), lo: self.lo, hi: self.hi }
+    }
+}
+
+/// One input's declared magnitude range with spans (`x: 1e-3..30`).
+#[derive(Clone, Debug)]
+pub struct SMagnitude {
+    /// The input's name as written.
+    pub input: syn::Ident,
+    /// The smallest magnitude.
+    pub lo: f64,
+    /// The largest magnitude.
+    pub hi: f64,
+    /// The whole entry.
+    pub span: SpanRange,
+}
+
+impl SMagnitude {
+    /// The span-free magnitude range.
+    pub fn to_magnitude(&self) -> contract::Magnitude {
+        contract::Magnitude { input: self.input.to_string(), lo: self.lo, hi: self.hi }
     }
 }
 
@@ -451,6 +472,24 @@ impl SBackward {
     }
 }
 
+/// A `cpu = path` or `cpu(path, dtypes(...))` entry with spans.
+#[derive(Clone, Debug)]
+pub struct SCpuKernel {
+    /// The kernel function's path.
+    pub path: syn::Path,
+    /// `dtypes(T: f32)`: the members served (`None`: every member), with the key's span.
+    pub dtypes: Option<(SpanRange, Vec<SDTypeVar>)>,
+    /// The whole entry, from the `cpu` key.
+    pub span: SpanRange,
+}
+
+impl SCpuKernel {
+    /// The selection's variables (empty: every member).
+    pub fn selection(&self) -> &[SDTypeVar] {
+        self.dtypes.as_ref().map(|(_, s)| s.as_slice()).unwrap_or_default()
+    }
+}
+
 /// A kernel declaration with spans.
 #[derive(Clone, Debug)]
 pub struct SKernel {
@@ -476,6 +515,25 @@ pub struct SKernel {
     pub block_yz: Vec<Spanned<u32>>,
     /// `dtypes(T: f32 | f16)`: the members served (empty: every member), with the key's span.
     pub dtypes: Option<(SpanRange, Vec<SDTypeVar>)>,
+    /// `limits(max_compute_invocations_per_workgroup = 1024, ...)`: the WebGPU limits above the
+    /// defaults a WGSL kernel's workgroup needs (empty: the defaults).
+    pub limits: Vec<SLimit>,
+}
+
+impl SKernel {
+    /// The selection's variables (empty: every member).
+    pub fn selection(&self) -> &[SDTypeVar] {
+        self.dtypes.as_ref().map(|(_, s)| s.as_slice()).unwrap_or_default()
+    }
+}
+
+/// One declared WebGPU limit of a WGSL kernel (`max_compute_workgroup_size_x = 512`).
+#[derive(Clone, Debug)]
+pub struct SLimit {
+    /// The limit's name, as `wgpu::Limits` spells it.
+    pub name: syn::Ident,
+    /// The value the kernel needs.
+    pub value: Spanned<u32>,
 }
 
 /// One descriptor slot with spans.
@@ -556,13 +614,20 @@ impl OpAttr {
             backward,
             subgradient: self.subgradient.as_ref().map(|s| s.value.clone()),
             nan: self.nan.as_ref().map(|n| n.value),
-            cpu: self.cpu.as_ref().map(path_text),
-            cpu_dtypes: self.cpu_dtypes.iter().map(SDTypeVar::to_var).collect(),
+            cpu: self.cpu.first().map(|k| path_text(&k.path)),
+            cpu_dtypes: self.cpu.first().map(|k| k.selection().iter().map(SDTypeVar::to_var).collect()).unwrap_or_default(),
+            cpu_more: self
+                .cpu
+                .iter()
+                .skip(1)
+                .map(|k| contract::CpuKernel { path: path_text(&k.path), dtypes: k.selection().iter().map(SDTypeVar::to_var).collect() })
+                .collect(),
             kernels: self.kernels.iter().map(SKernel::to_kernel).collect(),
             license: self.license.as_ref().map(|l| l.value.clone()),
             visibility: self.visibility.as_ref().map(|v| v.value).unwrap_or(Visibility::Private),
             signed_zero: self.signed_zero.as_ref().map(|s| s.value).unwrap_or_default(),
             domain: self.domain.iter().map(SDomain::to_domain).collect(),
+            magnitude: self.magnitude.iter().map(SMagnitude::to_magnitude).collect(),
         })
     }
 }

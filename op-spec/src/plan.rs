@@ -42,7 +42,8 @@ pub struct ShimPlan {
     pub f64: F64Path,
     /// Whether generic shims also need `T: ParamValue` (a float parameter is read as `T`).
     pub float_params: bool,
-    /// The fast CPU kernel (`cpu = path`), called at the declared dtype.
+    /// The fast CPU kernel (`cpu = path`) of an op without dtype variables, called at the
+    /// declared dtype (such an op has at most one).
     pub cpu: Option<syn::Path>,
     /// The VJP rule.
     pub vjp: Option<syn::Path>,
@@ -53,8 +54,9 @@ pub struct ShimPlan {
     /// The bindings of the dtype variables, one instance each (empty for an op without
     /// variables): the shims are concrete per instance.
     pub members: Vec<Vec<DType>>,
-    /// Whether the `cpu` kernel serves each instance.
-    pub cpu_members: Vec<bool>,
+    /// The `cpu` kernel serving each instance, if any (several `cpu(path, dtypes(...))`
+    /// entries serve disjoint instances).
+    pub cpu_members: Vec<Option<syn::Path>>,
     /// The binding the f64 path instantiates (variables with a float member at `f64`).
     pub f64_binding: Vec<DType>,
 }
@@ -80,7 +82,13 @@ impl ShimPlan {
             (false, false, false) => F64Path::None,
         };
         let vars = &c.signature.dtype_vars;
-        let cpu_members = members.iter().map(|b| c.cpu.is_some() && op_contract::generic::serves(&c.cpu_dtypes, vars, b)).collect();
+        let cpu_members = members
+            .iter()
+            .map(|b| {
+                let serving = attr.cpu.iter().zip(c.cpu_kernels()).find(|(_, (_, sel))| op_contract::generic::serves(sel, vars, b));
+                serving.map(|(k, _)| k.path.clone())
+            })
+            .collect();
         let (mut vjp, mut jvp, mut composite) = (None, Vec::new(), None);
         match &attr.backward {
             Some(SBackward::Declared { vjp: v, jvp: j, .. }) => {
@@ -95,7 +103,7 @@ impl ShimPlan {
             declared: if generic { floats.first().copied() } else { None },
             f64,
             float_params: sig.params().any(|p| p.dtype.is_float()),
-            cpu: attr.cpu.clone(),
+            cpu: if c.is_generic() { None } else { attr.cpu.first().map(|k| k.path.clone()) },
             vjp,
             jvp,
             composite,

@@ -13,6 +13,16 @@ use naga::{AddressSpace, ArraySize, GlobalVariable, Module, ResourceBinding, Sca
 use std::panic::catch_unwind;
 use syn::Ident;
 
+/// WebGPU's default limits on a compute workgroup (what every device meets), as `wgpu::Limits`
+/// names them: invocations in all, then the size along x, y and z. A kernel that needs more
+/// declares it with `limits(name = count, ...)` in `kernel(...)`.
+pub const DEFAULT_LIMITS: [(&str, u32); 4] = [
+    ("max_compute_invocations_per_workgroup", 256),
+    ("max_compute_workgroup_size_x", 256),
+    ("max_compute_workgroup_size_y", 256),
+    ("max_compute_workgroup_size_z", 64),
+];
+
 /// What the expansion needs from a checked WGSL kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernelInfo {
@@ -50,7 +60,8 @@ pub fn check_wgsl(cx: &Ctxt, kernel: &SKernel, sig: &SSignature, source: &str) -
     let index = entry?;
     let ep = module.entry_points.get(index)?;
     check_unbound(cx, kernel, &module, &ep.name, info.get_entry_point(index));
-    if !check_workgroup_dims(cx, kernel, ep) {
+    check_written(cx, kernel, &module, &ep.name, info.get_entry_point(index));
+    if !check_workgroup_dims(cx, kernel, ep) || !check_workgroup_limits(cx, kernel, ep) {
         return None;
     }
     if ep.workgroup_size_overrides.is_some() {
@@ -98,6 +109,80 @@ fn check_workgroup_dims(cx: &Ctxt, kernel: &SKernel, ep: &naga::EntryPoint) -> b
     let msg = format!("WGSL entry `{}` has `@workgroup_size({x}, {y}, {z})`, but its launch is {launch}: {fix}", ep.name);
     cx.error(syn::Error::new(kernel.path.span(), msg));
     false
+}
+
+/// Rule: a workgroup stays within WebGPU's default limits (256 invocations; 256, 256 and 64
+/// along x, y and z), which every device meets, unless the kernel declares that it needs more
+/// with `limits(...)` (it then runs only where the device allows it; the runtime checks).
+fn check_workgroup_limits(cx: &Ctxt, kernel: &SKernel, ep: &naga::EntryPoint) -> bool {
+    let [x, y, z] = ep.workgroup_size;
+    let total = u64::from(x) * u64::from(y) * u64::from(z);
+    let needs = [total, u64::from(x), u64::from(y), u64::from(z)];
+    let over: Vec<(&str, u32, u64)> = DEFAULT_LIMITS
+        .iter()
+        .zip(needs)
+        .filter_map(|((name, default), need)| {
+            let allowed = kernel.limits.iter().find(|l| l.name == name).map_or(*default, |l| l.value.value);
+            (need > u64::from(allowed)).then_some((*name, allowed, need))
+        })
+        .collect();
+    if over.is_empty() {
+        return true;
+    }
+    let what: Vec<String> = over
+        .iter()
+        .map(|(name, allowed, need)| {
+            let of = DEFAULT_LIMITS
+                .iter()
+                .position(|(n, _)| n == name)
+                .map_or("", |i| ["invocations in all", "along x", "along y", "along z"][i]);
+            let whose = if DEFAULT_LIMITS.iter().any(|(n, d)| n == name && d == allowed) { "WebGPU's default" } else { "declared" };
+            format!("{need} {of}, above `{name}` = {allowed} ({whose})")
+        })
+        .collect();
+    let declare: Vec<String> = over.iter().map(|(name, _, need)| format!("{name} = {need}")).collect();
+    let msg = format!(
+        "WGSL entry `{}` has `@workgroup_size({x}, {y}, {z})`: {}; devices are only required to meet WebGPU's defaults, so shrink the workgroup (at most 256 invocations: 256, 256 and 64 along x, y and z), or, if the kernel needs more, declare it in `kernel(...)` with `limits({})` (it then runs only on devices that allow it)",
+        ep.name,
+        what.join("; "),
+        declare.join(", ")
+    );
+    cx.error(syn::Error::new(kernel.path.span(), msg));
+    false
+}
+
+/// Rule: every buffer the descriptor binds `read_write` or `accumulate` (an output, which the
+/// kernel must fill) is written by the entry point (directly or through the functions it
+/// calls). A module that passes storage pointers to functions is not judged (the store may go
+/// through the pointer), so no correct kernel is refused.
+fn check_written(cx: &Ctxt, kernel: &SKernel, module: &Module, entry: &str, uses: &FunctionInfo) {
+    let passes_storage_pointers = module.functions.iter().any(|(_, f)| {
+        f.arguments.iter().any(|a| matches!(module.types[a.ty].inner, TypeInner::Pointer { space: AddressSpace::Storage { .. }, .. }))
+    });
+    if passes_storage_pointers {
+        return;
+    }
+    for (slot, b) in kernel.bindings.iter().enumerate() {
+        let SBinding::Buffer { name, access, .. } = b else { continue };
+        if !access.value.writes() {
+            continue;
+        }
+        let Ok(slot_u32) = u32::try_from(slot) else { continue };
+        let found = module.global_variables.iter().find(|(_, v)| v.binding.is_some_and(|rb| rb.group == 0 && rb.binding == slot_u32));
+        let Some((handle, var)) = found else { continue };
+        // (A global that is not read-write storage is the access rule's to report.)
+        let writable = matches!(var.space, AddressSpace::Storage { access } if access.contains(StorageAccess::STORE));
+        if !writable || uses[handle].contains(naga::valid::GlobalUse::WRITE) {
+            continue;
+        }
+        let rb = var.binding.unwrap_or(ResourceBinding { group: 0, binding: slot_u32 });
+        let msg = format!(
+            "`{name}` is bound `{}` but WGSL entry `{entry}` never writes {}: every element of an output is the kernel's to write (the buffer would keep whatever it held); store to it in `{entry}`, or check that the descriptor binds the right slot",
+            access.value.keyword(),
+            describe(var, rb)
+        );
+        cx.error(syn::Error::new(name.span(), msg));
+    }
 }
 
 /// Rule: the source parses and validates (all validation flags, all capabilities: what the
@@ -727,7 +812,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         let err = one_error(k, MEDIAN);
         assert_eq!(err, "the WGSL kernel `k.wgsl` has no compute entry point `median`; compute entry points found: `main`; name one of them, or mark the function `@compute @workgroup_size(...)`");
 
-        let two = format!("{MEDIAN}\n@compute @workgroup_size(32) fn other() {{}}\n");
+        let two = format!("{MEDIAN}\n@compute @workgroup_size(32) fn other() {{ out[0] = x[0]; }}\n");
         let err = one_error(median_kernel(), &two);
         assert_eq!(
             err,
@@ -905,6 +990,49 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         let (info, errs) = check(median_kernel(), &stride);
         assert!(errs.is_empty(), "{errs:#?}");
         assert_eq!(info.map(|i| i.launch), Some(Launch::Flat));
+    }
+
+    /// A workgroup above WebGPU's default limits (here 32 x 32 = 1,024 invocations) is refused
+    /// unless the kernel declares the limits it needs; the message names each limit and the
+    /// declaration.
+    #[test]
+    fn workgroups_stay_within_the_default_limits_unless_declared() {
+        let sig = quote!(signature(x: f32[m, n], w: u32) -> f32[m, n]);
+        let rows = |wg: &str| {
+            MEDIAN
+                .replace("@compute @workgroup_size(64)", &format!("@compute @workgroup_size({wg})"))
+                .replace("let i = gid.x;", "let i = gid.x + gid.y * p.n;")
+        };
+        let k = quote!(kernel(wgsl = "k.wgsl", bindings(x: read, out: read_write, uniform(n, w)), threads = (n, m)));
+        let (info, errs) = check_with(sig.clone(), k.clone(), &rows("32, 32"));
+        assert_eq!(info, None);
+        assert_eq!(errs, ["WGSL entry `main` has `@workgroup_size(32, 32, 1)`: 1024 invocations in all, above `max_compute_invocations_per_workgroup` = 256 (WebGPU's default); devices are only required to meet WebGPU's defaults, so shrink the workgroup (at most 256 invocations: 256, 256 and 64 along x, y and z), or, if the kernel needs more, declare it in `kernel(...)` with `limits(max_compute_invocations_per_workgroup = 1024)` (it then runs only on devices that allow it)"]);
+        // At the limits: fine; one past a per-dimension limit: refused.
+        assert_eq!(check_with(sig.clone(), k.clone(), &rows("16, 16")).1, Vec::<String>::new());
+        assert_eq!(check_with(sig.clone(), k.clone(), &rows("256, 1")).1, Vec::<String>::new());
+        let (_, errs) = check_with(sig.clone(), k, &rows("1, 257"));
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(errs[0].contains("257 along y, above `max_compute_workgroup_size_y` = 256"), "{}", errs[0]);
+        // Declared: accepted.
+        let k = quote!(kernel(wgsl = "k.wgsl", bindings(x: read, out: read_write, uniform(n, w)), threads = (n, m),
+            limits(max_compute_invocations_per_workgroup = 1024)));
+        assert_eq!(check_with(sig, k, &rows("32, 32")).1, Vec::<String>::new());
+    }
+
+    /// Every output the descriptor binds is written by the entry point.
+    #[test]
+    fn an_output_the_entry_never_writes_is_refused() {
+        let src = MEDIAN.replace("out[i] = win[p.w / 2u];", "let m = win[p.w / 2u] + out[i];");
+        let err = one_error(median_kernel(), &src);
+        assert!(
+            err.starts_with(
+                "`out` is bound `read_write` but WGSL entry `main` never writes `@group(0) @binding(1) var<storage, read_write> out`"
+            ),
+            "{err}"
+        );
+        // Written through a helper the entry calls: fine.
+        let helper = MEDIAN.replace("out[i] = win[p.w / 2u];", "put(i, win[p.w / 2u]);") + "fn put(i: u32, v: f32) { out[i] = v; }\n";
+        assert_eq!(check(median_kernel(), &helper).1, Vec::<String>::new());
     }
 
     #[test]

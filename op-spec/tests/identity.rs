@@ -364,8 +364,17 @@ fn hash_in_crate(dir: &Path, attr: &str, reference: &str) -> [u8; 32] {
     use op_spec::closure::Site;
     let file = dir.join("src/lib.rs");
     let func = parse_item(tokens(reference)).expect("reference parses");
-    let location = Location { file: file.clone(), line: 1, column: 1 };
-    let site = Site { file: Some(file), manifest_dir: Some(dir.to_path_buf()), crate_name: Some("closure_crate".into()) };
+    // The attribute stands on the line before the reference, as `#[op(...)]` would.
+    let text = std::fs::read_to_string(&file).expect("lib.rs");
+    let line = text.lines().position(|l| l.contains(reference)).expect("the reference is in lib.rs");
+    let location = Location { file: file.clone(), line, column: 1 };
+    let site = Site {
+        file: Some(file),
+        line: Some((line, 1)),
+        manifest_dir: Some(dir.to_path_buf()),
+        crate_name: Some("closure_crate".into()),
+        ..Site::default()
+    };
     match check_declaration(tokens(attr), &func, &[dir.to_path_buf()], Some(&location), Some(&site)) {
         Ok(c) => c.hash,
         Err(errs) => panic!("does not check: {:#?}", errs.iter().map(|e| e.to_string()).collect::<Vec<_>>()),
@@ -380,6 +389,7 @@ fn editing_a_vjp_body_or_a_cpu_kernels_helper_changes_identity_and_an_unrelated_
     let lib = |vjp_body: &str, cpu_helper: &str, unrelated: &str| {
         format!(
             "use op_runtime::{{op, Real}};\n\
+             #[op]\n\
              {reference}\n\
              pub fn twice_vjp<T: Real>(_x: &[T], g: &[T]) -> Vec<T> {{ {vjp_body} }}\n\
              fn scale2(v: f32) -> f32 {{ {cpu_helper} }}\n\
@@ -456,4 +466,35 @@ fn a_wgsl_include_that_is_missing_or_breaks_the_kernel_is_a_compile_error() {
     let broken = include_dir("fn twice_(v: f32) -> f32 { return v + ; }\n");
     let errs = check_tokens(tokens(DOUBLE_ATTR), tokens(DOUBLE_FN), &[broken]).map(|_| ()).expect_err("broken header");
     assert!(!errs.is_empty());
+}
+
+/// The identity of an op in crate `app` of a workspace whose path dependency `helpers` holds
+/// the helper the reference calls (`body` is that helper's body).
+fn hash_with_path_dependency(body: &str) -> [u8; 32] {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let ws = std::env::temp_dir().join(format!("op-spec-identity-ws-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
+    let write = |rel: &str, text: &str| {
+        let p = ws.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("dir");
+        std::fs::write(p, text).expect("write");
+    };
+    write("Cargo.toml", "[workspace]\nmembers = [\"app\", \"helpers\"]\n[workspace.dependencies]\nhelpers = { path = \"helpers\" }\n");
+    write("Cargo.lock", "version = 4\n\n[[package]]\nname = \"app\"\nversion = \"0.1.0\"\ndependencies = [\"helpers\"]\n\n[[package]]\nname = \"helpers\"\nversion = \"0.1.0\"\n");
+    write("app/Cargo.toml", "[package]\nname = \"app\"\nversion = \"0.1.0\"\n\n[dependencies]\nhelpers.workspace = true\n");
+    write("helpers/Cargo.toml", "[package]\nname = \"helpers\"\nversion = \"0.1.0\"\n");
+    write("helpers/src/lib.rs", &format!("pub fn scale(v: f32) -> f32 {{ {body} }}\n"));
+    let reference = "pub fn scaled(x: &[f32]) -> Vec<f32> { x.iter().map(|v| helpers::scale(*v)).collect() }";
+    write("app/src/lib.rs", &format!("#[op]\n{reference}\n"));
+    let attr =
+        r#"name = "t/path_dep", version = 1, signature(x: f32[n]) -> f32[n], category = elementwise, tolerance = ulp(1), backward = none"#;
+    let hash = hash_in_crate(&ws.join("app"), attr, reference);
+    let _ = std::fs::remove_dir_all(&ws);
+    hash
+}
+
+#[test]
+fn editing_a_helper_in_a_path_dependency_changes_identity() {
+    let base = hash_with_path_dependency("v * 2.0");
+    assert_ne!(base, hash_with_path_dependency("v * 3.0"), "the path dependency's helper changed");
+    assert_eq!(base, hash_with_path_dependency("v * 2.0"), "the same sources, elsewhere on disk");
 }

@@ -3,7 +3,9 @@
 //! swapped, duplicated, replaced and truncated tokens at every nesting depth), expressions built
 //! to hit the limits (thousands of parentheses, unary minuses, `min(min(..))`, long sums),
 //! doc comments with Unicode whitespace and mutated kernel sources, and must return `Ok` or
-//! errors each time, never unwind or overflow its stack. The random test is seeded
+//! errors each time, never unwind or overflow its stack. Whole declaring files are fuzzed too
+//! (deep and unbalanced brackets in code, strings, comments, raw strings and macro bodies),
+//! through everything the macro reads from them: the placement scan and the identity's closure. The random test is seeded
 //! (`OP_FUZZ_SEED`, printed on failure) and bounded in time (`OP_FUZZ_SECONDS`, default 30;
 //! `.ci/run` gives it 60).
 
@@ -357,4 +359,144 @@ fn random_mutations_never_panic() {
     {
         run(&attr.parse().expect("lexes"), &item.parse().expect("lexes"), &bases);
     }
+}
+
+/// The declaration the whole-file cases carry: written into `src/lib.rs` at the line the
+/// location names, with the rest of the file around it.
+const FILE_ATTR: &str =
+    r#"name = "a/f", version = 1, signature(x: f32[n]) -> f32[n], category = elementwise, tolerance = ulp(0), backward = none"#;
+const FILE_FN: &str = "fn f(x: &[f32]) -> Vec<f32> { x.iter().map(|v| helper(*v)).collect() }";
+
+/// Pieces of Rust that break a naive scanner when repeated, nested or left open.
+const FILE_PIECES: [&str; 30] = [
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    "\"",
+    "r#\"",
+    "\"#",
+    "'",
+    "'\\",
+    "/*",
+    "*/",
+    "//",
+    "#",
+    "mod m {",
+    "macro_rules! m { (",
+    "impl W {",
+    "fn helper(v: f32) -> f32 { v }",
+    "\n",
+    "b'",
+    "é\u{3000}",
+    "Option<",
+    ">",
+    "- ",
+    "&",
+    "|| ",
+    " else if a { 0 }",
+    "const X: u8 = ",
+    "type T = ",
+];
+
+/// A crate whose `src/lib.rs` is `before`, the op, then `after` (and `src/m.rs` = `module`),
+/// checked the way the macro checks a declaration there: placement and the identity's
+/// closure read the file. Must return, never panic.
+fn check_in_file(dir: &Path, before: &str, after: &str, module: &str, line_shift: isize) {
+    std::fs::create_dir_all(dir.join("src")).expect("src");
+    let text = format!("{before}\n#[op({FILE_ATTR})]\n{FILE_FN}\n{after}");
+    std::fs::write(dir.join("src/lib.rs"), &text).expect("write lib.rs");
+    std::fs::write(dir.join("src/m.rs"), module).expect("write m.rs");
+    let line = (before.lines().count() + if before.ends_with('\n') || before.is_empty() { 1 } else { 2 }) as isize + line_shift;
+    let line = line.max(1) as usize;
+    let location = op_spec::check::Location { file: dir.join("src/lib.rs"), line, column: 1 };
+    let site = op_spec::closure::Site {
+        file: Some(location.file.clone()),
+        line: Some((line, 1)),
+        manifest_dir: Some(dir.to_path_buf()),
+        crate_name: None,
+        config: None,
+    };
+    let func = op_spec::check::parse_item(FILE_FN.parse().expect("lexes")).expect("parses");
+    let attr: TokenStream = FILE_ATTR.parse().expect("lexes");
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        let _ = op_spec::check::check_declaration(attr, &func, &[dir.to_path_buf()], Some(&location), Some(&site));
+    }));
+    if r.is_err() {
+        let shown: String = text.chars().take(2000).collect();
+        panic!("the macro panicked on this file (line {line}):\n{shown}");
+    }
+}
+
+fn file_dir(tag: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("op-spec-no-panic-file-{}-{tag}", std::process::id()))
+}
+
+/// Deep nesting (256 and far beyond) in code, strings, comments, raw strings and macro bodies,
+/// unbalanced and unterminated files, in the declaring file and in a module it declares.
+#[test]
+fn deep_and_unbalanced_whole_files_never_panic() {
+    let dir = file_dir("fixed");
+    let deep = |open: &str, close: &str, n: usize| format!("{}{}", open.repeat(n), close.repeat(n));
+    let mut cases: Vec<(String, String)> = Vec::new();
+    for n in [255, 256, 257, 1_000, 20_000] {
+        cases.push((format!("const S: &str = \"{}\";", "(".repeat(n)), String::new()));
+        cases.push((format!("// {}", "{".repeat(n)), String::new()));
+        cases.push((format!("/* {} */", "[".repeat(n)), String::new()));
+        cases.push((format!("const R: &str = r##\"{}\"##;", deep("{", "}", n)), String::new()));
+        cases.push((format!("const X: u8 = {};", deep("(", ")", n.min(2_000)).replace("()", "(0)")), String::new()));
+        cases.push((format!("macro_rules! m {{ () => {{ {} }} }}", deep("[", "]", n)), String::new()));
+        cases.push((String::new(), format!("fn g() {{ {} }}", deep("{", "}", n))));
+        cases.push((format!("mod m;\n{}", "mod a { ".repeat(n.min(2_000))), "}".repeat(n.min(2_000))));
+    }
+    for unbalanced in ["{", "}", "(((", ")))", "\"", "r#\"", "/*", "'", "macro_rules! m { (", "mod a {", "impl W {"] {
+        cases.push((unbalanced.to_string(), String::new()));
+        cases.push((String::new(), unbalanced.to_string()));
+    }
+    for (before, after) in &cases {
+        for module in ["", "(((", &"{".repeat(300), "pub fn helper(v: f32) -> f32 { v }"] {
+            for shift in [0, -1, 1, 1_000] {
+                check_in_file(&dir, before, after, module, shift);
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Random whole files: pieces of Rust (brackets, quotes, comment markers, generics, prefix
+/// operators, `else if` chains, module and macro openers) inserted, repeated up to thousands of
+/// times and deleted around the declaration and in a module it declares, seeded
+/// (`OP_FUZZ_SEED`) and bounded in time (`OP_FUZZ_SECONDS`).
+#[test]
+fn random_whole_files_never_panic() {
+    let dir = file_dir("random");
+    let (seed, budget) = fuzz_budget();
+    let mut rng = Rng(seed ^ 0x9E37_79B9_7F4A_7C15);
+    let start = Instant::now();
+    let mut round = 0usize;
+    let base = "mod m;\nuse m::*;\nstruct W(f32);\nimpl std::ops::Add for W { type Output = W; fn add(self, o: W) -> W { W(self.0 + o.0) } }\nfn helper(v: f32) -> f32 { v }";
+    while start.elapsed() < budget {
+        let mut parts: Vec<String> = vec![base.to_string(), String::new(), "pub fn helper(v: f32) -> f32 { v }".to_string()];
+        for _ in 0..1 + rng.below(6) {
+            let which = rng.below(3);
+            let p = &mut parts[which];
+            let piece = FILE_PIECES[rng.below(FILE_PIECES.len())];
+            let times = [1, 2, 255, 256, 300, 3_000][rng.below(6)];
+            let chars: Vec<char> = p.chars().collect();
+            let at = rng.below(chars.len() + 1);
+            let (head, tail): (String, String) = (chars[..at].iter().collect(), chars[at..].iter().collect());
+            *p = match rng.below(3) {
+                0 => format!("{head}{}{tail}", piece.repeat(times)),
+                1 => format!("{head}{tail}", tail = tail.chars().skip(rng.below(20)).collect::<String>()),
+                _ => format!("{head}{piece}{tail}"),
+            };
+        }
+        let shift = [0isize, 0, 0, -1, 1, 7][rng.below(6)];
+        check_in_file(&dir, &parts[0], &parts[1], &parts[2], shift);
+        round += 1;
+    }
+    assert!(round >= 20, "only {round} files in {budget:?}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -110,7 +110,7 @@ pub enum TensorError {
     /// memory, more than the address space, or refused by the allocator. Never an abort.
     #[error("{what} cannot be allocated: {why}; use a smaller shape")]
     TooLarge {
-        /// What was to be allocated (`a \`f32\` tensor of shape [1099511627776]`).
+        /// What was to be allocated ("a `f32` tensor of shape \[1099511627776\]").
         what: String,
         /// Why it cannot be.
         why: String,
@@ -160,6 +160,23 @@ pub enum KernelRegistrationError {
         new: String,
         /// Where the new declaration is written (`path:line`).
         new_site: String,
+    },
+    /// `name@version` is registered with the same identity by another declaration: two items
+    /// (another module or crate, another site) that the identity does not tell apart.
+    #[error(
+        "op `{op}` is already registered from another declaration with the same identity {hash}: the registered one is \
+         declared at {old}, this one at {new}; two functions cannot share one name and version even where the identity \
+         cannot tell their code apart: bump the version (`version = N+1`) or register one under a new name"
+    )]
+    SameIdentityOtherItem {
+        /// The op's `name@version`.
+        op: String,
+        /// The shared identity (hex).
+        hash: String,
+        /// Where the registered op is declared and its function: `path:line (`crate::m::f`)`.
+        old: String,
+        /// Where the new declaration is written and its function.
+        new: String,
     },
     /// The compile-time hash differs from the one recomputed at load.
     #[error("op `{op}`: its compile-time identity {declared} does not match its content {actual} (a stale or tampered build); rebuild the crate")]

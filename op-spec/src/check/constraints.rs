@@ -504,7 +504,12 @@ pub(super) fn check_launch_geometry(cx: &Ctxt, kernels: &[SKernel], solver: &Sol
         let (msg, at) = match (w.negative, w.nonempty) {
             (Some((0, v)), _) if each.len() == 1 => (format!("`threads = {launch}` is {v} with {with} (admissible under the constraints): a launch cannot have a negative number of threads; add a constraint that rules this out or change `threads`"), t),
             (Some((d, v)), _) => (format!("`{}`, the {} extent of `threads = {launch}`, is {v} with {with} (admissible under the constraints): a launch cannot have a negative number of threads; add a constraint that rules this out or change `threads`", each[d], ["x", "y", "z"][d.min(2)]), extents[d]),
-            (None, Some((o, n))) => (format!("`threads = {launch}` is 0 with {with} (admissible under the constraints) while output `{}` has {n} element(s): a launch of no threads writes nothing; launch at least one thread whenever an output is non-empty (e.g. one per output element)", o.name), t),
+            (None, Some((o, n))) if each.len() == 1 => (format!("`threads = {launch}` is 0 with {with} (admissible under the constraints) while output `{}` has {n} element(s): a launch of no threads writes nothing; launch at least one thread whenever an output is non-empty (e.g. one per output element)", o.name), t),
+            (None, Some((o, n))) => {
+                // On the extent that is zero: a launch is empty when any of its extents is.
+                let d = w.zero.unwrap_or(0);
+                (format!("`{}`, the {} extent of `threads = {launch}`, is 0 with {with} (admissible under the constraints) while output `{}` has {n} element(s): a launch with an empty extent runs no threads and writes nothing; make every extent at least 1 whenever an output is non-empty (e.g. one per element along each axis)", each[d], ["x", "y", "z"][d.min(2)], o.name), extents[d])
+            }
             (None, None) => continue,
         };
         cx.error(at.span.error(msg));
@@ -517,6 +522,8 @@ struct LaunchWitness<'a> {
     env: BTreeMap<String, i128>,
     negative: Option<(usize, i128)>,
     nonempty: Option<(&'a STensor, i128)>,
+    /// The first extent that is zero, if any.
+    zero: Option<usize>,
 }
 
 /// Searches the admissible inputs for a [`LaunchWitness`] of the launch `extents`.
@@ -527,12 +534,12 @@ fn launch_witness<'a>(solver: &Solver<'_>, extents: &[Expr], written: &[&'a STen
         let Some(outs) = written.iter().map(|o| numel(o, env)).collect::<Option<Vec<i128>>>() else { return false };
         let nonempty = written.iter().zip(&outs).find(|(_, n)| **n > 0).map(|(o, n)| (*o, *n));
         let negative = vs.iter().copied().enumerate().find(|(_, v)| *v < 0);
-        let empty = vs.contains(&0);
-        found = Some((negative, nonempty));
-        negative.is_some() || (empty && nonempty.is_some())
+        let zero = vs.iter().position(|v| *v == 0);
+        found = Some((negative, nonempty, zero));
+        negative.is_some() || (zero.is_some() && nonempty.is_some())
     })?;
-    let (negative, nonempty) = found?;
-    Some(LaunchWitness { env, negative, nonempty: if negative.is_some() { None } else { nonempty } })
+    let (negative, nonempty, zero) = found?;
+    Some(LaunchWitness { env, negative, nonempty: if negative.is_some() { None } else { nonempty }, zero })
 }
 
 /// Whether kernel `k` binds output `name` as `accumulate`.

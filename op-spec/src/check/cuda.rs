@@ -335,7 +335,49 @@ pub(super) fn check_cuda(cx: &Ctxt, k: &SKernel, sig: &SSignature, src: &str, he
         }
     }
     check_launch_dims(cx, k, entry, &sources);
+    check_written(cx, k, g, &sources);
     Some(entry.clone())
+}
+
+// Rule: every buffer bound `read_write` or `accumulate` (an output, the kernel's to fill) is a
+// named parameter the sources mention beyond its declaration: a pointer never named again is
+// never written. (Lexical and lenient: any other mention counts, so no correct kernel is
+// refused; the mention may be in a macro or a helper.)
+fn check_written(cx: &Ctxt, k: &SKernel, g: &Global, sources: &[&str]) {
+    let mut words: HashMap<String, usize> = HashMap::new();
+    for t in sources.iter().flat_map(|s| lex_c(s)).filter(|t| !t.string && is_word(&t.text)) {
+        *words.entry(t.text).or_default() += 1;
+    }
+    // Parameters in binding order: one per buffer, one per uniform field.
+    let mut i = 0;
+    for b in &k.bindings {
+        let (name, access) = match b {
+            SBinding::Buffer { name, access, .. } => (name, access),
+            SBinding::Uniform { fields, .. } => {
+                i += fields.len();
+                continue;
+            }
+        };
+        i += 1;
+        let Some(p) = g.params.get(i - 1) else { return };
+        if !access.value.writes() || !p.pointer {
+            continue;
+        }
+        let i = i - 1;
+        let acc = access.value.keyword();
+        let why = match &p.name {
+            None => format!(
+                "CUDA parameter {i} of `{}` (`{}`) has no name, so the kernel cannot write it; name it `{name}` and store to it",
+                g.name, p.text
+            ),
+            Some(n) if words.get(n).copied().unwrap_or(0) <= 1 => format!(
+                "CUDA kernel `{}` never uses its parameter `{n}` after declaring it, so it never writes it; store to every element of it",
+                g.name
+            ),
+            Some(_) => continue,
+        };
+        cx.error(syn::Error::new(name.span(), format!("`{name}` is bound `{acc}` (an output, the kernel's to write) but {why}")));
+    }
 }
 
 /// Rule: a CUDA kernel launched over 2 (3) extents reads a `.y` (and `.z`) component somewhere

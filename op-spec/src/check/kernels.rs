@@ -1,16 +1,47 @@
-//! Kernel rules: binding coverage, kernel paths (relative, inside the crate), loading kernel
-//! files and CUDA headers, and handing each source to its language's checks (`wgsl`, `cuda`,
-//! and NVRTC where it loads). Reads files but must not generate code.
+//! Kernel rules: every kernel, forward or VJP, goes through one set of checks against the
+//! signature of the op it computes (`check_kernel_set`): binding coverage, symbols and operands
+//! of its launch and uniform block, the members it serves, its launch geometry, then its file
+//! (paths resolved by `paths`) and source, handed to its language's checks (`wgsl`, `cuda`, and
+//! NVRTC where it loads). Reads files but must not generate code.
 
+use super::constraints::{check_launch_geometry, Solver};
 use super::cuda::check_cuda;
-use super::dtypes::{instantiate, served};
+use super::dtypes::{check_kernel_selections, instantiate, served};
+use super::paths::{self, Base};
+use super::symbols::{bound_dim_symbols, check_kernel_symbols};
 use super::LoadedKernel;
 use crate::contract::{Access, KernelLang};
 use crate::ctxt::Ctxt;
 use crate::model::*;
 use crate::wgsl::{check_wgsl, KernelInfo};
 use op_contract::generic::{binding_text, cuda_prelude, wgsl_prelude};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
+
+/// Every check of a list of kernels that compute one op (the forward kernels against the op's
+/// signature, the VJP kernels against the VJP op's): the same rules for both, in one place.
+/// Returns the kernels whose file and source checked, in declaration order.
+pub(super) fn check_kernel_set(cx: &Ctxt, kernels: &[SKernel], sig: &SSignature, bases: &[Base]) -> Vec<LoadedKernel> {
+    let mut sound = Vec::with_capacity(kernels.len());
+    for k in kernels {
+        let before = cx.error_count();
+        let covered = check_binding_coverage(cx, k, sig);
+        check_kernel_symbols(cx, sig, k);
+        sound.push(covered && cx.error_count() == before);
+    }
+    check_kernel_selections(cx, kernels, sig);
+    if sig.gaps.none() {
+        check_launch_geometry(cx, kernels, &Solver::new(sig, &bound_dim_symbols(sig)));
+    }
+    let mut loaded = Vec::new();
+    for (k, ok) in kernels.iter().zip(sound) {
+        // A kernel is compared with its source only if its descriptor is sound: a source
+        // checked against a broken descriptor would only repeat the descriptor's error.
+        if let Some(lk) = load_and_check_kernel(cx, k, sig, bases, ok && sig.gaps.none()) {
+            loaded.push(lk);
+        }
+    }
+    loaded
+}
 
 // Rule: each kernel binds every tensor exactly once, inputs `read`, outputs `read_write` or
 // `accumulate`, names only tensors of the signature, and has at most one uniform block. Returns whether the
@@ -90,59 +121,6 @@ fn check_buffer_role(cx: &Ctxt, sig: &SSignature, name: &syn::Ident, access: &Sp
     }
 }
 
-/// `base.join(rel)` with `.` and `..` resolved lexically.
-fn normalize(base: &Path, rel: &str) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in base.join(rel).components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
-}
-
-/// The crate a directory belongs to: its nearest ancestor (itself included) with a `Cargo.toml`.
-fn crate_root(dir: &Path) -> PathBuf {
-    dir.ancestors().find(|d| d.join("Cargo.toml").is_file()).unwrap_or(dir).to_path_buf()
-}
-
-/// Reads `rel` against each base in turn, refusing absolute paths and paths that leave the
-/// base's crate. The error text completes "kernel source `rel` ..." and holds no absolute path
-/// (diagnostics must not depend on the machine).
-fn read_relative(bases: &[PathBuf], rel: &str) -> Result<(PathBuf, Vec<u8>), String> {
-    let p = Path::new(rel);
-    if p.is_absolute() || p.components().any(|c| matches!(c, Component::Prefix(_) | Component::RootDir)) {
-        return Err("is an absolute path: kernel paths are relative to the crate's `Cargo.toml`, because the file is read into the op's identity at compile time and must ship with the crate; move the file into the crate and write e.g. `kernels/my_kernel.wgsl`".to_string());
-    }
-    if bases.is_empty() {
-        return Err("cannot be found: the crate directory is unknown (CARGO_MANIFEST_DIR is not set)".to_string());
-    }
-    let mut other: Option<std::io::Error> = None;
-    let mut inside = false;
-    for base in bases {
-        let abs = normalize(base, rel);
-        if !abs.starts_with(crate_root(base)) {
-            continue;
-        }
-        inside = true;
-        match std::fs::read(&abs) {
-            Ok(b) => return Ok((abs, b)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => other = other.or(Some(e)),
-        }
-    }
-    Err(match other {
-        Some(e) => format!("cannot be read ({e}); check the file's permissions and that it is a file"),
-        None if !inside => "leaves the crate (`..` climbs past the directory holding its `Cargo.toml`): a kernel is part of the op's identity and must ship with the crate; move the file inside the crate".to_string(),
-        None => "does not exist relative to the crate's Cargo.toml or to the declaring file's directory; fix the path or add the file"
-            .to_string(),
-    })
-}
-
 /// `#include "..."` targets of a CUDA source, in order.
 pub fn cuda_includes(src: &str) -> Vec<String> {
     src.lines()
@@ -155,14 +133,19 @@ pub fn cuda_includes(src: &str) -> Vec<String> {
         .collect()
 }
 
+/// How a language names its headers: the targets a source includes, and the name of target
+/// `inc` as included from directory `dir`.
+type IncludeRules = (fn(&str) -> Vec<String>, fn(&str, &str) -> String);
+
 /// A kernel's headers, transitively: CUDA `#include "..."`s, WGSL `// @include "..."`s (see
-/// `op_contract::wgsl_include`), each (path relative to the crate, absolute path, bytes),
-/// sorted by path.
-fn load_headers(cx: &Ctxt, k: &SKernel, base: &[PathBuf], text: &str) -> Option<Vec<(String, PathBuf, Vec<u8>)>> {
+/// `op_contract::wgsl_include`), each (path relative to the kernel's base, absolute path, bytes),
+/// sorted by path. Each resolves from the base the kernel was found from and must stay inside
+/// that crate.
+fn load_headers(cx: &Ctxt, k: &SKernel, base: &Base, text: &str) -> Option<Vec<(String, PathBuf, Vec<u8>)>> {
     use op_contract::wgsl_include::{dir_of, resolve};
     // WGSL names each file once (its keys are what the runtime's expansion looks up); CUDA's
     // keys stay as the source spells them, the names NVRTC is handed.
-    let (includes, join): (fn(&str) -> Vec<String>, fn(&str, &str) -> String) = match k.lang {
+    let (includes, join): IncludeRules = match k.lang {
         KernelLang::Cuda => (cuda_includes, |d, i| Path::new(d).join(i).to_string_lossy().replace('\\', "/")),
         KernelLang::Wgsl => (op_contract::wgsl_include::includes, resolve),
     };
@@ -174,12 +157,12 @@ fn load_headers(cx: &Ctxt, k: &SKernel, base: &[PathBuf], text: &str) -> Option<
         if headers.iter().any(|h| h.0 == rel) {
             continue;
         }
-        match read_relative(base, &rel) {
-            Ok((abs, hb)) => {
-                let ht = String::from_utf8_lossy(&hb).to_string();
+        match paths::read_in(base, &rel) {
+            Ok(found) => {
+                let ht = String::from_utf8_lossy(&found.bytes).to_string();
                 let hd = dir_of(&rel);
                 queue.extend(includes(&ht).into_iter().map(|i| (hd.clone(), i)));
-                headers.push((rel, abs, hb));
+                headers.push((rel, found.abs, found.bytes));
             }
             Err(e) => {
                 cx.error(syn::Error::new(k.path.span(), format!("header `{inc}` included by this kernel (as `{rel}`) {e}")));
@@ -219,11 +202,11 @@ pub(super) fn load_and_check_kernel(
     cx: &Ctxt,
     k: &SKernel,
     sig: &SSignature,
-    base: &[PathBuf],
+    bases: &[Base],
     check_contents: bool,
 ) -> Option<LoadedKernel> {
-    let (abs_path, bytes) = match read_relative(base, &k.path.value()) {
-        Ok(x) => x,
+    let paths::Found { abs: abs_path, bytes, base } = match paths::find(bases, &k.path.value()) {
+        Ok(found) => found,
         Err(e) => {
             cx.error(syn::Error::new(k.path.span(), format!("kernel source `{}` {e}", k.path.value())));
             return None;
@@ -237,7 +220,7 @@ pub(super) fn load_and_check_kernel(
         return None;
     };
     let mut info = None;
-    let headers = load_headers(cx, k, base, &text)?;
+    let headers = load_headers(cx, k, &base, &text)?;
     let text = match k.lang {
         KernelLang::Wgsl => expand_wgsl(cx, k, &text, &headers)?,
         KernelLang::Cuda => text,
@@ -289,8 +272,7 @@ fn variants(k: &SKernel, sig: &SSignature) -> Vec<(Option<String>, String, SSign
         return vec![(None, String::new(), sig.clone())];
     }
     let vars: Vec<_> = sig.vars.iter().map(SDTypeVar::to_var).collect();
-    let sel = k.dtypes.as_ref().map(|(_, s)| s.as_slice()).unwrap_or_default();
-    served(sig, sel)
+    served(sig, k.selection())
         .into_iter()
         .filter_map(|b| {
             let prelude = match k.lang {
@@ -433,6 +415,88 @@ mod tests {
         let outside = format!("../{sibling}");
         let e = errors(quote!(kernel(wgsl = #outside, bindings(x: read, out: read_write, uniform(n)), threads = n)), &bases);
         assert!(e[0].contains("leaves the crate"), "{e:?}");
+    }
+
+    /// A header named through `// @include` (WGSL) or `#include` (CUDA) resolves from the
+    /// kernel's own base and may not leave the crate either, even where the file exists.
+    #[test]
+    fn include_paths_stay_inside_the_crate() {
+        let dir = crate_dir("includes");
+        let outside = dir.parent().unwrap().join(format!("op-spec-outside-{}.wgsl", std::process::id()));
+        std::fs::write(&outside, "fn twice(v: f32) -> f32 { return v + v; }\n").unwrap();
+        std::fs::copy(&outside, outside.with_extension("cuh")).unwrap();
+        let name = outside.file_name().unwrap().to_string_lossy().to_string();
+        let wgsl = std::fs::read_to_string(dir.join("kernels/k.wgsl")).unwrap();
+        std::fs::write(dir.join("kernels/inc.wgsl"), format!("// @include \"../../{name}\"\n{wgsl}")).unwrap();
+        std::fs::write(dir.join("kernels/lib.wgsl"), "fn twice(v: f32) -> f32 { return v + v; }\n").unwrap();
+        std::fs::write(dir.join("kernels/inc_ok.wgsl"), format!("// @include \"./lib.wgsl\"\n{wgsl}")).unwrap();
+        let cu = std::fs::read_to_string(dir.join("kernels/k.cu")).unwrap();
+        let cuh = name.replace(".wgsl", ".cuh");
+        std::fs::write(dir.join("kernels/inc.cu"), format!("#include \"../../{cuh}\"\n{cu}")).unwrap();
+        let bases = [dir.clone()];
+        let decl = |lang: &str, path: &str| {
+            let lang = syn::Ident::new(lang, proc_macro2::Span::call_site());
+            let path = syn::LitStr::new(path, proc_macro2::Span::call_site());
+            quote!(kernel(#lang = #path, bindings(x: read, out: read_write, uniform(n)), threads = n))
+        };
+        assert!(errors(decl("wgsl", "kernels/inc_ok.wgsl"), &bases).is_empty());
+        let e = errors(decl("wgsl", "kernels/inc.wgsl"), &bases);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].starts_with(&format!("header `../../{name}` included by this kernel (as `../{name}`) leaves the crate")), "{}", e[0]);
+        let e = errors(decl("cuda", "kernels/inc.cu"), &bases);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].starts_with(&format!("header `../../{cuh}` included by this kernel (as `kernels/../../{cuh}`) leaves the crate")),
+            "{}",
+            e[0]
+        );
+    }
+
+    /// The kernel file the checker reads is the absolute path the expansion embeds.
+    #[test]
+    fn the_loaded_kernel_is_the_absolute_file_read() {
+        let dir = crate_dir("embed");
+        let attr = quote!(name = "a/b", version = 1, signature(x: f32[n]) -> f32[n], category = elementwise, tolerance = ulp(0), backward = none,
+            kernel(wgsl = "kernels/./k.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n));
+        let item = quote!(
+            fn f<T: Real>(x: &[T]) -> Vec<T> {
+                todo!()
+            }
+        );
+        let (checked, _) = check_tokens(attr, item, std::slice::from_ref(&dir)).map_err(|e| e[0].to_string()).unwrap();
+        assert_eq!(checked.kernels[0].abs_path, dir.join("kernels/k.wgsl"));
+        assert_eq!(checked.kernels[0].bytes, std::fs::read(dir.join("kernels/k.wgsl")).unwrap());
+    }
+
+    /// A CUDA output the source never names again is never written; one it uses, anywhere, may
+    /// be (lexical and lenient: no correct kernel is refused).
+    #[test]
+    fn a_cuda_output_never_used_is_refused() {
+        let dir = crate_dir("cuda-written");
+        let good = "extern \"C\" __global__ void k(const float* x, float* out, unsigned int n) { unsigned int i = threadIdx.x; if (i < n) out[i] = x[i]; }\n";
+        std::fs::write(dir.join("kernels/good.cu"), good).unwrap();
+        std::fs::write(dir.join("kernels/unused.cu"), good.replace("out[i] = x[i];", "(void)x[i];")).unwrap();
+        std::fs::write(dir.join("kernels/unnamed.cu"), good.replace("float* out", "float*").replace("out[i] = x[i];", "(void)x[i];"))
+            .unwrap();
+        let bases = [dir];
+        let decl = |path: &str| {
+            let path = syn::LitStr::new(path, proc_macro2::Span::call_site());
+            quote!(kernel(cuda = #path, bindings(x: read, out: read_write, uniform(n)), threads = n))
+        };
+        let e = errors(decl("kernels/good.cu"), &bases);
+        assert!(e.is_empty(), "{e:?}");
+        let e = errors(decl("kernels/unused.cu"), &bases);
+        assert_eq!(e, ["`out` is bound `read_write` (an output, the kernel's to write) but CUDA kernel `k` never uses its parameter `out` after declaring it, so it never writes it; store to every element of it"]);
+        let e = errors(decl("kernels/unnamed.cu"), &bases);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].contains("CUDA parameter 1 of `k` (`float*`) has no name, so the kernel cannot write it"), "{}", e[0]);
+    }
+
+    #[test]
+    fn an_empty_extent_is_reported_on_that_extent() {
+        let bases = [crate_dir("extent")];
+        let e = errors(quote!(kernel(wgsl = "kernels/k.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = (n, 0))), &bases);
+        assert!(e[0].starts_with("`0`, the y extent of `threads = (n, 0)`, is 0 with n = 1 (admissible under the constraints) while output `out` has 1 element(s)"), "{e:?}");
     }
 
     #[test]

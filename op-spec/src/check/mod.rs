@@ -10,7 +10,11 @@ mod cuda;
 mod dtypes;
 mod floats;
 mod kernels;
+mod magnitude;
 mod outputs;
+#[cfg(test)]
+mod parity_tests;
+mod paths;
 mod placement;
 mod sharing;
 mod solve;
@@ -27,9 +31,10 @@ use crate::wgsl::KernelInfo;
 use backward::{check_backward_fits_signature, check_differentiable_reference_is_generic, check_jvp_arity, check_subgradient};
 use category::{check_integer_category_outputs, check_nan_policy_has_floats, check_rounding_category_has_float_output};
 use constraints::{check_bound_nonnegative, check_constant_constraints, check_contradictory_constraints, check_division_by_zero};
-use constraints::{check_launch_geometry, check_output_dims_nonnegative, Solver};
+use constraints::{check_output_dims_nonnegative, Solver};
 use floats::{check_float_constraint_terms, check_float_constraints_satisfiable};
-use kernels::{check_binding_coverage, load_and_check_kernel};
+use kernels::check_kernel_set;
+use magnitude::check_magnitude_inputs;
 use outputs::{check_data_dependent_dims, check_data_dependent_support};
 use placement::check_module_level;
 use proc_macro2::{Span, TokenStream};
@@ -45,11 +50,13 @@ pub use symbols::bound_dim_symbols;
 /// A kernel file and the headers it includes, as read at compile time.
 #[derive(Clone, Debug)]
 pub struct LoadedKernel {
-    /// Absolute path of the source file.
+    /// Absolute, normalised path of the source file inside the crate: the file the checker
+    /// read, which the expansion embeds (`include_bytes!`) and nothing resolves again.
     pub abs_path: PathBuf,
     /// The source bytes (hashed into identity).
     pub bytes: Vec<u8>,
-    /// `#include "..."` headers: (path relative to the crate, absolute path, bytes), sorted.
+    /// `#include "..."` headers: (path relative to the crate, absolute path, bytes), sorted;
+    /// resolved once, like the kernel.
     pub headers: Vec<(String, PathBuf, Vec<u8>)>,
     /// Entry point and workgroup size.
     pub info: KernelInfo,
@@ -115,8 +122,10 @@ pub fn check(cx: &Ctxt, input: &CheckInput<'_>) -> Option<Checked> {
     let mut vjp_kernels = Vec::new();
     if let Some(sig) = &attr.signature {
         reference = check_signature(cx, input, sig);
-        kernels = check_kernels(cx, input, &attr.kernels, sig);
-        vjp_kernels = vjp::check_vjp_kernels(cx, input, sig);
+        // One resolution of kernel paths, for the forward and the VJP kernels alike.
+        let bases = paths::bases(input.base_dirs);
+        kernels = check_kernel_set(cx, &attr.kernels, sig, &bases);
+        vjp_kernels = vjp::check_vjp_kernels(cx, attr, sig, &bases);
     }
     check_data_dependent_support(cx, attr);
     check_subgradient(cx, attr);
@@ -140,7 +149,13 @@ pub fn check(cx: &Ctxt, input: &CheckInput<'_>) -> Option<Checked> {
     kernels.extend(vjp_kernels);
     let plan = ShimPlan::new(attr, &contract, &reference);
     let contract_json = crate::canon::contract_json(&contract);
-    let body_tokens = crate::canon::code_tokens(input.func, attr, input.site);
+    let body_tokens = match crate::closure::code_tokens(input.func, attr, input.site) {
+        Ok(code) => code,
+        Err(e) => {
+            cx.error(syn::Error::new(call_site(attr), e.to_string()));
+            return None;
+        }
+    };
     let kbytes: Vec<crate::canon::KernelBytes<'_>> = kernels
         .iter()
         .zip(contract.embedded_kernels())
@@ -171,7 +186,7 @@ fn check_signature(cx: &Ctxt, input: &CheckInput<'_>, sig: &SSignature) -> RefSh
     dtypes::check_vars_bound(cx, sig);
     dtypes::check_members_admitted(cx, attr, sig);
     dtypes::check_floats_typed_by_vars(cx, sig);
-    dtypes::check_selections(cx, attr, sig);
+    dtypes::check_cpu_kernels(cx, attr, sig);
     check_names_unique(cx, sig);
     let dims = bound_dim_symbols(sig);
     check_symbols_bound(cx, attr, sig, &dims);
@@ -188,7 +203,6 @@ fn check_signature(cx: &Ctxt, input: &CheckInput<'_>, sig: &SSignature) -> RefSh
             check_division_by_zero(cx, attr, &solver);
             check_output_dims_nonnegative(cx, attr, &solver);
             check_bound_nonnegative(cx, attr, &solver);
-            check_launch_geometry(cx, &attr.kernels, &solver);
         }
     }
     check_data_dependent_dims(cx, attr, sig, &symbols::bound_with_params(sig, &dims));
@@ -197,24 +211,10 @@ fn check_signature(cx: &Ctxt, input: &CheckInput<'_>, sig: &SSignature) -> RefSh
     check_backward_fits_signature(cx, attr, sig);
     check_jvp_arity(cx, attr, sig);
     check_domain_inputs(cx, attr, sig);
+    check_magnitude_inputs(cx, attr, sig);
     let reference = check_reference_fn(cx, input.func, sig, &dims);
     check_differentiable_reference_is_generic(cx, attr, sig, &reference, input.func);
     reference
-}
-
-/// Every kernel: its descriptor, then (if the descriptor is sound) its source.
-/// `kernels` (the forward ones, or the VJP ones against the VJP signature) against `sig`.
-fn check_kernels(cx: &Ctxt, input: &CheckInput<'_>, kernels_declared: &[SKernel], sig: &SSignature) -> Vec<LoadedKernel> {
-    let mut kernels = Vec::new();
-    for k in kernels_declared {
-        // A kernel is compared with its source only if its descriptor is sound: a source
-        // checked against a broken descriptor would only repeat the descriptor's error.
-        let descriptor_ok = check_binding_coverage(cx, k, sig) && sig.gaps.none();
-        if let Some(lk) = load_and_check_kernel(cx, k, sig, input.base_dirs, descriptor_ok) {
-            kernels.push(lk);
-        }
-    }
-    kernels
 }
 
 fn call_site(attr: &OpAttr) -> Span {

@@ -70,24 +70,19 @@ pub(super) fn int_params(sig: &SSignature) -> Vec<String> {
         .collect()
 }
 
-// Rule: every symbol used in dims, constraints, launch geometry and uniforms is bound by an
-// input dim or an integer parameter (outputs of `bounded`/`dynamic` ops may be data-dependent).
+// Rule: every symbol used in dims, constraints and the `bounded` limit is bound by an input dim
+// or an integer parameter (outputs of `bounded`/`dynamic` ops may be data-dependent); kernels'
+// symbols are `check_kernel_symbols`'.
 pub(super) fn check_symbols_bound(cx: &Ctxt, attr: &OpAttr, sig: &SSignature, dims: &[String]) {
     if sig.gaps.args {
         return; // the argument that did not parse may be the one binding a symbol
     }
-    let mut bound: Vec<String> = dims.to_vec();
-    bound.extend(int_params(sig));
-    let all_params: Vec<String> = sig.args.iter().filter(|a| matches!(a, SArg::Param(_))).map(|a| a.ident().to_string()).collect();
+    let bound = bound_with_params(sig, dims);
     let report = |id: &syn::Ident, where_: &str, extra: &str| {
-        let s = id.to_string();
-        if all_params.contains(&s) {
-            return; // a non-integer parameter: reported by check_constraint_operands
+        if sig.param(&id.to_string()).is_none() {
+            // (A non-integer parameter is reported by check_constraint_operands.)
+            cx.error(unbound(id, where_, extra));
         }
-        cx.error(syn::Error::new(
-            id.span(),
-            format!("symbol `{s}` in {where_} is never bound: bind it as a bare dim of an input (e.g. `x: f32[{s}]`) or declare a parameter `{s}: u32`{extra}"),
-        ));
     };
     let free_outputs_ok = matches!(attr.output, Some(SShapeClass::Bounded(..)) | Some(SShapeClass::Dynamic(_)));
     for a in &sig.args {
@@ -128,34 +123,58 @@ pub(super) fn check_symbols_bound(cx: &Ctxt, attr: &OpAttr, sig: &SSignature, di
         e.symbols(&mut syms);
         syms.into_iter().filter(|s| !bound.contains(&s.to_string())).for_each(|s| report(s, "the `bounded` limit", ""));
     }
-    for k in &attr.kernels {
-        for t in k.threads.iter().chain(&k.threads_yz) {
-            let mut syms = Vec::new();
-            t.symbols(&mut syms);
-            syms.into_iter().filter(|s| !bound.contains(&s.to_string())).for_each(|s| report(s, "the kernel's `threads`", ""));
-        }
-        for b in &k.bindings {
-            if let SBinding::Uniform { fields, .. } = b {
-                for f in fields {
-                    let s = f.to_string();
-                    if !bound.contains(&s) && !all_params.contains(&s) {
-                        report(f, "the uniform block", "");
-                    }
-                }
+}
+
+/// The error for symbol `id`, used in `where_` but bound by no input dim or integer parameter.
+fn unbound(id: &syn::Ident, where_: &str, extra: &str) -> syn::Error {
+    let s = id.to_string();
+    syn::Error::new(
+        id.span(),
+        format!("symbol `{s}` in {where_} is never bound: bind it as a bare dim of an input (e.g. `x: f32[{s}]`) or declare a parameter `{s}: u32`{extra}"),
+    )
+}
+
+// Rule: a kernel's `threads` uses only symbols bound by an input dim or an integer parameter
+// (and no parameter of another dtype: the launch is an integer expression), and its uniform
+// block only such symbols and parameters. The same for every kernel, forward or VJP, against
+// the signature of the op it computes.
+pub(super) fn check_kernel_symbols(cx: &Ctxt, sig: &SSignature, k: &SKernel) {
+    if sig.gaps.args {
+        return; // the argument that did not parse may be the one binding a symbol
+    }
+    let bound = bound_with_params(sig, &bound_dim_symbols(sig));
+    for t in k.threads.iter().chain(&k.threads_yz) {
+        let mut syms = Vec::new();
+        t.symbols(&mut syms);
+        for s in syms.into_iter().filter(|s| !bound.contains(&s.to_string())) {
+            match sig.param(&s.to_string()) {
+                Some(p) => cx.error(non_integer_operand(s, p.dtype.value)),
+                None => cx.error(unbound(s, "the kernel's `threads`", "")),
             }
+        }
+    }
+    for b in &k.bindings {
+        let SBinding::Uniform { fields, .. } = b else { continue };
+        for f in fields.iter().filter(|f| !bound.contains(&f.to_string()) && sig.param(&f.to_string()).is_none()) {
+            cx.error(unbound(f, "the uniform block", ""));
         }
     }
 }
 
-// Rule: dims, `threads` and `bounded(..)` are integer expressions, and so are the integer
-// constraints: only integer parameters appear in them (float parameters appear in float
+/// The error for a parameter of dtype `d` (not an integer) in an integer expression.
+fn non_integer_operand(s: &syn::Ident, d: DType) -> syn::Error {
+    syn::Error::new(s.span(), format!("parameter `{s}` is `{d}`; dims, `threads` and `bounded(..)` are integer expressions, so only integer parameters can appear in them (a float parameter can appear in a constraint such as `{s} > 0`)"))
+}
+
+// Rule: dims and `bounded(..)` are integer expressions (kernels' `threads` too, see
+// `check_kernel_symbols`), and so are the integer constraints: only integer parameters appear
+// in them (float parameters appear in float
 // constraints, which `floats` checks; a `bool` parameter in none).
 pub(super) fn check_constraint_operands(cx: &Ctxt, attr: &OpAttr, sig: &SSignature) {
     let non_int: BTreeMap<String, DType> =
         sig.params().filter(|p| !p.dtype.value.is_int()).map(|p| (p.name.to_string(), p.dtype.value)).collect();
     let mut exprs: Vec<&SExpr> = sig.inputs().flat_map(|t| t.dims.iter()).collect();
     exprs.extend(sig.outputs.iter().flat_map(|o| o.dims.iter()));
-    exprs.extend(attr.kernels.iter().flat_map(|k| k.threads.iter().chain(&k.threads_yz)));
     if let Some(SShapeClass::Bounded(_, e)) = &attr.output {
         exprs.push(e);
     }
@@ -164,7 +183,7 @@ pub(super) fn check_constraint_operands(cx: &Ctxt, attr: &OpAttr, sig: &SSignatu
         e.symbols(&mut syms);
         for s in syms {
             if let Some(d) = non_int.get(&s.to_string()) {
-                cx.error(syn::Error::new(s.span(), format!("parameter `{s}` is `{d}`; dims, `threads` and `bounded(..)` are integer expressions, so only integer parameters can appear in them (a float parameter can appear in a constraint such as `{s} > 0`)")));
+                cx.error(non_integer_operand(s, *d));
             }
         }
     }

@@ -1,11 +1,11 @@
-//! VJP kernels (`backward = vjp(rule, kernel(...), ...)`): each is checked exactly as a forward
-//! kernel is, against the VJP op's signature, which this module derives from the op's by the
-//! rule `op_contract::vjp` states (the op's arguments, then a cotangent `d_<output>` per
-//! output; a gradient `d_<input>` per float input). Reads kernel files; generates nothing.
+//! VJP kernels (`backward = vjp(rule, kernel(...), ...)`): each goes through the very checks a
+//! forward kernel does (`kernels::check_kernel_set`), against the VJP op's signature, which this
+//! module derives from the op's by the rule `op_contract::vjp` states (the op's arguments, then
+//! a cotangent `d_<output>` per output; a gradient `d_<input>` per float input). Reads kernel
+//! files; generates nothing.
 
-use super::constraints::{check_launch_geometry, Solver};
-use super::symbols::bound_dim_symbols;
-use super::{CheckInput, LoadedKernel};
+use super::paths::Base;
+use super::LoadedKernel;
 use crate::ctxt::Ctxt;
 use crate::model::*;
 use op_contract::vjp::grad_name;
@@ -30,13 +30,13 @@ pub(super) fn vjp_signature(sig: &SSignature) -> SSignature {
 }
 
 // Rule: VJP kernels need outputs whose shapes the signature fixes, and derived names that no
-// argument already has; then each binds the VJP signature's tensors (the op's inputs `read`, the
-// cotangents `read`, the gradients `read_write`) and its source agrees with the descriptor, as a
-// forward kernel's does. Returns the loaded kernels, in declaration order.
-pub(super) fn check_vjp_kernels(cx: &Ctxt, input: &CheckInput<'_>, sig: &SSignature) -> Vec<LoadedKernel> {
-    let kernels = vjp_kernels(input.attr);
+// argument already has; then each is checked as a forward kernel is, against the VJP signature
+// (the op's inputs `read`, the cotangents `read`, the gradients written). Returns the loaded
+// kernels, in declaration order.
+pub(super) fn check_vjp_kernels(cx: &Ctxt, attr: &OpAttr, sig: &SSignature, bases: &[Base]) -> Vec<LoadedKernel> {
+    let kernels = vjp_kernels(attr);
     let Some(first) = kernels.first() else { return Vec::new() };
-    if matches!(input.attr.output, Some(SShapeClass::Bounded(..) | SShapeClass::Dynamic(_))) {
+    if matches!(attr.output, Some(SShapeClass::Bounded(..) | SShapeClass::Dynamic(_))) {
         cx.error(first.span.error("VJP kernels need outputs whose shapes the signature fixes; this op's outputs are data-dependent"));
         return Vec::new();
     }
@@ -44,11 +44,7 @@ pub(super) fn check_vjp_kernels(cx: &Ctxt, input: &CheckInput<'_>, sig: &SSignat
     if !derived_names_unique(cx, &vsig, sig) {
         return Vec::new();
     }
-    let loaded = super::check_kernels(cx, input, kernels, &vsig);
-    if vsig.gaps.none() {
-        check_launch_geometry(cx, kernels, &Solver::new(&vsig, &bound_dim_symbols(&vsig)));
-    }
-    loaded
+    super::kernels::check_kernel_set(cx, kernels, &vsig, bases)
 }
 
 /// A derived name (`d_out`, `d_x`) that an argument of the op already has is reported on that

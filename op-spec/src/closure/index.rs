@@ -1,11 +1,12 @@
 //! One source file indexed as plain data (no spans, so it can be cached across macro
 //! invocations): its modules (the file's own and inline ones), each with its items' canonical
-//! text and the paths their tokens mention, its `use` imports and its out-of-line `mod`
-//! declarations.
+//! text (attributes included, doc comments not), the paths their tokens mention, the names an
+//! `impl` header or an item-level macro call mentions, the `cfg`s they test, its `use` imports
+//! and its out-of-line `mod` declarations.
 
-use super::light::{Light, Member};
-use crate::canon::canonical_tokens;
-use proc_macro2::{Spacing, TokenStream, TokenTree};
+use super::light::{Light, LightItem};
+use crate::canon::canonical_code;
+use proc_macro2::{Delimiter, Spacing, TokenStream, TokenTree};
 use quote::ToTokens;
 
 /// A path mentioned in code: `a::b::c`, with how it was used.
@@ -26,26 +27,54 @@ impl Ref {
     }
 }
 
-/// What kind of item, for resolving associated and macro paths.
+/// What kind of item, for resolving paths to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
-    /// A free function, const, static, type or trait.
+    /// A free function, const, static, type, trait or foreign item, by its name.
     Plain,
-    /// A method or associated const (of an `impl` or a trait).
-    Assoc,
-    /// A `macro_rules!`.
+    /// An `impl` block (trait or inherent), reached by its members' names and by the names its
+    /// header mentions.
+    Impl,
+    /// A `macro_rules!`, by its name.
     Macro,
+    /// An item-level macro call (it may define items and impls), reached by the names it and
+    /// the macro it calls mention.
+    MacroCall,
 }
 
 /// One indexed item.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Item {
+    /// Its name (`""` for an impl; the macro's name for a macro call).
     pub name: String,
     pub kind: Kind,
-    /// Canonical tokens, attributes and doc comments removed.
+    /// Canonical tokens, attributes included, doc comments removed.
     pub text: String,
     /// The paths its tokens mention.
     pub refs: Vec<Ref>,
+    /// The names of its associated items (a trait's or an impl's).
+    pub members: Vec<String>,
+    /// The identifiers an impl's header (its generics, trait and type) or a macro call
+    /// mentions; for a `macro_rules!`, the names its body may define (after `fn`, `struct`,
+    /// `impl`, `for`, ...).
+    pub mentions: Vec<String>,
+    /// A struct, enum, union, type alias or trait: what impls and the syntax's calls are for.
+    pub typelike: bool,
+    /// The `cfg` atoms its tokens test (`feature="x"`, `test`), spaces removed.
+    pub cfgs: Vec<String>,
+}
+
+/// An out-of-line `mod name;` declaration.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Child {
+    pub name: String,
+    /// Its `#[path]` files: a plain `#[path]` alone, else every `cfg_attr(.., path = ..)` one
+    /// and the default file.
+    pub paths: Vec<String>,
+    /// Whether a plain `#[path]` decides the file.
+    pub fixed: bool,
+    /// The `cfg` atoms its attributes test.
+    pub cfgs: Vec<String>,
 }
 
 /// One module of a file: the file's own (`path` empty) or an inline `mod x { .. }`.
@@ -58,183 +87,325 @@ pub(crate) struct Module {
     pub uses: Vec<(String, Vec<String>)>,
     /// Glob imports, `use a::b::*`.
     pub globs: Vec<Vec<String>>,
-    /// Out-of-line child modules: (name, `#[path]` if any).
-    pub children: Vec<(String, Option<String>)>,
+    /// Out-of-line child modules.
+    pub children: Vec<Child>,
+    /// The `cfg` atoms its declaration's and its inner attributes test.
+    pub cfgs: Vec<String>,
 }
 
-/// Indexes a file from its light parse (see [`super::light`]): the same modules as
-/// [`index_file`] on the full parse.
-pub(crate) fn index_light(items: Vec<Light>) -> Vec<Module> {
+/// Indexes a file from its light parse (see [`super::light`]): the same modules as the full
+/// parse gives (`index_file`, which the tests compare).
+pub(crate) fn index_light(file: Light) -> Vec<Module> {
     let mut out = Vec::new();
-    light_items(items, Vec::new(), &mut out);
+    // (items, module path, cfg atoms): an explicit stack, outermost module first.
+    let mut pending: Vec<(Vec<LightItem>, Vec<String>, Vec<String>)> = vec![(file.items, Vec::new(), attr_cfgs(&file.inner))];
+    while let Some((items, path, cfgs)) = pending.pop() {
+        let at = out.len();
+        out.push(Module { path: path.clone(), cfgs, ..Module::default() });
+        for item in items {
+            match item {
+                LightItem::Fn(name, tokens) => out[at].items.push(entry(name.to_string(), Kind::Plain, tokens)),
+                LightItem::Impl(tokens, members) => out[at].items.push(impl_entry(tokens, members)),
+                LightItem::Mod(name, attrs, Some(inner)) => {
+                    let mut p = path.clone();
+                    p.push(name.to_string());
+                    let mut cfgs = attr_cfgs(&attrs);
+                    cfgs.extend(attr_cfgs(&inner.inner));
+                    pending.push((inner.items, p, cfgs));
+                }
+                LightItem::Mod(name, attrs, None) => out[at].children.push(child(&name, &attrs)),
+                LightItem::Item(item) => match *item {
+                    syn::Item::Use(u) => use_tree(&u.tree, &mut out[at]),
+                    other => index_item(&other, &mut out[at].items),
+                },
+            }
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
     out
 }
 
-fn light_items(items: Vec<Light>, path: Vec<String>, out: &mut Vec<Module>) {
-    let at = out.len();
-    out.push(Module { path: path.clone(), ..Module::default() });
-    for item in items {
-        match item {
-            Light::Fn(name, tokens) => out[at].items.push(entry(name.to_string(), Kind::Plain, tokens)),
-            Light::Impl(header, members) => {
-                for m in members {
-                    let (name, body) = match m {
-                        Member::Method(name, tokens) => (name, tokens),
-                        Member::Other(other) => match *other {
-                            syn::ImplItem::Const(c) => (c.ident.clone(), bare(&c, |c| c.attrs.clear())),
-                            _ => continue,
-                        },
-                    };
-                    out[at].items.push(entry(name.to_string(), Kind::Assoc, quote::quote!(#header { #body })));
-                }
-            }
-            Light::Mod(name, _, Some(inner)) => {
-                let mut p = path.clone();
-                p.push(name.to_string());
-                light_items(inner, p, out);
-            }
-            Light::Mod(name, attrs, None) => out[at].children.push((name.to_string(), path_attr(&attrs))),
-            Light::Item(item) => match *item {
-                syn::Item::Use(u) => use_tree(&u.tree, Vec::new(), &mut out[at]),
-                other => index_item(&other, &mut out[at].items),
-            },
-        }
-    }
-}
-
-/// Indexes a parsed file: its modules, outermost first.
+/// Indexes a parsed file: its modules, sorted by path (the full parse, to test the light one).
+#[cfg(test)]
 pub(crate) fn index_file(file: &syn::File) -> Vec<Module> {
     let mut out = Vec::new();
-    index_items(&file.items, Vec::new(), &mut out);
+    let mut pending: Vec<(&[syn::Item], Vec<String>, Vec<String>)> = vec![(&file.items, Vec::new(), attr_cfgs(&file.attrs))];
+    while let Some((items, path, cfgs)) = pending.pop() {
+        let at = out.len();
+        out.push(Module { path: path.clone(), cfgs, ..Module::default() });
+        for item in items {
+            match item {
+                syn::Item::Mod(m) => match &m.content {
+                    Some((_, inner)) => {
+                        let mut p = path.clone();
+                        p.push(m.ident.to_string());
+                        pending.push((inner, p, attr_cfgs(&m.attrs)));
+                    }
+                    None => out[at].children.push(child(&m.ident, &m.attrs)),
+                },
+                syn::Item::Use(u) => use_tree(&u.tree, &mut out[at]),
+                other => index_item(other, &mut out[at].items),
+            }
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
     out
 }
 
-fn index_items(items: &[syn::Item], path: Vec<String>, out: &mut Vec<Module>) {
-    let at = out.len();
-    out.push(Module { path: path.clone(), ..Module::default() });
-    for item in items {
-        match item {
-            syn::Item::Mod(m) => match &m.content {
-                Some((_, inner)) => {
-                    let mut p = path.clone();
-                    p.push(m.ident.to_string());
-                    index_items(inner, p, out);
-                }
-                None => out[at].children.push((m.ident.to_string(), path_attr(&m.attrs))),
-            },
-            syn::Item::Use(u) => use_tree(&u.tree, Vec::new(), &mut out[at]),
-            other => index_item(other, &mut out[at].items),
-        }
-    }
-}
-
-/// The `#[path = "..."]` of a module declaration.
-fn path_attr(attrs: &[syn::Attribute]) -> Option<String> {
-    attrs.iter().find(|a| a.path().is_ident("path")).and_then(|a| match &a.meta {
-        syn::Meta::NameValue(nv) => match &nv.value {
-            syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => Some(s.value()),
-            _ => None,
-        },
+/// A `mod name;` declaration with its attributes.
+fn child(name: &syn::Ident, attrs: &[syn::Attribute]) -> Child {
+    let lit = |e: &syn::Expr| match e {
+        syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => Some(s.value()),
         _ => None,
-    })
-}
-
-fn use_tree(t: &syn::UseTree, prefix: Vec<String>, m: &mut Module) {
-    let with = |s: &syn::Ident| {
-        let mut p = prefix.clone();
-        p.push(s.to_string());
-        p
     };
-    match t {
-        syn::UseTree::Path(p) => use_tree(&p.tree, with(&p.ident), m),
-        syn::UseTree::Name(n) if n.ident == "self" => {
-            if let Some(last) = prefix.last() {
-                m.uses.push((last.clone(), prefix.clone()));
+    let plain = attrs.iter().find(|a| a.path().is_ident("path")).and_then(|a| match &a.meta {
+        syn::Meta::NameValue(nv) => lit(&nv.value),
+        _ => None,
+    });
+    let mut c = Child { name: name.to_string(), cfgs: attr_cfgs(attrs), ..Child::default() };
+    match plain {
+        Some(p) => {
+            c.paths.push(p);
+            c.fixed = true;
+        }
+        None => {
+            // `#[cfg_attr(pred, path = "..")]`: every such file may be the module's.
+            for a in attrs.iter().filter(|a| a.path().is_ident("cfg_attr")) {
+                let Ok(list) = a.meta.require_list() else { continue };
+                let parsed = list.parse_args_with(syn::punctuated::Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated);
+                for m in parsed.into_iter().flatten().skip(1) {
+                    if let syn::Meta::NameValue(nv) = m {
+                        if nv.path.is_ident("path") {
+                            c.paths.extend(lit(&nv.value));
+                        }
+                    }
+                }
             }
         }
-        syn::UseTree::Name(n) => m.uses.push((n.ident.to_string(), with(&n.ident))),
-        syn::UseTree::Rename(r) => m.uses.push((r.rename.to_string(), with(&r.ident))),
-        syn::UseTree::Glob(_) => m.globs.push(prefix),
-        syn::UseTree::Group(g) => g.items.iter().for_each(|t| use_tree(t, prefix.clone(), m)),
+    }
+    c
+}
+
+fn use_tree(t: &syn::UseTree, m: &mut Module) {
+    // An explicit stack of (tree, prefix): use trees of any depth never recurse.
+    let mut pending: Vec<(&syn::UseTree, Vec<String>)> = vec![(t, Vec::new())];
+    while let Some((t, prefix)) = pending.pop() {
+        let with = |s: &syn::Ident| {
+            let mut p = prefix.clone();
+            p.push(s.to_string());
+            p
+        };
+        match t {
+            syn::UseTree::Path(p) => pending.push((&p.tree, with(&p.ident))),
+            syn::UseTree::Name(n) if n.ident == "self" => {
+                if let Some(last) = prefix.last() {
+                    m.uses.push((last.clone(), prefix.clone()));
+                }
+            }
+            syn::UseTree::Name(n) => m.uses.push((n.ident.to_string(), with(&n.ident))),
+            syn::UseTree::Rename(r) => m.uses.push((r.rename.to_string(), with(&r.ident))),
+            syn::UseTree::Glob(_) => m.globs.push(prefix),
+            syn::UseTree::Group(g) => pending.extend(g.items.iter().rev().map(|t| (t, prefix.clone()))),
+        }
     }
 }
 
-/// The canonical text of tokens and the paths they mention.
+/// The canonical text of an item's tokens, the paths they mention and the cfgs they test.
 fn entry(name: String, kind: Kind, tokens: TokenStream) -> Item {
     let mut refs = Vec::new();
     scan(tokens.clone(), &mut refs);
-    Item { name, kind, text: canonical_tokens(tokens), refs }
+    let cfgs = cfg_atoms(tokens.clone());
+    let mentions = match kind {
+        Kind::MacroCall => idents(tokens.clone()),
+        Kind::Macro => defined_names(tokens.clone()),
+        _ => Vec::new(),
+    };
+    Item { name, kind, text: canonical_code(tokens), refs, members: Vec::new(), mentions, cfgs, typelike: false }
 }
 
-/// `item` without its outer attributes (doc comments included), as tokens.
-fn bare<T: Clone + ToTokens>(item: &T, strip: impl FnOnce(&mut T)) -> TokenStream {
-    let mut i = item.clone();
-    strip(&mut i);
-    i.into_token_stream()
+/// An impl block: its whole tokens, its members' names and the names its header mentions.
+fn impl_entry(tokens: TokenStream, members: Vec<String>) -> Item {
+    let header: TokenStream = tokens
+        .clone()
+        .into_iter()
+        .take_while(|t| !matches!(t, TokenTree::Group(g) if g.delimiter() == Delimiter::Brace))
+        .filter(|t| !matches!(t, TokenTree::Group(g) if g.delimiter() == Delimiter::Bracket))
+        .collect();
+    let mut item = entry(String::new(), Kind::Impl, tokens);
+    item.members = members;
+    item.mentions = idents(header);
+    item
 }
 
-fn index_item(item: &syn::Item, out: &mut Vec<Item>) {
+/// The names of a trait's or an impl's associated items.
+fn impl_members(items: &[syn::ImplItem]) -> Vec<String> {
+    items
+        .iter()
+        .filter_map(|i| match i {
+            syn::ImplItem::Fn(f) => Some(f.sig.ident.to_string()),
+            syn::ImplItem::Const(c) => Some(c.ident.to_string()),
+            syn::ImplItem::Type(t) => Some(t.ident.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+pub(crate) fn index_item(item: &syn::Item, out: &mut Vec<Item>) {
     use syn::Item as I;
-    let plain = |name: &syn::Ident, tokens: TokenStream| entry(name.to_string(), Kind::Plain, tokens);
+    let plain = |name: &syn::Ident| entry(name.to_string(), Kind::Plain, item.to_token_stream());
+    let typelike = |name: &syn::Ident| Item { typelike: true, ..plain(name) };
     match item {
-        I::Fn(f) => out.push(plain(&f.sig.ident, bare(f, |f| f.attrs.clear()))),
-        I::Const(c) => out.push(plain(&c.ident, bare(c, |c| c.attrs.clear()))),
-        I::Static(s) => out.push(plain(&s.ident, bare(s, |s| s.attrs.clear()))),
-        I::Struct(s) => out.push(plain(&s.ident, bare(s, |s| s.attrs.clear()))),
-        I::Enum(e) => out.push(plain(&e.ident, bare(e, |e| e.attrs.clear()))),
-        I::Union(u) => out.push(plain(&u.ident, bare(u, |u| u.attrs.clear()))),
-        I::Type(t) => out.push(plain(&t.ident, bare(t, |t| t.attrs.clear()))),
-        I::Trait(t) => index_trait(t, out),
-        I::Impl(i) => index_impl(i, out),
-        I::Macro(m) => {
-            if let (Some(name), true) = (&m.ident, m.mac.path.is_ident("macro_rules")) {
-                out.push(entry(name.to_string(), Kind::Macro, bare(m, |m| m.attrs.clear())));
+        I::Fn(f) => out.push(plain(&f.sig.ident)),
+        I::Const(c) => out.push(plain(&c.ident)),
+        I::Static(s) => out.push(plain(&s.ident)),
+        I::Struct(s) => out.push(typelike(&s.ident)),
+        I::Enum(e) => out.push(typelike(&e.ident)),
+        I::Union(u) => out.push(typelike(&u.ident)),
+        I::Type(t) => out.push(typelike(&t.ident)),
+        I::TraitAlias(t) => out.push(typelike(&t.ident)),
+        I::Trait(t) => {
+            let mut e = typelike(&t.ident);
+            e.members = t
+                .items
+                .iter()
+                .filter_map(|i| match i {
+                    syn::TraitItem::Fn(f) => Some(f.sig.ident.to_string()),
+                    syn::TraitItem::Const(c) => Some(c.ident.to_string()),
+                    syn::TraitItem::Type(t) => Some(t.ident.to_string()),
+                    _ => None,
+                })
+                .collect();
+            out.push(e);
+        }
+        I::Impl(i) => out.push(impl_entry(item.to_token_stream(), impl_members(&i.items))),
+        I::ForeignMod(f) => {
+            for fi in &f.items {
+                let name = match fi {
+                    syn::ForeignItem::Fn(f) => &f.sig.ident,
+                    syn::ForeignItem::Static(s) => &s.ident,
+                    syn::ForeignItem::Type(t) => &t.ident,
+                    _ => continue,
+                };
+                out.push(plain(name));
             }
         }
+        I::Macro(m) => match (&m.ident, m.mac.path.is_ident("macro_rules")) {
+            (Some(name), true) => out.push(entry(name.to_string(), Kind::Macro, item.to_token_stream())),
+            _ => {
+                let name = m.mac.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+                out.push(entry(name, Kind::MacroCall, item.to_token_stream()));
+            }
+        },
         _ => {}
     }
 }
 
-/// A trait: the whole trait by its name, and each default method by the method's name.
-fn index_trait(t: &syn::ItemTrait, out: &mut Vec<Item>) {
-    let whole = bare(t, |t| {
-        t.attrs.clear();
-        for i in &mut t.items {
-            if let syn::TraitItem::Fn(f) = i {
-                f.attrs.clear();
-            }
-        }
-    });
-    out.push(entry(t.ident.to_string(), Kind::Plain, whole));
-    for i in &t.items {
-        if let syn::TraitItem::Fn(f) = i {
-            if f.default.is_some() {
-                let (tr, sig, body) = (&t.ident, &f.sig, &f.default);
-                out.push(entry(f.sig.ident.to_string(), Kind::Assoc, quote::quote!(trait #tr { #sig #body })));
-            }
-        }
-    }
-}
-
-/// An impl block: each method and associated const by its name, with the impl's header.
-fn index_impl(i: &syn::ItemImpl, out: &mut Vec<Item>) {
-    let (generics, self_ty) = (&i.generics, &i.self_ty);
-    let header = match &i.trait_ {
-        Some((bang, path, _)) => quote::quote!(impl #generics #bang #path for #self_ty),
-        None => quote::quote!(impl #generics #self_ty),
-    };
-    for item in &i.items {
-        let (name, body) = match item {
-            syn::ImplItem::Fn(f) => (&f.sig.ident, bare(f, |f| f.attrs.clear())),
-            syn::ImplItem::Const(c) => (&c.ident, bare(c, |c| c.attrs.clear())),
-            _ => continue,
-        };
-        out.push(entry(name.to_string(), Kind::Assoc, quote::quote!(#header { #body })));
-    }
+/// The `cfg` atoms of attributes (`#[cfg(..)]`, `#[cfg_attr(pred, ..)]`).
+fn attr_cfgs(attrs: &[syn::Attribute]) -> Vec<String> {
+    attrs.iter().flat_map(|a| cfg_atoms(a.to_token_stream())).collect()
 }
 
 fn is_punct(t: Option<&TokenTree>, c: char) -> bool {
     matches!(t, Some(TokenTree::Punct(p)) if p.as_char() == c)
+}
+
+/// Every identifier in the tokens, at any depth (iteratively), sorted and deduplicated.
+pub(crate) fn idents(ts: TokenStream) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut pending = vec![ts];
+    while let Some(ts) = pending.pop() {
+        for t in ts {
+            match t {
+                TokenTree::Group(g) => pending.push(g.stream()),
+                TokenTree::Ident(i) => out.push(i.to_string()),
+                _ => {}
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The cfg atoms the tokens test, at any depth: in `cfg(..)`, `cfg!(..)` and the predicate of
+/// `cfg_attr(pred, ..)`, each `name` or `name="value"` other than `all`, `any` and `not`.
+pub(crate) fn cfg_atoms(ts: TokenStream) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut pending = vec![ts];
+    while let Some(ts) = pending.pop() {
+        let toks: Vec<TokenTree> = ts.into_iter().collect();
+        for (i, t) in toks.iter().enumerate() {
+            match t {
+                TokenTree::Group(g) => pending.push(g.stream()),
+                TokenTree::Ident(id) if id == "cfg" || id == "cfg_attr" => {
+                    let k = if is_punct(toks.get(i + 1), '!') { i + 2 } else { i + 1 };
+                    if let Some(TokenTree::Group(g)) = toks.get(k) {
+                        let mut pred: Vec<TokenTree> = g.stream().into_iter().collect();
+                        if id == "cfg_attr" {
+                            let comma = pred.iter().position(|t| is_punct(Some(t), ',')).unwrap_or(pred.len());
+                            pred.truncate(comma);
+                        }
+                        predicate_atoms(pred, &mut out);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn predicate_atoms(pred: Vec<TokenTree>, out: &mut Vec<String>) {
+    let mut pending = vec![pred];
+    while let Some(toks) = pending.pop() {
+        for (i, t) in toks.iter().enumerate() {
+            match t {
+                TokenTree::Group(g) => pending.push(g.stream().into_iter().collect()),
+                TokenTree::Ident(id) if !matches!(id.to_string().as_str(), "all" | "any" | "not") => {
+                    match (is_punct(toks.get(i + 1), '='), toks.get(i + 2)) {
+                        (true, Some(TokenTree::Literal(l))) => out.push(format!("{id}={l}")),
+                        _ => out.push(id.to_string()),
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The names a `macro_rules!` body may define or implement for: each identifier after an item
+/// keyword (`fn`, `struct`, `enum`, `union`, `type`, `trait`, `const`, `static`, `mod`,
+/// `macro_rules !`) or in an impl header (after `impl` and `for`), at any depth.
+fn defined_names(ts: TokenStream) -> Vec<String> {
+    const KEYWORDS: [&str; 11] = ["fn", "struct", "enum", "union", "type", "trait", "const", "static", "mod", "impl", "for"];
+    let mut out = Vec::new();
+    let mut pending = vec![ts];
+    while let Some(ts) = pending.pop() {
+        let mut after_keyword = false;
+        for t in ts {
+            match t {
+                TokenTree::Group(g) => {
+                    pending.push(g.stream());
+                    after_keyword = false;
+                }
+                TokenTree::Ident(i) => {
+                    let word = i.to_string();
+                    if after_keyword && !KEYWORDS.contains(&word.as_str()) {
+                        out.push(word.clone());
+                    }
+                    after_keyword = KEYWORDS.contains(&word.as_str()) || (after_keyword && word == "dyn");
+                }
+                // `impl<T> Tr<T> for W`: generics and paths keep the header going.
+                TokenTree::Punct(p) => after_keyword = after_keyword && matches!(p.as_char(), '<' | '>' | ':' | ',' | '$' | '\'' | '&'),
+                TokenTree::Literal(_) => after_keyword = false,
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// Whether `toks[i..]` starts with `::` followed by an identifier.
@@ -244,9 +415,13 @@ fn path_sep(toks: &[TokenTree], i: usize) -> bool {
         && matches!(toks.get(i + 2), Some(TokenTree::Ident(_)))
 }
 
+/// Keywords after which an identifier is a name being defined, not a path used.
+const DEFINING: [&str; 9] = ["fn", "struct", "enum", "union", "trait", "type", "mod", "static", "let"];
+
 /// Collects every path the tokens mention (into groups too, iteratively: token trees of any
 /// depth never recurse). A path after `::` that does not continue an identifier
-/// (`<T as Tr>::name`, `Vec::<T>::name`) or after `.` is associated.
+/// (`<T as Tr>::name`, `Vec::<T>::name`) or after `.` is associated. A name being defined
+/// (`fn name`, `type Output`, `let x`) is not a path.
 pub(crate) fn scan(ts: TokenStream, out: &mut Vec<Ref>) {
     let mut pending: Vec<TokenStream> = vec![ts];
     while let Some(ts) = pending.pop() {
@@ -256,6 +431,10 @@ pub(crate) fn scan(ts: TokenStream, out: &mut Vec<Ref>) {
             match &toks[i] {
                 TokenTree::Group(g) => {
                     pending.push(g.stream());
+                    i += 1;
+                }
+                TokenTree::Ident(_) if matches!(i.checked_sub(1).and_then(|k| toks.get(k)), Some(TokenTree::Ident(k)) if DEFINING.contains(&k.to_string().as_str())) =>
+                {
                     i += 1;
                 }
                 TokenTree::Ident(id) => {

@@ -3,9 +3,8 @@
 //! that name a variable (`x: T[n]`). Syntax only: which sets and selections are legal is
 //! `check::dtypes`'s.
 
-use super::signature::parse_dtype;
 use super::{parse_kv, split_commas, sr};
-use crate::contract::DType;
+use crate::contract::{refused_dtype, DType};
 use crate::ctxt::Ctxt;
 use crate::model::*;
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
@@ -82,19 +81,25 @@ pub(super) fn parse_selection(input: ParseStream) -> syn::Result<(SpanRange, Vec
 }
 
 /// `cpu = path` (every member) or `cpu(path, dtypes(T: f32))`.
-pub(super) fn parse_cpu(chunk: TokenStream) -> syn::Result<(Option<syn::Path>, Vec<SDTypeVar>)> {
+pub(super) fn parse_cpu(chunk: TokenStream) -> syn::Result<SCpuKernel> {
     let mut it = chunk.clone().into_iter();
-    let group = match (it.next(), it.next(), it.next()) {
-        (Some(TokenTree::Ident(_)), Some(TokenTree::Group(g)), None) if g.delimiter() == Delimiter::Parenthesis => g,
-        _ => return Ok((Some(parse_kv(chunk, |i| i.parse::<syn::Path>())?), Vec::new())),
+    let first = it.next();
+    let kw = first.as_ref().map_or_else(proc_macro2::Span::call_site, TokenTree::span);
+    let group = match (it.next(), it.next()) {
+        (Some(TokenTree::Group(g)), None) if g.delimiter() == Delimiter::Parenthesis => g,
+        _ => {
+            let path = parse_kv(chunk, |i| i.parse::<syn::Path>())?;
+            let last = path.segments.last().map_or(kw, |s| s.ident.span());
+            return Ok(SCpuKernel { path, dtypes: None, span: SpanRange { first: kw, last } });
+        }
     };
     let parts = split_commas(group.stream());
     let [path, sel] = parts.as_slice() else {
         return Err(syn::Error::new(group.span(), "expected `cpu(path, dtypes(T: f32))`, or `cpu = path` for every member"));
     };
     let path: syn::Path = syn::parse2(path.clone())?;
-    let (_, sel) = Parser::parse2(parse_selection, sel.clone())?;
-    Ok((Some(path), sel))
+    let dtypes = Parser::parse2(parse_selection, sel.clone())?;
+    Ok(SCpuKernel { path, dtypes: Some(dtypes), span: SpanRange { first: kw, last: group.span_close() } })
 }
 
 /// An element type: a dtype, or a declared dtype variable (its first member stands for it in
@@ -122,4 +127,24 @@ pub(super) fn parse_elem(input: ParseStream, vars: &[SDTypeVar]) -> syn::Result<
         return Err(syn::Error::new(id.span(), format!("unknown dtype `{name}`; valid dtypes: {}{hint}", names.join(", "))));
     }
     Ok((parse_dtype(input)?, None))
+}
+
+/// A dtype name; sub-byte and fp8 dtypes are refused with the reason, unknown names list the
+/// valid ones.
+fn parse_dtype(input: ParseStream) -> syn::Result<Spanned<DType>> {
+    let id: Ident = input.call(syn::ext::IdentExt::parse_any)?;
+    let s = id.to_string();
+    if let Some(why) = refused_dtype(&s) {
+        return Err(syn::Error::new(
+            id.span(),
+            format!("dtype `{s}` is not supported: {why}; use a byte-addressable dtype such as u8 or f16"),
+        ));
+    }
+    match DType::from_name(&s) {
+        Some(d) => Ok(Spanned::new(d, sr(id.span()))),
+        None => {
+            let names: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
+            Err(syn::Error::new(id.span(), format!("unknown dtype `{s}`; valid dtypes: {}", names.join(", "))))
+        }
+    }
 }

@@ -21,6 +21,8 @@ struct KernelParts {
     threads: Option<Vec<SExpr>>,
     block: Option<Vec<Spanned<u32>>>,
     dtypes: Option<(SpanRange, Vec<SDTypeVar>)>,
+    /// `limits(...)`: its keyword and the limits.
+    limits: Option<(proc_macro2::Span, Vec<SLimit>)>,
     /// Key groups seen (`wgsl` and `cuda` are one group: the source).
     seen: Vec<String>,
 }
@@ -85,6 +87,7 @@ fn parse_kernel_key(parts: &mut KernelParts, chunk: TokenStream) -> syn::Result<
         "threads" => parts.threads = Some(parse_kv(chunk, |i| parse_extents(i, "threads", parse_expr))?),
         "block" => parts.block = Some(parse_kv(chunk, |i| parse_extents(i, "block", parse_block))?),
         "dtypes" => parts.dtypes = Some(Parser::parse2(super::dtypes::parse_selection, chunk)?),
+        "limits" => parts.limits = Some(Parser::parse2(parse_limits, chunk)?),
         _ => {
             let (span, bindings) = Parser::parse2(parse_bindings, chunk)?;
             parts.bindings_span = Some(span);
@@ -134,7 +137,7 @@ fn parse_bindings(input: ParseStream) -> syn::Result<(SpanRange, Vec<SBinding>)>
 /// The kernel from its keys: the source is required; a missing descriptor or launch geometry
 /// is reported, but the kernel is kept (its other rules still run).
 fn assemble(cx: &Ctxt, kw: Ident, span: SpanRange, parts: KernelParts) -> syn::Result<SKernel> {
-    let KernelParts { lang_path, entry, bindings, bindings_span, threads, block, dtypes, .. } = parts;
+    let KernelParts { lang_path, entry, bindings, bindings_span, threads, block, dtypes, limits, .. } = parts;
     let (threads, threads_yz) = split_first(threads);
     let (block, block_yz) = split_first(block);
     let Some((lang, path)) = lang_path else {
@@ -155,8 +158,15 @@ fn assemble(cx: &Ctxt, kw: Ident, span: SpanRange, parts: KernelParts) -> syn::R
             "`block` is for CUDA kernels; a WGSL kernel's workgroup size comes from its `@workgroup_size`",
         ));
     }
+    if let (KernelLang::Cuda, Some((at, _))) = (lang, &limits) {
+        cx.error(syn::Error::new(
+            *at,
+            "`limits(...)` declares the WebGPU limits a WGSL kernel's workgroup needs; a CUDA kernel's block is set with `block = ...` (at most 1024 threads); remove it",
+        ));
+    }
     check_block_shape(cx, block.as_ref(), &block_yz, threads_yz.len());
-    Ok(SKernel { span, lang, path, entry, bindings, bindings_span, threads, threads_yz, block, block_yz, dtypes })
+    let limits = limits.map(|(_, l)| l).unwrap_or_default();
+    Ok(SKernel { span, lang, path, entry, bindings, bindings_span, threads, threads_yz, block, block_yz, dtypes, limits })
 }
 
 /// Rules: a CUDA block has at most 1024 threads in all, and no more dimensions than the launch
@@ -184,6 +194,55 @@ fn check_block_shape(cx: &Ctxt, block: Option<&Spanned<u32>>, block_yz: &[Spanne
 fn split_first<T>(v: Option<Vec<T>>) -> (Option<T>, Vec<T>) {
     let mut v = v.unwrap_or_default().into_iter();
     (v.next(), v.collect())
+}
+
+/// `limits(max_compute_invocations_per_workgroup = 1024, max_compute_workgroup_size_x = 1024)`:
+/// each a WebGPU limit a WGSL kernel needs above its default (see `crate::wgsl::DEFAULT_LIMITS`).
+fn parse_limits(input: ParseStream) -> syn::Result<(proc_macro2::Span, Vec<SLimit>)> {
+    use crate::wgsl::DEFAULT_LIMITS;
+    let kw: Ident = input.parse()?;
+    let names = || DEFAULT_LIMITS.iter().map(|(n, _)| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+    if !input.peek(syn::token::Paren) {
+        return Err(syn::Error::new(
+            kw.span(),
+            format!("expected `limits(max_compute_invocations_per_workgroup = 1024)`: the WebGPU limits above the defaults this kernel needs ({})", names()),
+        ));
+    }
+    let c;
+    let p = syn::parenthesized!(c in input);
+    let mut out: Vec<SLimit> = Vec::new();
+    while !c.is_empty() {
+        let name: Ident = c.parse()?;
+        let Some((_, default)) = DEFAULT_LIMITS.iter().find(|(n, _)| name == n) else {
+            return Err(syn::Error::new(name.span(), format!("unknown WebGPU limit `{name}`; the workgroup limits are {}", names())));
+        };
+        if out.iter().any(|l| l.name == name) {
+            return Err(syn::Error::new(name.span(), format!("limit `{name}` is declared twice; declare it once")));
+        }
+        if !c.peek(Token![=]) {
+            return Err(syn::Error::new(name.span(), format!("expected `{name} = <count>`")));
+        }
+        c.parse::<Token![=]>()?;
+        let lit: LitInt = c.parse()?;
+        let value: u32 = lit.base10_parse().map_err(|_| syn::Error::new(lit.span(), "expected a count from 1 to 4294967295"))?;
+        if value <= *default {
+            return Err(syn::Error::new(
+                lit.span(),
+                format!("`{name} = {value}` is within WebGPU's default ({default}), which every device meets; declare only limits the kernel needs above the defaults, or remove it"),
+            ));
+        }
+        out.push(SLimit { name, value: Spanned::new(value, sr(lit.span())) });
+        if !c.is_empty() {
+            c.parse::<Token![,]>()?;
+        }
+    }
+    if out.is_empty() {
+        return Err(syn::Error::new(p.span.join(), format!("`limits()` declares nothing; name a limit ({}) or remove it", names())));
+    }
+    if !input.is_empty() {
+        return Err(input.error("unexpected tokens after `limits(...)`"));
+    }
+    Ok((kw.span(), out))
 }
 
 /// `name: read`, `name: read_write`, `name: accumulate` (optionally `as global`) or

@@ -6,7 +6,9 @@
 mod dtypes;
 mod expr;
 mod kernel;
+mod magnitude;
 mod signature;
+mod values;
 
 pub(crate) use expr::expr_text;
 pub use expr::{parse_constraint, parse_expr, MAX_EXPR_NODES};
@@ -15,6 +17,7 @@ use crate::contract::{Category, NanPolicy, Tolerance, Visibility};
 use crate::ctxt::Ctxt;
 use crate::model::*;
 use proc_macro2::{Span, TokenStream, TokenTree};
+use syn::ext::IdentExt;
 use syn::parse::{ParseStream, Parser};
 use syn::{Ident, LitInt, LitStr, Token};
 
@@ -50,10 +53,12 @@ pub mod keys {
     pub const SIGNED_ZERO: &str = "signed_zero";
     /// `domain`.
     pub const DOMAIN: &str = "domain";
+    /// `magnitude`.
+    pub const MAGNITUDE: &str = "magnitude";
     /// `generated_tests`.
     pub const GENERATED_TESTS: &str = "generated_tests";
     /// Every key, in documentation order.
-    pub const ALL: [&str; 16] = [
+    pub const ALL: [&str; 17] = [
         NAME,
         VERSION,
         SIGNATURE,
@@ -64,6 +69,7 @@ pub mod keys {
         SUBGRADIENT,
         NAN,
         DOMAIN,
+        MAGNITUDE,
         CPU,
         OUTPUT,
         KERNEL,
@@ -72,7 +78,7 @@ pub mod keys {
         GENERATED_TESTS,
     ];
     /// Keys of `kernel(...)`.
-    pub const KERNEL_KEYS: [&str; 7] = ["wgsl", "cuda", "entry", "bindings", "threads", "block", "dtypes"];
+    pub const KERNEL_KEYS: [&str; 8] = ["wgsl", "cuda", "entry", "bindings", "threads", "block", "dtypes", "limits"];
 }
 
 /// The most levels of parentheses, brackets and braces an attribute entry may nest. Checked
@@ -157,7 +163,9 @@ pub fn parse_attr(cx: &Ctxt, tokens: TokenStream) -> OpAttr {
         if !attr.keys_present.contains(&k) {
             attr.keys_present.push(k.clone());
         }
-        if k != keys::KERNEL {
+        // `kernel` and `cpu` may repeat: one entry per kernel (`check` refuses two serving one
+        // instance).
+        if k != keys::KERNEL && k != keys::CPU {
             if seen.contains(&k) {
                 cx.error(syn::Error::new(key.span(), format!("duplicate key `{k}`: each key may appear once; remove this one")));
                 continue;
@@ -186,9 +194,10 @@ fn parse_entry(cx: &Ctxt, attr: &mut OpAttr, key: &str, chunk: TokenStream) -> s
         keys::BACKWARD => attr.backward = Some(parse_kv(chunk, |i| parse_backward(cx, i))?),
         keys::SUBGRADIENT => attr.subgradient = Some(parse_kv(chunk, parse_subgradient)?),
         keys::NAN => attr.nan = Some(parse_kv(chunk, parse_nan)?),
-        keys::SIGNED_ZERO => attr.signed_zero = Some(parse_kv(chunk, crate::parse_values::parse_signed_zero)?),
-        keys::DOMAIN => attr.domain = Parser::parse2(crate::parse_values::parse_domain, chunk)?,
-        keys::CPU => (attr.cpu, attr.cpu_dtypes) = dtypes::parse_cpu(chunk)?,
+        keys::SIGNED_ZERO => attr.signed_zero = Some(parse_kv(chunk, values::parse_signed_zero)?),
+        keys::DOMAIN => attr.domain = Parser::parse2(values::parse_domain, chunk)?,
+        keys::MAGNITUDE => attr.magnitude = Parser::parse2(magnitude::parse_magnitude, chunk)?,
+        keys::CPU => attr.cpu.push(dtypes::parse_cpu(chunk)?),
         keys::OUTPUT => attr.output = Some(parse_kv(chunk, parse_shape_class)?),
         keys::KERNEL => {
             if let Some(k) = Parser::parse2(|i: ParseStream| kernel::parse_kernel(cx, i), chunk)? {
@@ -226,8 +235,30 @@ fn parse_subgradient(input: ParseStream) -> syn::Result<Spanned<String>> {
     Ok(Spanned::new(s.value(), sr(s.span())))
 }
 
+/// The bare word a key takes (`category = elementwise`). A string literal, or any other token,
+/// is refused naming the key and its valid values (`valid`, as documented: `ulp(k)` and the
+/// like); a string holding a valid word says to drop the quotes.
+pub(crate) fn parse_word(input: ParseStream, key: &str, valid: &[&str]) -> syn::Result<Ident> {
+    let list = valid.join(", ");
+    if input.peek(LitStr) {
+        let s: LitStr = input.parse()?;
+        let v = s.value();
+        let word = valid.iter().find(|w| w.split('(').next() == Some(v.as_str()));
+        let msg = match word {
+            Some(w) => format!("`{key}` takes a bare word, not a string: write `{key} = {w}` without quotes (valid: {list})"),
+            None => format!("`{key}` takes a bare word, not a string; valid: {list}"),
+        };
+        return Err(syn::Error::new(s.span(), msg));
+    }
+    if !input.peek(Ident::peek_any) {
+        return Err(input.error(format!("expected a value for `{key}`; valid: {list}")));
+    }
+    // (Any identifier, keywords included: `output = static`.)
+    input.call(Ident::parse_any)
+}
+
 fn parse_nan(input: ParseStream) -> syn::Result<Spanned<NanPolicy>> {
-    let id: Ident = input.parse()?;
+    let id = parse_word(input, keys::NAN, &["propagate"])?;
     match id.to_string().as_str() {
         "propagate" => Ok(Spanned::new(NanPolicy::Propagate, sr(id.span()))),
         other => Err(syn::Error::new(id.span(), format!("unknown NaN policy `{other}`; the valid one is `propagate`"))),
@@ -235,7 +266,7 @@ fn parse_nan(input: ParseStream) -> syn::Result<Spanned<NanPolicy>> {
 }
 
 fn parse_visibility(input: ParseStream) -> syn::Result<Spanned<Visibility>> {
-    let id: Ident = input.parse()?;
+    let id = parse_word(input, keys::VISIBILITY, &["private", "workspace", "public"])?;
     let v = match id.to_string().as_str() {
         "private" => Visibility::Private,
         "workspace" => Visibility::Workspace,
@@ -290,7 +321,8 @@ fn parse_version(input: ParseStream) -> syn::Result<Spanned<u32>> {
 }
 
 fn parse_category(input: ParseStream) -> syn::Result<Spanned<Category>> {
-    let id: Ident = input.parse()?;
+    let names: Vec<&str> = Category::ALL.iter().map(|(_, n)| *n).collect();
+    let id = parse_word(input, keys::CATEGORY, &names)?;
     let s = id.to_string();
     match Category::ALL.iter().find(|(_, n)| *n == s) {
         Some((c, _)) => Ok(Spanned::new(*c, sr(id.span()))),
@@ -308,7 +340,7 @@ fn paren_content(input: ParseStream<'_>) -> syn::Result<syn::parse::ParseBuffer<
 }
 
 fn parse_tolerance(input: ParseStream) -> syn::Result<Spanned<Tolerance>> {
-    let id: Ident = input.parse()?;
+    let id = parse_word(input, keys::TOLERANCE, &["exact", "ulp(k)", "accum(k)", "loose(rtol, atol)"])?;
     let s = id.to_string();
     let span = sr(id.span());
     let need_paren = |what: &str| {
@@ -382,7 +414,7 @@ fn parse_float_lit(input: ParseStream) -> syn::Result<f64> {
 }
 
 fn parse_backward(cx: &Ctxt, input: ParseStream) -> syn::Result<SBackward> {
-    let id: Ident = input.parse()?;
+    let id = parse_word(input, keys::BACKWARD, &["none", "composite", "composite(graph_fn)", "vjp(path)", "jvp(path, ...)"])?;
     let span = sr(id.span());
     match id.to_string().as_str() {
         "none" => Ok(SBackward::None(span)),
@@ -418,7 +450,7 @@ fn parse_backward(cx: &Ctxt, input: ParseStream) -> syn::Result<SBackward> {
                     vjp = Some(path);
                     vjp_kernels = kernels;
                 } else {
-                    let paths = c.parse_terminated(syn::Path::parse_mod_style, Token![,])?;
+                    let paths = c.parse_terminated(parse_jvp_rule, Token![,])?;
                     if jvp.is_some() {
                         return Err(syn::Error::new(cur.span(), "`jvp` is declared twice; list every rule in one `jvp(path, ...)`"));
                     }
@@ -444,6 +476,24 @@ fn parse_backward(cx: &Ctxt, input: ParseStream) -> syn::Result<SBackward> {
             format!("unknown backward form `{other}`; valid: none, composite, composite(graph_fn), vjp(path), jvp(path, ...), vjp(path) + jvp(path, ...)"),
         )),
     }
+}
+
+/// One rule of `jvp(...)`: a path. A `kernel(...)` there is refused naming the rule (a JVP takes
+/// rules only; the backward's GPU kernels are the VJP op's), and so is any other call.
+fn parse_jvp_rule(input: ParseStream) -> syn::Result<syn::Path> {
+    let p = syn::Path::parse_mod_style(input)?;
+    if !input.peek(syn::token::Paren) {
+        return Ok(p);
+    }
+    let at = p.segments.last().map_or_else(Span::call_site, |s| s.ident.span());
+    Err(syn::Error::new(
+        at,
+        if p.is_ident(keys::KERNEL) {
+            "`jvp(...)` takes rule functions only, one per differentiable input: GPU kernels for the backward are the VJP op's, declared in `vjp(rule, kernel(...))`; move the kernel there (with a VJP rule) or remove it".to_string()
+        } else {
+            "`jvp(...)` takes the rules' paths, not calls: write `jvp(my_op_jvp)`, one path per differentiable input".to_string()
+        },
+    ))
 }
 
 /// `vjp(path)` or `vjp(path, kernel(...), ...)`: the rule, then the VJP op's GPU kernels (each
@@ -476,7 +526,7 @@ fn parse_vjp_content(cx: &Ctxt, kw: &Ident, c: ParseStream) -> syn::Result<(syn:
 }
 
 fn parse_shape_class(input: ParseStream) -> syn::Result<SShapeClass> {
-    let id: Ident = input.parse()?;
+    let id = parse_word(input, keys::OUTPUT, &["static", "bounded(expr)", "dynamic"])?;
     let span = sr(id.span());
     match id.to_string().as_str() {
         "static" => Ok(SShapeClass::Static(span)),
@@ -557,6 +607,77 @@ mod tests {
     fn fp8_is_refused_with_a_reason() {
         let (_, errs) = parse(quote!(signature(x: f8e4m3[n]) -> f32[n]));
         assert!(errs[0].contains("fp8 types would be reinterpreted as raw bytes"), "{errs:?}");
+    }
+
+    #[test]
+    fn a_kernel_in_jvp_names_the_rule() {
+        let (_, errs) = parse(quote!(backward = jvp(r, kernel(wgsl = "k.wgsl", bindings(x: read), threads = n))));
+        assert_eq!(errs, ["`jvp(...)` takes rule functions only, one per differentiable input: GPU kernels for the backward are the VJP op's, declared in `vjp(rule, kernel(...))`; move the kernel there (with a VJP rule) or remove it"]);
+        let (_, errs) = parse(quote!(backward = jvp(r(1))));
+        assert_eq!(errs, ["`jvp(...)` takes the rules' paths, not calls: write `jvp(my_op_jvp)`, one path per differentiable input"]);
+        let (a, errs) = parse(quote!(backward = vjp(v) + jvp(a, b::c)));
+        assert!(errs.is_empty(), "{errs:?}");
+        assert!(matches!(a.backward, Some(SBackward::Declared { jvp: Some((_, ref r)), .. }) if r.len() == 2));
+    }
+
+    #[test]
+    fn a_word_written_as_a_string_says_so_for_every_word_key() {
+        for (entry, msg) in [
+            (
+                quote!(signed_zero = "ignore"),
+                "`signed_zero` takes a bare word, not a string: write `signed_zero = ignore` without quotes (valid: exact, ignore)",
+            ),
+            (quote!(category = "selection"), "`category` takes a bare word, not a string: write `category = selection` without quotes"),
+            (quote!(tolerance = "ulp"), "`tolerance` takes a bare word, not a string: write `tolerance = ulp(k)` without quotes"),
+            (quote!(backward = "none"), "`backward` takes a bare word, not a string: write `backward = none` without quotes"),
+            (quote!(visibility = "public"), "`visibility` takes a bare word, not a string: write `visibility = public` without quotes"),
+            (quote!(nan = "propagate"), "`nan` takes a bare word, not a string: write `nan = propagate` without quotes"),
+            (quote!(output = "dynamic"), "`output` takes a bare word, not a string: write `output = dynamic` without quotes"),
+            (quote!(category = 3), "expected a value for `category`; valid: selection"),
+        ] {
+            let (_, errs) = parse(entry.clone());
+            assert_eq!(errs.len(), 1, "{entry}: {errs:?}");
+            assert!(errs[0].starts_with(msg), "{entry}: {}", errs[0]);
+        }
+        // Keywords are words too.
+        let (a, errs) = parse(quote!(output = static));
+        assert!(errs.is_empty() && matches!(a.output, Some(SShapeClass::Static(_))), "{errs:?}");
+    }
+
+    #[test]
+    fn cpu_may_repeat_and_each_entry_keeps_its_selection() {
+        let (a, errs) = parse(quote!(cpu(f32_fn, dtypes(T: f32)), cpu(f64_fn, dtypes(T: f64)), cpu = all));
+        assert!(errs.is_empty(), "{errs:?}");
+        let paths: Vec<String> = a.cpu.iter().map(|k| k.path.segments[0].ident.to_string()).collect();
+        assert_eq!(paths, ["f32_fn", "f64_fn", "all"]);
+        assert_eq!(a.cpu.iter().map(|k| k.selection().len()).collect::<Vec<_>>(), [1, 1, 0]);
+    }
+
+    #[test]
+    fn kernel_limits_are_known_names_above_the_defaults() {
+        let k = |limits: TokenStream| quote!(kernel(wgsl = "k.wgsl", bindings(x: read), threads = n, #limits));
+        let (a, errs) = parse(k(quote!(limits(max_compute_invocations_per_workgroup = 1024, max_compute_workgroup_size_x = 1024))));
+        assert!(errs.is_empty(), "{errs:?}");
+        assert_eq!(a.kernels[0].limits.iter().map(|l| l.value.value).collect::<Vec<_>>(), [1024, 1024]);
+        for (limits, msg) in [
+            (
+                quote!(limits(max_invocations = 1024)),
+                "unknown WebGPU limit `max_invocations`; the workgroup limits are `max_compute_invocations_per_workgroup`",
+            ),
+            (quote!(limits(max_compute_workgroup_size_z = 64)), "`max_compute_workgroup_size_z = 64` is within WebGPU's default (64)"),
+            (
+                quote!(limits(max_compute_workgroup_size_x = 512, max_compute_workgroup_size_x = 512)),
+                "limit `max_compute_workgroup_size_x` is declared twice",
+            ),
+            (quote!(limits()), "`limits()` declares nothing"),
+        ] {
+            let (_, errs) = parse(k(limits.clone()));
+            assert_eq!(errs.len(), 1, "{limits}: {errs:?}");
+            assert!(errs[0].starts_with(msg), "{limits}: {}", errs[0]);
+        }
+        let (_, errs) = parse(quote!(kernel(cuda = "k.cu", bindings(x: read), threads = n, limits(max_compute_workgroup_size_x = 512))));
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(errs[0].starts_with("`limits(...)` declares the WebGPU limits a WGSL kernel's workgroup needs"), "{}", errs[0]);
     }
 
     #[test]

@@ -163,6 +163,25 @@ fn read<T: Clone>(l: &RwLock<T>) -> T {
     l.read().map(|g| g.clone()).unwrap_or_else(|p| p.into_inner().clone())
 }
 
+/// Whether two declarations are one item: the same `DECL`, or a copy of it (`DECL` is a
+/// `const`, so each crate that uses it may hold its own copy, with its own instances of the
+/// shims: function addresses cannot tell one item from two). One item has one module path
+/// (crate name included), one site and one function name.
+fn same_item(a: &OpDecl, b: &OpDecl) -> bool {
+    std::ptr::eq(a, b) || (a.module == b.module && a.site == b.site && a.rust_name == b.rust_name)
+}
+
+/// A declaration's function by module path: `crate::module::function`.
+fn item_path(d: &OpDecl) -> String {
+    let module = d.module.rsplit_once("::").map_or(d.module, |(parent, _)| parent);
+    format!("{module}::{}", d.rust_name)
+}
+
+/// A declaration's site and function: `path:line (`crate::module::function`)`.
+fn declaration(d: &OpDecl) -> String {
+    format!("{} (`{}`)", d.site, item_path(d))
+}
+
 impl Registry {
     /// An empty registry with the given backends. Default selection tries them by
     /// [`BackendKind::rank`] (the one priority list, with software devices below the native
@@ -233,9 +252,21 @@ impl Registry {
         Ok(OpHandle { registry: self.clone(), slot, member: None })
     }
 
+    /// The slot again for the same content declared by the same item; else a typed error
+    /// naming both declarations.
     fn same_or_conflict(&self, slot: &Arc<Slot>, op: &RegisteredOp) -> Result<OpHandle, KernelRegistrationError> {
         let cur = read(&slot.entry);
-        if cur.hash == op.hash {
+        if cur.hash == op.hash && !same_item(cur.decl, op.decl) {
+            // Belt and braces: the identity covers the code it can see; two declarations it
+            // cannot tell apart are still two functions, and the second must not get the
+            // first one's slot (its handle would compute the first one's numbers).
+            Err(KernelRegistrationError::SameIdentityOtherItem {
+                op: op.id.clone(),
+                hash: op.hash_hex(),
+                old: declaration(cur.decl),
+                new: declaration(op.decl),
+            })
+        } else if cur.hash == op.hash {
             Ok(OpHandle { registry: self.clone(), slot: slot.clone(), member: None })
         } else {
             Err(KernelRegistrationError::ContentChanged {
@@ -374,5 +405,43 @@ impl Registry {
 
     pub(crate) fn setting_for(&self, slot: &Slot) -> Option<BackendKind> {
         self.effective_setting(slot)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A copy of a built-in's declaration with another function name, site or module.
+    fn copy(edit: impl FnOnce(&mut OpDecl)) -> &'static OpDecl {
+        let mut d = OpDecl { ..crate::builtins::add::DECL };
+        edit(&mut d);
+        Box::leak(Box::new(d))
+    }
+
+    #[test]
+    fn one_identity_from_two_items_is_refused_naming_both_and_one_item_twice_is_not() {
+        let r = Registry::with_backends(Vec::new());
+        let first = r.register(&crate::builtins::add::DECL).expect("registers");
+        // The same item again, through the const or a copy of it (another crate's use): the slot.
+        for again in [&crate::builtins::add::DECL, copy(|_| {})] {
+            let h = r.register(again).expect("the same item registers again");
+            assert!(Arc::ptr_eq(&h.slot, &first.slot));
+        }
+        // Another function, site or module with the same identity: refused, both named.
+        for (what, other) in [
+            ("function", copy(|d| d.rust_name = "add_twin")),
+            ("site", copy(|d| d.site = "src/elsewhere.rs:7")),
+            ("crate", copy(|d| d.module = "other_crate::builtins::elementwise::add")),
+        ] {
+            match r.register(other) {
+                Err(e @ KernelRegistrationError::SameIdentityOtherItem { .. }) => {
+                    let msg = e.to_string();
+                    assert!(msg.contains(crate::builtins::add::DECL.site) && msg.contains(other.site), "{what}: {msg}");
+                    assert!(msg.contains(&item_path(other)) && msg.contains(&item_path(&crate::builtins::add::DECL)), "{what}: {msg}");
+                }
+                other => panic!("{what}: expected SameIdentityOtherItem, got {other:?}"),
+            }
+        }
     }
 }

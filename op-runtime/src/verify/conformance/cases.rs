@@ -105,7 +105,7 @@ pub enum Pattern {
     /// Non-negative ordinary values (0 .. 1e3, a few small integers): sums do not cancel.
     /// Used by the `large` family.
     Positive,
-    /// Every element of input `k` equal to [`BIASED`]` * (k + 1)`: biases a sequential f32 sum.
+    /// Every element of input `k` equal to `BIASED` * (k + 1)`: biases a sequential f32 sum.
     /// Used by the `large` family of `accum` ops.
     Biased,
 }

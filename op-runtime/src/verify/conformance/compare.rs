@@ -269,6 +269,7 @@ pub struct Rule<'a> {
 
 impl Rule<'_> {
     /// `tol` with the default signed-zero rule, a guard band and nothing else.
+    #[cfg(test)]
     pub fn new(tol: Tolerance, guard: usize) -> Rule<'static> {
         Rule { tol, signed_zero: SignedZero::Exact, guard, alt: None, scale: None }
     }

@@ -8,7 +8,7 @@
 //! nothing here is ever required to *use* an op.
 //!
 //! ```
-//! use op_runtime::verify::conformance::{conform, ConformanceFailure};
+//! use op_runtime::conformance::{conform, ConformanceFailure};
 //! use op_runtime::{op, BackendKind, Real};
 //!
 //! /// `x + x`, with a fast CPU kernel.
@@ -33,13 +33,13 @@
 //! # }
 //! ```
 
-pub mod cases;
-pub mod compare;
+pub(crate) mod cases;
+pub(crate) mod compare;
 mod explain;
-pub mod report;
+pub(crate) mod report;
 
-pub use cases::{Case, Corpus, Pattern};
-pub use compare::{AccumScale, Class, Fault, Mismatch, OutOfBounds, Rule};
+pub use cases::{Case, Corpus, Pattern, Shape as CaseShape};
+pub use compare::{accum_bound, AccumScale, Class, Fault, Mismatch, OutOfBounds};
 pub use op_contract::contract::Tolerance;
 pub use report::{Defect, Report};
 

@@ -115,6 +115,16 @@ pub struct HeaderEntry {
     pub blake3: String,
 }
 
+/// A `cpu` kernel after the first, of an op with dtype variables.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuEntry {
+    /// The kernel's path.
+    pub path: String,
+    /// The instances it serves.
+    pub dtypes: Vec<String>,
+}
+
 /// One GPU kernel of an op.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -188,6 +198,10 @@ pub struct OpCard {
     /// The instances the `cpu` kernel serves, for an op with dtype variables.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cpu_dtypes: Vec<String>,
+    /// Further `cpu` kernels, each serving other instances (`cpu(f32_fn, dtypes(T: f32)),
+    /// cpu(f64_fn, dtypes(T: f64))`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_more: Vec<CpuEntry>,
     /// GPU kernels in declaration order.
     pub kernels: Vec<KernelEntry>,
     /// Intact receipts for this content, on any device, signed or not (a tampered or forged
@@ -260,6 +274,9 @@ impl OpCard {
             lines(&self.instances).into_iter().map(|d| (BackendKind::Reference, "reference".to_string(), d, None)).collect();
         if let Some(cpu) = &self.cpu {
             out.extend(lines(&self.cpu_dtypes).into_iter().map(|d| (BackendKind::Cpu, cpu.clone(), d, None)));
+        }
+        for more in &self.cpu_more {
+            out.extend(lines(&more.dtypes).into_iter().map(|d| (BackendKind::Cpu, more.path.clone(), d, None)));
         }
         for (i, k) in self.kernels.iter().enumerate().filter(|(_, k)| !k.backward) {
             let backend = BackendKind::for_kernel(k.language);
@@ -355,6 +372,14 @@ impl OpCard {
             cpu: c.cpu.clone(),
             instances: served(c, |_| true),
             cpu_dtypes: served(c, |b| op_contract::generic::serves(&c.cpu_dtypes, &c.signature.dtype_vars, b)),
+            cpu_more: c
+                .cpu_more
+                .iter()
+                .map(|k| CpuEntry {
+                    path: k.path.clone(),
+                    dtypes: served(c, |b| op_contract::generic::serves(&k.dtypes, &c.signature.dtype_vars, b)),
+                })
+                .collect(),
             kernels,
             receipts: Vec::new(),
             trust: Vec::new(),

@@ -3,8 +3,8 @@
 //! local use of an op.
 //!
 //! ```
-//! use op_runtime::core::trust::{SigningKey, TrustList};
-//! use op_runtime::verify::sharing::{LocalDevices, Store};
+//! use op_runtime::trust::{SigningKey, TrustList};
+//! use op_runtime::sharing::{LocalDevices, Store};
 //! use op_runtime::{op, BackendKind, Real};
 //!
 //! /// `x + x` (published ops need a licence and a visibility other than private).
@@ -41,7 +41,7 @@ mod show;
 mod store;
 
 pub use bar::public_bar;
-pub use card::{blob_hash, HeaderEntry, KernelEntry, KernelTrust, LocalDevices, OpCard, Trust, CARD_FORMAT};
+pub use card::{blob_hash, CpuEntry, HeaderEntry, KernelEntry, KernelTrust, LocalDevices, OpCard, Trust, CARD_FORMAT};
 pub use error::{Missing, SharingError};
 pub use load::{LoadedCard, LoadedKernel};
 pub use store::{IndexEntry, IndexHeader, IndexKernel, PublishedId, RepairReport, Store, INDEX_FORMAT};

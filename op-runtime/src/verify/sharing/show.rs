@@ -88,6 +88,9 @@ impl OpCard {
         if let Some(cpu) = &self.cpu {
             out.push(format!("  cpu kernel   {cpu}{}", serves_text(&self.cpu_dtypes)));
         }
+        for more in &self.cpu_more {
+            out.push(format!("  cpu kernel   {}{}", more.path, serves_text(&more.dtypes)));
+        }
         if self.kernels.is_empty() {
             out.push("  kernels      none (reference only)".into());
         }

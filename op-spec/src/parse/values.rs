@@ -1,5 +1,4 @@
-//! Parsing of the two keys about values (kept apart from `parse` so that grammar's own files stay
-//! untouched): `signed_zero = exact | ignore` and `domain(x > 0, -1 <= y <= 1, ...)`, each input's
+//! Parsing of the two keys about values: `signed_zero = exact | ignore` and `domain(x > 0, -1 <= y <= 1, ...)`, each input's
 //! interval of admissible values. Syntax only: which names are float inputs is `check`'s.
 
 use crate::contract::{CmpOp, DomainBound, SignedZero};
@@ -10,7 +9,7 @@ use syn::{Ident, Token};
 
 /// The value of `signed_zero = ...`.
 pub fn parse_signed_zero(input: ParseStream) -> syn::Result<Spanned<SignedZero>> {
-    let id: Ident = input.parse()?;
+    let id = super::parse_word(input, "signed_zero", &["exact", "ignore"])?;
     let v = match id.to_string().as_str() {
         "exact" => SignedZero::Exact,
         "ignore" => SignedZero::Ignore,
@@ -224,5 +223,15 @@ mod tests {
         assert_eq!(parse_signed_zero.parse2(quote!(ignore)).unwrap().value, SignedZero::Ignore);
         assert_eq!(parse_signed_zero.parse2(quote!(exact)).unwrap().value, SignedZero::Exact);
         assert!(parse_signed_zero.parse2(quote!(sometimes)).unwrap_err().to_string().contains("valid: exact"));
+        // A string: the same word without quotes, on the string's token.
+        let e = parse_signed_zero.parse2(quote!("ignore")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "`signed_zero` takes a bare word, not a string: write `signed_zero = ignore` without quotes (valid: exact, ignore)"
+        );
+        let e = parse_signed_zero.parse2(quote!("never")).unwrap_err();
+        assert_eq!(e.to_string(), "`signed_zero` takes a bare word, not a string; valid: exact, ignore");
+        let e = parse_signed_zero.parse2(quote!(0)).unwrap_err();
+        assert_eq!(e.to_string(), "expected a value for `signed_zero`; valid: exact, ignore");
     }
 }

@@ -1,0 +1,1 @@
+fn twice(v: f32) -> f32 { return v + v; }

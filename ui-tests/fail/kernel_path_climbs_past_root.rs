@@ -1,0 +1,21 @@
+//! Rule: kernel paths stay inside the crate: `..` past its root is refused, however many there
+//! are (never dropped at the filesystem root, which would name another file).
+
+use op_runtime::{op, Real};
+
+#[op(
+    name = "ui/test/double",
+    version = 1,
+    signature(x: f32[n]) -> f32[n],
+    category = elementwise,
+    tolerance = ulp(1),
+    backward = none,
+    kernel(wgsl = "../../../../../../../../../../../../x/k.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n),
+)]
+pub fn double<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| *v + *v).collect()
+}
+
+fn main() {
+    let _ = double(&[1.0f32]);
+}

@@ -1,0 +1,2 @@
+// Includes a file outside the ui-tests crate (the workspace's own kernels directory).
+// @include "../../kernels/windowed_median.wgsl"
