@@ -1,8 +1,9 @@
 //! A candle model trained through a verified op: the windowed median declared in
 //! `examples/windowed_median/median.rs` (a user op with its own `cpu` kernel) and the built-in
 //! `conv1d`, applied to candle tensors with `op_candle::CandleOp`, mixed with candle's own ops
-//! (the loss), differentiated by candle's `backward` and updated by SGD on candle `Var`s. Before
-//! training, candle's gradient is checked against this project's tape on the same data.
+//! (the loss), differentiated by candle's `backward` and updated by candle's optimiser
+//! (`candle_nn::SGD` on a candle `Var`). Before training, candle's gradient is checked against
+//! this project's tape on the same data.
 //!
 //! ```text
 //! cargo run --release --example candle_train
@@ -12,6 +13,7 @@
 mod median;
 
 use candle_core::{Device, Tensor as CTensor, Var};
+use candle_nn::{Optimizer, SGD};
 use op_candle::CandleOp;
 use op_runtime::{DType, Scalar, Tape, Tensor};
 
@@ -21,7 +23,7 @@ const N: usize = 8192;
 const W: u32 = 7;
 /// Taps of the trainable pre-filter.
 const TAPS: usize = 5;
-/// SGD steps and rate.
+/// SGD steps and learning rate.
 const STEPS: usize = 8;
 const LR: f64 = 0.2;
 /// The largest difference allowed between candle's gradient and the tape's.
@@ -122,14 +124,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         print!("median backward ran: {b}");
     }
 
-    // Training: candle's backward through both ops, SGD on the candle Var.
+    // Training: candle's backward through both ops, candle's SGD on the Var.
+    let mut sgd = SGD::new(vec![prefilter.clone()], LR)?;
     let mut losses = Vec::with_capacity(STEPS + 1);
     for step in 0..STEPS {
         let loss = model.loss(&xs, &prefilter, &ys)?;
         let l = loss.to_scalar::<f32>()?;
-        let grads = loss.backward()?;
-        let g = grads.get(prefilter.as_tensor()).ok_or("candle computed no gradient")?;
-        prefilter.set(&prefilter.as_tensor().sub(&(g * LR)?)?)?;
+        sgd.backward_step(&loss)?;
         let k: Vec<String> = prefilter.as_tensor().to_vec1::<f32>()?.iter().map(|v| format!("{v:.3}")).collect();
         println!("  step {step}: loss {l:.6}   prefilter [{}]", k.join(", "));
         losses.push(l);

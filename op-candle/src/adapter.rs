@@ -7,8 +7,8 @@ use crate::convert::{self, Site};
 use crate::custom::Custom;
 use crate::error::Error;
 use crate::shared::{Log, Shared};
-use op_runtime::OpDecl;
 use op_runtime::provenance::{ProvenanceEntry, ProvenanceRecord};
+use op_runtime::OpDecl;
 use op_runtime::{CallOptions, OpHandle, Scalar, Tensor};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -85,6 +85,27 @@ impl CandleOp {
         let s = &self.shared;
         let shared = Shared { handle: s.handle.clone(), params: s.params.clone(), options, name: s.name, log: Mutex::new(Log::default()) };
         CandleOp { shared: Arc::new(shared), strided: self.strided }
+    }
+
+    /// The same op with its forward and backward dispatched on op-runtime's CUDA backend (the
+    /// op's verified CUDA kernels and VJP kernels): candle CPU tensors in and out, each call
+    /// copying its inputs to the device and its outputs back. Refused with [`Error::NoCuda`]
+    /// where the registry has no CUDA backend (op-candle's `cuda` feature compiles it in) or it
+    /// cannot run here (no driver, no GPU); an op or dtype without a CUDA kernel is refused by
+    /// dispatch ([`Error::Dispatch`]). candle's own CUDA tensors stay refused (see the crate docs).
+    pub fn on_cuda(&self) -> Result<CandleOp, Error> {
+        let kind = op_runtime::BackendKind::Cuda;
+        let refuse = |reason: String| Error::NoCuda { op: self.shared.name.to_string(), reason };
+        let backend = self
+            .shared
+            .handle
+            .registry()
+            .backend(kind)
+            .ok_or_else(|| refuse("op-runtime's CUDA backend is not compiled in (enable op-candle's `cuda` feature)".into()))?;
+        backend.availability().map_err(|e| refuse(e.to_string()))?;
+        let mut options = self.shared.options;
+        options.backend = Some(kind);
+        Ok(self.with_options(options))
     }
 
     /// The same op with another policy for strided inputs.

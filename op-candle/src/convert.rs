@@ -6,8 +6,8 @@
 use crate::error::Error;
 use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, Device, Layout, Shape, Storage};
-use op_runtime::TensorError;
 use op_runtime::Data;
+use op_runtime::TensorError;
 use op_runtime::{DType, Tensor};
 
 /// The runtime dtype of a candle dtype, or `None` for candle's 8-, 6- and 4-bit floats, which

@@ -1,8 +1,8 @@
 //! Every typed error of the candle adapter, each naming the op. It decides no policy.
 
-use op_runtime::{KernelRegistrationError, TensorError};
 use op_runtime::train::TapeError;
 use op_runtime::DispatchError;
+use op_runtime::{KernelRegistrationError, TensorError};
 use thiserror::Error;
 
 /// Why a registered op could not be applied to candle tensors or differentiated through.
@@ -30,6 +30,15 @@ pub enum Error {
         what: String,
         /// Where it lives.
         device: String,
+    },
+    /// [`crate::CandleOp::on_cuda`] where op-runtime's CUDA backend is not compiled in or cannot
+    /// run on this machine.
+    #[error("op `{op}`: op-runtime's CUDA backend cannot run it here: {reason}")]
+    NoCuda {
+        /// The op's `name@version`.
+        op: String,
+        /// Why: not compiled in, or the backend's own reason (no driver, no device).
+        reason: String,
     },
     /// A layout that is not row-major contiguous where the adapter was told to refuse one
     /// ([`crate::Strided::Refuse`]), or reached candle's forward hook directly.

@@ -41,12 +41,17 @@
 //!   `i16`, `i32`, `i64`) map one to one; candle's 8-, 6- and 4-bit floats, and op-runtime's
 //!   `bool`, `i8`, `u16`, `u64` outputs, are [`Error::UnsupportedDType`]. Nothing is converted:
 //!   an op that does not serve a dtype refuses it through dispatch ([`Error::Dispatch`]).
-//! - **CUDA and Metal tensors** are refused with [`Error::Device`], never copied implicitly.
-//!   candle-core 0.11 and op-runtime both use cudarc 0.19, but candle's `cuda` feature links
-//!   cudarc with `dynamic-linking` and op-runtime's `cuda` feature with `dynamic-loading`, and
-//!   cudarc's build script refuses both in one build: a binary cannot hold candle's CUDA
-//!   backend and op-runtime's, so a candle CUDA tensor has no op-runtime engine to share
-//!   its device with. Move it with `to_device(&Device::Cpu)` first.
+//! - **CUDA**: [`CandleOp::on_cuda`] (op-candle's `cuda` feature compiles op-runtime's CUDA
+//!   backend in) runs the op's verified CUDA kernels, forward and VJP, on candle CPU tensors,
+//!   copying each call's inputs to the device and its outputs back; where the backend is not
+//!   compiled in or cannot run (no driver, no GPU) it is [`Error::NoCuda`].
+//! - **candle's own CUDA and Metal tensors** are refused with [`Error::Device`], never copied
+//!   implicitly. candle-core 0.11 and op-runtime both use cudarc 0.19, but candle's `cuda`
+//!   feature links cudarc with `dynamic-linking` (and a CUDA version read from the installed
+//!   toolkit) and op-runtime's `cuda` feature with `dynamic-loading`, and cudarc's build script
+//!   refuses both in one build: a binary cannot hold candle's CUDA backend and op-runtime's, so a
+//!   candle CUDA tensor has no op-runtime engine to share its device with. Move it with
+//!   `to_device(&Device::Cpu)` first, and use `on_cuda` for the op's CUDA kernels.
 //!
 //! Errors: candle's hooks carry errors as text; [`CandleOp::apply`] and [`CandleOp::call`]
 //! return the typed [`Error`], and after a failed `backward` [`CandleOp::take_error`] gives it.

@@ -137,7 +137,7 @@ fn same_bits<T: F>(a: &[T], b: &[T]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| Real::to_f64(*x).to_bits() == Real::to_f64(*y).to_bits())
 }
 
-fn forward_matches<T: F>(n: usize) {
+fn forward_matches<T: F>(n: usize, seed: u64) {
     let cases: Vec<(OpHandle, usize, Vec<Scalar>)> = vec![
         (handle("builtin/tanh"), 1, vec![]),
         (handle("builtin/scale"), 1, vec![T::scalar(0.375)]),
@@ -145,14 +145,14 @@ fn forward_matches<T: F>(n: usize) {
         (handle("builtin/mul"), 2, vec![]),
         (user(&fma3::DECL), 3, vec![]),
     ];
-    for (seed, (h, arity, params)) in cases.into_iter().enumerate() {
-        let inputs: Vec<Vec<T>> = (0..arity).map(|k| vec_of::<T>(n, 10 * seed as u64 + k as u64)).collect();
+    for (c, (h, arity, params)) in cases.into_iter().enumerate() {
+        let inputs: Vec<Vec<T>> = (0..arity).map(|k| vec_of::<T>(n, 1000 * seed + 10 * c as u64 + k as u64)).collect();
         let cts: Vec<CTensor> = inputs.iter().map(|v| ctensor(v)).collect();
         let refs: Vec<&CTensor> = cts.iter().collect();
         let op = CandleOp::new(&h, &params);
         let got = ok(op.apply(&refs));
         let (want, prov) = registry_call(&h, &inputs, &params);
-        assert!(same_bits(&flat::<T>(&got), &want), "{}: candle forward differs from the registry call", h.id());
+        assert!(same_bits(&flat::<T>(&got), &want), "{} (n {n}, seed {seed}): candle forward differs from the registry call", h.id());
         let entry = op.last_forward().expect("the forward's provenance");
         assert_eq!((&entry.op, entry.content_hash, entry.backend), (&prov.op, prov.content_hash, prov.backend), "{}", h.id());
     }
@@ -160,8 +160,10 @@ fn forward_matches<T: F>(n: usize) {
 
 #[test]
 fn a_candle_forward_equals_the_registry_call_bit_for_bit() {
-    forward_matches::<f32>(1000);
-    forward_matches::<f64>(1000);
+    for (seed, n) in [1usize, 2, 7, 64, 1000, 4097, 65_537].into_iter().enumerate() {
+        forward_matches::<f32>(n, seed as u64);
+        forward_matches::<f64>(n, seed as u64);
+    }
     // `tanh` on f32 has a `cpu` kernel: the adapter's call runs it, as the registry's does.
     let tanh = CandleOp::new(&handle("builtin/tanh"), &[]);
     ok(tanh.apply(&[&ctensor(&vec_of::<f32>(64, 1))]));
@@ -262,6 +264,16 @@ fn strided_inputs_are_copied_or_refused_and_never_misread() {
     assert!(same_bits(&flat::<f32>(&ok(tanh.apply(&[&col]))), &want), "a copied column reads its own elements");
     match tanh.clone().strided(Strided::Refuse).apply(&[&col]) {
         Err(Error::Strided { shape, stride, .. }) => assert_eq!((shape, stride), (vec![3], vec![4])),
+        other => panic!("expected Error::Strided, got {other:?}"),
+    }
+    // A broadcast scalar: shape [5], stride [0].
+    let one = ok(CTensor::new(&[0.625f32], &Device::Cpu));
+    let wide = ok(one.broadcast_as(5));
+    assert_eq!((wide.layout().stride(), wide.is_contiguous()), (&[0][..], false));
+    let want = registry_call(&tanh_h, &[vec![0.625f32; 5]], &[]).0;
+    assert!(same_bits(&flat::<f32>(&ok(tanh.apply(&[&wide]))), &want), "a copied broadcast reads its one element five times");
+    match tanh.clone().strided(Strided::Refuse).apply(&[&wide]) {
+        Err(Error::Strided { shape, stride, offset, .. }) => assert_eq!((shape, stride, offset), (vec![5], vec![0], 0)),
         other => panic!("expected Error::Strided, got {other:?}"),
     }
     // A contiguous view at an offset: its own range of the storage.
@@ -390,9 +402,13 @@ fn one_candle_op_serves_threads_at_once() {
                         assert_eq!(CandleOp::new(&h, &[]).name(), "builtin/tanh@1");
                         let x = ok(Var::from_slice(&v, v.len(), &Device::Cpu));
                         let y = ok(tanh.apply(&[x.as_tensor()]));
-                        assert!(same_bits(&flat::<f32>(&y), &registry_call(&h, &[v], &[]).0), "thread {t}, call {k}");
+                        assert!(same_bits(&flat::<f32>(&y), &registry_call(&h, std::slice::from_ref(&v), &[]).0), "thread {t}, call {k}");
                         let g = ok(ok(y.sum_all()).backward());
-                        assert!(g.get(x.as_tensor()).is_some(), "thread {t}, call {k}: no gradient");
+                        let g = flat::<f32>(g.get(x.as_tensor()).expect("a gradient"));
+                        let ones = Tensor::vector(vec![1.0f32; v.len()]);
+                        let pb = ok(Tape::with_registry(op_runtime::registry()).pullback(&h, vec![Tensor::vector(v)], &[], vec![ones]));
+                        let want = ok(pb.grads[0].as_ref().expect("a gradient").try_slice::<f32>()).to_vec();
+                        assert!(g.iter().zip(&want).all(|(a, b)| a == b), "thread {t}, call {k}: the gradient differs from the pullback's");
                     }
                 })
             })

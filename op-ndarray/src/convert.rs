@@ -6,9 +6,9 @@
 
 use crate::error::{Error, Refused};
 use ndarray::{ArrayBase, ArrayD, ArrayViewD, Dimension, IxDyn};
+use op_runtime::Tensor;
 use op_runtime::TensorError;
 use op_runtime::{Data, Element};
-use op_runtime::Tensor;
 
 /// The element types arrays and tensors share: every dtype of op-runtime (`bool`, the integers,
 /// `f16`, `bf16`, `f32`, `f64`).

@@ -4,8 +4,8 @@
 
 use ndarray::{array, s, Array, Array2, ArrayD, IxDyn};
 use op_ndarray::{copy_to_tensor, into_array, into_tensor, view_of, CallNd, Error, NdElement};
-use op_runtime::TensorError;
 use op_runtime::device::{DeviceId, DeviceStorage};
+use op_runtime::TensorError;
 use op_runtime::{bf16, f16, BackendKind, DType, Scalar, Tensor};
 use std::sync::Arc;
 
