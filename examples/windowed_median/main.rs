@@ -6,6 +6,7 @@
 //!
 //! ```text
 //! cargo run --release --example windowed_median            # add `-- --json` for the provenance JSON
+//! cargo run --example windowed_median -- --identity         # only the op's `name@version identity`
 //! ```
 
 mod median;
@@ -148,6 +149,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let registry = op_runtime::registry();
     let median = registry.register(&median::windowed_median::DECL)?;
     let op = median.op();
+    if std::env::args().any(|a| a == "--identity") {
+        // `name@version identity`, for scripts comparing it with `cargo op list --json`.
+        println!("{} {}", op.id(), op.hash_hex());
+        return Ok(());
+    }
     println!("op       : {} ({:?} op, registered like any built-in)", op.id(), op.source());
     println!("identity : {}", op.hash_hex());
 

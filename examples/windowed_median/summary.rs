@@ -44,8 +44,10 @@ impl Summary {
     /// Conforms `h` (every instance) on every backend and adds its rows.
     pub fn add(&mut self, h: &OpHandle) {
         let mut by_instance: Vec<(String, Vec<Cell>)> = Vec::new();
+        let instances: Vec<String> = h.instances().iter().map(|x| x.op().binding_text()).collect();
+        // `conform_all` runs every backend for each instance in turn.
         for (i, (kind, result)) in conform_all(h).into_iter().enumerate() {
-            let instance = h.instances().get(i / BackendKind::PRIORITY.len()).map(|x| x.op().binding_text()).unwrap_or_default();
+            let instance = instances.get(i / BackendKind::PRIORITY.len()).cloned().unwrap_or_default();
             let cell = match result {
                 Ok(r) => {
                     self.devices.entry(kind.name()).or_insert_with(|| r.device.to_string());

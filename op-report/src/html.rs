@@ -111,11 +111,17 @@ pub fn result_cell(r: Option<&BackendRecord>, trust: &[KernelTrust]) -> String {
     )
 }
 
-/// The end of a skip's message (after the op's name), short enough for a cell.
-fn skip_reason(detail: &str) -> String {
-    let tail = detail.rsplit_once(": ").map(|(_, t)| t).unwrap_or(detail).trim_end_matches(')');
-    let mut s: String = tail.chars().take(60).collect();
-    if tail.chars().count() > 60 {
+/// A skip's reason, short enough for a cell: after the op and backend (`nothing to conform on
+/// wgpu: `, `unavailable here, not conformed: `), before any parenthesis, at most 60 characters.
+pub(crate) fn skip_reason(detail: &str) -> String {
+    let after = ["not conformed: ", "nothing to conform on "]
+        .iter()
+        .find_map(|m| detail.split_once(m).map(|(_, r)| r))
+        .map(|r| r.split_once(": ").map(|(b, rest)| if b.contains(' ') { r } else { rest }).unwrap_or(r))
+        .unwrap_or(detail);
+    let short = after.split(" (").next().unwrap_or(after);
+    let mut s: String = short.chars().take(60).collect();
+    if short.chars().count() > 60 {
         s.push('…');
     }
     s
@@ -124,6 +130,15 @@ fn skip_reason(detail: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn skip_reasons_keep_the_reason() {
+        let d = "op `a@1`: nothing to conform on wgpu: the op's WGSL kernels do not serve `T = f16` (no silent conversion: run another backend)";
+        assert_eq!(skip_reason(d), "the op's WGSL kernels do not serve `T = f16`");
+        let d =
+            "op `a@1`: backend cuda is unavailable here, not conformed: CUDA backend unavailable: cannot load libcuda (the NVIDIA driver)";
+        assert_eq!(skip_reason(d), "CUDA backend unavailable: cannot load libcuda");
+    }
 
     #[test]
     fn markup_in_recorded_text_is_escaped() {

@@ -83,6 +83,11 @@ pub fn page(records: &Records) -> String {
         records.ops.iter().filter(|o| o.gradcheck.as_ref().is_some_and(|g| !g.passed)).count(),
     );
     b.push_str(&overview(records).to_svg());
+    b.push_str(
+        "<p class=\"small\">Each kernel's largest distance in ulps from the reference at the op's dtype, over its corpus (elements where \
+         both are finite). The verdicts below are conformance's: <code>accum</code> ops are judged against the reference in f64 within \
+         their bound, so a conforming kernel can sit well above zero here.</p>",
+    );
     b.push_str("<table><tr><th>#</th><th>op</th><th>instance</th><th>source</th><th>category, tolerance</th>");
     for kind in BackendKind::PRIORITY {
         let d = devices(records, kind);

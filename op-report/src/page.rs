@@ -7,6 +7,7 @@ use crate::html::{class, esc, frame, receipt_text, trust_of, trust_text, verdict
 use crate::index::ran;
 use crate::load::OpRecords;
 use crate::svg::{Plot, Series};
+use op_runtime::contract::Backward;
 use op_runtime::report::{BackendRecord, GradcheckRecord, Verdict};
 use std::fmt::Write;
 
@@ -37,7 +38,7 @@ fn head(o: &OpRecords) -> String {
         ("declared at", e.site.clone()),
         ("category", e.category.clone()),
         ("tolerance", e.tolerance.clone()),
-        ("backward", format!("{:?}", e.card.backward)),
+        ("backward", backward_text(&e.card.backward)),
         ("subgradient", e.card.subgradient.clone().unwrap_or_else(|| "—".into())),
         ("instances", if e.instances.is_empty() { "—".into() } else { e.instances.join("; ") }),
         ("recorded by", o.binaries.join(", ")),
@@ -47,6 +48,25 @@ fn head(o: &OpRecords) -> String {
     }
     b.push_str("</table>");
     b
+}
+
+/// The backward form in a line: `vjp(rule, kernel(path))`, `jvp(rules)`, `composite(graph)`.
+fn backward_text(b: &Backward) -> String {
+    match b {
+        Backward::None => "none (not differentiable)".into(),
+        Backward::Composite { graph } => format!("composite({})", graph.as_deref().unwrap_or("")),
+        Backward::Declared { vjp, jvp, vjp_kernels } => {
+            let mut parts = Vec::new();
+            if let Some(v) = vjp {
+                let kernels: String = vjp_kernels.iter().map(|k| format!(", kernel({})", k.path)).collect();
+                parts.push(format!("vjp({v}{kernels})"));
+            }
+            if !jvp.is_empty() {
+                parts.push(format!("jvp({})", jvp.join(", ")));
+            }
+            parts.join(" + ")
+        }
+    }
 }
 
 fn kernels(o: &OpRecords) -> String {

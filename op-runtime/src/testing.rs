@@ -491,6 +491,24 @@ mod tests {
         assert!(e.contains("did not run to a verdict"), "{e}");
     }
 
+    /// `sum_fast`'s description as if declared in another module: no catalog holds it.
+    static MOVED: OpDecl = OpDecl { module: "op_runtime::elsewhere::sum_fast", ..sum_fast::DECL };
+
+    #[test]
+    fn the_catalog_test_finds_each_declaration_once_and_nothing_else() {
+        // Fixtures without generated tests are linked in all the same.
+        catalog_test(&sum_fast::DECL);
+        catalog_test(&crate::builtins::matmul::DECL);
+        let e = catch_unwind(|| catalog_test(&MOVED)).expect_err("a description no `#[op]` put in the catalog");
+        let text = e.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(text.contains("0 times"), "{text}");
+        let (entries, failed) = crate::builtins::catalog_entries();
+        assert!(failed.is_empty(), "{failed:?}");
+        let add = entries.iter().find(|e| e.id == "builtin/add@1").expect("listed");
+        assert_eq!(add.source, OpSource::Builtin);
+        assert_eq!(entries.iter().find(|e| e.id == "test/testing/sum_fast@1").map(|e| e.source), Some(OpSource::User));
+    }
+
     /// The helpers on real fixtures: each asserts its rejection and fails on a correct op; the
     /// generated tests fail on the broken ones.
     #[test]

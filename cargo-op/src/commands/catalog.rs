@@ -9,7 +9,7 @@ use crate::error::{Error, Status};
 use op_report::Records;
 use op_runtime::catalog::CatalogEntry;
 use op_runtime::sharing::{LocalDevices, SharingError, Store};
-use op_runtime::BackendKind;
+use op_runtime::{BackendKind, OpSource};
 
 /// The catalog of the scope: runs the catalog tests (unless `--no-run`) and reads their entries.
 fn entries(scope: &Scope, store: &Store) -> Result<Vec<CatalogEntry>, Error> {
@@ -23,11 +23,27 @@ fn entries(scope: &Scope, store: &Store) -> Result<Vec<CatalogEntry>, Error> {
             });
         }
     }
-    let mut out: Vec<CatalogEntry> = Records::load(&dir)?.ops.into_iter().map(|o| o.entry).collect();
+    let tested: Vec<CatalogEntry> = Records::load(&dir)?.ops.into_iter().map(|o| o.entry).collect();
+    let mut out = as_linked(tested);
     for e in &mut out {
         e.receipts = stored_receipts(store, e)?;
     }
     Ok(out)
+}
+
+/// The built-ins as a program links them: the catalog tests of op-runtime run in its own test
+/// build, where the code the built-ins reach tests `cfg(test)` (their unit tests), so their
+/// identities there are not those of the op-runtime every other crate links; this binary links
+/// that one, so its catalog gives them. Every other op keeps the entry its crate's test wrote.
+fn as_linked(tested: Vec<CatalogEntry>) -> Vec<CatalogEntry> {
+    let (linked, _) = op_runtime::catalog::entries();
+    tested
+        .into_iter()
+        .map(|e| match linked.iter().find(|l| l.id == e.id && l.source == OpSource::Builtin && e.source == OpSource::Builtin) {
+            Some(l) => l.clone(),
+            None => e,
+        })
+        .collect()
 }
 
 /// The receipts `store` holds for `e`'s content (none where it is not published, or published
