@@ -5,7 +5,7 @@ use crate::html::{esc, frame, result_cell};
 use crate::load::{OpRecords, Records};
 use crate::page::{file_name, worst_ulp};
 use crate::svg::{Plot, Series};
-use op_runtime::report::{BackendRecord, Verdict};
+use op_runtime::report::Verdict;
 use op_runtime::BackendKind;
 use std::fmt::Write;
 
@@ -127,9 +127,4 @@ fn binaries(records: &Records) -> Vec<String> {
     all.sort();
     all.dedup();
     all
-}
-
-/// Whether a result ran a kernel (so it has an error series).
-pub(crate) fn ran(r: &BackendRecord) -> bool {
-    matches!(r.verdict, Verdict::Conformed | Verdict::Rejected) && !r.errors.is_empty()
 }

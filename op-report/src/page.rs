@@ -4,7 +4,6 @@
 //! control's margins.
 
 use crate::html::{class, esc, frame, receipt_text, trust_of, trust_text, verdict_text};
-use crate::index::ran;
 use crate::load::OpRecords;
 use crate::svg::{Plot, Series};
 use op_runtime::contract::Backward;
@@ -21,6 +20,11 @@ pub fn file_name(o: &OpRecords) -> String {
     let id: String = e.id.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect();
     let hash: String = e.identity.chars().filter(char::is_ascii_hexdigit).take(12).collect();
     format!("{id}-{hash}.html")
+}
+
+/// Whether a result ran a kernel (so it has an error series).
+pub(crate) fn ran(r: &BackendRecord) -> bool {
+    matches!(r.verdict, Verdict::Conformed | Verdict::Rejected) && !r.errors.is_empty()
 }
 
 /// The largest ulp error of a result over its cases.

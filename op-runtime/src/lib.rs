@@ -103,9 +103,15 @@ pub mod graph {
 /// The catalog: every op description linked into this binary (each `#[op]` adds its own), and
 /// what a listing shows of each, without registering any.
 pub mod catalog {
-    pub use crate::builtins::catalog_entries as entries;
     pub use crate::core::catalog::decls;
     pub use crate::verify::record::{CatalogEntry, KernelInfo};
+
+    /// The catalog entry of every op linked into this binary ([`decls`]), each loaded, not
+    /// registered, the built-ins labelled as such; sorted by id then identity. An op that does
+    /// not load (a tampered build) is left out and returned with its error.
+    pub fn entries() -> (Vec<CatalogEntry>, Vec<crate::KernelRegistrationError>) {
+        crate::verify::record::entries(&crate::builtins::decls())
+    }
 }
 
 /// Records for reports: what the tests `#[op]` generates write when [`report::REPORT_DIR_ENV`]

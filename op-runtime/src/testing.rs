@@ -502,7 +502,7 @@ mod tests {
         let e = catch_unwind(|| catalog_test(&MOVED)).expect_err("a description no `#[op]` put in the catalog");
         let text = e.downcast_ref::<String>().cloned().unwrap_or_default();
         assert!(text.contains("0 times"), "{text}");
-        let (entries, failed) = crate::builtins::catalog_entries();
+        let (entries, failed) = crate::catalog::entries();
         assert!(failed.is_empty(), "{failed:?}");
         let add = entries.iter().find(|e| e.id == "builtin/add@1").expect("listed");
         assert_eq!(add.source, OpSource::Builtin);

@@ -47,13 +47,6 @@ pub(crate) fn is_builtin(decl: &OpDecl) -> bool {
     decls().iter().any(|b| crate::verify::record::same_decl(b, decl))
 }
 
-/// The catalog entry of every op linked into this binary (`op_runtime::catalog::decls`), each
-/// loaded, not registered, the built-ins labelled as such; sorted by id then identity. An op
-/// that does not load (a tampered build) is left out and returned with its error.
-pub fn catalog_entries() -> (Vec<crate::verify::record::CatalogEntry>, Vec<KernelRegistrationError>) {
-    crate::verify::record::entries(&decls())
-}
-
 /// Registers every built-in into `r`. A failure here is a build defect (a tampered binary); it
 /// is reported on stderr and the op is left out, never a panic.
 pub fn register_all(r: &Registry) {
