@@ -29,15 +29,16 @@ pub struct Summary {
     pub receipts: Vec<Receipt>,
 }
 
-/// The reason after the op's name (`op `x`: backend wgpu is unavailable here, ...: <reason>`).
+/// The reason, short: after the op and backend (`nothing to conform on wgpu: `, `unavailable
+/// here, not conformed: `), before any parenthesis.
 fn reason(e: &ConformanceFailure) -> String {
     let text = e.to_string();
-    let short = text.split_once("`: ").map(|(_, r)| r).unwrap_or(&text);
-    let mut s: String = short.chars().take(110).collect();
-    if short.chars().count() > 110 {
-        s.push('…');
-    }
-    s
+    let after = ["not conformed: ", "nothing to conform on "]
+        .iter()
+        .find_map(|m| text.split_once(m).map(|(_, r)| r))
+        .map(|r| r.split_once(": ").map(|(b, rest)| if b.contains(' ') { r } else { rest }).unwrap_or(r))
+        .unwrap_or(&text);
+    after.split(" (").next().unwrap_or(after).to_string()
 }
 
 impl Summary {
