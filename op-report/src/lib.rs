@@ -58,11 +58,12 @@ impl Rendered {
     }
 }
 
-/// Renders `records` into `out`: `out/index.html` and `out/ops/<op>.html`. Returns what was
-/// written.
+/// Renders `records` into `out`: `out/index.html` and `out/ops/<op>.html` (pages an earlier
+/// render left in `out/ops` are removed). Returns what was written.
 pub fn render(records: &Records, out: &Path) -> Result<Rendered, ReportError> {
     let ops_dir = out.join("ops");
     std::fs::create_dir_all(&ops_dir).map_err(|e| ReportError::io(&ops_dir, e))?;
+    remove_pages(&ops_dir)?;
     let mut pages = Vec::new();
     for op in &records.ops {
         let path = ops_dir.join(page::file_name(op));
@@ -85,6 +86,17 @@ pub fn render(records: &Records, out: &Path) -> Result<Rendered, ReportError> {
         failed: count(Failed),
         gradcheck_failed: records.ops.iter().filter(|o| o.gradcheck.as_ref().is_some_and(|g| !g.passed)).count(),
     })
+}
+
+/// Removes the pages an earlier render left in `dir` (`*.html`), so no page outlives its op.
+fn remove_pages(dir: &Path) -> Result<(), ReportError> {
+    for entry in std::fs::read_dir(dir).map_err(|e| ReportError::io(dir, e))? {
+        let path = entry.map_err(|e| ReportError::io(dir, e))?.path();
+        if path.extension().is_some_and(|x| x == "html") {
+            std::fs::remove_file(&path).map_err(|e| ReportError::io(&path, e))?;
+        }
+    }
+    Ok(())
 }
 
 fn write(path: &Path, text: &str) -> Result<(), ReportError> {

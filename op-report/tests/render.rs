@@ -27,7 +27,10 @@ fn a_rejected_kernel_shows_its_class_and_shrunk_case_and_its_twin_conforms() {
     assert!(bad.errors.iter().any(|p| p.ulp > 0.0) && good.errors.iter().all(|p| p.ulp == 0.0));
 
     let out = dir.path().join("site");
+    std::fs::create_dir_all(out.join("ops")).expect("mkdir");
+    std::fs::write(out.join("ops/stale.html"), "an op no longer recorded").expect("writes");
     let rendered = render(&Records::load(&records).expect("loads"), &out).expect("renders");
+    assert!(!out.join("ops/stale.html").exists(), "an earlier render's page is removed");
     assert_eq!((rendered.ops, rendered.rejected), (3, 1), "add, the broken op and its twin; one rejection");
     assert!(!rendered.all_passed());
     let index = read(&rendered.index);

@@ -492,7 +492,7 @@ mod tests {
     }
 
     /// `sum_fast`'s description as if declared in another module: no catalog holds it.
-    static MOVED: OpDecl = OpDecl { module: "op_runtime::elsewhere::sum_fast", ..sum_fast::DECL };
+    static MOVED: OpDecl = OpDecl { module: "other_crate::elsewhere::sum_fast", ..sum_fast::DECL };
 
     #[test]
     fn the_catalog_test_finds_each_declaration_once_and_nothing_else() {
