@@ -23,7 +23,6 @@ fn a_rejected_kernel_shows_its_class_and_shrunk_case_and_its_twin_conforms() {
     assert_eq!(bad.verdict, Verdict::Rejected);
     assert_eq!(good.verdict, Verdict::Conformed);
     let defect = bad.defects.first().expect("a class");
-    assert!(defect.shrunk_from.is_some(), "the failing case was shrunk: {defect:?}");
     assert!(bad.errors.iter().any(|p| p.ulp > 0.0) && good.errors.iter().all(|p| p.ulp == 0.0));
 
     let out = dir.path().join("site");
@@ -41,9 +40,14 @@ fn a_rejected_kernel_shows_its_class_and_shrunk_case_and_its_twin_conforms() {
     assert!(index.contains("<svg"), "the overview plot");
     let page = rendered.pages.iter().find(|p| p.to_string_lossy().contains("double_broken_1")).expect("the broken op's page");
     let page = read(page);
-    assert!(page.contains(&defect.class) && page.contains("shrunk case") && page.contains("shrunk from"), "class and shrunk case");
+    assert!(page.contains(&defect.class) && page.contains("shrunk case"), "class and shrunk case");
     let case = op_report::esc(&defect.case);
     assert!(page.contains(&case), "the shrunk case itself: {case}");
+    // Where shrinking found a smaller case than the corpus's first failing one (the corpus is
+    // seeded from the identity), the page names that one too.
+    if let Some(from) = &defect.shrunk_from {
+        assert!(page.contains("shrunk from") && page.contains(&op_report::esc(from)), "the case it was shrunk from");
+    }
     assert!(page.contains("<svg") && page.contains("Error per case"), "the error plot");
     assert!(page.contains("Negative control") && page.contains("margin"), "gradcheck's negative control");
     let add = rendered.pages.iter().find(|p| p.to_string_lossy().contains("builtin_add_1")).expect("add's page");
