@@ -43,6 +43,11 @@ pub fn decls() -> [&'static OpDecl; 15] {
     ]
 }
 
+/// Whether `decl` is one of the built-ins (the same function, module and identity).
+pub(crate) fn is_builtin(decl: &OpDecl) -> bool {
+    decls().iter().any(|b| crate::verify::record::same_decl(b, decl))
+}
+
 /// Registers every built-in into `r`. A failure here is a build defect (a tampered binary); it
 /// is reported on stderr and the op is left out, never a panic.
 pub fn register_all(r: &Registry) {
