@@ -29,7 +29,7 @@ impl Tape {
     }
 
     /// Host results placed where the tape's values live.
-    fn placed(&self, what: &str, ts: Vec<Tensor>) -> Result<Vec<Tensor>, TapeError> {
+    fn placed_all(&self, what: &str, ts: Vec<Tensor>) -> Result<Vec<Tensor>, TapeError> {
         ts.iter().map(|t| device::place(self.device, what, t)).collect()
     }
 
@@ -59,7 +59,7 @@ impl Tape {
             }
         }
         let outs = acc.ok_or_else(|| TapeError::Shim { op: op.id.clone(), message: "no tangent to push".into() })?;
-        self.placed(&what, outs)
+        self.placed_all(&what, outs)
     }
 
     /// The VJP of the op behind `h` (a differentiable VJP op) at `ins`: its declared VJP rule, or
@@ -90,7 +90,7 @@ impl Tape {
             (Backward::Declared { vjp: Some(_), .. }, _) => {
                 let (hins, hcots) = (hosted(&what, ins)?, hosted(&what, cots)?);
                 let gs = exec::vjp(&op, &refs(&hins), params, &refs(&hcots), self.mode).map_err(shim_err(&op))?;
-                self.placed(&what, gs)
+                self.placed_all(&what, gs)
             }
             _ => Err(TapeError::NoSecondOrder { op: op.id.clone(), reason: "its VJP op declares no VJP of its own".into() }),
         }

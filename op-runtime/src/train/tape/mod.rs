@@ -34,6 +34,7 @@ pub(crate) mod exec;
 mod forward;
 mod higher;
 pub(crate) mod planner;
+pub(crate) mod pullback;
 mod record;
 mod second;
 mod vmap;
@@ -42,6 +43,7 @@ pub use device::SharedDevice;
 pub use exec::Mode;
 pub use forward::Tangents;
 pub use planner::{human_bytes, infer, BufferKind, Inferred, MemoryPlan, PlanEntry};
+pub use pullback::Pullback;
 pub use second::Hvp;
 pub use vmap::{vmap, GradFn, InAxis, TapeFn, TensorFn, Vmap};
 
@@ -175,6 +177,16 @@ pub enum TapeError {
         dtype: DType,
         /// Its shape.
         shape: Vec<usize>,
+    },
+    /// A cotangent given to [`Tape::pullback`] that does not match the op's output.
+    #[error("op `{op}`: cotangent of output {output}: {problem}; give one cotangent per output, of its dtype and shape")]
+    Cotangent {
+        /// The op's `name@version`.
+        op: String,
+        /// The output's index.
+        output: usize,
+        /// What is wrong.
+        problem: String,
     },
     /// A gradient or parameter update on a dtype the tape cannot accumulate.
     #[error("op `{op}`: cannot accumulate gradients of dtype `{dtype}`")]
