@@ -285,8 +285,11 @@ fn a_vjp_off_by_a_tenth_of_a_percent_beyond_ten_is_rejected() {
         let o = GradcheckOptions { salt, ..GradcheckOptions::default() };
         match gradcheck_with(op_runtime::registry(), &cube_off_beyond_ten::DECL, &o) {
             Err(e @ GradcheckError::Mismatch { .. }) => {
-                if let GradcheckError::Mismatch { diff, allowed, analytic, .. } = &e {
-                    assert!(*diff > 10.0 * allowed && *diff < 0.0011 * analytic.abs(), "{e}");
+                // Far over the bound, and of the defect's size: 0.1% of the share of the
+                // directional derivative beyond ten, which the other elements' terms can partly
+                // cancel in the sum (hence up to 0.2% of it, not 0.1%).
+                if let GradcheckError::Mismatch { diff, allowed, analytic, numeric, .. } = &e {
+                    assert!(*diff > 10.0 * allowed && *diff < 0.002 * analytic.abs().max(numeric.abs()), "{e}");
                 }
             }
             other => panic!("salt {salt}: must be rejected, got {other:?}"),
