@@ -137,12 +137,17 @@ impl Signature {
         self.float_constraints.iter().find(|c| c.holds(env) != Some(true))
     }
     /// Symbols bound by input dims (a bare symbol in some input's dim list), in first-seen order.
+    /// A bare dim named after an integer parameter is that parameter (bound by it and checked
+    /// against it), not a dim symbol: a declaration cannot name a parameter like a dim symbol,
+    /// but a derived VJP op can, where an output dim of the op is a parameter (`unfold`'s
+    /// `T[(n - w) / s + 1, w]` makes its cotangent an input with a dim `w`).
     pub fn dim_symbols(&self) -> Vec<String> {
+        let int_params: Vec<&str> = self.params().filter(|p| p.dtype.is_int()).map(|p| p.name.as_str()).collect();
         let mut out: Vec<String> = Vec::new();
         for t in self.inputs() {
             for d in &t.dims {
                 if let Expr::Sym(s) = d {
-                    if !out.contains(s) {
+                    if !out.contains(s) && !int_params.contains(&s.as_str()) {
                         out.push(s.clone());
                     }
                 }

@@ -9,10 +9,14 @@ mod cpu_tests;
 mod elementwise;
 mod linalg;
 mod reduce;
+mod rows;
+mod windows;
 
 pub use elementwise::*;
 pub use linalg::*;
 pub use reduce::*;
+pub use rows::*;
+pub use windows::*;
 
 use crate::core::decl::OpDecl;
 use crate::core::error::KernelRegistrationError;
@@ -22,8 +26,8 @@ use crate::verify::gradcheck::{self, GradcheckError, GradcheckOptions, Gradcheck
 use std::sync::OnceLock;
 
 /// Every built-in declaration.
-pub fn decls() -> [&'static OpDecl; 15] {
-    [
+pub fn decls() -> Vec<&'static OpDecl> {
+    vec![
         &add::DECL,
         &sub::DECL,
         &mul::DECL,
@@ -39,6 +43,9 @@ pub fn decls() -> [&'static OpDecl; 15] {
         &matmul::DECL,
         &conv1d::DECL,
         &mse_loss::DECL,
+        &unfold::DECL,
+        &sort_rows::DECL,
+        &median_rows::DECL,
     ]
 }
 

@@ -482,6 +482,11 @@ fn input_plans(sig: &Signature, syms: &[String], compile: &Compile<'_>) -> Resul
         let mut dims = Vec::new();
         for (axis, d) in t.dims.iter().enumerate() {
             dims.push(match d {
+                // A bare dim named after an integer parameter checks against it (see
+                // `Signature::dim_symbols`).
+                Expr::Sym(s) if sig.params().any(|p| p.dtype.is_int() && p.name == *s) => {
+                    DimRule::Expr { expr: compile(d)?, text: d.to_string() }
+                }
                 Expr::Sym(s) => {
                     let slot = syms.iter().position(|x| x == s).ok_or("unbound")?;
                     let bound_by = first_sight[slot];
