@@ -141,9 +141,11 @@ pub fn median_rows_ties_later_rule<T: Real>(x: &[T], c: usize, g: &[T]) -> Vec<T
     gx
 }
 
-/// sort_rows with a VJP rule that applies the permutation the wrong way round.
+/// sort_rows with a VJP rule that applies the permutation the wrong way round. Declared for rows
+/// of 8 or more: a permutation of 2 elements is its own inverse (the rule is then right), and of
+/// 3 most are; a random one of 8 elements rarely is.
 #[op(name = "test/bad/sort_rows_inverse", version = 1,
-     signature(x: f32[r, c] where c <= 1024) -> f32[r, c],
+     signature(x: f32[r, c] where 8 <= c, c <= 1024) -> f32[r, c],
      category = selection, tolerance = exact, generated_tests = false,
      backward = vjp(sort_rows_inverse_rule), subgradient = "the permutation inverted (wrong on purpose)")]
 pub fn sort_rows_inverse<T: Real>(x: &[T], c: usize) -> Vec<T> {
@@ -205,4 +207,20 @@ fn wrong_vjp_rules_of_the_library_are_rejected_by_gradcheck() {
     rejected_at_every_salt(&unfold_vjp_overwrites::DECL);
     rejected_at_every_salt(&median_rows_ties_later::DECL);
     rejected_at_every_salt(&sort_rows_inverse::DECL);
+}
+
+/// A sort whose reference turns `+inf` into a NaN: it declares `nan = ordered`, and a NaN that
+/// no input holds breaks that.
+#[op(name = "test/bad/sort_rows_makes_nan", version = 1,
+     signature(x: f32[r, c] where c <= 1024) -> f32[r, c],
+     category = selection, tolerance = exact, nan = ordered, backward = none, generated_tests = false)]
+pub fn sort_rows_makes_nan<T: Real>(x: &[T], c: usize) -> Vec<T> {
+    let inf = T::one() / T::zero();
+    builtins::sort_rows(x, c).into_iter().map(|v| if v == inf { inf - inf } else { v }).collect()
+}
+
+#[test]
+fn a_reference_that_makes_up_a_nan_breaks_nan_ordered() {
+    let e = op_runtime::testing::assert_reference_rejected(&sort_rows_makes_nan::DECL);
+    assert!(e.to_string().contains("nan = ordered"), "{e}");
 }

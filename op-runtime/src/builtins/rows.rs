@@ -20,7 +20,7 @@ fn order<T: Real>(row: &[T]) -> Vec<usize> {
 /// Each row of `x` (`r` rows of `c` elements, `c <= 1024`) sorted ascending in IEEE total order.
 #[op(name = "builtin/sort_rows", version = 1,
      signature<T: f16 | bf16 | f32 | f64>(x: T[r, c] where c <= 1024) -> T[r, c],
-     category = selection, tolerance = exact,
+     category = selection, tolerance = exact, nan = ordered,
      backward = vjp(sort_rows_vjp,
         kernel(wgsl = "kernels/rows_order_vjp.wgsl", entry = "sort_rows_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(r, c)), threads = r * c),
         kernel(cuda = "kernels/rows_order.cu", entry = "sort_rows_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(r, c)), threads = r * c, block = 256)),
@@ -62,7 +62,7 @@ fn sort_rows_cpu(x: &[f32], c: usize) -> Vec<f32> {
 /// rank `(c - 1) / 2` in IEEE total order, so the lower median for an even `c`.
 #[op(name = "builtin/median_rows", version = 1,
      signature<T: f16 | bf16 | f32 | f64>(x: T[r, c] where 1 <= c, c <= 1024) -> T[r],
-     category = selection, tolerance = exact,
+     category = selection, tolerance = exact, nan = ordered,
      backward = vjp(median_rows_vjp,
         kernel(wgsl = "kernels/rows_order_vjp.wgsl", entry = "median_rows_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(r, c)), threads = r * c),
         kernel(cuda = "kernels/rows_order.cu", entry = "median_rows_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(r, c)), threads = r * c, block = 256)),

@@ -12,7 +12,7 @@ use crate::{op, Real};
 /// an input element's bits.
 #[op(name = "builtin/unfold", version = 1,
      signature<T: f16 | bf16 | f32 | f64>(x: T[n], w: u32, s: u32 where 1 <= w, w <= n, s >= 1) -> T[(n - w) / s + 1, w],
-     category = selection, tolerance = exact,
+     category = selection, tolerance = exact, nan = ordered,
      backward = vjp(unfold_vjp,
         kernel(wgsl = "kernels/unfold_vjp.wgsl", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n, w, s)), threads = n),
         kernel(cuda = "kernels/windows.cu", entry = "unfold_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n, w, s)), threads = n, block = 256)),

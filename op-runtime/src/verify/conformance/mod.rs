@@ -36,6 +36,7 @@
 pub(crate) mod cases;
 pub(crate) mod compare;
 mod explain;
+mod nan_ordered;
 pub(crate) mod report;
 
 pub use cases::{Case, Corpus, Pattern, Shape as CaseShape};
