@@ -29,6 +29,7 @@
 //! # }
 //! ```
 
+mod constants;
 pub(crate) mod device;
 pub(crate) mod exec;
 pub(crate) mod planner;
@@ -182,7 +183,12 @@ pub enum TapeError {
 enum Kind {
     Input,
     Param(Tensor),
-    Output { node: usize, k: usize },
+    /// A constant (`Tape::constant`) with its provenance entry.
+    Const(Tensor, crate::core::provenance::ConstantEntry),
+    Output {
+        node: usize,
+        k: usize,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -605,6 +611,7 @@ impl Tape {
                     Some(n) => (&n.op, format!("d/d {}", v.name)),
                     None => continue,
                 },
+                Kind::Const(..) => continue,
             };
             out.push(entry(Var(i), op, &output, BufferKind::Gradient));
         }
@@ -646,11 +653,12 @@ impl Tape {
                 Kind::Input if values[k].is_none() => {
                     return Err(TapeError::Feed { name: i.name.clone(), var: Var(k), problem: "was not fed".into() })
                 }
-                Kind::Param(t) => values[k] = Some(device::place(self.device, &i.name, t)?),
+                Kind::Param(t) | Kind::Const(t, _) => values[k] = Some(device::place(self.device, &i.name, t)?),
                 _ => {}
             }
         }
         let mut provenance = ProvenanceRecord::default();
+        self.constant_entries(&mut provenance.constants);
         let mut ops = Vec::with_capacity(self.nodes.len());
         for n in &self.nodes {
             let ins: Vec<&Tensor> = n
@@ -775,6 +783,7 @@ impl Tape {
                     Rule::Composite => {
                         let sub = n.sub.as_ref().ok_or_else(|| TapeError::NoCompositeGraph { op: op.id.clone() })?;
                         let (gs, prov) = sub.graph_vjp(&op, &ins, cots)?;
+                        // (Its constants are in the record already: the forward run lists them.)
                         run.provenance.entries.extend(prov.entries);
                         gs
                     }
@@ -851,9 +860,22 @@ impl Tape {
     }
 }
 
-/// The tape records a composite op's graph: each call is recorded like any other.
+/// The tape records a composite op's graph: each call is recorded like any other, and each
+/// constant held like a parameter that is never differentiated.
 impl Graph for Tape {
     fn call(&mut self, name: &str, inputs: &[Var], params: &[Scalar]) -> Result<Vec<Var>, GraphError> {
         Tape::call(self, name, inputs, params).map_err(|e| GraphError(Box::new(e)))
+    }
+
+    fn constant(&mut self, name: &str, value: Tensor) -> Result<Var, GraphError> {
+        Tape::constant(self, name, value).map_err(|e| GraphError(Box::new(e)))
+    }
+
+    fn shape_of(&self, v: Var) -> Option<Vec<usize>> {
+        self.shape(v).map(<[usize]>::to_vec)
+    }
+
+    fn dtype_of(&self, v: Var) -> Option<DType> {
+        self.dtype(v)
     }
 }
