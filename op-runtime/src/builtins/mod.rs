@@ -4,18 +4,24 @@
 //! them. Conveniences that default to the process-wide registry (`Tape::new`, `gradcheck`) live
 //! here, so the floors below never name it.
 
+mod binary;
 #[cfg(test)]
 mod cpu_tests;
 mod elementwise;
 mod linalg;
 mod reduce;
 mod rows;
+mod select;
+mod unary;
 mod windows;
 
+pub use binary::*;
 pub use elementwise::*;
 pub use linalg::*;
 pub use reduce::*;
 pub use rows::*;
+pub use select::*;
+pub use unary::*;
 pub use windows::*;
 
 use crate::core::decl::OpDecl;
@@ -46,6 +52,16 @@ pub fn decls() -> Vec<&'static OpDecl> {
         &unfold::DECL,
         &sort_rows::DECL,
         &median_rows::DECL,
+        &abs::DECL,
+        &sqrt::DECL,
+        &square::DECL,
+        &sigmoid::DECL,
+        &maximum::DECL,
+        &minimum::DECL,
+        &greater::DECL,
+        &less::DECL,
+        &equal::DECL,
+        &where_::DECL,
     ]
 }
 

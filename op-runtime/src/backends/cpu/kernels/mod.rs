@@ -11,6 +11,7 @@
 pub(crate) mod conv1d;
 pub(crate) mod elementwise;
 pub(crate) mod matmul;
+pub(crate) mod pointwise;
 pub(crate) mod reduce;
 pub(crate) mod rows;
 pub(crate) mod windows;
