@@ -10,8 +10,10 @@ mod cpu_tests;
 mod elementwise;
 mod linalg;
 mod reduce;
+mod reduce_rows;
 mod rows;
 mod select;
+mod shape;
 mod unary;
 mod windows;
 
@@ -19,8 +21,10 @@ pub use binary::*;
 pub use elementwise::*;
 pub use linalg::*;
 pub use reduce::*;
+pub use reduce_rows::*;
 pub use rows::*;
 pub use select::*;
+pub use shape::*;
 pub use unary::*;
 pub use windows::*;
 
@@ -62,6 +66,18 @@ pub fn decls() -> Vec<&'static OpDecl> {
         &less::DECL,
         &equal::DECL,
         &where_::DECL,
+        &sum_rows::DECL,
+        &mean_rows::DECL,
+        &max_rows::DECL,
+        &min_rows::DECL,
+        &argmax_rows::DECL,
+        &reshape::DECL,
+        &flatten::DECL,
+        &transpose::DECL,
+        &slice::DECL,
+        &concat::DECL,
+        &gather::DECL,
+        &broadcast_to::DECL,
     ]
 }
 

@@ -51,3 +51,15 @@ pub(crate) fn filled(n: usize, fill: impl FnOnce(&mut [MaybeUninit<f32>])) -> Ve
     unsafe { out.set_len(n) };
     out
 }
+
+/// `out[i] = f(i)` for `i < n`: an indexed copy (the shape built-ins), over the CPU backend's
+/// threads.
+pub(crate) fn fill_with(n: usize, f: impl Fn(usize) -> f32 + Sync + Send) -> Vec<f32> {
+    filled(n, |out| {
+        for_each_chunk(out, GRAIN, |off, o| {
+            for (k, d) in o.iter_mut().enumerate() {
+                d.write(f(off + k));
+            }
+        })
+    })
+}

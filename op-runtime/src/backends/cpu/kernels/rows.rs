@@ -1,11 +1,13 @@
-//! The `cpu` kernels of the row built-ins that order values (`sort_rows`, `median_rows`): each
-//! row's elements mapped to unsigned keys whose integer order is IEEE 754 total order, sorted or
-//! selected, mapped back. Equal keys are equal bits, so an unstable sort or selection gives the
+//! The `cpu` kernels of the row built-ins: those that order values (`sort_rows`, `median_rows`,
+//! `max_rows`, `min_rows`, `argmax_rows`) map each row's elements to unsigned keys whose integer
+//! order is IEEE 754 total order and sort, select or scan them; the sums (`sum_rows`,
+//! `mean_rows`) add each row in f64 and round once. Equal keys are equal bits, so an unstable sort or selection gives the
 //! reference's (stable) result bit for bit. Rows are spread over the CPU backend's threads with
 //! `par::for_each_chunk` (chunk boundaries never depend on the thread count). Owns the key
 //! mapping and the per-row work; must not allocate outputs or validate shapes.
 //!
-//! Precondition of every kernel here: `c >= 1` and `x.len()` is a multiple of `c`.
+//! Precondition of every kernel here: `c >= 1` (`c >= 0` for the sums) and `x.len()` is `c` times
+//! the number of rows.
 
 use crate::backends::cpu::par::for_each_chunk;
 
@@ -62,6 +64,53 @@ pub(crate) fn median_rows(x: &[f32], c: usize, out: &mut [f32]) {
             keys.clear();
             keys.extend(x[r * c..(r + 1) * c].iter().map(|v| key(*v)));
             *d = unkey(*keys.select_nth_unstable(mid).1);
+        }
+    });
+}
+
+/// Each row of `x` (rows of `c >= 0`) summed in f64 (exact for f32 terms up to 2^29 of them, and
+/// never overflowing), divided by `div`, rounded once.
+pub(crate) fn sum_rows(x: &[f32], c: usize, out: &mut [f32], div: f64) {
+    for_each_chunk(out, rows_grain(c), |off, o| {
+        for (k, d) in o.iter_mut().enumerate() {
+            let r = off + k;
+            let s: f64 = x[r * c..(r + 1) * c].iter().map(|v| *v as f64).sum();
+            *d = (s / div) as f32;
+        }
+    });
+}
+
+/// The position of the selected element of a row (rows of `c >= 1`): the largest key, the last
+/// of equal ones (`larger`), or the smallest, the first of equal ones.
+#[inline]
+fn select_in(row: &[f32], larger: bool) -> usize {
+    let mut best = 0;
+    let mut kb = key(row[0]);
+    for (j, v) in row.iter().enumerate().skip(1) {
+        let k = key(*v);
+        if (larger && k >= kb) || (!larger && k < kb) {
+            best = j;
+            kb = k;
+        }
+    }
+    best
+}
+
+/// Each row's largest (`larger`) or smallest element in total order.
+pub(crate) fn select_rows(x: &[f32], c: usize, larger: bool, out: &mut [f32]) {
+    for_each_chunk(out, rows_grain(c), |off, o| {
+        for (k, d) in o.iter_mut().enumerate() {
+            let row = &x[(off + k) * c..(off + k + 1) * c];
+            *d = row[select_in(row, larger)];
+        }
+    });
+}
+
+/// Each row's position of its largest element in total order (the last of equal ones).
+pub(crate) fn argmax_rows(x: &[f32], c: usize, out: &mut [u32]) {
+    for_each_chunk(out, rows_grain(c), |off, o| {
+        for (k, d) in o.iter_mut().enumerate() {
+            *d = select_in(&x[(off + k) * c..(off + k + 1) * c], true) as u32;
         }
     });
 }
