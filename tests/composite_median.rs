@@ -2,7 +2,8 @@
 //! w, 1))` declared with `backward = composite(..)`. Its graph, run through dispatch on every
 //! backend here, gives the hand-written median's bits on the engine-generated corpus; its
 //! gradients through the built-ins' VJPs are the hand-written VJP's bits; gradcheck passes; the
-//! tape's plan shows the `(n - w + 1) x w` window buffer.
+//! tape's plan shows the `(n - w + 1) x w` window buffer; and a composite whose graph takes each
+//! window's maximum instead is rejected by gradcheck.
 
 mod common;
 
@@ -12,8 +13,10 @@ mod composite;
 mod median;
 
 use op_runtime::conformance::corpus;
+use op_runtime::graph::{Graph, GraphError, Var};
+use op_runtime::testing::assert_gradcheck_rejected;
 use op_runtime::train::{BufferKind, Tape};
-use op_runtime::{BackendKind, CallOptions, DType, Registry, Scalar, Tensor};
+use op_runtime::{op, BackendKind, CallOptions, DType, Real, Registry, Scalar, Tensor};
 
 fn registry() -> Registry {
     let r = Registry::with_builtins();
@@ -130,4 +133,25 @@ fn the_plan_shows_the_window_buffer() {
     // The hand-written median plans no such buffer.
     let (_, t) = grad_through(&r, "user/example/windowed_median", &values(n, 1), w, &values(n - 6, 2));
     assert!(t.plan().entries.iter().all(|e| e.kind != BufferKind::Composite), "{}", t.plan());
+}
+
+/// A composite whose graph takes each window's maximum where its reference takes the median:
+/// wrong on purpose.
+#[op(name = "test/bad/median_graph_takes_the_max", version = 1,
+     signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
+     category = selection, tolerance = exact, backward = composite(max_graph),
+     subgradient = "cotangent routed to the selected element", generated_tests = false)]
+pub fn median_wrong_graph<T: Real>(x: &[T], w: u32) -> Vec<T> {
+    median::windowed_median(x, w)
+}
+/// `max_rows(unfold(x, w, 1))`.
+pub fn max_graph(g: &mut dyn Graph, x: &[Var], p: &[Scalar]) -> Result<Vec<Var>, GraphError> {
+    let windows = g.call1("builtin/unfold", &[x[0]], &[p[0], Scalar::U32(1)])?;
+    Ok(vec![g.call1("builtin/max_rows", &[windows], &[])?])
+}
+
+#[test]
+fn a_composite_whose_graph_is_not_its_reference_is_rejected() {
+    let e = assert_gradcheck_rejected(&median_wrong_graph::DECL);
+    assert!(e.to_string().contains("composite graph"), "{e}");
 }

@@ -165,6 +165,130 @@ pub fn sort_rows_inverse_rule<T: Real>(x: &[T], c: usize, g: &[T]) -> Vec<T> {
     gx
 }
 
+// ---- Elementwise, masks, reductions along rows, shapes. ----
+
+/// Deliberately broken abs kernel: keeps -0.
+#[op(name = "test/broken/abs_keeps_minus_zero", version = 1, signature(x: f32[n]) -> f32[n],
+     category = selection, tolerance = exact, backward = none, generated_tests = false,
+     kernel(wgsl = "kernels/broken/abs_select_keeps_minus_zero.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n))]
+pub fn abs_keeps_minus_zero<T: Real>(x: &[T]) -> Vec<T> {
+    builtins::abs(x)
+}
+
+/// Deliberately broken maximum kernel: WGSL's `max`.
+#[op(name = "test/broken/maximum_builtin_max", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
+     category = selection, tolerance = exact, backward = none, generated_tests = false,
+     kernel(wgsl = "kernels/broken/maximum_builtin_max.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = n))]
+pub fn maximum_builtin_max<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
+    builtins::maximum(a, b)
+}
+
+/// Deliberately broken maximum `cpu` kernel: `f32::max`, which returns the number beside a NaN.
+#[op(name = "test/broken/maximum_cpu_f32_max", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
+     category = selection, tolerance = exact, backward = none, generated_tests = false, cpu = maximum_f32_max)]
+pub fn maximum_cpu_f32_max<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
+    builtins::maximum(a, b)
+}
+/// Wrong on purpose.
+pub fn maximum_f32_max(a: &[f32], b: &[f32]) -> Vec<f32> {
+    a.iter().zip(b).map(|(x, y)| x.max(*y)).collect()
+}
+
+/// Deliberately broken greater kernel: total order, so +0 > -0.
+#[op(name = "test/broken/greater_total_order", version = 1, signature(a: f32[n], b: f32[n]) -> u32[n],
+     category = selection, tolerance = exact, backward = none, generated_tests = false,
+     kernel(wgsl = "kernels/broken/greater_total_order.wgsl", bindings(a: read, b: read, out: read_write, uniform(n)), threads = n))]
+pub fn greater_total_order<T: Real>(a: &[T], b: &[T]) -> Vec<u32> {
+    builtins::greater(a, b)
+}
+
+/// Deliberately broken sum_rows kernel: drops each row's last element.
+#[op(name = "test/broken/sum_rows_drops_last", version = 1, signature(x: f32[r, c]) -> f32[r],
+     category = reduction, tolerance = accum(2), backward = none, generated_tests = false,
+     kernel(wgsl = "kernels/broken/sum_rows_drops_last.wgsl", bindings(x: read, out: read_write, uniform(r, c)), threads = r))]
+pub fn sum_rows_drops_last<T: Real>(x: &[T], r: usize, c: usize) -> Vec<T> {
+    builtins::sum_rows(x, r, c)
+}
+
+/// Deliberately broken max_rows VJP kernel: ties to the first of equal maxima.
+#[op(name = "test/broken/max_rows_vjp_first_tie", version = 1, signature(x: f32[r, c] where c >= 1) -> f32[r],
+     category = selection, tolerance = exact, generated_tests = false,
+     backward = vjp(builtins::max_rows_vjp,
+         kernel(wgsl = "kernels/broken/max_rows_vjp_first_tie.wgsl", bindings(x: read, d_out: read, d_x: read_write, uniform(r, c)), threads = r)),
+     subgradient = "the cotangent goes to the selected element")]
+pub fn max_rows_vjp_first_tie<T: Real>(x: &[T], c: usize) -> Vec<T> {
+    builtins::max_rows(x, c)
+}
+
+/// max_rows with a VJP rule that routes ties to the first of equal maxima.
+#[op(name = "test/bad/max_rows_first_tie", version = 1, signature(x: f32[r, c] where c >= 1) -> f32[r],
+     category = selection, tolerance = exact, generated_tests = false,
+     backward = vjp(max_rows_first_tie_rule), subgradient = "the first of equal maxima (wrong on purpose)")]
+pub fn max_rows_first_tie<T: Real>(x: &[T], c: usize) -> Vec<T> {
+    builtins::max_rows(x, c)
+}
+/// Wrong on purpose: strict `>` keeps the first of equal maxima.
+pub fn max_rows_first_tie_rule<T: Real>(x: &[T], c: usize, g: &[T]) -> Vec<T> {
+    let mut gx = vec![T::zero(); x.len()];
+    for (r, gi) in g.iter().enumerate() {
+        let row = &x[r * c..(r + 1) * c];
+        let mut best = 0;
+        for j in 1..c {
+            if row[j].total_cmp(&row[best]).is_gt() {
+                best = j;
+            }
+        }
+        gx[r * c + best] = *gi;
+    }
+    gx
+}
+
+/// sigmoid with the VJP `g s (1 + s)` instead of `g s (1 - s)`.
+#[op(name = "test/bad/sigmoid_plus", version = 1, signature(x: f32[n]) -> f32[n],
+     category = transcendental, tolerance = ulp(16), backward = vjp(sigmoid_plus_rule), generated_tests = false)]
+pub fn sigmoid_plus<T: Real>(x: &[T]) -> Vec<T> {
+    builtins::sigmoid(x)
+}
+/// Wrong on purpose.
+pub fn sigmoid_plus_rule<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
+    builtins::sigmoid(x).into_iter().zip(g).map(|(s, g)| *g * s * (T::one() + s)).collect()
+}
+
+/// Deliberately broken transpose kernel: a copy.
+#[op(name = "test/broken/transpose_copies", version = 1, signature(x: f32[r, c]) -> f32[c, r],
+     category = selection, tolerance = exact, backward = none, generated_tests = false,
+     kernel(wgsl = "kernels/broken/transpose_copies.wgsl", bindings(x: read, out: read_write, uniform(r, c)), threads = r * c))]
+pub fn transpose_copies<T: Real>(x: &[T], r: usize, c: usize) -> Vec<T> {
+    builtins::transpose(x, r, c)
+}
+
+/// Deliberately broken gather VJP kernel: overwrites where it should add.
+#[op(name = "test/broken/gather_vjp_overwrites", version = 1, signature(x: f32[n], idx: u32[m] where n >= 1) -> f32[m],
+     category = selection, tolerance = exact, generated_tests = false,
+     backward = vjp(builtins::gather_vjp,
+         kernel(wgsl = "kernels/broken/gather_vjp_overwrites.wgsl", bindings(x: read, idx: read, d_out: read, d_x: read_write, uniform(n, m)), threads = n)),
+     subgradient = "a copy")]
+pub fn gather_vjp_overwrites<T: Real>(x: &[T], idx: &[u32]) -> Vec<T> {
+    builtins::gather(x, idx)
+}
+
+/// slice with a VJP rule that puts each cotangent one element too far.
+#[op(name = "test/bad/slice_shifted", version = 1,
+     signature(x: f32[n], start: u32, stop: u32, step: u32 where start <= stop, stop < n, step >= 1) -> f32[(stop - start + step - 1) / step],
+     category = selection, tolerance = exact, generated_tests = false,
+     backward = vjp(slice_shifted_rule), subgradient = "shifted (wrong on purpose)")]
+pub fn slice_shifted<T: Real>(x: &[T], start: u32, stop: u32, step: u32) -> Vec<T> {
+    builtins::slice(x, start, stop, step)
+}
+/// Wrong on purpose: one element to the right.
+pub fn slice_shifted_rule<T: Real>(x: &[T], start: u32, stop: u32, step: u32, g: &[T]) -> Vec<T> {
+    let mut gx = vec![T::zero(); x.len()];
+    for (k, q) in (start as usize..stop as usize).step_by(step as usize).enumerate() {
+        gx[q + 1] = g[k];
+    }
+    gx
+}
+
 // ---- The assertions. ----
 
 #[test]
@@ -223,4 +347,30 @@ pub fn sort_rows_makes_nan<T: Real>(x: &[T], c: usize) -> Vec<T> {
 fn a_reference_that_makes_up_a_nan_breaks_nan_ordered() {
     let e = op_runtime::testing::assert_reference_rejected(&sort_rows_makes_nan::DECL);
     assert!(e.to_string().contains("nan = ordered"), "{e}");
+}
+
+#[test]
+fn broken_elementwise_mask_row_and_shape_kernels_are_rejected() {
+    common::wgpu_rejection(&abs_keeps_minus_zero::DECL);
+    common::wgpu_rejection(&maximum_builtin_max::DECL);
+    let reports = assert_conformance_rejected(&maximum_cpu_f32_max::DECL);
+    assert!(reports.iter().any(|r| r.backend == BackendKind::Cpu), "the cpu kernel runs everywhere and must be rejected");
+    common::wgpu_rejection(&greater_total_order::DECL);
+    common::wgpu_rejection(&sum_rows_drops_last::DECL);
+    let reports = assert_vjp_conformance_rejected(&max_rows_vjp_first_tie::DECL);
+    if common::wgpu_available() {
+        assert!(reports.iter().any(|r| r.backend == BackendKind::Wgpu), "wgpu ran and must have rejected it");
+    }
+    common::wgpu_rejection(&transpose_copies::DECL);
+    let reports = assert_vjp_conformance_rejected(&gather_vjp_overwrites::DECL);
+    if common::wgpu_available() {
+        assert!(reports.iter().any(|r| r.backend == BackendKind::Wgpu), "wgpu ran and must have rejected it");
+    }
+}
+
+#[test]
+fn wrong_vjp_rules_of_rows_elementwise_and_shapes_are_rejected_by_gradcheck() {
+    rejected_at_every_salt(&max_rows_first_tie::DECL);
+    rejected_at_every_salt(&sigmoid_plus::DECL);
+    rejected_at_every_salt(&slice_shifted::DECL);
 }
