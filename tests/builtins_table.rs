@@ -80,6 +80,9 @@ fn table() -> String {
         if c.broadcast == Broadcast::Numpy {
             sig.push_str(", broadcast");
         }
+        if !c.domain.is_empty() {
+            sig.push_str(&format!(", domain({})", c.domain.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")));
+        }
         let nan = match c.nan {
             Some(NanPolicy::Propagate) => "propagate",
             Some(NanPolicy::Ordered) => "ordered",
