@@ -44,7 +44,7 @@ fn handle() -> OpHandle {
 }
 
 fn host(kind: BackendKind) -> DeviceProfile {
-    DeviceProfile::host(kind.name())
+    DeviceProfile::host(kind)
 }
 
 /// The same device model on another machine.
@@ -55,7 +55,7 @@ fn other_machine(p: &DeviceProfile) -> DeviceProfile {
 /// A GPU we do not have.
 fn some_gpu() -> DeviceProfile {
     DeviceProfile {
-        backend: "wgpu".into(),
+        backend: BackendKind::Wgpu,
         adapter: "Some GPU".into(),
         driver: "1.0".into(),
         vendor_id: 0x10de,
@@ -323,6 +323,10 @@ fn mutate(text: &str, rng: &mut Rng) -> String {
         return String::new();
     }
     let mut b = text.as_bytes().to_vec();
+    if b.is_empty() {
+        // A truncation left nothing to mutate: start again from a nasty string.
+        return NASTY[rng.below(NASTY.len())].to_string();
+    }
     let at = rng.below(b.len());
     match rng.below(6) {
         // (an input mutated to nothing has no byte to flip)

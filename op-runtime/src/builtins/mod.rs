@@ -14,6 +14,7 @@ mod reduce_rows;
 mod rows;
 mod select;
 mod shape;
+mod sum64;
 mod unary;
 mod windows;
 
