@@ -1,10 +1,11 @@
 //! Reductions along the last axis of a 2-D input: `sum_rows`, `mean_rows` (pairwise sums in the
-//! kernels, within `accum`), `max_rows`, `min_rows` and `argmax_rows` (IEEE total order, ties in
+//! kernels, within `accum`; the references sum in f64, compensated, and round once), `max_rows`, `min_rows` and `argmax_rows` (IEEE total order, ties in
 //! index order: of equal elements the later one counts as the larger, so `max_rows` selects the
 //! last of equal maxima and `min_rows` the first of equal minima; `argmax_rows` is the position
 //! `max_rows` selects, unlike numpy's first), with their VJPs and their `cpu` functions
 //! (`backends::cpu::kernels::rows`).
 
+use super::sum64::Sum64;
 use crate::backends::cpu::kernels::rows as kern;
 use crate::{op, Real};
 use std::cmp::Ordering;
@@ -37,15 +38,9 @@ fn selected<T: Real>(x: &[T], c: usize, side: Ordering) -> Vec<usize> {
      kernel(cuda = "kernels/rows_reduce.cu", entry = "sum_rows", dtypes(T: f32), bindings(x: read, out: read_write, uniform(r, c)), threads = r, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn sum_rows<T: Real>(x: &[T], r: usize, c: usize) -> Vec<T> {
-    (0..r)
-        .map(|i| {
-            let mut s = T::zero();
-            for v in &x[i * c..(i + 1) * c] {
-                s += *v;
-            }
-            s
-        })
-        .collect()
+    // Each row in f64, compensated, rounded once: right at every dtype (an f16 running sum
+    // stalls).
+    (0..r).map(|i| T::from_f64(Sum64::sum_of(x[i * c..(i + 1) * c].iter().map(|v| v.to_f64())))).collect()
 }
 /// VJP of `sum_rows`: each row's cotangent broadcast over the row.
 pub fn sum_rows_vjp<T: Real>(x: &[T], _r: usize, c: usize, g: &[T]) -> Vec<T> {
@@ -72,13 +67,14 @@ fn sum_rows_cpu(x: &[f32], r: usize, c: usize) -> Vec<f32> {
      kernel(cuda = "kernels/rows_reduce.cu", entry = "mean_rows", dtypes(T: f32), bindings(x: read, out: read_write, uniform(r, c)), threads = r, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn mean_rows<T: Real>(x: &[T], r: usize, c: usize) -> Vec<T> {
-    let n = T::from_f64(c as f64);
-    sum_rows(x, r, c).into_iter().map(|s| s / n).collect()
+    // Summed and divided in f64 (the count never passes through `T`: 131_071 is infinite in
+    // f16), rounded once.
+    (0..r).map(|i| T::from_f64(Sum64::sum_of(x[i * c..(i + 1) * c].iter().map(|v| v.to_f64())) / c as f64)).collect()
 }
-/// VJP of `mean_rows`: each row's cotangent over `c`, broadcast over the row.
+/// VJP of `mean_rows`: each row's cotangent over `c` (in f64, rounded once), broadcast over the
+/// row.
 pub fn mean_rows_vjp<T: Real>(x: &[T], _r: usize, c: usize, g: &[T]) -> Vec<T> {
-    let n = T::from_f64(c as f64);
-    (0..x.len()).map(|i| g[i / c.max(1)] / n).collect()
+    (0..x.len()).map(|i| T::from_f64(g[i / c.max(1)].to_f64() / c as f64)).collect()
 }
 /// `cpu` kernel of `mean_rows` (each row summed in f64, divided, rounded once).
 fn mean_rows_cpu(x: &[f32], r: usize, c: usize) -> Vec<f32> {
@@ -110,7 +106,7 @@ pub fn max_rows_vjp<T: Real>(x: &[T], c: usize, g: &[T]) -> Vec<T> {
 }
 /// `cpu` kernel of `max_rows` (bit-identical: a scan of total-order keys).
 fn max_rows_cpu(x: &[f32], c: usize) -> Vec<f32> {
-    if c == 0 || x.len() % c != 0 {
+    if c == 0 || !x.len().is_multiple_of(c) {
         return max_rows(x, c);
     }
     let mut out = vec![0f32; x.len() / c];
@@ -138,7 +134,7 @@ pub fn min_rows_vjp<T: Real>(x: &[T], c: usize, g: &[T]) -> Vec<T> {
 }
 /// `cpu` kernel of `min_rows` (bit-identical).
 fn min_rows_cpu(x: &[f32], c: usize) -> Vec<f32> {
-    if c == 0 || x.len() % c != 0 {
+    if c == 0 || !x.len().is_multiple_of(c) {
         return min_rows(x, c);
     }
     let mut out = vec![0f32; x.len() / c];
@@ -159,7 +155,7 @@ pub fn argmax_rows<T: Real>(x: &[T], c: usize) -> Vec<u32> {
 }
 /// `cpu` kernel of `argmax_rows`.
 fn argmax_rows_cpu(x: &[f32], c: usize) -> Vec<u32> {
-    if c == 0 || x.len() % c != 0 {
+    if c == 0 || !x.len().is_multiple_of(c) {
         return argmax_rows(x, c);
     }
     let mut out = vec![0u32; x.len() / c];

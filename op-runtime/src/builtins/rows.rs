@@ -50,7 +50,7 @@ pub fn sort_rows_vjp<T: Real>(x: &[T], c: usize, g: &[T]) -> Vec<T> {
 
 /// `cpu` kernel of `sort_rows` (bit-identical: equal keys are equal bits).
 fn sort_rows_cpu(x: &[f32], c: usize) -> Vec<f32> {
-    if c == 0 || x.len() % c != 0 {
+    if c == 0 || !x.len().is_multiple_of(c) {
         return sort_rows(x, c);
     }
     let mut out = vec![0f32; x.len()];
@@ -92,7 +92,7 @@ pub fn median_rows_vjp<T: Real>(x: &[T], c: usize, g: &[T]) -> Vec<T> {
 
 /// `cpu` kernel of `median_rows` (bit-identical: a selection on total-order keys).
 fn median_rows_cpu(x: &[f32], c: usize) -> Vec<f32> {
-    if c == 0 || x.len() % c != 0 {
+    if c == 0 || !x.len().is_multiple_of(c) {
         return median_rows(x, c);
     }
     let mut out = vec![0f32; x.len() / c];

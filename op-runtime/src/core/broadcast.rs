@@ -83,14 +83,14 @@ pub(crate) fn expand_inputs(op: &RegisteredOp, inputs: &[&Tensor], to: &[usize])
             continue;
         }
         if !t.is_host() {
-            return Err(DispatchError::BroadcastOnDevice { op: op.id.clone(), input: name, shape: t.shape().to_vec(), to: to.to_vec() });
+            return Err(DispatchError::BroadcastOnDevice { op: op.id.clone(), input: name, shape: t.shape().into(), to: to.into() });
         }
         let e = expand_host(t, to).map_err(|e| DispatchError::Broadcast {
             op: op.id.clone(),
             first: name.clone(),
-            first_shape: t.shape().to_vec(),
+            first_shape: t.shape().into(),
             second: format!("the broadcast shape ({e})"),
-            second_shape: to.to_vec(),
+            second_shape: to.into(),
         })?;
         out.push(e);
     }

@@ -346,11 +346,11 @@ pub enum DispatchError {
         /// The first input's name.
         first: String,
         /// Its shape.
-        first_shape: Vec<usize>,
+        first_shape: Box<[usize]>,
         /// The second input's name.
         second: String,
         /// Its shape.
-        second_shape: Vec<usize>,
+        second_shape: Box<[usize]>,
     },
     /// A broadcasting call that would have to expand a device tensor: expansion runs on the
     /// host, and nothing is copied implicitly.
@@ -361,9 +361,9 @@ pub enum DispatchError {
         /// The input's name.
         input: String,
         /// Its shape.
-        shape: Vec<usize>,
+        shape: Box<[usize]>,
         /// The broadcast shape.
-        to: Vec<usize>,
+        to: Box<[usize]>,
     },
     /// A parameter has the wrong dtype.
     #[error("op `{op}`: parameter `{param}` must be `{expected}`, got `{found}`")]

@@ -353,9 +353,9 @@ impl Plan {
         let shape = broadcast_shapes(&shapes).map_err(|(i, j)| DispatchError::Broadcast {
             op: self.op.clone(),
             first: self.inputs[i].name.clone(),
-            first_shape: shapes[i].to_vec(),
+            first_shape: shapes[i].into(),
             second: self.inputs[j].name.clone(),
-            second_shape: shapes[j].to_vec(),
+            second_shape: shapes[j].into(),
         })?;
         let n = shape.iter().try_fold(1i128, |acc, &d| acc.checked_mul(d as i128)).unwrap_or(i128::MAX);
         for ip in &self.inputs {
