@@ -2,8 +2,9 @@
 //! constant mask gradchecks (the mask in f64 there) and trains; the constant is pinned by its
 //! content hash in every run's provenance, so two runs whose constants differ are told apart
 //! even where the op's code identity is the same; two composites whose builders differ only in
-//! the constant's value have different identities; integer constants are held as they are;
-//! a device tensor is refused.
+//! the constant's value have different identities; integer constants are held as they are (a
+//! reversal gathers through a `u32` index table constant, and gradchecks); a device tensor is
+//! refused.
 
 use op_runtime::graph::{Graph, GraphError, Var};
 use op_runtime::train::{Sgd, Tape, TapeError};
@@ -143,4 +144,40 @@ fn integer_constants_are_held_as_they_are_and_device_tensors_are_refused() {
         let e = t.constant("on the device", d).unwrap_err();
         assert!(matches!(e, TapeError::Placement { .. }), "{e}");
     }
+}
+
+/// `x` reversed, as a gather through an index table that is a constant of the graph.
+#[op(name = "test/constants/reversed", version = 1, signature(x: f32[n] where n >= 1) -> f32[n],
+     category = selection, tolerance = exact, backward = composite(reversed_graph),
+     subgradient = "a permutation: each cotangent goes back to the element moved")]
+pub fn reversed<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().rev().copied().collect()
+}
+/// `gather(x, [n - 1, ..., 1, 0])`.
+pub fn reversed_graph(g: &mut dyn Graph, x: &[Var], _p: &[Scalar]) -> Result<Vec<Var>, GraphError> {
+    let n = g.shape_of(x[0]).ok_or_else(|| GraphError("no shape".into()))?[0];
+    let table = Tensor::vector((0..n as u32).rev().collect::<Vec<u32>>());
+    let idx = g.constant("index table", table)?;
+    Ok(vec![g.call1("builtin/gather", &[x[0], idx], &[])?])
+}
+
+#[test]
+fn an_index_table_constant_feeds_a_gather_and_the_composite_gradchecks() {
+    let report = op_runtime::gradcheck(&reversed::DECL).unwrap_or_else(|e| panic!("{e}"));
+    assert!(report.to_string().contains("builtin/gather@1"), "{report}");
+    let reg = Registry::with_builtins();
+    reg.register(&reversed::DECL).unwrap();
+    let mut t = Tape::with_registry(&reg);
+    let x = t.param("x", Tensor::vector(vec![1.0f32, 2.0, 3.0])).unwrap();
+    let y = t.call1("test/constants/reversed", &[x], &[]).unwrap();
+    let w = t.input("w", DType::f32, [3]);
+    let p = t.call1("builtin/mul", &[y, w], &[]).unwrap();
+    let loss = t.call1("builtin/sum", &[p], &[]).unwrap();
+    let ws = Tensor::vector(vec![10.0f32, 20.0, 30.0]);
+    let mut run = t.run(&[(w, &ws)]).unwrap();
+    let g = t.backward(&mut run, loss).unwrap();
+    // d/dx sum(reverse(x) * w) = reverse(w).
+    assert_eq!(g.get(x).unwrap().as_slice::<f32>().unwrap(), &[30.0, 20.0, 10.0]);
+    let c = &run.provenance.constants[0];
+    assert_eq!((c.name.as_str(), c.dtype), ("index table", DType::u32));
 }
