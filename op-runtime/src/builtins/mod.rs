@@ -16,6 +16,7 @@ mod select;
 mod shape;
 mod sum64;
 mod unary;
+mod vjp_ops;
 mod windows;
 
 pub use binary::*;
@@ -27,6 +28,7 @@ pub use rows::*;
 pub use select::*;
 pub use shape::*;
 pub use unary::*;
+pub use vjp_ops::*;
 pub use windows::*;
 
 use crate::core::decl::OpDecl;
@@ -82,12 +84,22 @@ pub fn decls() -> Vec<&'static OpDecl> {
     ]
 }
 
+/// Whether `decl` is one of the built-ins (the same function, module and identity).
+pub(crate) fn is_builtin(decl: &OpDecl) -> bool {
+    decls().iter().any(|b| crate::verify::record::same_decl(b, decl))
+}
+
 /// Registers every built-in into `r`. A failure here is a build defect (a tampered binary); it
 /// is reported on stderr and the op is left out, never a panic.
 pub fn register_all(r: &Registry) {
     for d in decls() {
         if let Err(e) = r.register_builtin(d) {
             eprintln!("op-runtime: built-in {} not registered: {e}", d.rust_name);
+        }
+    }
+    for (op, d) in vjp_ops::vjp_decls() {
+        if let Err(e) = r.link_vjp_op(op, d, crate::core::op::OpSource::Builtin) {
+            eprintln!("op-runtime: the VJP op of built-in {op} not registered: {e}");
         }
     }
 }

@@ -8,6 +8,7 @@
 
 pub mod backend;
 pub(crate) mod broadcast;
+pub mod catalog;
 pub mod decl;
 pub mod device;
 pub mod error;
@@ -15,6 +16,7 @@ pub mod files;
 pub mod generated;
 pub mod graph;
 pub mod kind;
+pub mod nonfinite;
 pub mod op;
 pub mod placement;
 pub mod plan;

@@ -32,13 +32,21 @@
 mod constants;
 pub(crate) mod device;
 pub(crate) mod exec;
+mod forward;
+mod higher;
 pub(crate) mod planner;
 pub(crate) mod pullback;
+mod record;
+mod second;
+mod vmap;
 
 pub use device::SharedDevice;
 pub use exec::Mode;
+pub use forward::Tangents;
 pub use planner::{human_bytes, infer, BufferKind, Inferred, MemoryPlan, PlanEntry};
 pub use pullback::Pullback;
+pub use second::Hvp;
+pub use vmap::{vmap, GradFn, InAxis, TapeFn, TensorFn, Vmap};
 
 use crate::core::backend::BackendError;
 use crate::core::decl::OpDecl;
@@ -189,13 +197,44 @@ pub enum TapeError {
         /// The gradient's dtype.
         dtype: DType,
     },
+    /// Forward mode cannot push tangents through the op (see `Tape::jvp`).
+    #[error("op `{op}` has no forward-mode rule: {reason}")]
+    NoForwardRule {
+        /// The op's `name@version`.
+        op: String,
+        /// Why, and what to declare.
+        reason: String,
+    },
+    /// Second order (see `Tape::hvp`) needs the op's differentiable VJP op.
+    #[error("op `{op}` has no second derivative: {reason}")]
+    NoSecondOrder {
+        /// The op's `name@version`.
+        op: String,
+        /// Why, and what to declare.
+        reason: String,
+    },
+    /// A batched call (`vmap`) whose inputs do not make one batch.
+    #[error("vmap: {problem}")]
+    Batch {
+        /// What is wrong, naming the input.
+        problem: String,
+    },
+    /// One slice of a batched call failed.
+    #[error("vmap: batch slice {index} failed: {source}")]
+    Slice {
+        /// The failing slice.
+        index: usize,
+        /// Its error.
+        source: Box<TapeError>,
+    },
 }
 
 #[derive(Clone, Debug)]
 enum Kind {
     Input,
     Param(Tensor),
-    /// A constant (`Tape::constant`) with its provenance entry.
+    /// A constant with its provenance entry: one a graph introduces (`Tape::constant`) or a
+    /// recorded gradient's seed and zero cotangents (`record`).
     Const(Tensor, crate::core::provenance::ConstantEntry),
     Output {
         node: usize,
