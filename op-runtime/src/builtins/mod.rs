@@ -17,6 +17,7 @@ mod shape;
 mod sum64;
 mod unary;
 mod vjp_ops;
+mod vjp_ops_lib;
 mod windows;
 
 pub use binary::*;
@@ -29,6 +30,7 @@ pub use select::*;
 pub use shape::*;
 pub use unary::*;
 pub use vjp_ops::*;
+pub use vjp_ops_lib::*;
 pub use windows::*;
 
 use crate::core::decl::OpDecl;

@@ -12,7 +12,7 @@ use std::cmp::Ordering;
 
 /// The position of each row's element selected on `side` (`Greater`: the largest, the last of
 /// equal ones; `Less`: the smallest, the first of equal ones) in IEEE total order.
-fn selected<T: Real>(x: &[T], c: usize, side: Ordering) -> Vec<usize> {
+pub(super) fn selected<T: Real>(x: &[T], c: usize, side: Ordering) -> Vec<usize> {
     x.chunks(c.max(1))
         .map(|row| {
             let mut best = 0;

@@ -11,7 +11,7 @@ use crate::backends::cpu::kernels::rows as kern;
 use crate::{op, Real};
 
 /// The positions of one row in (total order, index) order: a stable sort of the indices.
-fn order<T: Real>(row: &[T]) -> Vec<usize> {
+pub(super) fn order<T: Real>(row: &[T]) -> Vec<usize> {
     let mut idx: Vec<usize> = (0..row.len()).collect();
     idx.sort_by(|a, b| row[*a].total_cmp(&row[*b]));
     idx

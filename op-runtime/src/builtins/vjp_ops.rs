@@ -19,9 +19,10 @@ use super::{
 use crate::core::decl::OpDecl;
 use crate::{op, Real};
 
-/// Every built-in with a differentiable VJP op: (the built-in's name, its VJP op).
-pub fn vjp_decls() -> [(&'static str, &'static OpDecl); 15] {
-    [
+/// Every built-in with a differentiable VJP op: (the built-in's name, its VJP op); the op
+/// library's (`vjp_ops_lib`) after the first fifteen.
+pub fn vjp_decls() -> Vec<(&'static str, &'static OpDecl)> {
+    let first: [(&'static str, &'static OpDecl); 15] = [
         ("builtin/add", &add_vjp_op::DECL),
         ("builtin/sub", &sub_vjp_op::DECL),
         ("builtin/mul", &mul_vjp_op::DECL),
@@ -37,7 +38,8 @@ pub fn vjp_decls() -> [(&'static str, &'static OpDecl); 15] {
         ("builtin/matmul", &matmul_vjp_op::DECL),
         ("builtin/conv1d", &conv1d_vjp_op::DECL),
         ("builtin/mse_loss", &mse_loss_vjp_op::DECL),
-    ]
+    ];
+    first.into_iter().chain(super::vjp_ops_lib::lib_vjp_decls()).collect()
 }
 
 fn zeros<T: Real>(n: usize) -> Vec<T> {
