@@ -15,6 +15,9 @@
 //! symbol; a derived VJP op can) and held equal to that dim by a constraint: the link compares
 //! parameters by type and dims by expression, so the signature still fits the built-in's.
 //!
+//! `maximum`, `minimum` and `where` broadcast, and so do their VJP ops (`broadcast = numpy`):
+//! the tape hands them operands and cotangents expanded to the broadcast shape.
+//!
 //! Each rule takes the VJP op's arguments `(inputs.., g)`, the dims it names, and the
 //! cotangents `c_*` of its outputs, and returns one gradient per float argument: first those of
 //! the built-in's float inputs, then that of `g`.
@@ -177,7 +180,7 @@ pub fn sigmoid_vjp_vjp<T: Real>(x: &[T], g: &[T], c: &[T]) -> (Vec<T>, Vec<T>) {
 }
 
 /// `builtin/maximum`'s VJP as an op: the cotangent to the selected operand.
-#[op(name = "builtin/maximum_vjp", version = 1, signature<T: f32 | f64>(a: T[n], b: T[n], d_out: T[n]) -> (d_a: T[n], d_b: T[n]),
+#[op(name = "builtin/maximum_vjp", version = 1, signature<T: f32 | f64>(a: T[n], b: T[n], d_out: T[n]) -> (d_a: T[n], d_b: T[n]), broadcast = numpy,
      category = selection, tolerance = exact, backward = vjp(maximum_vjp_vjp),
      subgradient = "zero in `a` and `b` (piecewise constant); along `g` the cotangent of the selected operand",
      license = "MIT OR Apache-2.0")]
@@ -190,7 +193,7 @@ pub fn maximum_vjp_vjp<T: Real>(a: &[T], b: &[T], _g: &[T], ca: &[T], cb: &[T]) 
 }
 
 /// `builtin/minimum`'s VJP as an op: the cotangent to the selected operand.
-#[op(name = "builtin/minimum_vjp", version = 1, signature<T: f32 | f64>(a: T[n], b: T[n], d_out: T[n]) -> (d_a: T[n], d_b: T[n]),
+#[op(name = "builtin/minimum_vjp", version = 1, signature<T: f32 | f64>(a: T[n], b: T[n], d_out: T[n]) -> (d_a: T[n], d_b: T[n]), broadcast = numpy,
      category = selection, tolerance = exact, backward = vjp(minimum_vjp_vjp),
      subgradient = "zero in `a` and `b` (piecewise constant); along `g` the cotangent of the selected operand",
      license = "MIT OR Apache-2.0")]
@@ -212,7 +215,7 @@ fn pick<T: Real>(a: &[T], b: &[T], ca: &[T], cb: &[T], side: Ordering) -> Vec<T>
 
 /// `builtin/where`'s VJP as an op: the cotangent to `a` where `cond` is non-zero, else to `b`.
 #[op(name = "builtin/where_vjp", version = 1,
-     signature<T: f32 | f64>(cond: u32[n], a: T[n], b: T[n], d_out: T[n]) -> (d_a: T[n], d_b: T[n]),
+     signature<T: f32 | f64>(cond: u32[n], a: T[n], b: T[n], d_out: T[n]) -> (d_a: T[n], d_b: T[n]), broadcast = numpy,
      category = selection, tolerance = exact, backward = vjp(where_vjp_vjp),
      subgradient = "none needed: linear in `g`, constant in `a` and `b`", license = "MIT OR Apache-2.0")]
 pub fn where_vjp_op<T: Real>(cond: &[u32], a: &[T], b: &[T], d_out: &[T]) -> (Vec<T>, Vec<T>) {

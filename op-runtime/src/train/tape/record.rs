@@ -106,7 +106,9 @@ impl Tape {
                         reason: "its VJP is a rule only, so its gradient cannot be recorded as values: declare VJP kernels, or register a differentiable VJP op with `Registry::register_vjp_op`".into(),
                     })?;
                     let all: Vec<Var> = inputs.iter().chain(&gy).copied().collect();
-                    self.apply(&h, &all, &params)?.into_iter().map(Some).collect()
+                    let gx = self.apply(&h, &all, &params)?;
+                    self.same_shapes(&op, &inputs, &diff, &gx)?;
+                    gx.into_iter().map(Some).collect()
                 }
                 Rule::Composite => self.inline_composite(&op, &inputs, &params, &gy, depth)?,
             };
@@ -149,6 +151,23 @@ impl Tape {
         let seeds = outs.into_iter().zip(gy.iter().copied()).collect();
         let cot = self.record_backward(start..self.nodes.len(), seeds, &wrt, depth + 1)?;
         Ok(diff.iter().map(|&p| cot.get(&inputs[p]).copied()).collect())
+    }
+
+    /// Refuses gradients recorded in another shape than their operand's: a broadcasting op's VJP
+    /// op gives its gradients in the broadcast shape, and summing one back over the broadcast
+    /// axes has no built-in to record it with yet.
+    fn same_shapes(&self, op: &crate::core::op::RegisteredOp, inputs: &[Var], diff: &[usize], gx: &[Var]) -> Result<(), TapeError> {
+        for (&p, g) in diff.iter().zip(gx) {
+            let (x, g) = (&self.vars[inputs[p].0], &self.vars[g.0]);
+            if x.shape != g.shape {
+                let reason = format!(
+                    "the gradient of `{}` (shape {:?}) would be recorded in the broadcast shape {:?}; recording the sum over the broadcast axes is not supported (reverse mode, `Tape::jvp` and `Tape::hvp` handle it)",
+                    x.name, x.shape, g.shape
+                );
+                return Err(TapeError::NoSecondOrder { op: op.id.clone(), reason });
+            }
+        }
+        Ok(())
     }
 
     /// `cot[v] += g`, recorded as a `builtin/add` where `v` already has a cotangent.
