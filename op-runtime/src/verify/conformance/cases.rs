@@ -798,9 +798,15 @@ mod tests {
                     let v = t.data().to_f64_vec().expect("floats");
                     assert!(v.iter().all(|x| x.is_finite()), "{}: non-finite values in {c}", op.id);
                     assert!(c.pattern != Pattern::Positive || v.iter().all(|x| *x >= 0.0), "{}: {c}", op.id);
-                    if let [n] = t.shape() {
-                        assert!(*n <= 16 || n % 2 == 1, "{}: rank-1 length {n} is even in {c}", op.id);
-                    }
+                }
+                // Every dim is odd where it can be (a length that is a sum of dims, concat's
+                // `n + m`, may still be even): an even dim beyond 16 has no admissible odd
+                // neighbour below it.
+                for k in 0..gen.space().n_dims() {
+                    let d = c.shape.syms[k];
+                    let mut odd = c.shape.syms.clone();
+                    odd[k] -= 1;
+                    assert!(d <= 16 || d % 2 == 1 || !gen.space().admissible(&odd, LARGE), "{}: dim {k} = {d} is even in {c}", op.id);
                 }
             }
             // The small families keep their caps, and come first.

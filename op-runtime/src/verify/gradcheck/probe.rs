@@ -426,7 +426,6 @@ pub(crate) fn measure(
     let slope = |a: usize, b: usize| (s[b] - s[a]) / (d[b] - d[a]);
     let (fwd, bwd) = (slope(3, 4), slope(2, 3));
     let d1 = slope(2, 4);
-    let d2 = slope(1, 5);
     let round = ck.round(r, dir.step, d1);
     // Second differences (about h s'' for a smooth s): c0 across [-h, h], cl and cr just
     // outside it on either side. A kink within h shows as one-sided differences (c0 = fwd - bwd)
@@ -441,7 +440,13 @@ pub(crate) fn measure(
     let base_tol = ck.atol + ck.rel * fwd.abs().max(bwd.abs()) + 2.0 * round;
     let kink_a = !(c0.abs() <= base_tol + 2.0 * cl.abs().min(cr.abs()));
     let kink_b = !((c0 - cl).abs().min((c0 - cr).abs()) <= base_tol + (cr - cl).abs());
-    if kink_a || kink_b {
+    // (c) a jump at the point itself (a step such as `sign(x) g` at x = 0, the point's value
+    //     between the two sides): every one-sided difference agrees, but the central ones over
+    //     h and 2h differ by far more than the third derivative explains (about h^2 s'''/2,
+    //     where `cr - cl` is about 4 h^2 s''').
+    let d2 = slope(1, 5);
+    let kink_c = !((d2 - d1).abs() <= base_tol + (cr - cl).abs() + cl.abs().max(cr.abs()));
+    if kink_a || kink_b || kink_c {
         return Ok(Measured::Kink);
     }
     let (analytic, neighbour, jvp) = if ck.has_vjp {
