@@ -64,6 +64,7 @@ fn zeros<T: Real>(n: usize) -> Vec<T> {
 }
 
 /// `builtin/unfold`'s VJP as an op: each window element's cotangent added to the element it copies.
+/// `width` is the window width `w` (the cotangent's row length), `s` the step between windows.
 #[op(name = "builtin/unfold_vjp", version = 1,
      signature<T: f32 | f64>(x: T[n], width: u32, s: u32, d_out: T[(n - w) / s + 1, w] where 1 <= w, w <= n, s >= 1, width == w) -> d_x: T[n],
      category = selection, tolerance = exact, signed_zero = ignore, backward = vjp(unfold_vjp_vjp),
@@ -279,7 +280,7 @@ fn at_selected<T: Real>(x: &[T], c: usize, ct: &[T], side: Ordering) -> Vec<T> {
     selected(x, c, side).into_iter().enumerate().map(|(i, j)| ct[i * c + j]).collect()
 }
 
-/// `builtin/reshape`'s VJP as an op: the cotangent, flat.
+/// `builtin/reshape`'s VJP as an op: the cotangent, flat. `cols` is the reshaped row length `c`.
 #[op(name = "builtin/reshape_vjp", version = 1,
      signature<T: f32 | f64>(x: T[n], cols: u32, d_out: T[n / c, c] where c >= 1, n % c == 0, cols == c) -> d_x: T[n],
      category = selection, tolerance = exact, signed_zero = ignore, backward = vjp(reshape_vjp_vjp),
@@ -316,7 +317,8 @@ pub fn transpose_vjp_vjp<T: Real>(x: &[T], _g: &[T], r: usize, c: usize, ct: &[T
     (zeros(x.len()), transpose(ct, r, c))
 }
 
-/// `builtin/slice`'s VJP as an op: each cotangent to the element sliced, zero elsewhere.
+/// `builtin/slice`'s VJP as an op: each cotangent to the element sliced, zero elsewhere; the
+/// slice is the elements `start`, `start + step`, ... below `stop`.
 #[op(name = "builtin/slice_vjp", version = 1,
      signature<T: f32 | f64>(x: T[n], start: u32, stop: u32, step: u32, d_out: T[(stop - start + step - 1) / step]
         where start <= stop, stop <= n, step >= 1) -> d_x: T[n],
@@ -354,7 +356,8 @@ pub fn gather_vjp_vjp<T: Real>(x: &[T], idx: &[u32], _g: &[T], ct: &[T]) -> (Vec
     (zeros(x.len()), gather(ct, idx))
 }
 
-/// `builtin/broadcast_to`'s VJP as an op: each element's `m` cotangents added in order.
+/// `builtin/broadcast_to`'s VJP as an op: each element's `m` cotangents added in order. `copies`
+/// is the number of copies `m` along the broadcast axis.
 #[op(name = "builtin/broadcast_to_vjp", version = 1, signature<T: f32 | f64>(x: T[p, q], copies: u32, d_out: T[p, m, q] where copies == m) -> d_x: T[p, q],
      category = selection, tolerance = exact, signed_zero = ignore, backward = vjp(broadcast_to_vjp_vjp),
      subgradient = "none needed: linear in `g`, constant in `x`", license = "MIT OR Apache-2.0")]
