@@ -134,12 +134,11 @@ pub fn scale_vjp_vjp<T: Real>(x: &[T], s: T, _g: &[T], c: &[T]) -> (Vec<T>, Vec<
 pub fn exp_vjp_op<T: Real>(x: &[T], d_out: &[T]) -> Vec<T> {
     exp_vjp(x, d_out)
 }
-/// Second order of `exp`: `c g e^x`, and `c e^x` for `g`.
+/// Second order of `exp`: `c g e^x`, and `c e^x` for `g`, each formed as `exp_vjp` forms
+/// `e^x g` (a zero `c g` is a zero product where `e^x` alone overflows).
 pub fn exp_vjp_vjp<T: Real>(x: &[T], g: &[T], c: &[T]) -> (Vec<T>, Vec<T>) {
-    let e: Vec<T> = x.iter().map(|v| v.exp()).collect();
-    let dx = (0..x.len()).map(|i| c[i] * g[i] * e[i]).collect();
-    let dg = (0..x.len()).map(|i| c[i] * e[i]).collect();
-    (dx, dg)
+    let cg: Vec<T> = c.iter().zip(g).map(|(c, g)| T::from_f64(c.to_f64() * g.to_f64())).collect();
+    (exp_vjp(x, &cg), exp_vjp(x, c))
 }
 
 /// `builtin/log`'s VJP as an op: `g / x`, on `x > 0` (the domain of `log`).
@@ -276,4 +275,17 @@ pub fn mse_loss_vjp_vjp<T: Real>(a: &[T], b: &[T], g: &[T], ca: &[T], cb: &[T]) 
         s += (a[i] - b[i]) * e[i];
     }
     (da, db, vec![s * two_n])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exp_second_order_is_zero_where_c_g_is_zero_and_e_x_overflows() {
+        let (dx, dg) = exp_vjp_vjp(&[800.0f64, 1.0], &[0.0, 2.0], &[1.0, 3.0]);
+        assert_eq!(dx, vec![0.0, 6.0 * 1f64.exp()]);
+        assert_eq!(dg[0], f64::INFINITY);
+        assert!((dg[1] - 3.0 * 1f64.exp()).abs() <= 1e-15 * dg[1]);
+    }
 }
