@@ -8,6 +8,10 @@ use crate::core::tensor::{bf16, f16};
 use crate::{op, Real};
 use half::slice::HalfFloatSliceExt;
 
+#[cfg(test)]
+#[path = "matmul_kernel_tests.rs"]
+mod matmul_kernel_tests;
+
 /// Matrix product `a (m x k) * b (k x n)`, row-major.
 #[op(name = "builtin/matmul", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[m, k], b: T[k, n]) -> T[m, n],
      category = contraction, tolerance = accum(2), nan = propagate, backward = vjp(matmul_vjp, kernel(wgsl = "kernels/matmul_vjp.wgsl", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(m, k, n)), threads = m * k + k * n), kernel(cuda = "kernels/vjp.cu", entry = "matmul_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(m, k, n)), threads = m * k + k * n, block = 256)), cpu(matmul_cpu, dtypes(T: f32)), cpu(matmul_cpu_f64, dtypes(T: f64)), cpu(matmul_cpu_f16, dtypes(T: f16)), cpu(matmul_cpu_bf16, dtypes(T: bf16)), kernel(wgsl = "kernels/matmul.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(m, k, n)), threads = ((m + 15) / 16) * ((n + 15) / 16) * 256), kernel(cuda = "kernels/linalg.cu", entry = "matmul", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(m, k, n)), threads = ((m + 15) / 16) * ((n + 15) / 16) * 256, block = 256),

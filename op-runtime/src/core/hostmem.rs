@@ -14,7 +14,7 @@
 //! about as much as the kernel's own pass over the output; a buffer that was mapped before
 //! costs nothing, hence the pool.
 //!
-//! The pool: when a host [`Tensor`](crate::core::tensor::Tensor) whose storage is at least
+//! The pool: when a host `Tensor` whose storage is at least
 //! [`HUGE_PAGE_MIN_BYTES`] is dropped, its vector is kept (oldest evicted first, at most
 //! [`pool_limit`] bytes in all: 256 MiB, or 1/16 of the host's memory if less; see
 //! [`set_pool_limit`]); a request for a large buffer of the same element type takes the
@@ -33,9 +33,21 @@ use std::sync::Mutex;
 /// one huge page and pay a system call, and are cheap to allocate).
 pub const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
 
+/// The host's physical memory in bytes (Linux: `MemTotal` of `/proc/meminfo`), read once;
+/// `None` where it cannot be read.
+pub(crate) fn host_memory() -> Option<u64> {
+    static MEM: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *MEM.get_or_init(|| {
+        let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+        let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        kib.checked_mul(1024)
+    })
+}
+
 /// The default pool limit: 256 MiB, or 1/16 of the host's physical memory if that is less.
 fn default_limit() -> usize {
-    let mem = crate::core::tensor::host_memory().map_or(usize::MAX, |m| usize::try_from(m / 16).unwrap_or(usize::MAX));
+    let mem = host_memory().map_or(usize::MAX, |m| usize::try_from(m / 16).unwrap_or(usize::MAX));
     (256usize << 20).min(mem)
 }
 
@@ -230,7 +242,6 @@ pub(crate) fn advise<T>(v: &mut Vec<T>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::tensor::Tensor;
 
     /// An element type no other code pools, so that tests running in parallel with these (the
     /// pool is one per process) cannot take or add buffers of it.
@@ -271,18 +282,6 @@ mod tests {
             assert_eq!(o.len(), n);
         }
         assert!(with_capacity::<()>(1 << 30).is_empty(), "zero-sized types allocate nothing");
-    }
-
-    #[test]
-    fn a_dropped_large_tensor_s_buffer_is_taken_again_by_the_next_request_of_its_size() {
-        let _s = serial();
-        // An odd size nothing else asks for.
-        let n = 2 * BIG + 4321;
-        let t = Tensor::vector(vec![7.5f32; n]);
-        let ptr = t.as_slice::<f32>().map_or(0, |s| s.as_ptr() as usize);
-        drop(t);
-        let v: Vec<f32> = with_capacity(n);
-        assert_eq!((v.len(), v.as_ptr() as usize), (0, ptr), "the dropped tensor's buffer, empty");
     }
 
     #[test]

@@ -7,22 +7,11 @@
 //! [`TensorError`], never an abort or a panic.
 
 use crate::core::error::TensorError;
+use crate::core::hostmem::host_memory;
 use crate::core::placement::{DeviceId, DeviceStorage, Placement};
 pub use half::{bf16, f16};
 pub use op_contract::contract::DType;
-use std::sync::{Arc, OnceLock};
-
-/// The host's physical memory in bytes (Linux: `MemTotal` of `/proc/meminfo`), read once;
-/// `None` where it cannot be read (then only the allocator bounds a host tensor).
-pub(crate) fn host_memory() -> Option<u64> {
-    static MEM: OnceLock<Option<u64>> = OnceLock::new();
-    *MEM.get_or_init(|| {
-        let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-        let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
-        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        kib.checked_mul(1024)
-    })
-}
+use std::sync::Arc;
 
 /// Why `n` elements of `T` cannot be allocated on the host, if they cannot: their bytes overflow
 /// `usize`, exceed the host's physical memory, or the allocator refuses them. Never allocates.

@@ -60,6 +60,9 @@ pub(crate) const NV: usize = 2;
 pub(crate) trait Wide: Vf {
     /// The f64 lane type.
     type D: Lanes<E = f64>;
+    /// Columns of the f64 tile computed at once (the tile's `2L`, or half of it where the
+    /// accumulators would not fit the registers).
+    const NH: usize;
 }
 
 macro_rules! f32_lanes {
@@ -136,6 +139,8 @@ impl Lanes for PD4 {
 }
 impl Wide for P8 {
     type D = PD4;
+    // 4 accumulators of 4: 8 SSE2 registers (8 columns would spill).
+    const NH: usize = 4;
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -182,6 +187,7 @@ mod x86 {
     }
     impl Wide for F8 {
         type D = D4;
+        const NH: usize = 8;
     }
 
     /// 8 f64 lanes, AVX-512F.
@@ -218,5 +224,6 @@ mod x86 {
     }
     impl Wide for F16 {
         type D = D8;
+        const NH: usize = 16;
     }
 }

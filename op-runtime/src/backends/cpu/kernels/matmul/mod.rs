@@ -44,8 +44,6 @@
 //! `a.len() == m * k`, `b.len() == k * n`, `out.len() == m * n`.
 
 mod lanes;
-#[cfg(test)]
-mod tests;
 
 use super::{any_non_finite, dot_f64};
 use crate::backends::cpu::par::for_each_chunk;
@@ -67,7 +65,7 @@ const PB: usize = 4;
 const A_BLOCK_BYTES: usize = 256 << 10;
 /// Largest packed copy of B shared by all row chunks, in bytes (64 MB); beyond it each chunk
 /// packs panel by panel.
-const SHARED_PACK_MAX_BYTES: usize = 64 << 20;
+pub(crate) const SHARED_PACK_MAX_BYTES: usize = 64 << 20;
 
 /// Row-major `out (m x n) = a (m x k) * b (k x n)` in f32, parallel over blocks of output rows.
 pub(crate) fn matmul(a: &[f32], b: &[f32], m: usize, k: usize, n: usize, out: &mut [f32]) {
@@ -149,7 +147,7 @@ impl Kernel for f64 {
     }
     fn rows(isa: Isa, ops: Operands<'_, f64>, r0: usize, r1: usize, blocks: &mut [&mut [f64]]) {
         with_isa!(isa, V, (ops: Operands<'_, f64>, r0: usize, r1: usize, blocks: &mut [&mut [f64]]) -> (),
-            rows_sequential::<<V as Wide>::D, { NV * <<V as Wide>::D as Lanes>::L }>(ops, r0, r1, blocks))
+            rows_sequential::<<V as Wide>::D, { NV * <<V as Wide>::D as Lanes>::L }, { <V as Wide>::NH }>(ops, r0, r1, blocks))
     }
     /// Nothing to repair: the reference's own order gives the reference's own result.
     fn fix_non_finite(_: Operands<'_, f64>, _: usize, _: usize, _: &mut [&mut [f64]]) {}
@@ -305,7 +303,7 @@ where
 /// strip's elements broadcast one at a time (on AVX-512 a broadcast operand of the multiply:
 /// no shuffle per step, so the separate multiply and add run at the FMA's rate).
 #[inline(always)]
-fn rows_sequential<W: Lanes, const NR: usize>(ops: Operands<'_, W::E>, r0: usize, r1: usize, blocks: &mut [&mut [W::E]]) {
+fn rows_sequential<W: Lanes, const NR: usize, const NH: usize>(ops: Operands<'_, W::E>, r0: usize, r1: usize, blocks: &mut [&mut [W::E]]) {
     let (a, k, n) = (ops.a, ops.k, ops.n);
     let l = W::L;
     debug_assert!(NR == NV * l);
@@ -336,7 +334,10 @@ fn rows_sequential<W: Lanes, const NR: usize>(ops: Operands<'_, W::E>, r0: usize
                     // B strip `kc * NR` (`b_panels` holds `kw * strips * NR`); the tile writes
                     // `rows_here x w` elements of `blk` from column `c0` (row stride n).
                     unsafe {
-                        micro_sequential::<W, NR>(kb, kb1, ap, bpanels, strips, st, blk.as_mut_ptr().add(c0), n, rows_here, w, kb > 0)
+                        for j0 in (0..w).step_by(NH) {
+                            let c = blk.as_mut_ptr().add(c0);
+                            micro_sequential::<W, NR, NH>(kb, kb1, ap, bpanels, (strips, st, j0), c, n, rows_here, w, kb > 0);
+                        }
                     };
                 }
             }
@@ -567,25 +568,24 @@ unsafe fn micro<W: Lanes, const MR: usize>(
     }
 }
 
-/// One `L x NR` tile of the output at `c` (row stride `ldc`; `rows x cols` of it valid) in the
-/// reference's order, over the panels `kb .. kb1`: each element's running sum (`+0` where
-/// `!running`, else what is at `c`, stored there exactly by the previous cache block) continued
-/// for every `p` in order as `s = s + a * b`, multiply and add rounded separately. `a` is the
-/// block's packed A (`[p][L]`), `bpanels` the cache block's B panels (`[panel][strip][p][NR]`),
-/// `st` the strip.
+/// Columns `j0 .. j0 + NH` of one `L x NR` tile of the output at `c` (row stride `ldc`;
+/// `rows x cols` of the tile valid) in the reference's order, over the panels `kb .. kb1`: each
+/// element's running sum (`+0` where `!running`, else what is at `c`, stored there exactly by
+/// the previous cache block) continued for every `p` in order as `s = s + a * b`, multiply and
+/// add rounded separately. `a` is the block's packed A (`[p][L]`), `bpanels` the cache block's
+/// B panels (`[panel][strip][p][NR]`), `st` the strip.
 ///
 /// Safety: `a` points at `(kb1 - kb) * L` elements, `bpanels` holds `(kb1 - kb) * strips * NR`,
-/// and `c` has `rows <= L` rows of `cols <= NR` writable elements at stride `ldc`; the lane
-/// type's target feature is on.
+/// `j0 + NH <= NR`, and `c` has `rows <= L` rows of `cols <= NR` writable elements at stride
+/// `ldc`; the lane type's target feature is on.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)] // a BLAS-style micro-kernel: operands, p-range, stride, extent
-unsafe fn micro_sequential<W: Lanes, const NR: usize>(
+unsafe fn micro_sequential<W: Lanes, const NR: usize, const NH: usize>(
     kb: usize,
     kb1: usize,
     a: *const W::E,
     bpanels: &[W::E],
-    strips: usize,
-    st: usize,
+    (strips, st, j0): (usize, usize, usize),
     c: *mut W::E,
     ldc: usize,
     rows: usize,
@@ -595,13 +595,14 @@ unsafe fn micro_sequential<W: Lanes, const NR: usize>(
     unsafe {
         let l = W::L;
         let zero = W::splat(W::E::ZERO);
-        let mut acc = [zero; NR];
-        // The tile transposed: column `j` of it is `tile[j * L .. (j + 1) * L]`.
+        let mut acc = [zero; NH];
+        let j1 = (j0 + NH).min(cols);
+        // The columns transposed: column `j0 + j` is `tile[j * L .. (j + 1) * L]`.
         let mut tile = [W::E::ZERO; 16 * 16];
         if running {
             for i in 0..rows {
-                for j in 0..cols {
-                    tile[j * l + i] = *c.add(i * ldc + j);
+                for j in j0..j1 {
+                    tile[(j - j0) * l + i] = *c.add(i * ldc + j);
                 }
             }
             for (j, acc) in acc.iter_mut().enumerate() {
@@ -611,7 +612,7 @@ unsafe fn micro_sequential<W: Lanes, const NR: usize>(
         let mut pc = kb;
         while pc < kb1 {
             let kc = KC.min(kb1 - pc);
-            let b = bpanels.as_ptr().add((pc - kb) * strips * NR + st * kc * NR);
+            let b = bpanels.as_ptr().add((pc - kb) * strips * NR + st * kc * NR + j0);
             let ap = a.add((pc - kb) * l);
             for q in 0..kc {
                 let av = W::load(ap.add(q * l));
@@ -626,8 +627,8 @@ unsafe fn micro_sequential<W: Lanes, const NR: usize>(
             acc.store(tile.as_mut_ptr().add(j * l));
         }
         for i in 0..rows {
-            for j in 0..cols {
-                *c.add(i * ldc + j) = tile[j * l + i];
+            for j in j0..j1 {
+                *c.add(i * ldc + j) = tile[(j - j0) * l + i];
             }
         }
     }

@@ -3,9 +3,10 @@
 //! B packed per chunk (too large to pack whole), special values, on every instruction set this
 //! CPU has and on 1, 2 and 3 threads; and a negative control (a fused multiply-add in the same
 //! order differs from it, so the comparison can fail). The f32 kernel's tests are in
-//! `builtins/cpu_tests.rs`.
+//! `builtins/cpu_tests.rs`. Here, at the top floor, because they compare with the built-in's
+//! reference (`kernels` sit below `builtins`).
 
-use super::{matmul_f64, SHARED_PACK_MAX_BYTES};
+use crate::backends::cpu::kernels::matmul::{matmul_f64, SHARED_PACK_MAX_BYTES};
 use crate::backends::cpu::par::run_in;
 use crate::backends::cpu::simd::{with_isa_override, Isa};
 use crate::builtins;
