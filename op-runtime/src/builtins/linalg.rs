@@ -63,17 +63,13 @@ fn matmul_cpu_bf16(a: &[bf16], b: &[bf16], m: usize, k: usize, n: usize) -> Vec<
     matmul_in_f32(a, b, m, k, n)
 }
 
+/// A matmul kernel: `(a, b, m, k, n, out)`, writing every element of `out`.
+type Kernel<T> = fn(&[T], &[T], usize, usize, usize, &mut [T]);
+
 /// The output of `kern` (which writes every element) in a buffer from the pool. Shapes the
 /// signature does not admit (never passed by dispatch, which validated `a: [m, k]`,
 /// `b: [k, n]`) run the reference, which is what they would run anyway.
-fn matmul_with<T: Real + bytemuck::Pod>(
-    a: &[T],
-    b: &[T],
-    m: usize,
-    k: usize,
-    n: usize,
-    kern: fn(&[T], &[T], usize, usize, usize, &mut [T]),
-) -> Vec<T> {
+fn matmul_with<T: Real + bytemuck::Pod>(a: &[T], b: &[T], m: usize, k: usize, n: usize, kern: Kernel<T>) -> Vec<T> {
     match (m.checked_mul(k), k.checked_mul(n), m.checked_mul(n)) {
         (Some(mk), Some(kn), Some(mn)) if a.len() == mk && b.len() == kn => {
             let mut out = hostmem::for_overwrite(mn);
