@@ -432,7 +432,7 @@ fn main() {
         copy_bw / 1e9,
         np_copy.map(|t| format!(", numpy {} = {:.1} GB/s", timing::fmt(t), 2.0 * 4.0 * (16 << 20) as f64 / t / 1e9)).unwrap_or_default()
     );
-    println!("{:<22} {:>10}   {}", "line", "ours", "rivals: time, ratio theirs/ours, max |ours - theirs| / max |theirs|");
+    println!("{:<22} {:>10}   rivals: time, ratio theirs/ours, max |ours - theirs| / max |theirs|", "line", "ours");
     let mut bandwidth = Vec::new();
     let mut matmul_times = Vec::new();
     for line in lines().iter().filter(|l| wanted(&l.label)) {
