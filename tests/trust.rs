@@ -323,6 +323,10 @@ fn mutate(text: &str, rng: &mut Rng) -> String {
         return String::new();
     }
     let mut b = text.as_bytes().to_vec();
+    if b.is_empty() {
+        // A truncation left nothing to mutate: start again from a nasty string.
+        return NASTY[rng.below(NASTY.len())].to_string();
+    }
     let at = rng.below(b.len());
     match rng.below(6) {
         // (an input mutated to nothing has no byte to flip)

@@ -134,7 +134,23 @@ pub fn exp<T: Real>(x: &[T]) -> Vec<T> {
 }
 /// VJP of `exp`.
 pub fn exp_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
-    x.iter().zip(g).map(|(x, g)| x.exp() * *g).collect()
+    // One product in f64, rounded once: `e^x` alone overflows or goes subnormal in `T` where
+    // `e^x g` is an ordinary number.
+    x.iter().zip(g).map(|(x, g)| T::from_f64(exp_times(x.to_f64(), g.to_f64()))).collect()
+}
+/// `e^x g` in f64. For a finite `x`, `e^x` is a positive finite number even where f64's `exp`
+/// overflows (from 710 on) or underflows (below -745): a zero or infinite `g` is then the
+/// product, and the product of the others is formed as `e^(x + ln |g|)`. Infinite and NaN `x`
+/// follow IEEE's product.
+fn exp_times(x: f64, g: f64) -> f64 {
+    let e = x.exp();
+    if !x.is_finite() || g.is_nan() || e.is_normal() {
+        return e * g;
+    }
+    if g == 0.0 || g.is_infinite() {
+        return g;
+    }
+    (x + g.abs().ln()).exp().copysign(g)
 }
 /// `cpu` kernel of `exp` (a vector polynomial within 1 ulp of `f32::exp`).
 fn exp_cpu(x: &[f32]) -> Vec<f32> {

@@ -9,6 +9,7 @@ mod cpu_tests;
 mod elementwise;
 mod linalg;
 mod reduce;
+mod sum64;
 
 pub use elementwise::*;
 pub use linalg::*;
@@ -40,6 +41,11 @@ pub fn decls() -> [&'static OpDecl; 15] {
         &conv1d::DECL,
         &mse_loss::DECL,
     ]
+}
+
+/// Whether `decl` is one of the built-ins (the same function, module and identity).
+pub(crate) fn is_builtin(decl: &OpDecl) -> bool {
+    decls().iter().any(|b| crate::verify::record::same_decl(b, decl))
 }
 
 /// Registers every built-in into `r`. A failure here is a build defect (a tampered binary); it

@@ -1,7 +1,9 @@
 //! Reduction built-ins: sum, mean and the mean-squared-error loss, with their VJPs and their
 //! `cpu` functions (f64 accumulation in a fixed pairwise tree, the same bits on any number of
-//! threads: `backends::cpu::kernels::reduce`).
+//! threads: `backends::cpu::kernels::reduce`). The references accumulate in f64 too
+//! (compensated, `sum64`) and round once, at every dtype; counts never pass through `T`.
 
+use super::sum64::Sum64;
 use crate::backends::cpu::kernels::reduce as kern;
 use crate::{op, Real};
 
@@ -10,11 +12,8 @@ use crate::{op, Real};
      category = reduction, tolerance = accum(2), nan = propagate, backward = vjp(sum_vjp, kernel(wgsl = "kernels/unary_vjp.wgsl", entry = "sum_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "sum_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n, block = 256)), cpu(sum_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/sum.wgsl", entry = "sum_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = 256), kernel(cuda = "kernels/reduce.cu", entry = "sum_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = 131072, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn sum<T: Real>(x: &[T]) -> Vec<T> {
-    let mut s = T::zero();
-    for v in x {
-        s += *v;
-    }
-    vec![s]
+    // In f64, compensated, rounded once: right at every dtype (an f16 running sum stalls).
+    vec![T::from_f64(Sum64::sum_of(x.iter().map(|v| v.to_f64())))]
 }
 /// VJP of `sum`: the cotangent broadcast.
 pub fn sum_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
@@ -30,15 +29,13 @@ fn sum_cpu(x: &[f32]) -> Vec<f32> {
      category = reduction, tolerance = accum(2), nan = propagate, backward = vjp(mean_vjp, kernel(wgsl = "kernels/unary_vjp.wgsl", entry = "mean_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "mean_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n, block = 256)), cpu(mean_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/sum.wgsl", entry = "mean_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = 256), kernel(cuda = "kernels/reduce.cu", entry = "mean_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = 131072, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn mean<T: Real>(x: &[T]) -> Vec<T> {
-    let mut s = T::zero();
-    for v in x {
-        s += *v;
-    }
-    vec![s / T::from_f64(x.len() as f64)]
+    // Summed and divided in f64 (the count never passes through `T`: 131_071 is infinite in
+    // f16), rounded once.
+    vec![T::from_f64(Sum64::sum_of(x.iter().map(|v| v.to_f64())) / x.len() as f64)]
 }
 /// VJP of `mean`.
 pub fn mean_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
-    vec![g[0] / T::from_f64(x.len() as f64); x.len()]
+    vec![T::from_f64(g[0].to_f64() / x.len() as f64); x.len()]
 }
 /// `cpu` kernel of `mean` (summed in f64, rounded once).
 fn mean_cpu(x: &[f32]) -> Vec<f32> {
@@ -50,17 +47,18 @@ fn mean_cpu(x: &[f32]) -> Vec<f32> {
      category = reduction, tolerance = accum(4), nan = propagate, backward = vjp(mse_loss_vjp, kernel(wgsl = "kernels/mse_loss_vjp.wgsl", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "mse_loss_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n, block = 256)), cpu(mse_loss_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/mse_loss.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = 256), kernel(cuda = "kernels/reduce.cu", entry = "mse_loss_kernel", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = 131072, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn mse_loss<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
-    let mut s = T::zero();
-    for (x, y) in a.iter().zip(b) {
-        let d = *x - *y;
-        s += d * d;
-    }
-    vec![s / T::from_f64(a.len() as f64)]
+    // Terms formed and summed in f64, divided by the count in f64, rounded once.
+    let terms = a.iter().zip(b).map(|(x, y)| {
+        let d = x.to_f64() - y.to_f64();
+        d * d
+    });
+    vec![T::from_f64(Sum64::sum_of(terms) / a.len() as f64)]
 }
 /// VJP of `mse_loss`: `2 (a - b) g / n` and its negation.
 pub fn mse_loss_vjp<T: Real>(a: &[T], b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
-    let k = T::from_f64(2.0 / a.len() as f64) * g[0];
-    let ga: Vec<T> = a.iter().zip(b).map(|(x, y)| (*x - *y) * k).collect();
+    // `2 g / n` in f64 (in f16, `2 / 131_071` is subnormal and `n` itself infinite).
+    let k = 2.0 * g[0].to_f64() / a.len() as f64;
+    let ga: Vec<T> = a.iter().zip(b).map(|(x, y)| T::from_f64((x.to_f64() - y.to_f64()) * k)).collect();
     let gb = ga.iter().map(|v| -*v).collect();
     (ga, gb)
 }

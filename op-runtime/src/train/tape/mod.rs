@@ -32,10 +32,12 @@
 pub(crate) mod device;
 pub(crate) mod exec;
 pub(crate) mod planner;
+pub(crate) mod pullback;
 
 pub use device::SharedDevice;
 pub use exec::Mode;
 pub use planner::{human_bytes, infer, BufferKind, Inferred, MemoryPlan, PlanEntry};
+pub use pullback::Pullback;
 
 use crate::core::backend::BackendError;
 use crate::core::decl::OpDecl;
@@ -167,6 +169,16 @@ pub enum TapeError {
         dtype: DType,
         /// Its shape.
         shape: Vec<usize>,
+    },
+    /// A cotangent given to [`Tape::pullback`] that does not match the op's output.
+    #[error("op `{op}`: cotangent of output {output}: {problem}; give one cotangent per output, of its dtype and shape")]
+    Cotangent {
+        /// The op's `name@version`.
+        op: String,
+        /// The output's index.
+        output: usize,
+        /// What is wrong.
+        problem: String,
     },
     /// A gradient or parameter update on a dtype the tape cannot accumulate.
     #[error("op `{op}`: cannot accumulate gradients of dtype `{dtype}`")]
