@@ -10,10 +10,12 @@ mod elementwise;
 mod linalg;
 mod reduce;
 mod sum64;
+mod vjp_ops;
 
 pub use elementwise::*;
 pub use linalg::*;
 pub use reduce::*;
+pub use vjp_ops::*;
 
 use crate::core::decl::OpDecl;
 use crate::core::error::KernelRegistrationError;
@@ -54,6 +56,11 @@ pub fn register_all(r: &Registry) {
     for d in decls() {
         if let Err(e) = r.register_builtin(d) {
             eprintln!("op-runtime: built-in {} not registered: {e}", d.rust_name);
+        }
+    }
+    for (op, d) in vjp_ops::vjp_decls() {
+        if let Err(e) = r.link_vjp_op(op, d, crate::core::op::OpSource::Builtin) {
+            eprintln!("op-runtime: the VJP op of built-in {op} not registered: {e}");
         }
     }
 }

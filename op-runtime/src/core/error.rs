@@ -202,6 +202,17 @@ pub enum KernelRegistrationError {
         /// The op's `name@version`.
         op: String,
     },
+    /// A declaration given as an op's differentiable VJP op does not fit that op
+    /// (`Registry::register_vjp_op`).
+    #[error("op `{vjp_op}` cannot be the VJP op of `{op}`: {reason}")]
+    VjpOpMismatch {
+        /// The differentiated op (`name@version`, or the name given).
+        op: String,
+        /// The declared VJP op's `name@version`.
+        vjp_op: String,
+        /// What does not fit.
+        reason: String,
+    },
 }
 
 /// A kernel that failed to build on a backend. Nothing falls back silently: the error keeps the

@@ -9,3 +9,4 @@ pub use optim::Sgd;
 pub use tape::{
     human_bytes, infer, BufferKind, Grads, Inferred, MemoryPlan, Mode, PlanEntry, Pullback, Run, SharedDevice, Tape, TapeError, Var,
 };
+pub use tape::{vmap, GradFn, Hvp, InAxis, Tangents, TapeFn, TensorFn, Vmap};
