@@ -1,6 +1,6 @@
 //! The built-in `matmul` has a `cpu` kernel at every dtype it declares (f16, bf16, f32, f64),
 //! each conforming on the engine's corpus (the f32 kernel in its pairwise order within
-//! `accum(2)`, the f64 kernel bit for bit the reference's order, the half types computed in f32
+//! `accum(2)`, the f64 kernel in the same order with its overflow guard, the half types computed in f32
 //! and rounded once), and default selection runs it there.
 
 use op_runtime::backend::{CpuBackend, ReferenceBackend};

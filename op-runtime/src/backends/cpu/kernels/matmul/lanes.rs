@@ -1,12 +1,11 @@
 //! The vector lanes the matmul kernel is written over, for f32 and f64: [`Lanes`] (load,
-//! store, add, multiply, multiply-add) and [`Tile`] (the register tile of an f32 lane type; the
-//! f64 tile is `L x 2L`, one vector of rows). The f32 lanes are the [`Vf`] types of `simd`
+//! store, add, multiply-add) and [`Tile`] (the register tile of an f32 lane type; the f64 tile
+//! is `L` rows, one vector of them, by [`Wide::NH`] columns). The f32 lanes are the [`Vf`] types of `simd`
 //! (what `with_isa!` binds); the f64 lanes of the same instruction set are [`Wide::D`]. Owns
 //! the f64 vector types and the tile sizes; must not know the kernel's blocking or summation
 //! order.
 //!
-//! Semantics shared by every implementation: `add` and `mul` are the IEEE operations, as the
-//! scalar `+` and `*` are; `fma` is fused on the x86 paths and `a * b + c` rounded twice on the
+//! Semantics shared by every implementation: `add` is the IEEE addition, as the scalar `+` is; `fma` is fused on the x86 paths and `a * b + c` rounded twice on the
 //! portable path (as [`Vf::fma`]).
 
 use crate::backends::cpu::simd::{Vf, P8};
@@ -39,8 +38,6 @@ pub(crate) trait Lanes: Copy {
     unsafe fn store(self, p: *mut Self::E);
     /// `self + o`.
     unsafe fn add(self, o: Self) -> Self;
-    /// `self * o`.
-    unsafe fn mul(self, o: Self) -> Self;
     /// `self * b + c` (fused on x86).
     unsafe fn fma(self, b: Self, c: Self) -> Self;
 }
@@ -60,8 +57,8 @@ pub(crate) const NV: usize = 2;
 pub(crate) trait Wide: Vf {
     /// The f64 lane type.
     type D: Lanes<E = f64>;
-    /// Columns of the f64 tile computed at once (the tile's `2L`, or half of it where the
-    /// accumulators would not fit the registers).
+    /// Columns of the f64 tile computed at once (a divisor of the strip's `2L`): two
+    /// accumulators each (the block's and the panel's) and the A vector must fit the registers.
     const NH: usize;
 }
 
@@ -85,10 +82,6 @@ macro_rules! f32_lanes {
             #[inline(always)]
             unsafe fn add(self, o: Self) -> Self {
                 unsafe { <$t as Vf>::add(self, o) }
-            }
-            #[inline(always)]
-            unsafe fn mul(self, o: Self) -> Self {
-                unsafe { <$t as Vf>::mul(self, o) }
             }
             #[inline(always)]
             unsafe fn fma(self, b: Self, c: Self) -> Self {
@@ -129,17 +122,13 @@ impl Lanes for PD4 {
         PD4(std::array::from_fn(|i| self.0[i] + o.0[i]))
     }
     #[inline(always)]
-    unsafe fn mul(self, o: Self) -> Self {
-        PD4(std::array::from_fn(|i| self.0[i] * o.0[i]))
-    }
-    #[inline(always)]
     unsafe fn fma(self, b: Self, c: Self) -> Self {
         PD4(std::array::from_fn(|i| self.0[i] * b.0[i] + c.0[i]))
     }
 }
 impl Wide for P8 {
     type D = PD4;
-    // 4 accumulators of 4: 8 SSE2 registers (8 columns would spill).
+    // 4 columns, as on AVX2 (the portable arrays are not registers).
     const NH: usize = 4;
 }
 
@@ -177,17 +166,14 @@ mod x86 {
             unsafe { D4(_mm256_add_pd(self.0, o.0)) }
         }
         #[inline(always)]
-        unsafe fn mul(self, o: Self) -> Self {
-            unsafe { D4(_mm256_mul_pd(self.0, o.0)) }
-        }
-        #[inline(always)]
         unsafe fn fma(self, b: Self, c: Self) -> Self {
             unsafe { D4(_mm256_fmadd_pd(self.0, b.0, c.0)) }
         }
     }
     impl Wide for F8 {
         type D = D4;
-        const NH: usize = 8;
+        // 2 x 4 accumulators and the A vector: 9 of the 16 registers (8 columns would spill).
+        const NH: usize = 4;
     }
 
     /// 8 f64 lanes, AVX-512F.
@@ -214,16 +200,13 @@ mod x86 {
             unsafe { D8(_mm512_add_pd(self.0, o.0)) }
         }
         #[inline(always)]
-        unsafe fn mul(self, o: Self) -> Self {
-            unsafe { D8(_mm512_mul_pd(self.0, o.0)) }
-        }
-        #[inline(always)]
         unsafe fn fma(self, b: Self, c: Self) -> Self {
             unsafe { D8(_mm512_fmadd_pd(self.0, b.0, c.0)) }
         }
     }
     impl Wide for F16 {
         type D = D8;
-        const NH: usize = 16;
+        // 2 x 8 accumulators and the A vector: 17 of the 32 registers.
+        const NH: usize = 8;
     }
 }

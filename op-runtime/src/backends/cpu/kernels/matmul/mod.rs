@@ -24,26 +24,29 @@
 //! engine's f64 reference. A finite result implies finite inputs and no overflow, so the fix-up
 //! never touches it; the scan costs one pass over the output.
 //!
-//! f64 order: the reference's own, `s = 0; s = s + a[i][p] * b[p][j]` for `p` in order,
-//! multiply and add rounded separately, each element's running sum carried exactly (stored and
-//! reloaded) from one panel to the next: bit for bit the reference's result, on every input,
-//! every thread count and every instruction set. Why not the f32 order: at f64 the anchor of
-//! `accum` is the reference evaluated in f64, that is the reference itself, with its own
-//! sequential error; a more accurate order differs from it by more than the pairwise bound on
-//! long biased sums (conformance's `biased` case, `k` = 248, rejected it), and its overflows
-//! (`MAX + MAX - MAX`) are the anchor's. Fusing would not help either (a sequential FMA sum
-//! drifts from the unfused one by a random walk of roundings, past the bound for long `k`).
-//! The f64 tile is therefore shaped for unfused multiply-adds: `L` rows (one vector of them,
-//! A packed `[p][L]`) by `2L` columns, one accumulator per column, each step multiplying the
-//! A vector by one B element broadcast. On AVX-512 the broadcast is an operand of the
-//! multiply; AMD Zen 4 then runs the separate multiply and add at the FMA's rate (about 55
-//! GFLOP/s in a register-resident loop, where the f32-style tile, six broadcasts per step
-//! shuffled on the FP pipes, reaches 38).
+//! f64 order: the f32 order above, fused on every x86 path (blocks of 16, panels of 256,
+//! super-panels of 4096 combined pairwise), so the same `accum(2)` bound holds, anchored on the
+//! reference (products in f64, summed in order with compensation, rounded once: within an f64
+//! rounding of the exact sum). The reference's own sequential order would not: on long biased
+//! sums its error grows with `k`, not `log2 k` (see `builtins/matmul_kernel_tests.rs`). Only
+//! the tile differs: `L` rows (one vector of them, A packed `[p][L]`) by `NH` columns of a
+//! `2L` strip, one block accumulator and one panel accumulator per column, each step
+//! multiplying the A vector by one B element broadcast (on AVX-512 an operand of the
+//! multiply-add: no shuffle per step). Each element's running sum over the panels of a
+//! super-panel lives in a small transposed scratch tile, stored to and reloaded from the output
+//! exactly between cache blocks.
+//!
+//! f64 overflow guard (`overflow`): where the inputs' magnitudes allow a partial sum to overflow
+//! in some order (or hold an infinity or NaN), the element is recomputed in the reference's own
+//! arithmetic: the f64 reference is the anchor, and its overflows (`MAX + MAX - MAX` in order)
+//! are not the blocked order's. Elsewhere no order overflows and nothing is recomputed; the test
+//! costs one pass over A and B.
 //!
 //! Preconditions (the built-in's `cpu` functions check them; dispatch validated the shapes):
 //! `a.len() == m * k`, `b.len() == k * n`, `out.len() == m * n`.
 
 mod lanes;
+mod overflow;
 
 use super::{any_non_finite, dot_f64};
 use crate::backends::cpu::par::for_each_chunk;
@@ -72,18 +75,19 @@ pub(crate) fn matmul(a: &[f32], b: &[f32], m: usize, k: usize, n: usize, out: &m
     run(a, b, m, k, n, out);
 }
 
-/// Row-major `out (m x n) = a (m x k) * b (k x n)` in f64, in the reference's order (see the
-/// module doc), parallel over blocks of output rows.
+/// Row-major `out (m x n) = a (m x k) * b (k x n)` in f64, in the blocked order with the
+/// overflow guard (see the module doc), parallel over blocks of output rows.
 pub(crate) fn matmul_f64(a: &[f64], b: &[f64], m: usize, k: usize, n: usize, out: &mut [f64]) {
     run(a, b, m, k, n, out);
 }
 
-/// What every row chunk reads: the operands, B packed whole (or empty: pack per panel), the
-/// shape.
+/// What every row chunk reads: the operands, B packed whole (or empty: pack per panel), B's
+/// column scales (f64: see `overflow`; f32: empty), the shape.
 struct Operands<'a, E> {
     a: &'a [E],
     b: &'a [E],
     bpack: &'a [E],
+    scales: &'a [E],
     k: usize,
     n: usize,
 }
@@ -99,6 +103,8 @@ impl<E> Copy for Operands<'_, E> {}
 trait Kernel: Elem + bytemuck::Pod {
     /// The tile `(MR, NV * L)` of the implementation `isa` runs.
     fn tile(isa: Isa) -> (usize, usize);
+    /// What [`Kernel::fix_non_finite`] needs to know of B, computed once per call.
+    fn scales(b: &[Self], n: usize) -> Vec<Self>;
     /// Packs the B strips `off ..` (see [`pack_b_shared`]) into `units`.
     fn pack(isa: Isa, b: &[Self], k: usize, n: usize, off: usize, units: &mut [&mut [Self]]);
     /// Output rows `r0 .. r1` as blocks of `MR` rows (see [`rows_kernel`]).
@@ -111,6 +117,9 @@ trait Kernel: Elem + bytemuck::Pod {
 impl Kernel for f32 {
     fn tile(isa: Isa) -> (usize, usize) {
         with_isa!(isa, V, () -> (usize, usize), (<V as Tile>::MR, NV * <V as Lanes>::L))
+    }
+    fn scales(_: &[f32], _: usize) -> Vec<f32> {
+        Vec::new()
     }
     fn pack(isa: Isa, b: &[f32], k: usize, n: usize, off: usize, units: &mut [&mut [f32]]) {
         with_isa!(isa, V, (b: &[f32], k: usize, n: usize, off: usize, units: &mut [&mut [f32]]) -> (),
@@ -141,16 +150,21 @@ impl Kernel for f64 {
     fn tile(isa: Isa) -> (usize, usize) {
         with_isa!(isa, V, () -> (usize, usize), (<<V as Wide>::D as Lanes>::L, NV * <<V as Wide>::D as Lanes>::L))
     }
+    fn scales(b: &[f64], n: usize) -> Vec<f64> {
+        overflow::column_scales(b, n)
+    }
     fn pack(isa: Isa, b: &[f64], k: usize, n: usize, off: usize, units: &mut [&mut [f64]]) {
         with_isa!(isa, V, (b: &[f64], k: usize, n: usize, off: usize, units: &mut [&mut [f64]]) -> (),
             pack_units::<<V as Wide>::D>(b, k, n, off, units))
     }
     fn rows(isa: Isa, ops: Operands<'_, f64>, r0: usize, r1: usize, blocks: &mut [&mut [f64]]) {
         with_isa!(isa, V, (ops: Operands<'_, f64>, r0: usize, r1: usize, blocks: &mut [&mut [f64]]) -> (),
-            rows_sequential::<<V as Wide>::D, { NV * <<V as Wide>::D as Lanes>::L }, { <V as Wide>::NH }>(ops, r0, r1, blocks))
+            rows_columns::<<V as Wide>::D, { NV * <<V as Wide>::D as Lanes>::L }, { <V as Wide>::NH }>(ops, r0, r1, blocks))
     }
-    /// Nothing to repair: the reference's own order gives the reference's own result.
-    fn fix_non_finite(_: Operands<'_, f64>, _: usize, _: usize, _: &mut [&mut [f64]]) {}
+    /// The overflow guard (see the module doc): elements at risk in the reference's arithmetic.
+    fn fix_non_finite(ops: Operands<'_, f64>, r0: usize, mr: usize, blocks: &mut [&mut [f64]]) {
+        overflow::repair(ops, r0, mr, blocks);
+    }
 }
 
 /// The blocked kernel: B packed, row chunks in parallel, each chunk's rows by
@@ -168,7 +182,8 @@ fn run<E: Kernel>(a: &[E], b: &[E], m: usize, k: usize, n: usize, out: &mut [E])
     // The tile of the very implementation `with_isa!` runs below.
     let (mr, nr) = E::tile(isa);
     let bpack = pack_b_shared(isa, b, k, n, nr);
-    let ops = Operands { a, b, bpack: &bpack, k, n };
+    let scales = E::scales(b, n);
+    let ops = Operands { a, b, bpack: &bpack, scales: &scales, k, n };
     // Row blocks of `mr` rows; chunks of at least ~64 rows and ~2^20 multiply-adds.
     let mut rows: Vec<&mut [E]> = out.chunks_mut(mr * n).collect();
     let grain = 64usize.div_ceil(mr).max((1usize << 20).div_ceil((mr * n * k).max(1)));
@@ -291,32 +306,87 @@ where
     if ops.k <= SP * KC {
         panels::<W, MR>(ops, r0, r1, 0, ops.k, &mut own, blocks);
     } else {
-        super_panels::<W, MR>(ops, r0, r1, &mut own, blocks);
+        super_panels::<W, RowTile<MR>>(ops, r0, r1, &mut own, blocks);
     }
     W::E::fix_non_finite(ops, r0, MR, blocks);
 }
 
-/// Output rows `r0 .. r1` (blocks of `L` rows, one vector of them) in the reference's order:
-/// each element's running sum continued over every `p` in order (see the module doc). Cache
-/// blocking as in [`panels`] (A packed `[p][L]` per row block, in L2-sized groups); the tile is
-/// `L` rows by `NR` columns (one B strip), each accumulator one column of it, fed by the
-/// strip's elements broadcast one at a time (on AVX-512 a broadcast operand of the multiply:
-/// no shuffle per step, so the separate multiply and add run at the FMA's rate).
+/// The f64 kernel's rows `r0 .. r1` (blocks of `L` rows): as [`rows_kernel`], with the
+/// column-broadcast tile of [`col_panels`].
 #[inline(always)]
-fn rows_sequential<W: Lanes, const NR: usize, const NH: usize>(ops: Operands<'_, W::E>, r0: usize, r1: usize, blocks: &mut [&mut [W::E]]) {
+fn rows_columns<W: Lanes, const NR: usize, const NH: usize>(ops: Operands<'_, W::E>, r0: usize, r1: usize, blocks: &mut [&mut [W::E]])
+where
+    W::E: Kernel,
+{
+    let mut own = Scratch::new::<W>(ops);
+    if ops.k <= SP * KC {
+        col_panels::<W, NR, NH>(ops, r0, r1, 0, ops.k, &mut own, blocks);
+    } else {
+        super_panels::<W, ColTile<NR, NH>>(ops, r0, r1, &mut own, blocks);
+    }
+    W::E::fix_non_finite(ops, r0, W::L, blocks);
+}
+
+/// The sum over the panels `p0 .. p1` of one super-panel (`p1 - p0 <= SP * KC`) into `dst`, as
+/// blocks of [`Panels::MR`] rows: the tile shape [`super_panels`] runs.
+trait Panels<W: Lanes> {
+    /// Rows per block of `dst`.
+    const MR: usize;
+    /// See [`panels`] and [`col_panels`].
+    fn run(ops: Operands<'_, W::E>, r0: usize, r1: usize, p0: usize, p1: usize, own: &mut Scratch<W::E>, dst: &mut [&mut [W::E]]);
+}
+
+/// The f32 tile: [`panels`].
+struct RowTile<const MR: usize>;
+impl<W: Tile, const MR: usize> Panels<W> for RowTile<MR> {
+    const MR: usize = MR;
+    #[inline(always)]
+    fn run(ops: Operands<'_, W::E>, r0: usize, r1: usize, p0: usize, p1: usize, own: &mut Scratch<W::E>, dst: &mut [&mut [W::E]]) {
+        panels::<W, MR>(ops, r0, r1, p0, p1, own, dst);
+    }
+}
+
+/// The f64 tile: [`col_panels`].
+struct ColTile<const NR: usize, const NH: usize>;
+impl<W: Lanes, const NR: usize, const NH: usize> Panels<W> for ColTile<NR, NH> {
+    const MR: usize = W::L;
+    #[inline(always)]
+    fn run(ops: Operands<'_, W::E>, r0: usize, r1: usize, p0: usize, p1: usize, own: &mut Scratch<W::E>, dst: &mut [&mut [W::E]]) {
+        col_panels::<W, NR, NH>(ops, r0, r1, p0, p1, own, dst);
+    }
+}
+
+/// `dst = sum_{p in p0 .. p1} a[r][p] b[p][j]` for rows `r0 .. r1` (`dst` as blocks of `L`
+/// rows of `n`, one vector of them) in the f32 order (`p1 - p0 <= SP * KC`), with the f64 tile:
+/// `L` rows by `NH` columns of one B strip of `NR`, each accumulator one column of it, fed by
+/// the strip's elements broadcast one at a time (see [`micro_columns`]). Cache blocking as in
+/// [`panels`]: [`PB`] panels at a time, A packed `[p][L]` per row block in L2-sized groups,
+/// each element's running sum stored in `dst` between cache blocks.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // the chunk's rows and p-range, both given as bounds
+fn col_panels<W: Lanes, const NR: usize, const NH: usize>(
+    ops: Operands<'_, W::E>,
+    r0: usize,
+    r1: usize,
+    p0: usize,
+    p1: usize,
+    own: &mut Scratch<W::E>,
+    dst: &mut [&mut [W::E]],
+) {
     let (a, k, n) = (ops.a, ops.k, ops.n);
     let l = W::L;
-    debug_assert!(NR == NV * l);
+    debug_assert!(NR == NV * l && NR.is_multiple_of(NH));
     let strips = n.div_ceil(NR);
-    let mut own = Scratch::new::<W>(ops);
-    assert!(r1 <= a.len() / k);
-    let mut kb = 0;
-    while kb < k {
-        let kb1 = (kb + PB * KC).min(k);
+    // Internal invariant: A's rows `r0 .. r1` hold the columns `p0 .. p1` (`pack_a` reads them).
+    assert!(r1 <= a.len() / k && p1 <= k);
+    let mut kb = p0;
+    while kb < p1 {
+        let kb1 = (kb + PB * KC).min(p1);
         let kw = kb1 - kb;
         let bpanels = b_panels::<W>(ops, kb, kb1, &mut own.b);
+        assert!(bpanels.len() == kw * strips * NR);
         let group = (A_BLOCK_BYTES / (l * kw * std::mem::size_of::<W::E>())).max(1);
-        for (g, grp) in blocks.chunks_mut(group).enumerate() {
+        for (g, grp) in dst.chunks_mut(group).enumerate() {
             if own.a.len() < grp.len() * l * kw {
                 own.a.resize(grp.len() * l * kw, W::E::ZERO);
             }
@@ -330,13 +400,13 @@ fn rows_sequential<W: Lanes, const NR: usize, const NH: usize>(ops: Operands<'_,
                 for (i, blk) in grp.iter_mut().enumerate() {
                     let rows_here = blk.len() / n;
                     let ap = apack[i * l * kw..].as_ptr();
-                    // SAFETY: the packed A block holds `kw * L` elements from `ap`, each panel's
-                    // B strip `kc * NR` (`b_panels` holds `kw * strips * NR`); the tile writes
+                    // SAFETY: the packed A block holds `kw * L` elements from `ap`, the cache
+                    // block's B panels `kw * strips * NR` (asserted above); the tile writes
                     // `rows_here x w` elements of `blk` from column `c0` (row stride n).
                     unsafe {
                         for j0 in (0..w).step_by(NH) {
                             let c = blk.as_mut_ptr().add(c0);
-                            micro_sequential::<W, NR, NH>(kb, kb1, ap, bpanels, (strips, st, j0), c, n, rows_here, w, kb > 0);
+                            micro_columns::<W, NR, NH>(kb, kb1, ap, bpanels, (strips, st, j0), c, n, rows_here, w, kb > p0);
                         }
                     };
                 }
@@ -423,7 +493,7 @@ fn panels<W: Tile, const MR: usize>(
 /// pairwise tree (a binary counter, as `reduce` combines its blocks), the total copied out.
 #[inline(always)]
 #[allow(clippy::assign_op_pattern)] // `left + right`, written in the tree's order
-fn super_panels<W: Tile, const MR: usize>(
+fn super_panels<W: Lanes, P: Panels<W>>(
     ops: Operands<'_, W::E>,
     r0: usize,
     r1: usize,
@@ -438,8 +508,8 @@ fn super_panels<W: Tile, const MR: usize>(
     while p0 < ops.k {
         let p1 = (p0 + SP * KC).min(ops.k);
         let mut node = free.pop().unwrap_or_else(|| vec![W::E::ZERO; len]);
-        let mut dst: Vec<&mut [W::E]> = node.chunks_mut(MR * ops.n).collect();
-        panels::<W, MR>(ops, r0, r1, p0, p1, own, &mut dst);
+        let mut dst: Vec<&mut [W::E]> = node.chunks_mut(P::MR * ops.n).collect();
+        P::run(ops, r0, r1, p0, p1, own, &mut dst);
         let (mut c, mut lvl) = (count, 0);
         while c & 1 == 1 {
             if let Some(left) = levels[lvl].take() {
@@ -468,7 +538,7 @@ fn super_panels<W: Tile, const MR: usize>(
         });
     }
     if let Some(total) = total {
-        for (blk, src) in blocks.iter_mut().zip(total.chunks(MR * ops.n)) {
+        for (blk, src) in blocks.iter_mut().zip(total.chunks(P::MR * ops.n)) {
             blk.copy_from_slice(src);
         }
     }
@@ -569,18 +639,18 @@ unsafe fn micro<W: Lanes, const MR: usize>(
 }
 
 /// Columns `j0 .. j0 + NH` of one `L x NR` tile of the output at `c` (row stride `ldc`;
-/// `rows x cols` of the tile valid) in the reference's order, over the panels `kb .. kb1`: each
-/// element's running sum (`+0` where `!running`, else what is at `c`, stored there exactly by
-/// the previous cache block) continued for every `p` in order as `s = s + a * b`, multiply and
-/// add rounded separately. `a` is the block's packed A (`[p][L]`), `bpanels` the cache block's
-/// B panels (`[panel][strip][p][NR]`), `st` the strip.
+/// `rows x cols` of the tile valid) over the panels `kb .. kb1`, in the f32 order: each panel
+/// in blocks of [`KB`] fused multiply-adds from `+0`, the blocks added in sequence, the panel's
+/// sum added to each element's running sum (`+0` where `!running`, else what is at `c`, stored
+/// there exactly by the previous cache block). `a` is the block's packed A (`[p][L]`),
+/// `bpanels` the cache block's B panels (`[panel][strip][p][NR]`), `st` the strip.
 ///
 /// Safety: `a` points at `(kb1 - kb) * L` elements, `bpanels` holds `(kb1 - kb) * strips * NR`,
 /// `j0 + NH <= NR`, and `c` has `rows <= L` rows of `cols <= NR` writable elements at stride
 /// `ldc`; the lane type's target feature is on.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)] // a BLAS-style micro-kernel: operands, p-range, stride, extent
-unsafe fn micro_sequential<W: Lanes, const NR: usize, const NH: usize>(
+unsafe fn micro_columns<W: Lanes, const NR: usize, const NH: usize>(
     kb: usize,
     kb1: usize,
     a: *const W::E,
@@ -595,18 +665,14 @@ unsafe fn micro_sequential<W: Lanes, const NR: usize, const NH: usize>(
     unsafe {
         let l = W::L;
         let zero = W::splat(W::E::ZERO);
-        let mut acc = [zero; NH];
         let j1 = (j0 + NH).min(cols);
-        // The columns transposed: column `j0 + j` is `tile[j * L .. (j + 1) * L]`.
-        let mut tile = [W::E::ZERO; 16 * 16];
+        // The running sums, columns transposed: column `j0 + j` is `run[j * L .. (j + 1) * L]`.
+        let mut run = [W::E::ZERO; 16 * 16];
         if running {
             for i in 0..rows {
                 for j in j0..j1 {
-                    tile[(j - j0) * l + i] = *c.add(i * ldc + j);
+                    run[(j - j0) * l + i] = *c.add(i * ldc + j);
                 }
-            }
-            for (j, acc) in acc.iter_mut().enumerate() {
-                *acc = W::load(tile.as_ptr().add(j * l));
             }
         }
         let mut pc = kb;
@@ -614,21 +680,32 @@ unsafe fn micro_sequential<W: Lanes, const NR: usize, const NH: usize>(
             let kc = KC.min(kb1 - pc);
             let b = bpanels.as_ptr().add((pc - kb) * strips * NR + st * kc * NR + j0);
             let ap = a.add((pc - kb) * l);
-            for q in 0..kc {
-                let av = W::load(ap.add(q * l));
-                let bq = b.add(q * NR);
-                for (j, acc) in acc.iter_mut().enumerate() {
-                    *acc = acc.add(av.mul(W::splat(*bq.add(j))));
+            let mut acc = [zero; NH];
+            let mut p = 0;
+            while p < kc {
+                let pe = (p + KB).min(kc);
+                let mut blk = [zero; NH];
+                for q in p..pe {
+                    let av = W::load(ap.add(q * l));
+                    let bq = b.add(q * NR);
+                    for (j, s) in blk.iter_mut().enumerate() {
+                        *s = av.fma(W::splat(*bq.add(j)), *s);
+                    }
                 }
+                for (s, t) in acc.iter_mut().zip(&blk) {
+                    *s = s.add(*t);
+                }
+                p = pe;
+            }
+            for (j, s) in acc.iter().enumerate() {
+                let r = run.as_mut_ptr().add(j * l);
+                W::load(r).add(*s).store(r);
             }
             pc += kc;
         }
-        for (j, acc) in acc.iter().enumerate() {
-            acc.store(tile.as_mut_ptr().add(j * l));
-        }
         for i in 0..rows {
             for j in j0..j1 {
-                *c.add(i * ldc + j) = tile[(j - j0) * l + i];
+                *c.add(i * ldc + j) = run[(j - j0) * l + i];
             }
         }
     }
