@@ -1,12 +1,12 @@
 //! The vector lanes the matmul kernel is written over, for f32 and f64: [`Lanes`] (load,
-//! store, add, multiply-add) and [`Tile`] (the register tile of an f32 lane type; the f64 tile
-//! is `L` rows, one vector of them, by [`Wide::NH`] columns). The f32 lanes are the [`Vf`] types of `simd`
-//! (what `with_isa!` binds); the f64 lanes of the same instruction set are [`Wide::D`]. Owns
-//! the f64 vector types and the tile sizes; must not know the kernel's blocking or summation
-//! order.
+//! store, add, multiply-add) and [`Tile`] (the rows of a lane type's register tile, at f32 and
+//! at f64). The f32 lanes are the [`Vf`] types of `simd` (what `with_isa!` binds); the f64
+//! lanes of the same instruction set are [`Wide::D`]. Owns the f64 vector types and the tile
+//! sizes; must not know the kernel's blocking or summation order.
 //!
-//! Semantics shared by every implementation: `add` is the IEEE addition, as the scalar `+` is; `fma` is fused on the x86 paths and `a * b + c` rounded twice on the
-//! portable path (as [`Vf::fma`]).
+//! Semantics shared by every implementation: `add` is the IEEE addition, as the scalar `+` is;
+//! `fma` is fused on the x86 paths and `a * b + c` rounded twice on the portable path (as
+//! [`Vf::fma`]).
 
 use crate::backends::cpu::simd::{Vf, P8};
 
@@ -42,9 +42,9 @@ pub(crate) trait Lanes: Copy {
     unsafe fn fma(self, b: Self, c: Self) -> Self;
 }
 
-/// The register tile of an f32 lane type: `MR` rows of `NV` vectors of accumulators (twice for
-/// the f32 order: the running panel sums and the block being accumulated), plus `NV` B vectors
-/// and one broadcast.
+/// The register tile of a lane type: `MR` rows of `NV` vectors of accumulators (twice for the
+/// summation order: the running panel sums and the block being accumulated), plus `NV` B
+/// vectors and one broadcast.
 pub(crate) trait Tile: Lanes {
     /// Rows of the tile.
     const MR: usize;
@@ -56,10 +56,7 @@ pub(crate) const NV: usize = 2;
 /// The f64 lanes of the instruction set whose f32 lanes are `Self`.
 pub(crate) trait Wide: Vf {
     /// The f64 lane type.
-    type D: Lanes<E = f64>;
-    /// Columns of the f64 tile computed at once (a divisor of the strip's `2L`): two
-    /// accumulators each (the block's and the panel's) and the A vector must fit the registers.
-    const NH: usize;
+    type D: Tile<E = f64>;
 }
 
 macro_rules! f32_lanes {
@@ -126,10 +123,12 @@ impl Lanes for PD4 {
         PD4(std::array::from_fn(|i| self.0[i] * b.0[i] + c.0[i]))
     }
 }
+// As the portable f32 lanes.
+impl Tile for PD4 {
+    const MR: usize = 4;
+}
 impl Wide for P8 {
     type D = PD4;
-    // 4 columns, as on AVX2 (the portable arrays are not registers).
-    const NH: usize = 4;
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -170,10 +169,12 @@ mod x86 {
             unsafe { D4(_mm256_fmadd_pd(self.0, b.0, c.0)) }
         }
     }
+    // As the f32 lanes of AVX2: 2 * 3 * 2 + 2 + 1 = 15 of the 16 registers.
+    impl Tile for D4 {
+        const MR: usize = 3;
+    }
     impl Wide for F8 {
         type D = D4;
-        // 2 x 4 accumulators and the A vector: 9 of the 16 registers (8 columns would spill).
-        const NH: usize = 4;
     }
 
     /// 8 f64 lanes, AVX-512F.
@@ -204,9 +205,11 @@ mod x86 {
             unsafe { D8(_mm512_fmadd_pd(self.0, b.0, c.0)) }
         }
     }
+    // As the f32 lanes of AVX-512: 2 * 6 * 2 + 2 + 1 = 27 of the 32 registers.
+    impl Tile for D8 {
+        const MR: usize = 6;
+    }
     impl Wide for F16 {
         type D = D8;
-        // 2 x 8 accumulators and the A vector: 17 of the 32 registers.
-        const NH: usize = 8;
     }
 }

@@ -24,17 +24,11 @@
 //! engine's f64 reference. A finite result implies finite inputs and no overflow, so the fix-up
 //! never touches it; the scan costs one pass over the output.
 //!
-//! f64 order: the f32 order above, fused on every x86 path (blocks of 16, panels of 256,
-//! super-panels of 4096 combined pairwise), so the same `accum(2)` bound holds, anchored on the
+//! f64 order: the f32 order above, on the same tile code over the f64 lanes (`MR` rows by
+//! `2L` columns), fused on every x86 path: the same `accum(2)` bound holds, anchored on the
 //! reference (products in f64, summed in order with compensation, rounded once: within an f64
 //! rounding of the exact sum). The reference's own sequential order would not: on long biased
-//! sums its error grows with `k`, not `log2 k` (see `builtins/matmul_kernel_tests.rs`). Only
-//! the tile differs: `L` rows (one vector of them, A packed `[p][L]`) by `NH` columns of a
-//! `2L` strip, one block accumulator and one panel accumulator per column, each step
-//! multiplying the A vector by one B element broadcast (on AVX-512 an operand of the
-//! multiply-add: no shuffle per step). Each element's running sum over the panels of a
-//! super-panel lives in a small transposed scratch tile, stored to and reloaded from the output
-//! exactly between cache blocks.
+//! sums its error grows with `k`, not `log2 k` (see `builtins/matmul_kernel_tests.rs`).
 //!
 //! f64 overflow guard (`overflow`): where the inputs' magnitudes allow a partial sum to overflow
 //! in some order (or hold an infinity or NaN), the element is recomputed in the reference's own
@@ -63,9 +57,6 @@ pub(crate) const KB: usize = 16;
 pub(crate) const SP: usize = 16;
 /// Panels per cache block of the work (see [`panels`]): not part of the summation order.
 const PB: usize = 4;
-/// Bytes of A (a group of row blocks over the panels of one cache block) kept in L2 while
-/// every strip of B passes over it: not part of the summation order.
-const A_BLOCK_BYTES: usize = 256 << 10;
 /// Largest packed copy of B shared by all row chunks, in bytes (64 MB); beyond it each chunk
 /// packs panel by panel.
 pub(crate) const SHARED_PACK_MAX_BYTES: usize = 64 << 20;
@@ -148,7 +139,7 @@ impl Kernel for f32 {
 
 impl Kernel for f64 {
     fn tile(isa: Isa) -> (usize, usize) {
-        with_isa!(isa, V, () -> (usize, usize), (<<V as Wide>::D as Lanes>::L, NV * <<V as Wide>::D as Lanes>::L))
+        with_isa!(isa, V, () -> (usize, usize), (<<V as Wide>::D as Tile>::MR, NV * <<V as Wide>::D as Lanes>::L))
     }
     fn scales(b: &[f64], n: usize) -> Vec<f64> {
         overflow::column_scales(b, n)
@@ -159,7 +150,7 @@ impl Kernel for f64 {
     }
     fn rows(isa: Isa, ops: Operands<'_, f64>, r0: usize, r1: usize, blocks: &mut [&mut [f64]]) {
         with_isa!(isa, V, (ops: Operands<'_, f64>, r0: usize, r1: usize, blocks: &mut [&mut [f64]]) -> (),
-            rows_columns::<<V as Wide>::D, { NV * <<V as Wide>::D as Lanes>::L }, { <V as Wide>::NH }>(ops, r0, r1, blocks))
+            rows_kernel::<<V as Wide>::D, { <<V as Wide>::D as Tile>::MR }>(ops, r0, r1, blocks))
     }
     /// The overflow guard (see the module doc): elements at risk in the reference's arithmetic.
     fn fix_non_finite(ops: Operands<'_, f64>, r0: usize, mr: usize, blocks: &mut [&mut [f64]]) {
@@ -236,20 +227,6 @@ fn pack_units<W: Lanes>(b: &[W::E], k: usize, n: usize, off: usize, units: &mut 
     }
 }
 
-/// Packs the rows `r .. r + rows` (`rows <= MR`), columns `p0 .. p0 + kw`, of `a` (row stride
-/// `k`) into `dst` as `[p][MR]`: the `MR` values a tile step broadcasts, side by side. Rows past
-/// `rows` repeat the last one (their sums are dropped).
-#[inline(always)]
-#[allow(clippy::too_many_arguments)] // the block (rows, their count, the tile height) and the p-range
-fn pack_a<E: Copy>(a: &[E], k: usize, r: usize, rows: usize, mr: usize, p0: usize, kw: usize, dst: &mut [E]) {
-    for i in 0..mr {
-        let row = &a[(r + i.min(rows - 1)) * k + p0..][..kw];
-        for (p, v) in row.iter().enumerate() {
-            dst[p * mr + i] = *v;
-        }
-    }
-}
-
 /// Packs `b[pc .. pc + kc][st * nr .. (st + 1) * nr]` (zero-padded columns) into `dst`
 /// (`kc * nr`, layout `[p][nr]`), `nr = NV * L`.
 #[inline(always)]
@@ -278,11 +255,9 @@ fn pack_b<W: Lanes>(b: &[W::E], n: usize, pc: usize, kc: usize, st: usize, dst: 
     }
 }
 
-/// A row chunk's own packed copies: of A (a group of row blocks over one cache block of
-/// panels, `[block][p][MR]`, grown on first use) and of B when B is not packed whole (one
-/// cache block of panels; else empty).
+/// A row chunk's own packed copy of B when B is not packed whole (one cache block of panels;
+/// else empty).
 struct Scratch<E> {
-    a: Vec<E>,
     b: Vec<E>,
 }
 
@@ -290,7 +265,7 @@ impl<E: Elem> Scratch<E> {
     fn new<W: Lanes<E = E>>(ops: Operands<'_, E>) -> Self {
         let strips = ops.n.div_ceil(NV * W::L);
         let b = if ops.bpack.is_empty() { vec![E::ZERO; (PB * KC).min(ops.k) * strips * NV * W::L] } else { Vec::new() };
-        Scratch { a: Vec::new(), b }
+        Scratch { b }
     }
 }
 
@@ -306,114 +281,9 @@ where
     if ops.k <= SP * KC {
         panels::<W, MR>(ops, r0, r1, 0, ops.k, &mut own, blocks);
     } else {
-        super_panels::<W, RowTile<MR>>(ops, r0, r1, &mut own, blocks);
+        super_panels::<W, MR>(ops, r0, r1, &mut own, blocks);
     }
     W::E::fix_non_finite(ops, r0, MR, blocks);
-}
-
-/// The f64 kernel's rows `r0 .. r1` (blocks of `L` rows): as [`rows_kernel`], with the
-/// column-broadcast tile of [`col_panels`].
-#[inline(always)]
-fn rows_columns<W: Lanes, const NR: usize, const NH: usize>(ops: Operands<'_, W::E>, r0: usize, r1: usize, blocks: &mut [&mut [W::E]])
-where
-    W::E: Kernel,
-{
-    let mut own = Scratch::new::<W>(ops);
-    if ops.k <= SP * KC {
-        col_panels::<W, NR, NH>(ops, r0, r1, 0, ops.k, &mut own, blocks);
-    } else {
-        super_panels::<W, ColTile<NR, NH>>(ops, r0, r1, &mut own, blocks);
-    }
-    W::E::fix_non_finite(ops, r0, W::L, blocks);
-}
-
-/// The sum over the panels `p0 .. p1` of one super-panel (`p1 - p0 <= SP * KC`) into `dst`, as
-/// blocks of [`Panels::MR`] rows: the tile shape [`super_panels`] runs.
-trait Panels<W: Lanes> {
-    /// Rows per block of `dst`.
-    const MR: usize;
-    /// See [`panels`] and [`col_panels`].
-    fn run(ops: Operands<'_, W::E>, r0: usize, r1: usize, p0: usize, p1: usize, own: &mut Scratch<W::E>, dst: &mut [&mut [W::E]]);
-}
-
-/// The f32 tile: [`panels`].
-struct RowTile<const MR: usize>;
-impl<W: Tile, const MR: usize> Panels<W> for RowTile<MR> {
-    const MR: usize = MR;
-    #[inline(always)]
-    fn run(ops: Operands<'_, W::E>, r0: usize, r1: usize, p0: usize, p1: usize, own: &mut Scratch<W::E>, dst: &mut [&mut [W::E]]) {
-        panels::<W, MR>(ops, r0, r1, p0, p1, own, dst);
-    }
-}
-
-/// The f64 tile: [`col_panels`].
-struct ColTile<const NR: usize, const NH: usize>;
-impl<W: Lanes, const NR: usize, const NH: usize> Panels<W> for ColTile<NR, NH> {
-    const MR: usize = W::L;
-    #[inline(always)]
-    fn run(ops: Operands<'_, W::E>, r0: usize, r1: usize, p0: usize, p1: usize, own: &mut Scratch<W::E>, dst: &mut [&mut [W::E]]) {
-        col_panels::<W, NR, NH>(ops, r0, r1, p0, p1, own, dst);
-    }
-}
-
-/// `dst = sum_{p in p0 .. p1} a[r][p] b[p][j]` for rows `r0 .. r1` (`dst` as blocks of `L`
-/// rows of `n`, one vector of them) in the f32 order (`p1 - p0 <= SP * KC`), with the f64 tile:
-/// `L` rows by `NH` columns of one B strip of `NR`, each accumulator one column of it, fed by
-/// the strip's elements broadcast one at a time (see [`micro_columns`]). Cache blocking as in
-/// [`panels`]: [`PB`] panels at a time, A packed `[p][L]` per row block in L2-sized groups,
-/// each element's running sum stored in `dst` between cache blocks.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)] // the chunk's rows and p-range, both given as bounds
-fn col_panels<W: Lanes, const NR: usize, const NH: usize>(
-    ops: Operands<'_, W::E>,
-    r0: usize,
-    r1: usize,
-    p0: usize,
-    p1: usize,
-    own: &mut Scratch<W::E>,
-    dst: &mut [&mut [W::E]],
-) {
-    let (a, k, n) = (ops.a, ops.k, ops.n);
-    let l = W::L;
-    debug_assert!(NR == NV * l && NR.is_multiple_of(NH));
-    let strips = n.div_ceil(NR);
-    // Internal invariant: A's rows `r0 .. r1` hold the columns `p0 .. p1` (`pack_a` reads them).
-    assert!(r1 <= a.len() / k && p1 <= k);
-    let mut kb = p0;
-    while kb < p1 {
-        let kb1 = (kb + PB * KC).min(p1);
-        let kw = kb1 - kb;
-        let bpanels = b_panels::<W>(ops, kb, kb1, &mut own.b);
-        assert!(bpanels.len() == kw * strips * NR);
-        let group = (A_BLOCK_BYTES / (l * kw * std::mem::size_of::<W::E>())).max(1);
-        for (g, grp) in dst.chunks_mut(group).enumerate() {
-            if own.a.len() < grp.len() * l * kw {
-                own.a.resize(grp.len() * l * kw, W::E::ZERO);
-            }
-            let apack = &mut own.a[..grp.len() * l * kw];
-            for (i, blk) in grp.iter().enumerate() {
-                pack_a(a, k, r0 + (g * group + i) * l, blk.len() / n, l, kb, kw, &mut apack[i * l * kw..(i + 1) * l * kw]);
-            }
-            for st in 0..strips {
-                let c0 = st * NR;
-                let w = NR.min(n - c0);
-                for (i, blk) in grp.iter_mut().enumerate() {
-                    let rows_here = blk.len() / n;
-                    let ap = apack[i * l * kw..].as_ptr();
-                    // SAFETY: the packed A block holds `kw * L` elements from `ap`, the cache
-                    // block's B panels `kw * strips * NR` (asserted above); the tile writes
-                    // `rows_here x w` elements of `blk` from column `c0` (row stride n).
-                    unsafe {
-                        for j0 in (0..w).step_by(NH) {
-                            let c = blk.as_mut_ptr().add(c0);
-                            micro_columns::<W, NR, NH>(kb, kb1, ap, bpanels, (strips, st, j0), c, n, rows_here, w, kb > p0);
-                        }
-                    };
-                }
-            }
-        }
-        kb = kb1;
-    }
 }
 
 /// The B panels `kb .. kb1` as `[panel][strip][p][nr]`: a slice of the shared copy, or packed
@@ -493,7 +363,7 @@ fn panels<W: Tile, const MR: usize>(
 /// pairwise tree (a binary counter, as `reduce` combines its blocks), the total copied out.
 #[inline(always)]
 #[allow(clippy::assign_op_pattern)] // `left + right`, written in the tree's order
-fn super_panels<W: Lanes, P: Panels<W>>(
+fn super_panels<W: Tile, const MR: usize>(
     ops: Operands<'_, W::E>,
     r0: usize,
     r1: usize,
@@ -508,8 +378,8 @@ fn super_panels<W: Lanes, P: Panels<W>>(
     while p0 < ops.k {
         let p1 = (p0 + SP * KC).min(ops.k);
         let mut node = free.pop().unwrap_or_else(|| vec![W::E::ZERO; len]);
-        let mut dst: Vec<&mut [W::E]> = node.chunks_mut(P::MR * ops.n).collect();
-        P::run(ops, r0, r1, p0, p1, own, &mut dst);
+        let mut dst: Vec<&mut [W::E]> = node.chunks_mut(MR * ops.n).collect();
+        panels::<W, MR>(ops, r0, r1, p0, p1, own, &mut dst);
         let (mut c, mut lvl) = (count, 0);
         while c & 1 == 1 {
             if let Some(left) = levels[lvl].take() {
@@ -538,7 +408,7 @@ fn super_panels<W: Lanes, P: Panels<W>>(
         });
     }
     if let Some(total) = total {
-        for (blk, src) in blocks.iter_mut().zip(total.chunks(P::MR * ops.n)) {
+        for (blk, src) in blocks.iter_mut().zip(total.chunks(MR * ops.n)) {
             blk.copy_from_slice(src);
         }
     }
@@ -633,79 +503,6 @@ unsafe fn micro<W: Lanes, const MR: usize>(
                     let t = tile[i * nr + j];
                     *d = if acc_into { *d + t } else { t };
                 }
-            }
-        }
-    }
-}
-
-/// Columns `j0 .. j0 + NH` of one `L x NR` tile of the output at `c` (row stride `ldc`;
-/// `rows x cols` of the tile valid) over the panels `kb .. kb1`, in the f32 order: each panel
-/// in blocks of [`KB`] fused multiply-adds from `+0`, the blocks added in sequence, the panel's
-/// sum added to each element's running sum (`+0` where `!running`, else what is at `c`, stored
-/// there exactly by the previous cache block). `a` is the block's packed A (`[p][L]`),
-/// `bpanels` the cache block's B panels (`[panel][strip][p][NR]`), `st` the strip.
-///
-/// Safety: `a` points at `(kb1 - kb) * L` elements, `bpanels` holds `(kb1 - kb) * strips * NR`,
-/// `j0 + NH <= NR`, and `c` has `rows <= L` rows of `cols <= NR` writable elements at stride
-/// `ldc`; the lane type's target feature is on.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)] // a BLAS-style micro-kernel: operands, p-range, stride, extent
-unsafe fn micro_columns<W: Lanes, const NR: usize, const NH: usize>(
-    kb: usize,
-    kb1: usize,
-    a: *const W::E,
-    bpanels: &[W::E],
-    (strips, st, j0): (usize, usize, usize),
-    c: *mut W::E,
-    ldc: usize,
-    rows: usize,
-    cols: usize,
-    running: bool,
-) {
-    unsafe {
-        let l = W::L;
-        let zero = W::splat(W::E::ZERO);
-        let j1 = (j0 + NH).min(cols);
-        // The running sums, columns transposed: column `j0 + j` is `run[j * L .. (j + 1) * L]`.
-        let mut run = [W::E::ZERO; 16 * 16];
-        if running {
-            for i in 0..rows {
-                for j in j0..j1 {
-                    run[(j - j0) * l + i] = *c.add(i * ldc + j);
-                }
-            }
-        }
-        let mut pc = kb;
-        while pc < kb1 {
-            let kc = KC.min(kb1 - pc);
-            let b = bpanels.as_ptr().add((pc - kb) * strips * NR + st * kc * NR + j0);
-            let ap = a.add((pc - kb) * l);
-            let mut acc = [zero; NH];
-            let mut p = 0;
-            while p < kc {
-                let pe = (p + KB).min(kc);
-                let mut blk = [zero; NH];
-                for q in p..pe {
-                    let av = W::load(ap.add(q * l));
-                    let bq = b.add(q * NR);
-                    for (j, s) in blk.iter_mut().enumerate() {
-                        *s = av.fma(W::splat(*bq.add(j)), *s);
-                    }
-                }
-                for (s, t) in acc.iter_mut().zip(&blk) {
-                    *s = s.add(*t);
-                }
-                p = pe;
-            }
-            for (j, s) in acc.iter().enumerate() {
-                let r = run.as_mut_ptr().add(j * l);
-                W::load(r).add(*s).store(r);
-            }
-            pc += kc;
-        }
-        for i in 0..rows {
-            for j in j0..j1 {
-                *c.add(i * ldc + j) = run[(j - j0) * l + i];
             }
         }
     }
