@@ -13,24 +13,24 @@
 
 use super::Operands;
 
-/// `max_p |b[p][j]|` for each column `j` of `b` (`k x n`), a NaN counted as `+inf`.
+/// `max_p |b[p][j]|` for each column `j` of `b` (`k x n`); NaN where the column holds a NaN.
 pub(super) fn column_scales(b: &[f64], n: usize) -> Vec<f64> {
-    let mut scale = vec![0f64; n];
+    let mut bits = vec![0u64; n];
     for row in b.chunks_exact(n.max(1)) {
-        for (s, v) in scale.iter_mut().zip(row) {
-            *s = s.max(magnitude(*v));
+        for (s, v) in bits.iter_mut().zip(row) {
+            *s = (*s).max(v.to_bits() & !SIGN);
         }
     }
-    scale
+    bits.into_iter().map(f64::from_bits).collect()
 }
 
-/// `|v|`, a NaN counted as `+inf`.
-fn magnitude(v: f64) -> f64 {
-    if v.is_nan() {
-        f64::INFINITY
-    } else {
-        v.abs()
-    }
+/// The sign bit of an f64.
+const SIGN: u64 = 1 << 63;
+
+/// `max |x|`, NaN where `x` holds a NaN: the magnitudes' bits order as the magnitudes do, and a
+/// NaN's lie above infinity's (an integer max, which vectorises).
+fn max_magnitude(x: &[f64]) -> f64 {
+    f64::from_bits(x.iter().fold(0u64, |m, v| m.max(v.to_bits() & !SIGN)))
 }
 
 /// Whether a sum of `k` terms bounded by `ra * cb` might overflow in some order (see the module
@@ -45,12 +45,12 @@ fn at_risk(ra: f64, cb: f64, k: usize) -> bool {
 /// `b`'s [`column_scales`].
 pub(super) fn repair(ops: Operands<'_, f64>, r0: usize, mr: usize, blocks: &mut [&mut [f64]]) {
     let (a, b, k, n, scales) = (ops.a, ops.b, ops.k, ops.n, ops.scales);
-    let top = scales.iter().fold(0f64, |m, s| m.max(*s));
+    let top = max_magnitude(scales);
     for (ib, blk) in blocks.iter_mut().enumerate() {
         for (i, row) in blk.chunks_mut(n).enumerate() {
             let r = r0 + ib * mr + i;
             let arow = &a[r * k..(r + 1) * k];
-            let ra = arow.iter().fold(0f64, |m, v| m.max(magnitude(*v)));
+            let ra = max_magnitude(arow);
             if !at_risk(ra, top, k) {
                 continue;
             }
@@ -87,17 +87,21 @@ fn compensated_dot<'a>(a: &[f64], b: impl Iterator<Item = &'a f64>) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{at_risk, column_scales, compensated_dot};
+    use super::{at_risk, column_scales, compensated_dot, max_magnitude};
 
     #[test]
-    fn risk_is_flagged_from_the_bound_and_for_non_finite_scales() {
+    fn risk_is_flagged_from_the_bound_and_for_non_finite_or_nan_scales() {
         assert!(!at_risk(1.0, 1.0, 1 << 20));
         assert!(!at_risk(1e150, 1e150, 1000));
         assert!(at_risk(1e154, 1e154, 1000), "1e308 * 2000 overflows");
         assert!(at_risk(f64::MAX, 0.75, 1), "2 * 0.75 MAX is above MAX");
         assert!(at_risk(f64::INFINITY, 0.0, 1), "inf * 0 is NaN: at risk");
         assert!(at_risk(1.0, f64::INFINITY, 3));
-        assert_eq!(column_scales(&[1.0, -3.0, f64::NAN, -2.0, 0.5, 4.0], 2), vec![f64::INFINITY, 4.0]);
+        let scales = column_scales(&[1.0, -3.0, f64::NAN, -2.0, 0.5, 4.0, -0.0, f64::NEG_INFINITY], 2);
+        assert!(scales[0].is_nan() && scales[1] == f64::INFINITY, "{scales:?}");
+        assert_eq!(max_magnitude(&[-0.0, 2.5, -7.0, 1e-310]), 7.0);
+        assert!(max_magnitude(&[1.0, -f64::NAN, f64::INFINITY]).is_nan());
+        assert!(at_risk(max_magnitude(&[f64::NAN]), 1.0, 1), "a NaN is at risk");
     }
 
     #[test]
