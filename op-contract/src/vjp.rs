@@ -74,6 +74,9 @@ impl Contract {
         derived.cpu_dtypes = Vec::new();
         derived.cpu_more = Vec::new();
         derived.kernels = kernels;
+        // A broadcasting op's VJP op broadcasts too (its operands of any shapes, its gradients
+        // in the broadcast shape): the tape hands it operands expanded to the cotangents' shape
+        // and sums each gradient back to its operand's shape.
         if derived.tolerance == Tolerance::Exact {
             derived.signed_zero = SignedZero::Ignore;
         }
@@ -123,6 +126,7 @@ mod tests {
             signed_zero: Default::default(),
             domain: vec![],
             magnitude: vec![],
+            broadcast: Default::default(),
         }
     }
 

@@ -125,7 +125,7 @@ pub mod report {
 
 /// Records of what ran: each call's provenance (op, content hash, backend, device, receipt).
 pub mod provenance {
-    pub use crate::core::provenance::{ProvenanceEntry, ProvenanceRecord};
+    pub use crate::core::provenance::{ConstantEntry, ProvenanceEntry, ProvenanceRecord};
 }
 
 /// Receipts: what conformance mints for a kernel on an exact device, and their signatures.

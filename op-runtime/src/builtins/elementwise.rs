@@ -28,7 +28,7 @@ fn unary_cpu(x: &[f32], k: impl Fn(&[f32], &mut [MaybeUninit<f32>])) -> Vec<f32>
 }
 
 /// Elementwise sum `a + b`.
-#[op(name = "builtin/add", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n]) -> T[n],
+#[op(name = "builtin/add", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n]) -> T[n], broadcast = numpy,
      category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(add_vjp, kernel(wgsl = "kernels/binary_vjp.wgsl", entry = "add_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "add_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n, block = 256)), cpu(add_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/add.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "add", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn add<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
@@ -44,7 +44,7 @@ fn add_cpu(a: &[f32], b: &[f32]) -> Vec<f32> {
 }
 
 /// Elementwise difference `a - b`.
-#[op(name = "builtin/sub", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n]) -> T[n],
+#[op(name = "builtin/sub", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n]) -> T[n], broadcast = numpy,
      category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(sub_vjp, kernel(wgsl = "kernels/binary_vjp.wgsl", entry = "sub_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "sub_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n, block = 256)), cpu(sub_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/sub.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "sub", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn sub<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
@@ -60,7 +60,7 @@ fn sub_cpu(a: &[f32], b: &[f32]) -> Vec<f32> {
 }
 
 /// Elementwise product `a * b`.
-#[op(name = "builtin/mul", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n]) -> T[n],
+#[op(name = "builtin/mul", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n]) -> T[n], broadcast = numpy,
      category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(mul_vjp, kernel(wgsl = "kernels/binary_vjp.wgsl", entry = "mul_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "mul_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n, block = 256)), cpu(mul_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/mul.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "mul", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn mul<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
@@ -76,7 +76,7 @@ fn mul_cpu(a: &[f32], b: &[f32]) -> Vec<f32> {
 }
 
 /// Elementwise quotient `a / b`.
-#[op(name = "builtin/div", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n]) -> T[n],
+#[op(name = "builtin/div", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n]) -> T[n], broadcast = numpy,
      category = elementwise, tolerance = ulp(3), nan = propagate, backward = vjp(div_vjp, kernel(wgsl = "kernels/binary_vjp.wgsl", entry = "div_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "div_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n, block = 256)), cpu(div_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/div.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "div_kernel", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn div<T: Real>(a: &[T], b: &[T]) -> Vec<T> {

@@ -7,6 +7,10 @@
 //! central differences of the first-order rule, like any backward. Host-only (no kernels): on a
 //! device tape the rules run on the host, their transfers counted.
 //!
+//! A broadcasting built-in's VJP op broadcasts too (`broadcast = numpy`): the tape hands it the
+//! operands, the cotangent and the second-order cotangents expanded to the broadcast shape and
+//! sums each gradient back to its operand's shape.
+//!
 //! Each rule below takes the VJP op's arguments `(inputs.., g)` and the cotangents `c_*` of its
 //! outputs (one per gradient), and returns one gradient per float argument: first those of
 //! the built-in's inputs (the second-derivative term), then that of `g` (the built-in's JVP
@@ -19,9 +23,10 @@ use super::{
 use crate::core::decl::OpDecl;
 use crate::{op, Real};
 
-/// Every built-in with a differentiable VJP op: (the built-in's name, its VJP op).
-pub fn vjp_decls() -> [(&'static str, &'static OpDecl); 15] {
-    [
+/// Every built-in with a differentiable VJP op: (the built-in's name, its VJP op); the op
+/// library's (`vjp_ops_lib`) after the first fifteen.
+pub fn vjp_decls() -> Vec<(&'static str, &'static OpDecl)> {
+    let first: [(&'static str, &'static OpDecl); 15] = [
         ("builtin/add", &add_vjp_op::DECL),
         ("builtin/sub", &sub_vjp_op::DECL),
         ("builtin/mul", &mul_vjp_op::DECL),
@@ -37,7 +42,8 @@ pub fn vjp_decls() -> [(&'static str, &'static OpDecl); 15] {
         ("builtin/matmul", &matmul_vjp_op::DECL),
         ("builtin/conv1d", &conv1d_vjp_op::DECL),
         ("builtin/mse_loss", &mse_loss_vjp_op::DECL),
-    ]
+    ];
+    first.into_iter().chain(super::vjp_ops_lib::lib_vjp_decls()).collect()
 }
 
 fn zeros<T: Real>(n: usize) -> Vec<T> {
@@ -45,7 +51,7 @@ fn zeros<T: Real>(n: usize) -> Vec<T> {
 }
 
 /// `builtin/add`'s VJP as an op: `(g, g)`.
-#[op(name = "builtin/add_vjp", version = 1, signature<T: f32 | f64>(a: T[n], b: T[n], d_out: T[n]) -> (d_a: T[n], d_b: T[n]),
+#[op(name = "builtin/add_vjp", version = 1, signature<T: f32 | f64>(a: T[n], b: T[n], d_out: T[n]) -> (d_a: T[n], d_b: T[n]), broadcast = numpy,
      category = elementwise, tolerance = ulp(1), backward = vjp(add_vjp_vjp), license = "MIT OR Apache-2.0")]
 pub fn add_vjp_op<T: Real>(a: &[T], b: &[T], d_out: &[T]) -> (Vec<T>, Vec<T>) {
     add_vjp(a, b, d_out)
@@ -56,7 +62,7 @@ pub fn add_vjp_vjp<T: Real>(a: &[T], b: &[T], _g: &[T], ca: &[T], cb: &[T]) -> (
 }
 
 /// `builtin/sub`'s VJP as an op: `(g, -g)`.
-#[op(name = "builtin/sub_vjp", version = 1, signature<T: f32 | f64>(a: T[n], b: T[n], d_out: T[n]) -> (d_a: T[n], d_b: T[n]),
+#[op(name = "builtin/sub_vjp", version = 1, signature<T: f32 | f64>(a: T[n], b: T[n], d_out: T[n]) -> (d_a: T[n], d_b: T[n]), broadcast = numpy,
      category = elementwise, tolerance = ulp(1), backward = vjp(sub_vjp_vjp), license = "MIT OR Apache-2.0")]
 pub fn sub_vjp_op<T: Real>(a: &[T], b: &[T], d_out: &[T]) -> (Vec<T>, Vec<T>) {
     sub_vjp(a, b, d_out)
@@ -67,7 +73,7 @@ pub fn sub_vjp_vjp<T: Real>(a: &[T], b: &[T], _g: &[T], ca: &[T], cb: &[T]) -> (
 }
 
 /// `builtin/mul`'s VJP as an op: `(g b, g a)`.
-#[op(name = "builtin/mul_vjp", version = 1, signature<T: f32 | f64>(a: T[n], b: T[n], d_out: T[n]) -> (d_a: T[n], d_b: T[n]),
+#[op(name = "builtin/mul_vjp", version = 1, signature<T: f32 | f64>(a: T[n], b: T[n], d_out: T[n]) -> (d_a: T[n], d_b: T[n]), broadcast = numpy,
      category = elementwise, tolerance = ulp(1), backward = vjp(mul_vjp_vjp), license = "MIT OR Apache-2.0")]
 pub fn mul_vjp_op<T: Real>(a: &[T], b: &[T], d_out: &[T]) -> (Vec<T>, Vec<T>) {
     mul_vjp(a, b, d_out)
@@ -81,7 +87,7 @@ pub fn mul_vjp_vjp<T: Real>(a: &[T], b: &[T], g: &[T], ca: &[T], cb: &[T]) -> (V
 }
 
 /// `builtin/div`'s VJP as an op: `(g / b, -g a / b^2)`.
-#[op(name = "builtin/div_vjp", version = 1, signature<T: f32 | f64>(a: T[n], b: T[n], d_out: T[n]) -> (d_a: T[n], d_b: T[n]),
+#[op(name = "builtin/div_vjp", version = 1, signature<T: f32 | f64>(a: T[n], b: T[n], d_out: T[n]) -> (d_a: T[n], d_b: T[n]), broadcast = numpy,
      category = elementwise, tolerance = ulp(4), backward = vjp(div_vjp_vjp), license = "MIT OR Apache-2.0")]
 pub fn div_vjp_op<T: Real>(a: &[T], b: &[T], d_out: &[T]) -> (Vec<T>, Vec<T>) {
     div_vjp(a, b, d_out)

@@ -7,6 +7,7 @@
 //! nothing from `backends`, `train`, `verify` or `builtins`.
 
 pub mod backend;
+pub(crate) mod broadcast;
 pub mod catalog;
 pub mod decl;
 pub mod device;

@@ -9,6 +9,7 @@ use super::GradcheckError;
 use crate::core::op::RegisteredOp;
 use crate::core::tensor::{Scalar, Tensor};
 use crate::train::tape::{exec, Tape};
+use op_contract::contract::NanPolicy;
 use op_contract::sample::Rng;
 
 /// A probe direction over the differentiable inputs: one coordinate, or a dense vector.
@@ -177,12 +178,27 @@ impl Checker {
     /// window) is not reached: it is piecewise constant in that element. `None` (every output
     /// counts as reached) where a moved input does not admit NaN or the forward fails on it.
     pub fn reach(&self, dir: &Dir) -> Reach {
+        // An op that orders NaN by total order (`nan = ordered`) moves a +NaN to the top and a
+        // -NaN to the bottom: a max selects the one, a min the other, whatever the element
+        // was. An output it depends on is NaN for both signs.
+        let plus = self.reach_with(dir, f64::NAN);
+        match self.op.contract.nan {
+            Some(NanPolicy::Ordered) => {
+                let minus = self.reach_with(dir, -f64::NAN)?;
+                plus.map(|p| p.into_iter().zip(minus).map(|(a, b)| a.into_iter().zip(b).map(|(a, b)| a && b).collect()).collect())
+            }
+            _ => plus,
+        }
+    }
+
+    /// [`Checker::reach`] with the moved elements set to `nan`.
+    fn reach_with(&self, dir: &Dir, nan: f64) -> Reach {
         let mut ins = self.inputs.clone();
         let mut taint = |k: usize, j: usize| -> Option<()> {
             if !self.nan_ok.get(k).copied().unwrap_or(false) {
                 return None;
             }
-            *ins[self.diff[k]].as_mut_slice::<f64>()?.get_mut(j)? = f64::NAN;
+            *ins[self.diff[k]].as_mut_slice::<f64>()?.get_mut(j)? = nan;
             Some(())
         };
         match dir.coord {

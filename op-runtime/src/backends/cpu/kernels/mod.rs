@@ -11,7 +11,10 @@
 pub(crate) mod conv1d;
 pub(crate) mod elementwise;
 pub(crate) mod matmul;
+pub(crate) mod pointwise;
 pub(crate) mod reduce;
+pub(crate) mod rows;
+pub(crate) mod windows;
 
 /// Whether any element is infinite or NaN (a vectorisable scan).
 #[inline(always)]
