@@ -166,7 +166,7 @@ pub mod backend {
 /// count ([`cpu::par`]), portable vectors with the instruction set chosen at run time
 /// ([`cpu::simd`], [`with_isa!`]), vector `exp`/`ln`/`tanh` ([`cpu::math`]).
 pub mod cpu {
-    pub use crate::backends::cpu::{math, par, simd, CpuBackend};
+    pub use crate::backends::cpu::{hostmem, math, par, simd, CpuBackend};
 }
 
 /// The wgpu (WGSL) backend: its engine on one adapter, device tensors, the buffer pool and the

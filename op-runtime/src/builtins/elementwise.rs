@@ -3,6 +3,7 @@
 //! `backends::cpu::kernels::elementwise` over the CPU backend's threads).
 
 use crate::backends::cpu::kernels::elementwise as kern;
+use crate::core::hostmem;
 use crate::{op, Real};
 use std::mem::MaybeUninit;
 
@@ -10,7 +11,7 @@ use std::mem::MaybeUninit;
 /// shorter one's (dispatch passes equal lengths).
 fn binary_cpu(a: &[f32], b: &[f32], k: fn(&[f32], &[f32], &mut [MaybeUninit<f32>])) -> Vec<f32> {
     let n = a.len().min(b.len());
-    let mut out = Vec::with_capacity(n);
+    let mut out = hostmem::with_capacity(n);
     k(&a[..n], &b[..n], &mut out.spare_capacity_mut()[..n]);
     // SAFETY: the kernel wrote every one of the `n` elements (see `kernels::elementwise`).
     unsafe { out.set_len(n) };
@@ -19,7 +20,7 @@ fn binary_cpu(a: &[f32], b: &[f32], k: fn(&[f32], &[f32], &mut [MaybeUninit<f32>
 
 /// The output of a unary `cpu` kernel (see [`binary_cpu`]).
 fn unary_cpu(x: &[f32], k: impl Fn(&[f32], &mut [MaybeUninit<f32>])) -> Vec<f32> {
-    let mut out = Vec::with_capacity(x.len());
+    let mut out = hostmem::with_capacity(x.len());
     k(x, &mut out.spare_capacity_mut()[..x.len()]);
     // SAFETY: the kernel wrote every element (see `kernels::elementwise`).
     unsafe { out.set_len(x.len()) };

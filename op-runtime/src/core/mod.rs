@@ -15,6 +15,7 @@ pub mod error;
 pub mod files;
 pub mod generated;
 pub mod graph;
+pub mod hostmem;
 pub mod kind;
 pub mod nonfinite;
 pub mod op;

@@ -16,6 +16,10 @@ pub mod math;
 pub mod par;
 pub mod simd;
 
+/// Output buffers for kernels: [`hostmem::with_capacity`] and [`hostmem::zeroed`] advise large
+/// ones for transparent huge pages (one page fault per 2 MiB instead of per 4 KiB).
+pub use crate::core::hostmem;
+
 use super::host::{host_profile, run_forward};
 use crate::core::backend::{Backend, BackendError, ExecRequest, Prepared};
 use crate::core::decl::ShimFn;
