@@ -41,9 +41,17 @@ fn a_reduction_of_the_first_workgroups_share_is_rejected_on_a_large_case() {
     // Every small case passed: without the large family this kernel would hold a receipt.
     assert!(report.passed_before >= small, "rejected on a small case: {report}");
     let d = report.first();
-    let from = d.shrunk_from.clone().unwrap_or_else(|| d.case.to_string());
+    // Only large cases fail, so the report's case is shrunk from one, and the shrinker keeps
+    // what makes it fail: the shrunk case still exceeds the first workgroup's share and, checked
+    // on its own, is rejected with the same class.
+    let from = d.shrunk_from.clone().unwrap_or_else(|| panic!("the large case was not shrunk: {report}"));
     assert!(from.contains("(large, "), "the failing case comes from the large family: {report}");
     assert!(d.case.size() > 4096, "the reported case still exceeds the first workgroup's share: {report}");
+    assert!(d.case.size() < 131_071, "the shrunk case is smaller than the large one: {report}");
+    match conformance::check_case(&h, BackendKind::Wgpu, &d.case) {
+        Err(conformance::ConformanceFailure::Rejected(r)) => assert!(r.first().class.same_kind(&d.class), "{} shrank to {r}", d.class.name()),
+        other => panic!("the shrunk case passes on its own: {other:?}"),
+    }
     match &d.fault {
         Fault::Mismatch(m) => {
             assert!(m.detail.contains("accum(2)"), "{report}");

@@ -167,7 +167,8 @@ fn a_window_two_wider_is_rejected_as_the_wrong_window_next_to_its_other_defects(
             other => panic!("the shrunk case of `{}` passes on its own: {other:?}", d.class.name()),
         }
     }
-    assert!(report.defects.iter().any(|d| d.shrunk_from.is_some()), "{report}");
+    // (Whether any class's case shrinks depends on the draw: each class comes with the smallest
+    // failing case it explains, often minimal already. `conformance_large` shrinks one for sure.)
 }
 
 #[test]
