@@ -66,14 +66,14 @@ fn energy(a: &[f32], b: &[f32]) -> f64 {
 fn explain_default(registry: &Registry, h: &OpHandle) -> String {
     let op = h.op();
     let mut chosen: Option<String> = None;
-    for b in registry.default_order() {
+    for b in registry.default_order_for(&op) {
         let kind = b.kind();
         let device = b.profile().map(|p| p.to_string()).unwrap_or_default();
         let why = match (b.supports(&op), b.availability()) {
             (Err(e), _) => format!("passed over: {e}"),
             (_, Err(e)) => format!("passed over: {e}"),
             _ if chosen.is_some() && b.is_software() => {
-                format!("ranks below cpu: its adapter is a software rasteriser on the CPU ({device})")
+                format!("ranks below the host backends: its adapter is a software rasteriser on the CPU ({device})")
             }
             _ if chosen.is_some() => "ranks lower".to_string(),
             _ => {

@@ -359,6 +359,20 @@ impl Registry {
         })
     }
 
+    /// The order default selection tries for `op`: [`Registry::default_order`], except that
+    /// where no native CPU backend serves the op (it has no `cpu` kernel for this instance), a
+    /// software adapter (a GPU emulated on the CPU, such as lavapipe) ranks below the
+    /// reference too: both run on the same CPU, and the emulation only adds its overhead.
+    pub fn default_order_for(&self, op: &RegisteredOp) -> Vec<&Arc<dyn Backend>> {
+        let order = self.default_order();
+        let native = order.iter().any(|b| b.kind() == BackendKind::Cpu && !b.is_software() && b.supports(op).is_ok());
+        if native {
+            return order.iter().collect();
+        }
+        let software = |b: &&Arc<dyn Backend>| b.availability().is_ok() && b.is_software();
+        order.iter().filter(|b| !software(b)).chain(order.iter().filter(software)).collect()
+    }
+
     /// The backend of a kind, if compiled in.
     pub fn backend(&self, kind: BackendKind) -> Option<&Arc<dyn Backend>> {
         self.inner.backends.iter().find(|b| b.kind() == kind)
