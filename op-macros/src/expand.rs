@@ -310,6 +310,15 @@ fn shims(g: &Gen<'_>, fname: &syn::Ident) -> Shims {
         fields.some("vjp", Some(g.declared(&name)));
         fields.some("vjp_f64", g.f64(&name));
     }
+    // The VJP's `cpu` kernel: the rule's signature at the declared dtype.
+    if let Some(p) = &plan.vjp_cpu {
+        let name = format_ident!("__vjp_cpu");
+        let c = Mode::Concrete;
+        let cots: Vec<TokenStream> = sig.outputs.iter().map(|o| g.elem(o.dtype, c)).map(|e| quote!(&[#e])).collect();
+        let fty = g.fn_type(c, &cots, g.vecs(c, sig.differentiable_inputs().map(|t| t.dtype)));
+        items.push(g.path_shim(&name, c, p, fty, &Invoke::vjp(g.c)));
+        fields.some("vjp_cpu", Some(quote!(#name)));
+    }
     // JVP rules: reference args + the tangent of differentiable input k -> output tangents.
     let (mut jvp, mut jvp_f64) = (Vec::new(), Vec::new());
     for (k, (p, t)) in plan.jvp.iter().zip(sig.differentiable_inputs()).enumerate() {

@@ -91,8 +91,8 @@ pub fn body_tokens(func: &RefFn) -> String {
 }
 
 /// The canonical code an op runs: the reference's tokens, then (where the macro runs in a
-/// crate) the closure of what the reference, its backward rules, its `cpu` kernel and its
-/// composite builder reach (see `closure`), each on its own line after a `//~ closure` marker.
+/// crate) the closure of what the reference, its backward rules, its `cpu` kernels (the VJP's
+/// included) and its composite builder reach (see `closure`), each on its own line after a `//~ closure` marker.
 pub fn code_tokens(
     func: &RefFn,
     attr: &crate::model::OpAttr,
@@ -102,9 +102,10 @@ pub fn code_tokens(
     let Some(site) = site else { return Ok(code) };
     let mut paths: Vec<&syn::Path> = attr.cpu.iter().map(|k| &k.path).collect();
     match &attr.backward {
-        Some(crate::model::SBackward::Declared { vjp, jvp, .. }) => {
+        Some(crate::model::SBackward::Declared { vjp, jvp, vjp_cpu, .. }) => {
             paths.extend(vjp.iter());
             paths.extend(jvp.iter().flat_map(|(_, rules)| rules.iter()));
+            paths.extend(vjp_cpu.iter().map(|k| &k.path));
         }
         Some(crate::model::SBackward::Composite { graph: Some(g), .. }) => paths.push(g),
         _ => {}

@@ -75,6 +75,8 @@ pub struct OpDecl {
     pub vjp: Option<ShimFn>,
     /// VJP in f64.
     pub vjp_f64: Option<ShimFn>,
+    /// The VJP's `cpu` kernel (`vjp(rule, cpu(f))`): run as the VJP op's `cpu` kernel.
+    pub vjp_cpu: Option<ShimFn>,
     /// JVP rules (one per differentiable input) at the declared dtype.
     pub jvp: &'static [ShimFn],
     /// JVP rules in f64.
@@ -100,6 +102,8 @@ pub struct DeclMember {
     pub vjp: Option<ShimFn>,
     /// The JVP rules at this instance.
     pub jvp: &'static [ShimFn],
+    /// The VJP's `cpu` kernel, where it serves this instance.
+    pub vjp_cpu: Option<ShimFn>,
 }
 
 impl OpDecl {

@@ -1,5 +1,5 @@
 //! The code an op runs beyond its reference's own tokens, folded into the identity: every
-//! crate-local item that the reference, its backward rules, its `cpu` kernel and its composite
+//! crate-local item that the reference, its backward rules, its `cpu` kernels (the VJP's too) and its composite
 //! builder reach, the values of the `cfg`s that code tests, and a pin of every other crate it
 //! names. Where it cannot tell what the code reaches, it covers the whole package instead.
 //!
