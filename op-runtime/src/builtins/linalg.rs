@@ -2,7 +2,8 @@
 //! VJPs and their `cpu` functions (cache-blocked kernels with fixed summation orders:
 //! `backends::cpu::kernels::{matmul, conv1d}`).
 
-use crate::backends::cpu::kernels::{conv1d as conv_kern, matmul as mm_kern};
+use crate::backends::cpu::kernels::dtype::Elem;
+use crate::backends::cpu::kernels::matmul as mm_kern;
 use crate::{op, Real};
 
 /// Matrix product `a (m x k) * b (k x n)`, row-major.
@@ -53,7 +54,7 @@ fn matmul_cpu(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
 
 /// Valid 1-D correlation of `x` with kernel `w`: `out[i] = sum_j x[i + j] w[j]`.
 #[op(name = "builtin/conv1d", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n], w: T[m] where 1 <= m, m <= n) -> T[n - m + 1],
-     category = contraction, tolerance = accum(2), nan = propagate, backward = vjp(conv1d_vjp, kernel(wgsl = "kernels/conv1d_vjp.wgsl", dtypes(T: f32), bindings(x: read, w: read, d_out: read, d_x: read_write, d_w: read_write, uniform(n, m)), threads = n + 256 * m), kernel(cuda = "kernels/vjp.cu", entry = "conv1d_vjp", dtypes(T: f32), bindings(x: read, w: read, d_out: read, d_x: read_write, d_w: read_write, uniform(n, m)), threads = n + 256 * m, block = 256)), cpu(conv1d_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/conv1d.wgsl", dtypes(T: f32), bindings(x: read, w: read, out: read_write, uniform(n, m)), threads = n - m + 1), kernel(cuda = "kernels/linalg.cu", entry = "conv1d", dtypes(T: f32), bindings(x: read, w: read, out: read_write, uniform(n, m)), threads = n - m + 1, block = 256),
+     category = contraction, tolerance = accum(2), nan = propagate, backward = vjp(conv1d_vjp, kernel(wgsl = "kernels/conv1d_vjp.wgsl", dtypes(T: f32), bindings(x: read, w: read, d_out: read, d_x: read_write, d_w: read_write, uniform(n, m)), threads = n + 256 * m), kernel(cuda = "kernels/vjp.cu", entry = "conv1d_vjp", dtypes(T: f32), bindings(x: read, w: read, d_out: read, d_x: read_write, d_w: read_write, uniform(n, m)), threads = n + 256 * m, block = 256), cpu = conv1d_vjp_cpu), cpu = conv1d_cpu, kernel(wgsl = "kernels/conv1d.wgsl", dtypes(T: f32), bindings(x: read, w: read, out: read_write, uniform(n, m)), threads = n - m + 1), kernel(cuda = "kernels/linalg.cu", entry = "conv1d", dtypes(T: f32), bindings(x: read, w: read, out: read_write, uniform(n, m)), threads = n - m + 1, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn conv1d<T: Real>(x: &[T], w: &[T]) -> Vec<T> {
     let m = w.len();
@@ -80,14 +81,23 @@ pub fn conv1d_vjp<T: Real>(x: &[T], w: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
     }
     (gx, gw)
 }
-/// `cpu` kernel of `conv1d` (see `kernels::conv1d` for its layouts and summation order).
-/// Shapes the signature does not admit (never passed by dispatch, which validated
-/// `1 <= m <= n`) run the reference.
-fn conv1d_cpu(x: &[f32], w: &[f32]) -> Vec<f32> {
+/// `cpu` kernel of `conv1d` at every declared dtype (see `kernels::conv1d` and
+/// `kernels::conv1d_f64` for the layouts and summation orders). Shapes the signature does not
+/// admit (never passed by dispatch, which validated `1 <= m <= n`) run the reference.
+fn conv1d_cpu<T: Elem>(x: &[T], w: &[T]) -> Vec<T> {
     if w.is_empty() || w.len() > x.len() {
         return conv1d(x, w);
     }
-    let mut out = vec![0f32; x.len() - w.len() + 1];
-    conv_kern::conv1d(x, w, &mut out);
+    let mut out = vec![T::zero(); x.len() - w.len() + 1];
+    T::conv1d(x, w, &mut out);
     out
+}
+/// `cpu` kernel of `conv1d`'s VJP: `d_w = conv1d(x, g)` and `d_x` the full convolution of `g`
+/// with `w` (see `kernels::dtype::Elem::conv1d_vjp`); shapes the signature does not admit run
+/// the rule.
+fn conv1d_vjp_cpu<T: Elem>(x: &[T], w: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
+    if w.is_empty() || w.len() > x.len() || g.len() != x.len() - w.len() + 1 {
+        return conv1d_vjp(x, w, g);
+    }
+    T::conv1d_vjp(x, w, g)
 }

@@ -15,6 +15,7 @@ pub(crate) mod kernels;
 pub mod math;
 pub mod par;
 pub mod simd;
+pub mod simd64;
 
 use super::host::{host_profile, run_forward};
 use crate::core::backend::{Backend, BackendError, ExecRequest, Prepared};

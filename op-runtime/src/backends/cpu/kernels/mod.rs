@@ -9,9 +9,13 @@
 #![allow(clippy::needless_range_loop)]
 
 pub(crate) mod conv1d;
+pub(crate) mod conv1d_f64;
+pub(crate) mod dtype;
 pub(crate) mod elementwise;
+pub(crate) mod half;
 pub(crate) mod matmul;
 pub(crate) mod reduce;
+pub(crate) mod vjp;
 
 /// Whether any element is infinite or NaN (a vectorisable scan).
 #[inline(always)]

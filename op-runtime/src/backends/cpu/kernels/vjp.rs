@@ -1,0 +1,224 @@
+//! The arithmetic of the built-ins' VJP rules that is not a plain elementwise op (those reuse
+//! `elementwise`), in f32 and f64: each computes the rule's operations in the rule's order, so
+//! IEEE operations give the rule's bits and the transcendental ones stay within their vector
+//! polynomial's error. Owns that vector code and the full convolution of `conv1d`'s input
+//! gradient; must not allocate outputs or validate shapes.
+//!
+//! Precondition of every kernel here: every slice has the output's length (the built-ins'
+//! `cpu` functions pass equal lengths; dispatch validated them), except `conv1d_dx`'s (stated
+//! there).
+
+use super::elementwise::GRAIN;
+use crate::backends::cpu::math;
+use crate::backends::cpu::par::for_each_chunk;
+use crate::backends::cpu::simd::{map2_uninit, Isa, Vf};
+use crate::backends::cpu::simd64::{map2d_uninit, Vd};
+use crate::with_isa;
+use std::mem::MaybeUninit;
+
+/// `op[i] = f(a[i], b[i], c[i])` for `i < n` in `L`-lane blocks, the tail through a zero-padded
+/// block. Safety: the slices hold `n` elements and `op` has `n` writable floats.
+#[inline(always)]
+unsafe fn map3<V: Vf>(a: &[f32], b: &[f32], c: &[f32], op: *mut f32, n: usize, f: impl Fn(V, V, V) -> V) {
+    let l = V::L;
+    let main = n - n % l;
+    let mut i = 0;
+    unsafe {
+        while i < main {
+            f(V::load(a.as_ptr().add(i)), V::load(b.as_ptr().add(i)), V::load(c.as_ptr().add(i))).store(op.add(i));
+            i += l;
+        }
+        if main < n {
+            let (mut ta, mut tb, mut tc, mut to) = ([0f32; 16], [0f32; 16], [0f32; 16], [0f32; 16]);
+            ta[..n - main].copy_from_slice(&a[main..n]);
+            tb[..n - main].copy_from_slice(&b[main..n]);
+            tc[..n - main].copy_from_slice(&c[main..n]);
+            f(V::load(ta.as_ptr()), V::load(tb.as_ptr()), V::load(tc.as_ptr())).store(to.as_mut_ptr());
+            std::ptr::copy_nonoverlapping(to.as_ptr(), op.add(main), n - main);
+        }
+    }
+}
+
+/// [`map3`] in f64.
+#[inline(always)]
+unsafe fn map3d<D: Vd>(a: &[f64], b: &[f64], c: &[f64], op: *mut f64, n: usize, f: impl Fn(D, D, D) -> D) {
+    let l = D::L;
+    let main = n - n % l;
+    let mut i = 0;
+    unsafe {
+        while i < main {
+            f(D::load(a.as_ptr().add(i)), D::load(b.as_ptr().add(i)), D::load(c.as_ptr().add(i))).store(op.add(i));
+            i += l;
+        }
+        if main < n {
+            let (mut ta, mut tb, mut tc, mut to) = ([0f64; 16], [0f64; 16], [0f64; 16], [0f64; 16]);
+            ta[..n - main].copy_from_slice(&a[main..n]);
+            tb[..n - main].copy_from_slice(&b[main..n]);
+            tc[..n - main].copy_from_slice(&c[main..n]);
+            f(D::load(ta.as_ptr()), D::load(tb.as_ptr()), D::load(tc.as_ptr())).store(to.as_mut_ptr());
+            std::ptr::copy_nonoverlapping(to.as_ptr(), op.add(main), n - main);
+        }
+    }
+}
+
+/// `exp`'s VJP in f32: `h = e^(x / 2)`, `(g h) h` (see `builtins::exp_vjp`: no subnormal
+/// intermediate where the result is normal).
+pub(crate) fn exp_vjp_f32(x: &[f32], g: &[f32], out: &mut [MaybeUninit<f32>]) {
+    let isa = Isa::current();
+    for_each_chunk(out, GRAIN, |off, o| {
+        let (x, g) = (&x[off..off + o.len()], &g[off..off + o.len()]);
+        with_isa!(isa, V, (x: &[f32], g: &[f32], o: &mut [MaybeUninit<f32>]) -> (),
+        map2_uninit::<V>(x, g, o, |x: V, g: V| unsafe {
+            let h = math::exp(x.mul(V::splat(0.5)));
+            g.mul(h).mul(h)
+        }))
+    });
+}
+
+/// `exp`'s VJP in f64 (as [`exp_vjp_f32`]).
+pub(crate) fn exp_vjp_f64(x: &[f64], g: &[f64], out: &mut [MaybeUninit<f64>]) {
+    let isa = Isa::current();
+    for_each_chunk(out, GRAIN, |off, o| {
+        let (x, g) = (&x[off..off + o.len()], &g[off..off + o.len()]);
+        with_isa!(isa, V, (x: &[f64], g: &[f64], o: &mut [MaybeUninit<f64>]) -> (), {
+            type D = <V as Vf>::D;
+            map2d_uninit::<D>(x, g, o, |x: D, g: D| unsafe {
+                let h = math::exp_f64(x.mul(D::splat(0.5)));
+                g.mul(h).mul(h)
+            })
+        })
+    });
+}
+
+/// `tanh`'s VJP in f32: `h = e^(0 - |x|)`, `q = 2h / (1 + h h)`, `(g q) q` (the rule's form).
+pub(crate) fn tanh_vjp_f32(x: &[f32], g: &[f32], out: &mut [MaybeUninit<f32>]) {
+    let isa = Isa::current();
+    for_each_chunk(out, GRAIN, |off, o| {
+        let (x, g) = (&x[off..off + o.len()], &g[off..off + o.len()]);
+        with_isa!(isa, V, (x: &[f32], g: &[f32], o: &mut [MaybeUninit<f32>]) -> (),
+        map2_uninit::<V>(x, g, o, |x: V, g: V| unsafe {
+            let ax = x.and(V::splat_bits(0x7fff_ffff));
+            let h = math::exp(V::splat(0.0).sub(ax));
+            let q = V::splat(2.0).mul(h).div(V::splat(1.0).add(h.mul(h)));
+            g.mul(q).mul(q)
+        }))
+    });
+}
+
+/// `tanh`'s VJP in f64 (as [`tanh_vjp_f32`]).
+pub(crate) fn tanh_vjp_f64(x: &[f64], g: &[f64], out: &mut [MaybeUninit<f64>]) {
+    let isa = Isa::current();
+    for_each_chunk(out, GRAIN, |off, o| {
+        let (x, g) = (&x[off..off + o.len()], &g[off..off + o.len()]);
+        with_isa!(isa, V, (x: &[f64], g: &[f64], o: &mut [MaybeUninit<f64>]) -> (), {
+            type D = <V as Vf>::D;
+            map2d_uninit::<D>(x, g, o, |x: D, g: D| unsafe {
+                let ax = x.and(D::splat_bits(0x7fff_ffff_ffff_ffff));
+                let h = math::exp_f64(D::splat(0.0).sub(ax));
+                let q = D::splat(2.0).mul(h).div(D::splat(1.0).add(h.mul(h)));
+                g.mul(q).mul(q)
+            })
+        })
+    });
+}
+
+/// `relu`'s VJP in f32: `x > 0 ? g : +0` (exact).
+pub(crate) fn relu_vjp_f32(x: &[f32], g: &[f32], out: &mut [MaybeUninit<f32>]) {
+    let isa = Isa::current();
+    for_each_chunk(out, GRAIN, |off, o| {
+        let (x, g) = (&x[off..off + o.len()], &g[off..off + o.len()]);
+        with_isa!(isa, V, (x: &[f32], g: &[f32], o: &mut [MaybeUninit<f32>]) -> (),
+            map2_uninit::<V>(x, g, o, |x: V, g: V| unsafe { V::select(x.gt(V::splat(0.0)), g, V::splat(0.0)) }))
+    });
+}
+
+/// `relu`'s VJP in f64 (as [`relu_vjp_f32`]).
+pub(crate) fn relu_vjp_f64(x: &[f64], g: &[f64], out: &mut [MaybeUninit<f64>]) {
+    let isa = Isa::current();
+    for_each_chunk(out, GRAIN, |off, o| {
+        let (x, g) = (&x[off..off + o.len()], &g[off..off + o.len()]);
+        with_isa!(isa, V, (x: &[f64], g: &[f64], o: &mut [MaybeUninit<f64>]) -> (), {
+            type D = <V as Vf>::D;
+            map2d_uninit::<D>(x, g, o, |x: D, g: D| unsafe { D::select(x.gt(D::splat(0.0)), g, D::splat(0.0)) })
+        })
+    });
+}
+
+/// `div`'s gradient with respect to the divisor in f32: `-(g a) / (b b)`, the rule's
+/// operations in its order (bit-identical to it).
+pub(crate) fn div_db_f32(a: &[f32], b: &[f32], g: &[f32], out: &mut [MaybeUninit<f32>]) {
+    let isa = Isa::current();
+    for_each_chunk(out, GRAIN, |off, o| {
+        let r = off..off + o.len();
+        let (a, b, g) = (&a[r.clone()], &b[r.clone()], &g[r]);
+        let (op, n) = (o.as_mut_ptr() as *mut f32, o.len());
+        with_isa!(isa, V, (a: &[f32], b: &[f32], g: &[f32], op: *mut f32, n: usize) -> (),
+            // SAFETY: `o` has `n` writable floats; the inputs `n` elements each.
+            unsafe { map3::<V>(a, b, g, op, n, |a: V, b: V, g: V| g.mul(a).xor(V::splat_bits(0x8000_0000)).div(b.mul(b))) })
+    });
+}
+
+/// [`div_db_f32`] in f64.
+pub(crate) fn div_db_f64(a: &[f64], b: &[f64], g: &[f64], out: &mut [MaybeUninit<f64>]) {
+    let isa = Isa::current();
+    for_each_chunk(out, GRAIN, |off, o| {
+        let r = off..off + o.len();
+        let (a, b, g) = (&a[r.clone()], &b[r.clone()], &g[r]);
+        let (op, n) = (o.as_mut_ptr() as *mut f64, o.len());
+        with_isa!(isa, V, (a: &[f64], b: &[f64], g: &[f64], op: *mut f64, n: usize) -> (), {
+            type D = <V as Vf>::D;
+            // SAFETY: as in `div_db_f32`.
+            unsafe { map3d::<D>(a, b, g, op, n, |a: D, b: D, g: D| g.mul(a).xor(D::splat_bits(1 << 63)).div(b.mul(b))) }
+        })
+    });
+}
+
+/// `mse_loss`'s gradient with respect to `a` in f32: `(a - b) k` (bit-identical to the rule).
+pub(crate) fn sub_scale_f32(a: &[f32], b: &[f32], k: f32, out: &mut [MaybeUninit<f32>]) {
+    let isa = Isa::current();
+    for_each_chunk(out, GRAIN, |off, o| {
+        let (a, b) = (&a[off..off + o.len()], &b[off..off + o.len()]);
+        with_isa!(isa, V, (a: &[f32], b: &[f32], k: f32, o: &mut [MaybeUninit<f32>]) -> (),
+            map2_uninit::<V>(a, b, o, |a: V, b: V| unsafe { a.sub(b).mul(V::splat(k)) }))
+    });
+}
+
+/// [`sub_scale_f32`] in f64.
+pub(crate) fn sub_scale_f64(a: &[f64], b: &[f64], k: f64, out: &mut [MaybeUninit<f64>]) {
+    let isa = Isa::current();
+    for_each_chunk(out, GRAIN, |off, o| {
+        let (a, b) = (&a[off..off + o.len()], &b[off..off + o.len()]);
+        with_isa!(isa, V, (a: &[f64], b: &[f64], k: f64, o: &mut [MaybeUninit<f64>]) -> (), {
+            type D = <V as Vf>::D;
+            map2d_uninit::<D>(a, b, o, |a: D, b: D| unsafe { a.sub(b).mul(D::splat(k)) })
+        })
+    });
+}
+
+/// The input gradient of `conv1d`, `dx[t] = sum_i g[i] w[t - i]` over the valid `i` in
+/// ascending order (a full convolution), for `g.len() + w.len() - 1 == dx.len()` and
+/// `1 <= w.len()`: the outputs whose every tap is valid (`t` in `m - 1 ..= n - m`) through
+/// `conv` (a valid correlation of `g` with the reversed `w`, its tap `j'` the term
+/// `i = t - m + 1 + j'`: still ascending), the `m - 1` at each edge with the valid terms only,
+/// summed by `edge` (so a non-finite tap never meets a padding zero).
+pub(crate) fn conv1d_dx<T: Copy + Default>(
+    g: &[T],
+    w: &[T],
+    dx: &mut [T],
+    conv: impl Fn(&[T], &[T], &mut [T]),
+    edge: impl Fn(&mut dyn Iterator<Item = (T, T)>) -> T,
+) {
+    let (m, n) = (w.len(), dx.len());
+    debug_assert!(m >= 1 && g.len() + m - 1 == n);
+    let wr: Vec<T> = w.iter().rev().copied().collect();
+    let (lo, hi) = (m - 1, n + 1 - m); // full taps: `lo <= t < hi`
+    if hi > lo {
+        conv(g, &wr, &mut dx[lo..hi]);
+    }
+    for t in (0..lo.min(n)).chain(hi.max(lo)..n) {
+        // Terms i = t - m + 1 .. t within 0 .. g.len(): `w[t - i]`.
+        let first = (t + 1).saturating_sub(m);
+        let last = t.min(g.len() - 1);
+        dx[t] = edge(&mut (first..=last).map(|i| (g[i], w[t - i])));
+    }
+}
