@@ -133,9 +133,15 @@ extern "C" __global__ void matmul_vjp(const float* __restrict__ a, const float* 
     }
 }
 
-// exp: d_x = e^x g (expf, the forward CUDA kernel's exp: within 2 ulp).
+// exp: d_x = (g h) h with h = e^(x / 2), the rule's form (see builtin::exp_vjp): e^x itself is
+// subnormal from x = -87.3, and rounding it there first, then scaling it by a large g, loses
+// up to all its bits in a normal result; h stays normal wherever the result is (expf: within
+// 2 ulp; the product within about 5).
 extern "C" __global__ void exp_vjp(const float* __restrict__ x, const float* __restrict__ d_out, float* __restrict__ d_x, unsigned int n) {
-    ELEMENT d_x[i] = __fmul_rn(expf(x[i]), d_out[i]);
+    ELEMENT {
+        float h = expf(__fmul_rn(x[i], 0.5f));
+        d_x[i] = __fmul_rn(__fmul_rn(d_out[i], h), h);
+    }
 }
 
 // log: d_x = g / x (correctly rounded, as the rule's division).
