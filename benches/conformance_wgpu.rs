@@ -17,8 +17,8 @@
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
-use op_runtime::backends::wgpu::engine::{Slot, WgpuEngine};
-use op_runtime::verify::conformance;
+use op_runtime::conformance;
+use op_runtime::wgpu::{Slot, WgpuEngine};
 use op_runtime::{BackendKind, CallOptions, Scalar, Tensor};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -165,7 +165,7 @@ fn resident_vs_hand_written(h: &op_runtime::OpHandle, engine: &WgpuEngine, n: us
     let hand = Resident::new(Minimal::new().expect("minimal wgpu program"), &x, w);
     let on_device = || {
         let out = h.call_with(&[&dx], &[Scalar::U32(w)], CallOptions::default()).expect("dispatch").outputs;
-        engine.device().poll(wgpu::PollType::wait_indefinitely()).expect("poll");
+        engine.raw().device().poll(wgpu::PollType::wait_indefinitely()).expect("poll");
         black_box(out);
     };
     let methods: [&dyn Fn(); 2] = [&|| hand.run(), &on_device];
@@ -242,7 +242,7 @@ fn main() {
     let via_engine = || {
         engine
             .run(
-                op.hash,
+                *op.hash(),
                 WGSL,
                 "main",
                 [64, 1, 1],

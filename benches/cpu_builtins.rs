@@ -6,7 +6,7 @@
 
 mod timing;
 
-use op_runtime::backends::{CpuBackend, ReferenceBackend};
+use op_runtime::backend::{CpuBackend, ReferenceBackend};
 use op_runtime::builtins;
 use op_runtime::{BackendKind, Registry, Scalar, Tensor};
 use std::hint::black_box;

@@ -10,7 +10,7 @@
 mod median;
 mod timing;
 
-use op_runtime::backends::{CpuBackend, ReferenceBackend};
+use op_runtime::backend::{CpuBackend, ReferenceBackend};
 use op_runtime::{BackendKind, OpHandle, Registry, Scalar, Tensor};
 use std::hint::black_box;
 use std::sync::Arc;

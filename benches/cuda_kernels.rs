@@ -16,8 +16,8 @@
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
-use op_runtime::backends::cuda::engine::CudaEngine;
-use op_runtime::core::tensor::Data;
+use op_runtime::cuda::CudaEngine;
+use op_runtime::Data;
 use op_runtime::{BackendKind, CallOptions, OpHandle, Scalar, Tensor};
 use std::time::Instant;
 
@@ -58,7 +58,7 @@ fn time(engine: &CudaEngine, h: &OpHandle, ins: &[&Tensor], params: &[Scalar]) -
 
 /// Compares the CUDA output with the CPU backend's (or the reference's) on the same inputs.
 fn check(h: &OpHandle, ins: &[&Tensor], params: &[Scalar], rel: f32) {
-    let cpu = if h.op().contract.cpu.is_some() { BackendKind::Cpu } else { BackendKind::Reference };
+    let cpu = if h.op().contract().cpu.is_some() { BackendKind::Cpu } else { BackendKind::Reference };
     let (want, got) = (run(h, ins, params, cpu), run(h, ins, params, BackendKind::Cuda));
     let (want, got) = (want.as_slice::<f32>().expect("f32"), got.as_slice::<f32>().expect("f32"));
     assert_eq!(want.len(), got.len(), "{}: output length", h.id());

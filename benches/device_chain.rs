@@ -14,7 +14,7 @@
 //! above 1 the device-resident chain is faster). Before timing, the two ways are checked to
 //! give the same tensor. Exits 0 without measuring when no wgpu adapter exists.
 
-use op_runtime::backends::wgpu::engine::WgpuEngine;
+use op_runtime::wgpu::WgpuEngine;
 use op_runtime::{BackendKind, CallOptions, Registry, Tensor};
 use std::time::{Duration, Instant};
 

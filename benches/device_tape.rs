@@ -19,10 +19,10 @@
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
-use op_runtime::backends::cuda::engine::CudaEngine;
-use op_runtime::backends::wgpu::engine::WgpuEngine;
-use op_runtime::train::optim::Sgd;
-use op_runtime::train::tape::{SharedDevice, Tape, Var};
+use op_runtime::cuda::CudaEngine;
+use op_runtime::train::Sgd;
+use op_runtime::train::{SharedDevice, Tape, Var};
+use op_runtime::wgpu::WgpuEngine;
 use op_runtime::{BackendKind, CallOptions, DType, Registry, Scalar, Tensor};
 use std::time::{Duration, Instant};
 

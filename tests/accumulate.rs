@@ -6,7 +6,7 @@
 
 mod common;
 
-use op_runtime::verify::conformance::{self, Class, ConformanceFailure};
+use op_runtime::conformance::{self, Class, ConformanceFailure};
 use op_runtime::{op, BackendKind, CallOptions, Scalar, Tensor};
 
 /// Histogram of `x` modulo `bins`.

@@ -7,7 +7,7 @@ mod common;
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
-use op_runtime::core::registry::batch::BatchError;
+use op_runtime::BatchError;
 use op_runtime::{BackendKind, CallOptions, DispatchError, Registry, Scalar, Tensor};
 
 fn median_handle() -> op_runtime::OpHandle {

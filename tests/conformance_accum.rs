@@ -3,10 +3,11 @@
 //! enough for correct kernels that sum in pairwise order: the bound is anchored on the
 //! reference evaluated in f64 and on the pairwise summation-error model,
 //! `|kernel - r64| <= k * max(1, ceil(log2 len)) * eps * S + 2 * len * min_normal`
-//! (see `op_runtime::verify::conformance::compare`), never on the f32 reference's own error.
+//! (see `op_runtime::conformance::compare`), never on the f32 reference's own error.
 //!
-//! Each op copies a built-in's contract and reference (`builtin/sum`, `builtin/conv1d`) and
-//! declares a `cpu = path` fast kernel, so it runs without a GPU. The wrong kernels were
+//! Each op copies a built-in's contract and reference (`builtin/sum`, `builtin/conv1d`, which
+//! accumulate in f64 and round once: the reference is held to the same bound as its kernels)
+//! and declares a `cpu = path` fast kernel, so it runs without a GPU. The wrong kernels were
 //! accepted by a former bound (`k * len * eps * S`, 3% at this length; then
 //! `k * max(|r32 - r64|, sqrt(len) eps S)`, which grew with the reference's bias and let a sum
 //! that skips 31 of 131_071 terms through on 0.1 repeated); they declare
@@ -14,62 +15,42 @@
 //! conformance (`op_runtime::testing::assert_conformance_rejected`). A sequential sum is correct in exact arithmetic but outside `accum(2)`'s
 //! pairwise model at these lengths, and is rejected too.
 
+use op_runtime::conformance::{self, Case, ConformanceFailure, Fault, Pattern, Report};
 use op_runtime::testing::assert_conformance_rejected;
-use op_runtime::verify::conformance::{self, cases, Case, ConformanceFailure, Fault, Pattern, Report};
 use op_runtime::{op, BackendKind, OpHandle, Real, Tensor};
 
 /// Wrong `sum`: skips every 4096th element (indices 4095, 8191, ...).
 #[op(name = "test/broken/accum_sum_skips_every_4096th", version = 1, signature(x: f32[n]) -> f32[],
      category = reduction, tolerance = accum(2), backward = none, cpu = sum_skipping_every_4096th, generated_tests = false)]
 pub fn sum_skips_every_4096th<T: Real>(x: &[T]) -> Vec<T> {
-    let mut s = T::zero();
-    for v in x {
-        s += *v;
-    }
-    vec![s]
+    op_runtime::builtins::sum(x)
 }
 
-/// The wrong fast kernel of `sum_skips_every_4096th`.
+/// The wrong fast kernel of `sum_skips_every_4096th` (summed in f64 and rounded once, so
+/// that the skipped terms are its only defect).
 pub fn sum_skipping_every_4096th(x: &[f32]) -> Vec<f32> {
-    let mut s = 0.0f32;
-    for (i, v) in x.iter().enumerate() {
-        if i % 4096 != 4095 {
-            s += *v;
-        }
-    }
-    vec![s]
+    let kept: Vec<f32> = x.iter().enumerate().filter(|(i, _)| i % 4096 != 4095).map(|(_, v)| *v).collect();
+    vec![in_f64(&kept)]
 }
 
 /// Wrong `sum`: stops after 128_500 elements.
 #[op(name = "test/broken/accum_sum_stops_early", version = 1, signature(x: f32[n]) -> f32[],
      category = reduction, tolerance = accum(2), backward = none, cpu = sum_stopping_at_128_500, generated_tests = false)]
 pub fn sum_stops_early<T: Real>(x: &[T]) -> Vec<T> {
-    let mut s = T::zero();
-    for v in x {
-        s += *v;
-    }
-    vec![s]
+    op_runtime::builtins::sum(x)
 }
 
-/// The wrong fast kernel of `sum_stops_early`.
+/// The wrong fast kernel of `sum_stops_early` (in f64, rounded once: the lost tail is its only
+/// defect).
 pub fn sum_stopping_at_128_500(x: &[f32]) -> Vec<f32> {
-    vec![x.iter().take(128_500).fold(0.0f32, |s, v| s + *v)]
+    vec![in_f64(&x[..x.len().min(128_500)])]
 }
 
 /// Wrong `conv1d`: every output at index >= 4096 is scaled by 1.001.
 #[op(name = "test/broken/accum_conv1d_scaled_tail", version = 1, signature(x: f32[n], w: f32[m] where 1 <= m, m <= n) -> f32[n - m + 1],
      category = contraction, tolerance = accum(2), backward = none, cpu = conv1d_scaling_the_tail, generated_tests = false)]
 pub fn conv1d_scaled_tail<T: Real>(x: &[T], w: &[T]) -> Vec<T> {
-    let m = w.len();
-    (0..x.len() + 1 - m)
-        .map(|i| {
-            let mut s = T::zero();
-            for j in 0..m {
-                s += x[i + j] * w[j];
-            }
-            s
-        })
-        .collect()
+    op_runtime::builtins::conv1d(x, w)
 }
 
 /// The wrong fast kernel of `conv1d_scaled_tail`.
@@ -77,12 +58,9 @@ pub fn conv1d_scaling_the_tail(x: &[f32], w: &[f32]) -> Vec<f32> {
     let m = w.len();
     (0..x.len() + 1 - m)
         .map(|i| {
-            let s = (0..m).fold(0.0f32, |s, j| s + x[i + j] * w[j]);
-            if i >= 4096 {
-                s * 1.001
-            } else {
-                s
-            }
+            // In f64, rounded once: the scaled tail is its only defect.
+            let s = (0..m).map(|j| x[i + j] as f64 * w[j] as f64).sum::<f64>();
+            (if i >= 4096 { s * 1.001 } else { s }) as f32
         })
         .collect()
 }
@@ -93,30 +71,26 @@ pub fn conv1d_scaling_the_tail(x: &[f32], w: &[f32]) -> Vec<f32> {
 #[op(name = "test/broken/accum_sum_sequential", version = 1, signature(x: f32[n]) -> f32[],
      category = reduction, tolerance = accum(2), backward = none, cpu = sum_sequential_reversed, generated_tests = false)]
 pub fn sum_sequential<T: Real>(x: &[T]) -> Vec<T> {
-    let mut s = T::zero();
-    for v in x {
-        s += *v;
-    }
-    vec![s]
+    op_runtime::builtins::sum(x)
 }
 
 /// Whether a partial sum may overflow in some order (`sum |x| >= f32::MAX`, infinities
-/// included). Which infinity (or NaN) an overflowing sum ends in depends on the order, and
-/// conformance accepts only the reference's own non-finite result there (or the exact
-/// infinity), as before; so the reordering kernels below take the reference's order on such
-/// inputs. What they test is the rounding bound on finite sums.
+/// included). An f32 partial sum that overflows and meets an infinite term of the other sign
+/// gives NaN where the exact result is that infinity (a defect conformance rejects), so the
+/// reordering kernels below sum such inputs in f64 (rounded once, the reference's own way).
+/// What they test is the rounding bound on finite sums.
 fn may_overflow(x: &[f32]) -> bool {
     x.iter().map(|v| (*v as f64).abs()).sum::<f64>() >= f32::MAX as f64
 }
 
-fn forward(x: &[f32]) -> f32 {
-    x.iter().fold(0.0f32, |s, v| s + *v)
+fn in_f64(x: &[f32]) -> f32 {
+    x.iter().map(|v| *v as f64).sum::<f64>() as f32
 }
 
 /// A sequential sum, last element first.
 pub fn sum_sequential_reversed(x: &[f32]) -> Vec<f32> {
     if may_overflow(x) {
-        return vec![forward(x)];
+        return vec![in_f64(x)];
     }
     vec![x.iter().rev().fold(0.0f32, |s, v| s + *v)]
 }
@@ -125,11 +99,7 @@ pub fn sum_sequential_reversed(x: &[f32]) -> Vec<f32> {
 #[op(name = "test/accum/sum_pairwise", version = 1, signature(x: f32[n]) -> f32[],
      category = reduction, tolerance = accum(2), backward = none, cpu = sum_pairwise_fast)]
 pub fn sum_pairwise<T: Real>(x: &[T]) -> Vec<T> {
-    let mut s = T::zero();
-    for v in x {
-        s += *v;
-    }
-    vec![s]
+    op_runtime::builtins::sum(x)
 }
 
 fn pairwise(x: &[f32]) -> f32 {
@@ -144,17 +114,17 @@ fn pairwise(x: &[f32]) -> f32 {
 /// A pairwise sum (blocks of at most 8 summed in order, then a balanced tree).
 pub fn sum_pairwise_fast(x: &[f32]) -> Vec<f32> {
     if may_overflow(x) {
-        return vec![forward(x)];
+        return vec![in_f64(x)];
     }
     vec![pairwise(x)]
 }
 
-fn register(decl: &'static op_runtime::core::decl::OpDecl) -> OpHandle {
+fn register(decl: &'static op_runtime::OpDecl) -> OpHandle {
     op_runtime::Registry::new().register(decl).expect("registers")
 }
 
 /// The CPU report of a wrong fast kernel, asserted rejected while the reference conforms.
-fn rejected_on_cpu(decl: &'static op_runtime::core::decl::OpDecl) -> Report {
+fn rejected_on_cpu(decl: &'static op_runtime::OpDecl) -> Report {
     let report = assert_conformance_rejected(decl)
         .into_iter()
         .find(|r| r.backend == BackendKind::Cpu)
@@ -208,8 +178,8 @@ fn constant_case(h: &OpHandle, n: usize, v: f32) -> Case {
         family: "constant (hand-made)",
         pattern: Pattern::Constant,
         seed: 0,
-        shape: cases::Shape { syms: vec![n as i128], float_params: vec![] },
-        sym_names: op.plan.syms.clone(),
+        shape: conformance::CaseShape { syms: vec![n as i128], float_params: vec![] },
+        sym_names: op.symbols().to_vec(),
         inputs: vec![Tensor::vector(vec![v; n])],
         params: vec![],
         param_names: vec![],
@@ -229,14 +199,15 @@ fn a_sum_dropping_a_few_terms_is_rejected_on_the_biased_sum_case() {
     let x = case.inputs[0].as_slice::<f32>().expect("f32").to_vec();
     let n = x.len();
     assert!(n == 131_071 && x.iter().all(|v| *v == 0.1f32), "{case}");
-    // On this input the sequential f32 reference is itself far off (every add rounds the same
-    // way), and the kernel that skips 31 of the terms is nearer to it than that.
+    // On this input a sequential f32 sum (the built-in's former reference) is itself far off
+    // (every add rounds the same way), and the kernel that skips 31 of the terms is nearer to
+    // it than that.
     let exact: f64 = x.iter().map(|v| *v as f64).sum();
-    let r32 = op_runtime::builtins::sum(&x)[0] as f64;
+    let r32 = x.iter().fold(0.0f32, |s, v| s + *v) as f64;
     let kernel = sum_skipping_every_4096th(&x)[0] as f64;
     let eps = f32::EPSILON as f64;
     let former = 2.0 * (r32 - exact).abs().max((n as f64).sqrt() * eps * exact);
-    let now = conformance::compare::accum_bound(2, op_runtime::DType::f32, n, exact);
+    let now = conformance::accum_bound(2, op_runtime::DType::f32, n, exact);
     eprintln!(
         "0.1 x {n}: exact {exact}, reference {r32} (off {:e}), skipping kernel {kernel} (off {:e}); former bound {former:e}, pairwise bound {now:e}",
         r32 - exact,
@@ -251,7 +222,7 @@ fn a_sum_dropping_a_few_terms_is_rejected_on_the_biased_sum_case() {
         }
         other => panic!("`{}`: expected a rejection on 0.1 x {n}, got {other:?}", h.id()),
     }
-    // A pairwise sum conforms on the same input (and the reference's own biased bits do).
+    // A pairwise sum conforms on the same input, and so does the reference (f64, rounded once).
     for decl in [&sum_pairwise::DECL, &sum_skips_every_4096th::DECL] {
         let h = register(decl);
         let kind = if decl.rust_name == "sum_pairwise" { BackendKind::Cpu } else { BackendKind::Reference };

@@ -8,7 +8,7 @@
 
 mod common;
 
-use op_runtime::verify::conformance::{self, ConformanceFailure, Fault};
+use op_runtime::conformance::{self, ConformanceFailure, Fault};
 use op_runtime::{op, BackendKind, CallOptions, Real, Tensor};
 
 /// Deliberately broken sum: drops the last element.
@@ -59,16 +59,16 @@ fn every_builtin_conforms_on(kind: BackendKind, lang: &str) {
     let profile = (*reg.backend(kind).expect("compiled in").profile().expect("profile")).clone();
     let mut failures = Vec::new();
     let mut conformed = 0;
-    for op in reg.ops().into_iter().filter(|o| o.contract.name.starts_with("builtin/")) {
-        let h = reg.lookup(&op.id).expect("registered");
-        assert!(op.contract.kernels.iter().any(|k| k.path.ends_with(lang)), "built-in `{}` declares no {lang} kernel", op.id);
+    for op in reg.ops().into_iter().filter(|o| o.contract().name.starts_with("builtin/")) {
+        let h = reg.lookup(&op.id()).expect("registered");
+        assert!(op.contract().kernels.iter().any(|k| k.path.ends_with(lang)), "built-in `{}` declares no {lang} kernel", op.id());
         let t = std::time::Instant::now();
         match conformance::conform(&h, kind) {
             Ok(r) => {
                 r.verify(&op, &profile).expect("receipt verifies");
                 eprintln!(
                     "{:<24} {:<10} {:>4} cases  {:>7.1} ms",
-                    op.id,
+                    op.id(),
                     r.tolerance.to_string(),
                     r.cases,
                     t.elapsed().as_secs_f64() * 1e3
@@ -101,11 +101,11 @@ fn every_builtin_wgsl_kernel_conforms() {
 /// every case of their corpora, the biased one included: prints the worst margin of each.
 fn accum_kernels_stay_inside_the_bound_on(kind: BackendKind) {
     let reg = op_runtime::registry();
-    for op in reg.ops().into_iter().filter(|o| o.contract.name.starts_with("builtin/")) {
-        let h = reg.lookup(&op.id).expect("registered");
+    for op in reg.ops().into_iter().filter(|o| o.contract().name.starts_with("builtin/")) {
+        let h = reg.lookup(&op.id()).expect("registered");
         let Some((worst, case)) = conformance::accum_margin(&h, kind).unwrap_or_else(|e| panic!("{e}")) else { continue };
-        eprintln!("{:<22} {}: worst |{kind} - r64| / bound = {worst:.3} on {case}", op.id, op.contract.tolerance);
-        assert!(worst < 1.0, "{} on {kind}: {worst} on {case}", op.id);
+        eprintln!("{:<22} {}: worst |{kind} - r64| / bound = {worst:.3} on {case}", op.id(), op.contract().tolerance);
+        assert!(worst < 1.0, "{} on {kind}: {worst} on {case}", op.id());
     }
 }
 
@@ -202,8 +202,8 @@ fn sweep_transcendentals(kind: BackendKind) {
                 at = *v;
             }
         }
-        let declared = match reg.lookup(name).expect("registered").op().contract.tolerance {
-            conformance::Tolerance::Ulp(k) => k,
+        let declared = match reg.lookup(name).expect("registered").op().contract().tolerance {
+            op_runtime::contract::Tolerance::Ulp(k) => k,
             other => panic!("{name}: unexpected tolerance {other}"),
         };
         eprintln!("{name} on {kind}: worst {worst} ulp (at x = {at:e}) over {n} values; declared ulp({declared})");

@@ -15,8 +15,8 @@
 
 mod common;
 
+use op_runtime::conformance::{self, Class, ConformanceFailure, Report};
 use op_runtime::testing::assert_reference_rejected;
-use op_runtime::verify::conformance::{self, Class, ConformanceFailure, Report};
 use op_runtime::{op, BackendKind, OpHandle, Real, Scalar, Tensor};
 
 /// `builtin/tanh`'s contract and reference with the former kernel, which returns 1 for NaN.
@@ -90,7 +90,7 @@ pub fn relu_nan_dropped<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| if *v > T::zero() { *v } else { T::zero() }).collect()
 }
 
-fn register(decl: &'static op_runtime::core::decl::OpDecl) -> OpHandle {
+fn register(decl: &'static op_runtime::OpDecl) -> OpHandle {
     op_runtime::register(decl).expect("registers")
 }
 

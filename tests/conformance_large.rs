@@ -1,5 +1,5 @@
 //! Kernels that are right only on small inputs: conformance's `large` family (inputs far beyond
-//! one workgroup, see `op_runtime::verify::conformance::cases`) rejects a reduction that sums only the
+//! one workgroup, see `op_runtime::conformance::cases`) rejects a reduction that sums only the
 //! first workgroup's share, a kernel every small case accepts; and the built-in reductions and
 //! contractions agree with the f64 result on wgpu at 1_000_003 elements (a rank-1 length that
 //! is no multiple of any workgroup size), within the declared `accum` bound by the same formula
@@ -14,7 +14,8 @@
 
 mod common;
 
-use op_runtime::verify::conformance::{self, cases, compare, Fault, Tolerance};
+use op_runtime::conformance::{self, Fault};
+use op_runtime::contract::Tolerance;
 use op_runtime::{op, BackendKind, CallOptions, DType, OpHandle, Real, Tensor};
 
 /// Deliberately broken sum: one workgroup, each invocation adding its 16 strided elements of
@@ -31,7 +32,7 @@ fn a_reduction_of_the_first_workgroups_share_is_rejected_on_a_large_case() {
     let h = op_runtime::register(&sum_first_workgroup::DECL).expect("registers");
     let corpus = conformance::corpus(&h.op());
     let small = corpus.cases.iter().filter(|c| c.family != "large").count();
-    let large: Vec<&cases::Case> = corpus.cases.iter().filter(|c| c.family == "large").collect();
+    let large: Vec<&conformance::Case> = corpus.cases.iter().filter(|c| c.family == "large").collect();
     assert!(!large.is_empty(), "no large case for a rank-1 reduction");
     for c in &large {
         assert_eq!(c.sym("n"), Some(131_071), "{c}");
@@ -77,7 +78,7 @@ fn data(n: usize, seed: u64, positive: bool) -> Vec<f32> {
 fn check_accum(name: &str, inputs: &[&Tensor], len: usize, s: f64, exact: f64) {
     let reg = op_runtime::registry();
     let h: OpHandle = reg.lookup(name).expect("built-in");
-    let Tolerance::Accum(k) = h.op().contract.tolerance else { panic!("{name}: not an accum op") };
+    let Tolerance::Accum(k) = h.op().contract().tolerance else { panic!("{name}: not an accum op") };
     let run = |kind| {
         let out = h
             .call_with(inputs, &[], CallOptions::on(kind))
@@ -89,7 +90,7 @@ fn check_accum(name: &str, inputs: &[&Tensor], len: usize, s: f64, exact: f64) {
     let (gpu, reference) = (run(BackendKind::Wgpu), run(BackendKind::Reference));
     assert_eq!((gpu.len(), reference.len()), (1, 1), "{name}");
     let (g, r) = (gpu[0] as f64, reference[0] as f64);
-    let bound = compare::accum_bound(k, DType::f32, len, s);
+    let bound = conformance::accum_bound(k, DType::f32, len, s);
     eprintln!(
         "{name:<16} len {len}: wgpu {g:e}, reference {r:e}, f64 {exact:e}; |wgpu - f64| = {:e} (accum({k}) bound {bound:e}, margin {:.2}), reference off by {:.2e} relative",
         (g - exact).abs(),
@@ -127,8 +128,8 @@ fn long_contractions_sum_every_term_on_wgpu() {
     let x = data(N, 3, true);
     let w = data(N, 4, true);
     let dot: f64 = x.iter().zip(&w).map(|(a, b)| *a as f64 * *b as f64).sum();
-    let a = Tensor::new(vec![1, N], op_runtime::core::tensor::Data::F32(x.clone())).expect("a");
-    let b = Tensor::new(vec![N, 1], op_runtime::core::tensor::Data::F32(w.clone())).expect("b");
+    let a = Tensor::new(vec![1, N], op_runtime::Data::F32(x.clone())).expect("a");
+    let b = Tensor::new(vec![N, 1], op_runtime::Data::F32(w.clone())).expect("b");
     check_accum("builtin/matmul", &[&a, &b], N, dot, dot);
     check_accum("builtin/conv1d", &[&Tensor::vector(x), &Tensor::vector(w)], N, dot, dot);
 }

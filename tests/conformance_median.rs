@@ -3,8 +3,9 @@
 //! a receipt that verifies, while tampered receipts fail; five more deliberately broken kernels
 //! (off-by-one read, write past the end, wrong middle index, -0/+0 ties by plain `<`, a window
 //! two wider) are each rejected, and each report names its defect's class before the numbers
-//! (element never written, output shifted, write past the end, sign of zero, wrong window),
-//! listing the smallest case of every class found. The broken ops declare
+//! (element never written, output shifted, write past the end, wrong order statistic, sign of
+//! zero, wrong window), the class that explains most failing cases first, listing the smallest
+//! case of each class the report needs. The broken ops declare
 //! `generated_tests = false`: each test below asserts its rejection through
 //! `op_runtime::testing::assert_conformance_rejected` (every backend that runs the kernel
 //! rejects it, and the reference conforms).
@@ -17,8 +18,8 @@ mod common;
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
-use op_runtime::core::receipt::{Receipt, ReceiptError};
-use op_runtime::verify::conformance::{self, Class, ConformanceFailure, Fault};
+use op_runtime::conformance::{self, Class, ConformanceFailure, Fault};
+use op_runtime::receipt::{Receipt, ReceiptError};
 use op_runtime::{op, BackendKind, CallOptions, OpHandle, Real, Scalar, Tensor};
 
 /// The broken variants share the good op's contract and reference; only the kernel differs.
@@ -64,7 +65,7 @@ broken_median!(
     median_window_plus_two, "test/broken/median_window_plus_two", "kernels/broken/median_window_plus_two.wgsl"
 );
 
-fn register(decl: &'static op_runtime::core::decl::OpDecl) -> OpHandle {
+fn register(decl: &'static op_runtime::OpDecl) -> OpHandle {
     op_runtime::register(decl).expect("registers")
 }
 
@@ -122,9 +123,13 @@ fn write_past_the_end_is_rejected_as_out_of_bounds() {
 }
 
 #[test]
-fn wrong_middle_is_rejected() {
+fn wrong_middle_is_rejected_as_a_wrong_order_statistic() {
     let Some(report) = common::wgpu_rejection(&median_wrong_middle::DECL) else { return };
     assert!(matches!(report.first().fault, Fault::Mismatch(_)), "{report}");
+    // Not "shifted", which its sorted cases also show: the class explaining most failing cases.
+    let line = class_line(&report, &Class::OrderStatistic(1));
+    assert!(report.first().class.same_kind(&Class::OrderStatistic(1)), "{report}");
+    assert!(line.starts_with("wrong order statistic: each output is the value 1 distinct value(s) above"), "{line}");
 }
 
 #[test]
@@ -181,7 +186,7 @@ fn good() -> OpHandle {
     register(&median::windowed_median::DECL)
 }
 
-fn wgpu_profile() -> op_runtime::core::device::DeviceProfile {
+fn wgpu_profile() -> op_runtime::device::DeviceProfile {
     let b = op_runtime::registry().backend(BackendKind::Wgpu).expect("compiled in");
     (*b.profile().expect("available")).clone()
 }

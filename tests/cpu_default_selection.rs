@@ -32,7 +32,7 @@ fn a_software_adapter_ranks_below_the_native_cpu_and_an_explicit_choice_still_re
     );
 
     let add = r.lookup("builtin/add").expect("built-in");
-    assert!(add.op().contract.cpu_serves(), "add declares a cpu kernel serving f32");
+    assert!(add.op().contract().cpu_serves(), "add declares a cpu kernel serving f32");
     let x = Tensor::vector(vec![1.0f32, -2.0, 3.5]);
     let expected = if software { BackendKind::Cpu } else { BackendKind::Wgpu };
     let by_default = add.call(&[&x, &x], &[]).expect("a default call");
@@ -50,10 +50,9 @@ mod emulated {
     //! A GPU backend whose device is (or is not) a software rasteriser, to observe where default
     //! selection ranks it without a real adapter: its kernels never build, so reaching it is
     //! visible as its compile error.
-    use op_runtime::core::backend::{Backend, BackendError, Prepared};
-    use op_runtime::core::device::DeviceProfile;
-    use op_runtime::core::op::RegisteredOp;
-    use op_runtime::BackendKind;
+    use op_runtime::backend::{Backend, BackendError, Prepared};
+    use op_runtime::device::DeviceProfile;
+    use op_runtime::{BackendKind, RegisteredOp};
     use std::sync::Arc;
 
     pub struct Gpu {
@@ -94,7 +93,7 @@ pub fn twice<T: op_runtime::Real>(x: &[T]) -> Vec<T> {
 /// hardware adapter stays first for both; an explicit choice reaches the software adapter.
 #[test]
 fn a_software_adapter_ranks_below_the_reference_for_an_op_without_a_cpu_kernel() {
-    use op_runtime::backends::{CpuBackend, ReferenceBackend};
+    use op_runtime::backend::{CpuBackend, ReferenceBackend};
     use op_runtime::DispatchError;
     use std::sync::Arc;
     let x = Tensor::vector(vec![1.0f32, -2.5]);

@@ -9,8 +9,8 @@
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
-use op_runtime::backends::cpu::simd::{key, unkey, with_isa_override, Isa};
-use op_runtime::backends::{CpuBackend, ReferenceBackend};
+use op_runtime::backend::{CpuBackend, ReferenceBackend};
+use op_runtime::cpu::simd::{key, unkey, with_isa_override, Isa};
 use op_runtime::{BackendKind, CallOptions, OpHandle, Registry, Scalar, Tensor};
 use std::sync::Arc;
 

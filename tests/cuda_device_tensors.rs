@@ -11,11 +11,11 @@ mod common;
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
-use op_runtime::backends::cuda::engine::CudaEngine;
-use op_runtime::core::error::{BackendError, DispatchError, TensorError};
-use op_runtime::core::placement::Placement;
-use op_runtime::core::tensor::Device;
+use op_runtime::cuda::CudaEngine;
+use op_runtime::device::Device;
+use op_runtime::device::Placement;
 use op_runtime::{op, BackendKind, CallOptions, Registry, Scalar, Tensor};
+use op_runtime::{BackendError, DispatchError, TensorError};
 
 /// Histogram of `x` modulo `bins` with an accumulating output (the kernel adds into it).
 #[op(name = "test/cuda_resident/histogram", version = 1, signature(x: u32[n], bins: u32 where bins >= 1) -> u32[bins],

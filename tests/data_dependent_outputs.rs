@@ -1,8 +1,8 @@
 //! `output = bounded(..)` and `dynamic`: the reference sizes the data-dependent dims, the
 //! engine checks the bound and cross-output agreement, and static-only machinery refuses them.
 
+use op_runtime::conformance::ConformanceFailure;
 use op_runtime::testing::assert_reference_rejected;
-use op_runtime::verify::conformance::ConformanceFailure;
 use op_runtime::{op, BackendKind, CallOptions, DispatchError, Real, Registry, Scalar, Tensor};
 
 /// The strictly positive elements of `x`, in order, and their indices.
@@ -104,6 +104,6 @@ fn conformance_rejects_a_reference_that_overruns_its_bound_or_whose_outputs_disa
 fn the_tape_refuses_data_dependent_shapes_with_a_typed_error() {
     let r = Registry::new();
     let h = r.register(&positives::DECL).unwrap();
-    let e = op_runtime::train::tape::planner::infer(&h.op(), &[(op_runtime::DType::f32, &[4])], &[], None).unwrap_err();
+    let e = op_runtime::train::infer(&h.op(), &[(op_runtime::DType::f32, &[4])], &[], None).unwrap_err();
     assert!(matches!(&e, DispatchError::DynamicShape { op, class } if op == "test/dd/positives@1" && class == "bounded(n)"), "{e}");
 }

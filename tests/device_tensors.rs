@@ -6,11 +6,11 @@
 
 mod common;
 
-use op_runtime::backends::wgpu::engine::WgpuEngine;
-use op_runtime::core::error::{BackendError, DispatchError, TensorError};
-use op_runtime::core::placement::Placement;
-use op_runtime::core::registry::batch::BatchError;
-use op_runtime::core::tensor::Device;
+use op_runtime::device::Device;
+use op_runtime::device::Placement;
+use op_runtime::wgpu::WgpuEngine;
+use op_runtime::BatchError;
+use op_runtime::{BackendError, DispatchError, TensorError};
 use op_runtime::{BackendKind, CallOptions, Registry, Tensor};
 
 /// An engine of this test binary's own and a registry with wgpu on it (`common::private_wgpu`).
@@ -128,11 +128,11 @@ fn a_device_tensor_on_a_host_backend_is_a_placement_error_naming_the_op() {
     }
     // The tape and batched calls take host tensors only.
     let mut tape = op_runtime::Tape::with_registry(&r);
-    assert!(matches!(tape.param("w", da.clone()), Err(op_runtime::train::tape::TapeError::Placement { .. })));
+    assert!(matches!(tape.param("w", da.clone()), Err(op_runtime::train::TapeError::Placement { .. })));
     let x = tape.input("x", op_runtime::DType::f32, [64]);
     tape.call1("builtin/neg", &[x], &[]).expect("records");
     let fed = tape.run(&[(x, &da)]);
-    assert!(matches!(fed, Err(op_runtime::train::tape::TapeError::Placement { ref name, .. }) if name == "x"), "{:?}", fed.err());
+    assert!(matches!(fed, Err(op_runtime::train::TapeError::Placement { ref name, .. }) if name == "x"), "{:?}", fed.err());
     assert!(tape.run(&[(x, &a)]).is_ok(), "the same feed on the host runs");
     let batched = r.lookup("builtin/neg").expect("neg").call_batched(&[&da], &[], CallOptions::default());
     assert!(matches!(batched, Err(BatchError::Placement { .. })), "{batched:?}");
@@ -142,7 +142,7 @@ fn a_device_tensor_on_a_host_backend_is_a_placement_error_naming_the_op() {
 #[test]
 fn a_device_tensor_of_another_engine_or_beside_a_host_input_is_refused() {
     let Some((engine, r)) = setup() else { return };
-    let other = WgpuEngine::with_optional_features(wgpu::Features::empty()).expect("second engine");
+    let other = WgpuEngine::minimal().expect("second engine");
     assert_ne!(other.id(), engine.id());
     let (a, b) = inputs(64);
     let foreign = a.to_device(&other).expect("upload to the other engine");
@@ -196,7 +196,7 @@ fn a_repeated_chain_allocates_no_buffer_and_reuses_its_bind_groups() {
     assert_eq!((pool3.created - pool2.created, pool3.reused, pool3.held_bytes), (3, pool2.reused, 0));
     assert_eq!(engine.bind_stats().built - binds2.built, 3);
     // Trim frees what is held and forgets the cached bind groups.
-    engine.set_pool_limit(op_runtime::backends::wgpu::pool::DEFAULT_POOL_LIMIT);
+    engine.set_pool_limit(op_runtime::wgpu::DEFAULT_POOL_LIMIT);
     assert_eq!(chain_bits(&r, &da, &db), host);
     assert!(engine.pool_stats().held_bytes > 0);
     engine.trim();

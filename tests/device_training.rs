@@ -11,10 +11,10 @@ mod common;
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
-use op_runtime::backends::cuda::engine::CudaEngine;
-use op_runtime::backends::wgpu::engine::WgpuEngine;
-use op_runtime::train::optim::Sgd;
-use op_runtime::train::tape::{SharedDevice, Tape, TapeError, Var};
+use op_runtime::cuda::CudaEngine;
+use op_runtime::train::Sgd;
+use op_runtime::train::{SharedDevice, Tape, TapeError, Var};
+use op_runtime::wgpu::WgpuEngine;
 use op_runtime::{op, DType, Real, Registry, Scalar, Tensor};
 
 const TAPS: usize = 5;
@@ -183,6 +183,6 @@ fn device_feeds_need_a_tape_on_that_device() {
     let mut on_other = net(&registry, n);
     on_other.tape.set_device(Some(other)).expect("device");
     assert!(matches!(on_other.tape.run(&[(on_other.x, &dx), (on_other.y, &dy)]), Err(TapeError::Placement { .. })));
-    let mut reference = Tape::with_mode(&registry, op_runtime::train::tape::Mode::ReferenceF64);
+    let mut reference = Tape::with_mode(&registry, op_runtime::train::Mode::ReferenceF64);
     assert!(matches!(reference.set_device(Some(engine)), Err(TapeError::Device { .. })));
 }

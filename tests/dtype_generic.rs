@@ -2,9 +2,9 @@
 //! instance conforms on its own (ulps in its own dtype's units, a receipt per instance), and a
 //! dtype without a kernel on a backend is a typed refusal, never a conversion.
 
-use op_runtime::core::kind::BackendKind;
+use op_runtime::conformance::{conform, ConformanceFailure};
 use op_runtime::f16;
-use op_runtime::verify::conformance::{conform, ConformanceFailure};
+use op_runtime::BackendKind;
 use op_runtime::{op, CallOptions, DispatchError, Real, Registry};
 use op_runtime::{DType, Tensor};
 
@@ -185,7 +185,7 @@ fn the_example_median_conforms_on_every_backend_and_dtype_it_has_a_kernel_for_an
     assert_eq!(instances.len(), 4);
     for inst in instances {
         let op = inst.op();
-        let dtype = op.contract.signature.inputs().next().unwrap().dtype;
+        let dtype = op.contract().signature.inputs().next().unwrap().dtype;
         for kind in [BackendKind::Reference, BackendKind::Cpu, BackendKind::Wgpu, BackendKind::Cuda] {
             let served = kind == BackendKind::Reference || dtype == DType::f32;
             let got = conform(&inst, kind);
@@ -213,8 +213,8 @@ fn the_example_median_conforms_on_every_backend_and_dtype_it_has_a_kernel_for_an
 
 #[test]
 fn the_card_lists_which_instances_each_kernel_serves_and_which_are_verified_here() {
-    use op_runtime::core::trust::TrustList;
-    use op_runtime::verify::sharing::{LocalDevices, OpCard, Trust};
+    use op_runtime::sharing::{LocalDevices, OpCard, Trust};
+    use op_runtime::trust::TrustList;
     let r = registry();
     let h = r.lookup("test/generic/affine").unwrap();
     let f16h = h.at(&[DType::f16]).unwrap();
@@ -327,12 +327,8 @@ fn each_instance_runs_its_own_cpu_kernel() {
         assert_eq!(receipt.dtypes, format!("T = {}", d.name()));
     }
     assert!(matches!(conform(&h.at(&[DType::f16]).unwrap(), BackendKind::Cpu), Err(ConformanceFailure::Unsupported { .. })));
-    let card = op_runtime::verify::sharing::OpCard::of(
-        &h.op(),
-        &[],
-        &op_runtime::verify::sharing::LocalDevices::host(),
-        &op_runtime::core::trust::TrustList::new(),
-    );
+    let card =
+        op_runtime::sharing::OpCard::of(&h.op(), &[], &op_runtime::sharing::LocalDevices::host(), &op_runtime::trust::TrustList::new());
     let text = card.to_string();
     assert!(text.contains("cpu kernel   twice_f32, serving T = f32"), "{text}");
     assert!(text.contains("cpu kernel   twice_f64, serving T = f64"), "{text}");

@@ -6,14 +6,14 @@
 
 mod common;
 
-use op_runtime::backends::wgpu::engine::WgpuEngine;
-use op_runtime::backends::wgpu::WgpuBackend;
-use op_runtime::backends::ReferenceBackend;
-use op_runtime::core::error::{BackendError, DispatchError};
-use op_runtime::core::tensor::f16;
-use op_runtime::verify::conformance::{self, ConformanceFailure};
+use op_runtime::backend::ReferenceBackend;
+use op_runtime::conformance::{self, ConformanceFailure};
+use op_runtime::f16;
+use op_runtime::wgpu::WgpuBackend;
+use op_runtime::wgpu::WgpuEngine;
 use op_runtime::Registry;
 use op_runtime::{op, BackendKind, CallOptions, Real, Tensor};
+use op_runtime::{BackendError, DispatchError};
 use std::sync::Arc;
 
 /// `x + x` in half precision.
@@ -51,7 +51,7 @@ fn f16_kernels_are_refused_by_name_on_a_device_without_shader_f16() {
     if !common::wgpu_available() {
         return;
     }
-    let engine = WgpuEngine::with_optional_features(wgpu::Features::empty()).expect("engine");
+    let engine = WgpuEngine::minimal().expect("engine");
     assert!(!engine.supports_f16());
     let engine: &'static WgpuEngine = Box::leak(Box::new(engine));
     let registry = Registry::with_backends(vec![Arc::new(WgpuBackend::on(engine)), Arc::new(ReferenceBackend::default())]);

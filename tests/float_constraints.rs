@@ -2,9 +2,9 @@
 //! constraint error naming it and the values), and neither conformance nor gradcheck ever
 //! tries parameters the contract refuses.
 
-use op_runtime::core::error::DispatchError;
-use op_runtime::verify::conformance;
-use op_runtime::verify::gradcheck::{gradcheck_with, GradcheckOptions};
+use op_runtime::conformance;
+use op_runtime::gradcheck::{gradcheck_with, GradcheckOptions};
+use op_runtime::DispatchError;
 use op_runtime::{op, BackendKind, CallOptions, Real, Registry, Scalar, Tensor};
 
 /// Clamps every element to `[lo, hi]`.

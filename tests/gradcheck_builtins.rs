@@ -4,7 +4,7 @@
 
 use op_runtime::builtins;
 use op_runtime::gradcheck;
-use op_runtime::verify::gradcheck::{gradcheck_with, Corruption, GradcheckError, GradcheckOptions};
+use op_runtime::gradcheck::{gradcheck_with, Corruption, GradcheckError, GradcheckOptions};
 use op_runtime::{op, Real};
 
 /// `mul` whose VJP swaps the two gradients.
@@ -76,12 +76,12 @@ fn every_builtin_vjp_passes_with_its_negative_control() {
             let r = gradcheck_with(op_runtime::registry(), d, &o).unwrap_or_else(|e| panic!("{} (salt {salt}): {e}", d.rust_name));
             assert!(r.to_string().contains("negative control : corrupted vjp REJECTED"));
             assert!(r.negative_control.iter().all(|c| !c.applicable || c.rejected), "{r:?}");
-            assert!(r.skipped * 2 <= r.probes);
+            assert!((r.skipped + r.skipped_nonfinite + r.skipped_unresolved) * 2 <= r.probes + r.swept, "{r}");
         }
     }
 }
 
-fn rejected(decl: &'static op_runtime::core::decl::OpDecl, name: &str) {
+fn rejected(decl: &'static op_runtime::OpDecl, name: &str) {
     for salt in 0..8u64 {
         let o = GradcheckOptions { salt, ..GradcheckOptions::default() };
         match gradcheck_with(op_runtime::registry(), decl, &o) {
@@ -121,27 +121,39 @@ fn the_report_is_a_value_and_serialises() {
     let r = gradcheck(&builtins::conv1d::DECL).unwrap_or_else(|e| panic!("{e}"));
     let text = r.to_string();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 8, "{text}");
+    assert_eq!(lines.len(), 9, "{text}");
     assert!(lines[0].starts_with("gradcheck  builtin/conv1d@1   (n = "), "{text}");
     assert!(lines[0].ends_with(", reference path, f64)"), "{text}");
     assert!(lines[1].starts_with("  forward  : author reference `conv1d`"), "{text}");
     assert_eq!(lines[2], "  vjp      : declared backward `conv1d_vjp`");
     assert_eq!(
         lines[3],
-        "  probes   : 32 sampled, central differences, h = 1e-3 (relative below |x| = 1); values log-uniform over 1e-3..1e3, both signs"
+        format!(
+            "  probes   : 32 sampled and {} swept (each element alone), {} checked, central differences, h = 1e-3 (relative below |x| = 1)",
+            r.swept,
+            r.checked()
+        )
     );
-    assert!(lines[4].starts_with("  skipped  : ") && lines[4].ends_with("within h of a kink (no derivative exists there)"), "{text}");
-    assert_eq!(lines[5], "  kinks    : not probed (no kinks in this category)");
+    // Every element of x[n] and w[m] is swept in each of the four draws (fewer than 64 each).
+    let (n, m): (usize, usize) = (r.bindings[0].1.parse().unwrap_or(0), r.bindings[1].1.parse().unwrap_or(0));
+    assert_eq!(r.swept, 4 * (n + m), "{text}");
+    assert!(lines[4].starts_with("  values   : log-uniform magnitudes, both signs, inside each input's domain: 1e-3..1e3 in "), "{text}");
+    assert!(lines[5].starts_with("  skipped  : ") && lines[5].contains("within h of a kink (no derivative exists there)"), "{text}");
+    assert_eq!(lines[6], "  kinks    : not probed (no kinks in this category)");
     // The bound line shows the error, relative too, and the bound applied at that probe.
     let bound = format!("{:.1e}", r.bound_applied);
-    assert!(lines[6].starts_with("  bound    : max |analytic - numeric| = ") && lines[6].contains(" (relative "), "{text}");
-    assert!(lines[6].contains(&format!("against the bound applied there {bound} (declared accum(2): relative ")), "{text}");
-    assert!(r.max_abs_err <= r.bound_applied && r.max_rel_err < 1e-6, "{r:?}");
+    assert!(lines[7].starts_with("  bound    : max |analytic - numeric| = ") && lines[7].contains(" (relative "), "{text}");
+    assert!(lines[7].contains(&format!("against the bound applied there {bound} (declared accum(2): relative ")), "{text}");
+    // Within the bound at the worst probe (the worst ratio of error to bound is at most 1). A
+    // fixed relative-error ceiling is not a property of the op: with values of both signs up to
+    // 1e3, an output's sum can cancel far below its terms, and the relative error of a correct
+    // rule then depends on the seed (2.7e-6 at one).
+    assert!(r.max_abs_err <= r.bound_applied && r.worst_ratio <= 1.0, "{r:?}");
     // The negative control states the smallest relative error it proves it catches, and a
     // backward scaled by that much was among the rejected corruptions.
     let caught = r.smallest_caught.expect("conv1d has nonzero gradients");
-    assert!(lines[7].starts_with("  negative control : corrupted vjp REJECTED; a relative error of "), "{text}");
-    assert!(lines[7].ends_with(&format!("{caught:.1e} or more is caught")), "{text}");
+    assert!(lines[8].starts_with("  negative control : corrupted vjp REJECTED; a relative error of "), "{text}");
+    assert!(lines[8].ends_with(&format!("{caught:.1e} or more is caught")), "{text}");
     assert!(caught < 1e-6, "{r:?}");
     assert!(r.negative_control.iter().any(|c| c.corruption == Corruption::Scaled(1.0 + caught) && c.applicable && c.rejected), "{r:?}");
     let json: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap_or_default();

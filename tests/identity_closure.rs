@@ -8,8 +8,8 @@
 //! their values as the compiler was configured, and a path dependency it names with a digest
 //! of its sources.
 
-use op_runtime::core::decl::OpDecl;
-use op_runtime::core::error::KernelRegistrationError;
+use op_runtime::KernelRegistrationError;
+use op_runtime::OpDecl;
 use op_runtime::{Registry, Tensor};
 
 /// Declares `twin` (the same tokens in every module) calling `helper` as the module resolves it.
@@ -102,7 +102,7 @@ fn references_that_differ_only_in_a_helper_get_two_identities_wherever_the_helpe
     ];
     for (a, b) in pairs {
         assert_eq!(a.body_tokens.lines().next(), b.body_tokens.lines().next(), "the references' own tokens are the same");
-        let identity = |d: &'static OpDecl| Registry::new().register(d).expect("registers").op().hash;
+        let identity = |d: &'static OpDecl| Registry::new().register(d).expect("registers").op().hash().to_owned();
         assert_ne!(identity(a), identity(b), "{} and {}: one identity for two computations", a.site, b.site);
         // Both under one registry: a typed error naming both declaration sites.
         let r = Registry::new();
@@ -130,7 +130,7 @@ fn closure(d: &OpDecl) -> &str {
 fn assert_two_computations(hole: &str, a: &'static OpDecl, b: &'static OpDecl) {
     assert_eq!(a.body_tokens.lines().next(), b.body_tokens.lines().next(), "{hole}: the references' own tokens are the same");
     assert_ne!(a.hash, b.hash, "{hole}: one code identity for two computations");
-    let identity = |d: &'static OpDecl| Registry::new().register(d).expect("registers").op().hash;
+    let identity = |d: &'static OpDecl| Registry::new().register(d).expect("registers").op().hash().to_owned();
     assert_ne!(identity(a), identity(b), "{hole}");
     let r = Registry::new();
     r.register(a).expect("the first registers");

@@ -28,10 +28,9 @@ fn the_file_checked_is_the_file_embedded() {
     // It registers (the identity re-computed from the embedded bytes matches) and runs.
     let r = Registry::new();
     let h = r.register(&double::DECL).unwrap();
-    match op_runtime::verify::conformance::conform(&h, BackendKind::Wgpu) {
+    match op_runtime::conformance::conform(&h, BackendKind::Wgpu) {
         Ok(receipt) => assert!(receipt.cases > 0),
-        Err(op_runtime::verify::conformance::ConformanceFailure::Unavailable { .. })
-            if std::env::var_os("OP_REQUIRE_GPU_ADAPTER").is_none() => {}
+        Err(op_runtime::conformance::ConformanceFailure::Unavailable { .. }) if std::env::var_os("OP_REQUIRE_GPU_ADAPTER").is_none() => {}
         Err(e) => panic!("{e}"),
     }
     let out = h.call(&[&Tensor::vector(vec![1.5f32])], &[]).unwrap();

@@ -10,9 +10,9 @@ mod common;
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
-use op_runtime::core::error::{BackendError, DispatchError};
-use op_runtime::verify::conformance::{self, Class, ConformanceFailure};
+use op_runtime::conformance::{self, Class, ConformanceFailure};
 use op_runtime::{op, BackendKind, CallOptions, Real, Scalar, Tensor};
+use op_runtime::{BackendError, DispatchError};
 
 /// Elementwise add whose linear launch forgets the workgroup size in its row width.
 #[op(name = "test/broken/add_row_width", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
@@ -95,8 +95,8 @@ fn a_tensor_past_the_storage_binding_limit_is_a_typed_error() {
     if !common::wgpu_available() {
         return;
     }
-    let engine = op_runtime::backends::wgpu::engine::WgpuEngine::shared().expect("engine");
-    let limit = engine.limits().max_storage_buffer_binding_size;
+    let engine = op_runtime::wgpu::WgpuEngine::shared().expect("engine");
+    let limit = engine.raw().limits().max_storage_buffer_binding_size;
     let n = 64usize << 20;
     if (n as u64) * 4 <= limit {
         eprintln!("this adapter binds {limit} bytes: 64M samples fit; nothing to refuse");

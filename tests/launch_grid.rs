@@ -9,7 +9,7 @@
 
 mod common;
 
-use op_runtime::verify::conformance;
+use op_runtime::conformance;
 use op_runtime::{op, BackendKind, CallOptions, Real, Tensor};
 
 /// `x` of `m` rows and `n` columns, transposed.

@@ -3,11 +3,11 @@
 //! and exhaustion errors, built-in and user provenance of identical form, and no panic on
 //! random input.
 
-use op_runtime::backends::{CpuBackend, ReferenceBackend};
-use op_runtime::core::backend::{Backend, BackendError, ExecRequest, Prepared};
-use op_runtime::core::device::DeviceProfile;
-use op_runtime::core::op::RegisteredOp;
+use op_runtime::backend::{Backend, BackendError, ExecRequest, Prepared};
+use op_runtime::backend::{CpuBackend, ReferenceBackend};
+use op_runtime::device::DeviceProfile;
 use op_runtime::BackendKind;
+use op_runtime::RegisteredOp;
 use op_runtime::{op, CallOptions, DispatchError, Real, Registry, Scalar, Tensor};
 use rand::{RngExt, SeedableRng};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -226,7 +226,7 @@ fn random_shapes_dtypes_and_parameters_never_panic() {
         let op = &ops[rng.random_range(0..ops.len())];
         // Mostly plausible calls (right arity, rank-1 f32 of one length), sometimes anything.
         let plausible = rng.random_bool(0.7);
-        let n_in = if plausible { op.plan.n_inputs() } else { rng.random_range(0..4usize) };
+        let n_in = if plausible { op.contract().signature.inputs().count() } else { rng.random_range(0..4usize) };
         let len = rng.random_range(0..40usize);
         let inputs: Vec<Tensor> = (0..n_in)
             .map(|_| {
@@ -241,7 +241,7 @@ fn random_shapes_dtypes_and_parameters_never_panic() {
             })
             .collect();
         let refs: Vec<&Tensor> = inputs.iter().collect();
-        let declared: Vec<op_runtime::DType> = op.contract.signature.params().map(|p| p.dtype).collect();
+        let declared: Vec<op_runtime::DType> = op.contract().signature.params().map(|p| p.dtype).collect();
         let params: Vec<Scalar> = if plausible {
             declared
                 .iter()
@@ -257,18 +257,18 @@ fn random_shapes_dtypes_and_parameters_never_panic() {
                 })
                 .collect()
         };
-        let h = r.lookup(&op.id).unwrap();
+        let h = r.lookup(&op.id()).unwrap();
         let backend = backends[rng.random_range(0..backends.len())];
         let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.call_with(&refs, &params, CallOptions::on(backend))));
         match res {
             Ok(Ok(_)) => ok += 1,
             Ok(Err(e)) => {
-                assert!(e.to_string().contains(&op.id), "error does not name the op: {e}");
+                assert!(e.to_string().contains(&op.id()), "error does not name the op: {e}");
                 err += 1
             }
             Err(_) => panic!(
                 "dispatch panicked on {} ({backend}) with {:?} / {:?}",
-                op.id,
+                op.id(),
                 inputs.iter().map(|t| (t.dtype(), t.shape().to_vec())).collect::<Vec<_>>(),
                 params
             ),
@@ -491,7 +491,7 @@ fn a_kernel_rejected_by_conformance_is_passed_over_by_default_and_reached_only_e
     assert!(mark.contains("rejected by conformance") && mark.contains("CallOptions::on(BackendKind::Cpu)"), "{mark}");
     assert!(forced.provenance.to_string().contains("REJECTED KERNEL RAN"), "{}", forced.provenance);
     let json = serde_json::to_string(&forced.provenance).unwrap();
-    assert_eq!(serde_json::from_str::<op_runtime::core::provenance::ProvenanceEntry>(&json).unwrap(), forced.provenance);
+    assert_eq!(serde_json::from_str::<op_runtime::provenance::ProvenanceEntry>(&json).unwrap(), forced.provenance);
     // A per-op setting is an explicit choice too.
     r.set_op_backend(&h, Some(BackendKind::Cpu));
     let set = h.call(&[&x], &[]).unwrap();
@@ -569,7 +569,7 @@ fn builtin_tanh_keeps_the_sign_of_zero_on_every_backend() {
     let mut ran = Vec::new();
     for h in tanh.instances() {
         let op = h.op();
-        let dtype = op.contract.signature.outputs[0].dtype;
+        let dtype = op.contract().signature.outputs[0].dtype;
         // Zeros of both signs in every lane position of a vector body and its tail.
         let zeros: Vec<f64> = (0..37).map(|i| if i % 2 == 0 { -0.0 } else { 0.0 }).collect();
         let x = Tensor::from_f64(dtype, [zeros.len()], &zeros).unwrap();

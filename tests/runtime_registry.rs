@@ -1,7 +1,7 @@
 //! Registry: identity, idempotent and concurrent registration, conflicting content, verified
 //! replacement, deterministic names across processes.
 
-use op_runtime::core::error::KernelRegistrationError;
+use op_runtime::KernelRegistrationError;
 use op_runtime::{op, BackendKind, CallOptions, Real, Registry, Scalar, Tensor};
 use std::sync::Arc;
 
@@ -39,7 +39,7 @@ fn identical_content_is_an_idempotent_no_op() {
     let r = Registry::new();
     let h1 = r.register(&affine_a::DECL).unwrap();
     let h2 = r.register(&affine_a::DECL).unwrap();
-    assert_eq!(h1.op().hash, h2.op().hash);
+    assert_eq!(h1.op().hash(), h2.op().hash());
     assert!(Arc::ptr_eq(&h1.op(), &h2.op()), "the same registered entry is returned");
     assert_eq!(r.ops().len(), 1);
 }
@@ -68,10 +68,10 @@ fn replace_is_verified_by_the_very_next_call_through_an_old_handle() {
     let old = r.register(&affine_a::DECL).unwrap();
     assert_eq!(run(&old), vec![3.0, 5.0, 7.0]);
     let new = r.replace(&affine_b::DECL).unwrap();
-    assert_eq!(new.op().hash, affine_b::DECL.identity());
+    assert_eq!(*new.op().hash(), affine_b::DECL.identity());
     // The handle obtained before the replacement runs the new content on its next call.
     assert_eq!(run(&old), vec![4.0, 7.0, 10.0]);
-    assert_eq!(old.op().hash, affine_b::DECL.identity());
+    assert_eq!(*old.op().hash(), affine_b::DECL.identity());
     // Replacing something never registered is refused.
     let e = Registry::new().replace(&affine_b::DECL).unwrap_err();
     assert!(matches!(e, KernelRegistrationError::NotRegistered { .. }), "{e}");
@@ -99,12 +99,12 @@ fn eight_threads_registering_at_once_lose_nothing() {
         assert_eq!(h.join().unwrap().len(), decls.len());
     }
     // Every declaration once, and the VJP op of each whose backward declares VJP kernels.
-    let vjp_ops = r.ops().iter().filter(|o| o.vjp_of.is_some()).count();
+    let vjp_ops = r.ops().iter().filter(|o| o.is_vjp_op()).count();
     assert_eq!(r.ops().len() - vjp_ops, decls.len() + 1);
-    assert_eq!(vjp_ops, r.ops().iter().filter(|o| !o.contract.vjp_kernels().is_empty()).count());
+    assert_eq!(vjp_ops, r.ops().iter().filter(|o| !o.contract().vjp_kernels().is_empty()).count());
     for d in decls {
-        let op = op_runtime::core::op::RegisteredOp::load(d).unwrap();
-        assert_eq!(r.lookup(&op.id).unwrap().op().hash, op.hash);
+        let op = op_runtime::RegisteredOp::load(d).unwrap();
+        assert_eq!(r.lookup(&op.id()).unwrap().op().hash(), op.hash());
     }
 }
 
@@ -113,8 +113,8 @@ fn builtin_and_user_ops_share_one_registration_path() {
     let r = Registry::with_builtins();
     assert!(r.ops().len() >= 15);
     let user = r.register(&affine_a::DECL).unwrap();
-    assert_eq!(user.op().source, op_runtime::core::op::OpSource::User);
-    assert_eq!(r.lookup("builtin/add").unwrap().op().source, op_runtime::core::op::OpSource::Builtin);
+    assert_eq!(user.op().source(), op_runtime::OpSource::User);
+    assert_eq!(r.lookup("builtin/add").unwrap().op().source(), op_runtime::OpSource::Builtin);
 }
 
 const NAMES_ENV: &str = "OP_TEST_PRINT_NAMES";
@@ -124,7 +124,7 @@ fn names() -> String {
     let h = r.register(&affine_a::DECL).unwrap();
     let mut out = Vec::new();
     for op in r.ops().iter().chain(std::iter::once(&h.op())) {
-        out.push(format!("{} {} {} {}", op.id, op.kernel_name(), op.pipeline_name(), op.cache_key(BackendKind::Wgpu)));
+        out.push(format!("{} {} {} {}", op.id(), op.kernel_name(), op.pipeline_name(), op.cache_key(BackendKind::Wgpu)));
     }
     out.join("\n")
 }
@@ -161,13 +161,13 @@ fn a_registered_op_runs_and_rejects_a_bad_parameter_type() {
 
 /// `affine_a`'s description with its contract JSON rewritten by `edit`, the identity recomputed
 /// so the only defect is the one `edit` introduces (as a hand-built description would have).
-fn hand_built(edit: impl Fn(&mut serde_json::Value)) -> &'static op_runtime::core::decl::OpDecl {
+fn hand_built(edit: impl Fn(&mut serde_json::Value)) -> &'static op_runtime::OpDecl {
     let d = &affine_a::DECL;
     let mut v: serde_json::Value = serde_json::from_str(d.contract_json).unwrap();
     edit(&mut v);
     let json: &'static str = Box::leak(v.to_string().into_boxed_str());
     let hash = op_contract::identity::identity(json, d.body_tokens, &[]);
-    Box::leak(Box::new(op_runtime::core::decl::OpDecl { contract_json: json, hash, ..*d }))
+    Box::leak(Box::new(op_runtime::OpDecl { contract_json: json, hash, ..*d }))
 }
 
 #[test]

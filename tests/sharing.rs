@@ -9,13 +9,14 @@
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
-use op_runtime::core::decl::OpDecl;
-use op_runtime::core::op::OpSource;
-use op_runtime::core::op::RegisteredOp;
-use op_runtime::core::receipt::Receipt;
-use op_runtime::core::trust::TrustList;
-use op_runtime::verify::conformance::conform;
-use op_runtime::verify::sharing::{blob_hash, IndexEntry, LocalDevices, Missing, OpCard, SharingError, Store};
+use op_runtime::conformance::conform;
+use op_runtime::receipt::Receipt;
+use op_runtime::sharing::{blob_hash, IndexEntry, LocalDevices, Missing, OpCard, SharingError, Store};
+use op_runtime::testing::with_edited_contract;
+use op_runtime::trust::TrustList;
+use op_runtime::OpDecl;
+use op_runtime::OpSource;
+use op_runtime::RegisteredOp;
 use op_runtime::{op, BackendKind, DType, OpHandle, Real, Registry};
 use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -109,7 +110,7 @@ fn handle(decl: &'static OpDecl) -> OpHandle {
     Registry::new().register(decl).expect("registers")
 }
 
-fn verified_here(loaded: &op_runtime::verify::sharing::LoadedCard) -> bool {
+fn verified_here(loaded: &op_runtime::sharing::LoadedCard) -> bool {
     loaded.verified(BackendKind::Reference, &LocalDevices::host(), &TrustList::new())
 }
 
@@ -182,16 +183,14 @@ fn the_private_example_median_is_refused_with_a_typed_error() {
 fn unlicensed_and_undescribed_ops_are_refused() {
     let t = TempStore::new("metadata");
     // The macro refuses both at compile time; the store re-checks what it is handed.
-    let mut op = RegisteredOp::load(&double_a::DECL).unwrap();
-    op.contract.license = None;
+    let op = with_edited_contract(&double_a::DECL, |c| c.license = None).unwrap();
     assert_eq!(t.store.publish(&op, &[]).unwrap_err(), SharingError::NoLicense { op: "test/sharing/double@1".into() });
-    op.contract.license = Some("MIT AND Nonsense-9".into());
+    let op = with_edited_contract(&double_a::DECL, |c| c.license = Some("MIT AND Nonsense-9".into())).unwrap();
     let e = t.store.publish(&op, &[]).unwrap_err();
     assert!(matches!(&e, SharingError::BadLicense { op, .. } if op == "test/sharing/double@1"), "{e}");
     assert!(e.to_string().contains("not a valid SPDX expression"), "{e}");
     // A public op without a doc comment: the macro refuses it, so make the workspace one public.
-    let mut op = RegisteredOp::load(&undocumented::DECL).unwrap();
-    op.contract.visibility = serde_json::from_str("\"public\"").unwrap();
+    let op = with_edited_contract(&undocumented::DECL, |c| c.visibility = serde_json::from_str("\"public\"").unwrap()).unwrap();
     let e = t.store.publish(&op, &[]).unwrap_err();
     assert_eq!(
         e,
@@ -214,9 +213,11 @@ fn a_public_op_is_refused_with_the_list_of_what_it_lacks_and_a_complete_one_publ
     // reference receipt.
     let h = handle(&bare::DECL);
     let reference = reference_receipt(&h);
-    let mut op = RegisteredOp::load(&bare::DECL).unwrap();
-    op.contract.visibility = serde_json::from_str("\"public\"").unwrap();
-    op.contract.license = None;
+    let op = with_edited_contract(&bare::DECL, |c| {
+        c.visibility = serde_json::from_str("\"public\"").unwrap();
+        c.license = None;
+    })
+    .unwrap();
     let e = t.store.publish(&op, std::slice::from_ref(&reference)).unwrap_err();
     let all = vec![Missing::License, Missing::Description, Missing::ParameterDocs(vec!["factor".into()]), Missing::KernelReceipt];
     assert_eq!(e, SharingError::BelowPublicBar { op: "test/sharing/bare@1".into(), missing: all });
@@ -254,8 +255,8 @@ fn a_public_op_is_refused_with_the_list_of_what_it_lacks_and_a_complete_one_publ
     t.store.publish(&builtin_add(), &[cpu_receipt("builtin/add")]).expect("a built-in meets the bar");
     // Every built-in meets the rest of the bar (licence, description, parameters documented):
     // without receipts, the kernel receipt is all it lacks.
-    for b in op_runtime::registry().ops().iter().filter(|o| o.id.starts_with("builtin/") && o.vjp_of.is_none()) {
-        assert_eq!(op_runtime::verify::sharing::public_bar(b, &[]), vec![Missing::KernelReceipt], "{}", b.id);
+    for b in op_runtime::registry().ops().iter().filter(|o| o.id().starts_with("builtin/") && !o.is_vjp_op()) {
+        assert_eq!(op_runtime::sharing::public_bar(b, &[]), vec![Missing::KernelReceipt], "{}", b.id());
     }
 }
 
@@ -272,10 +273,10 @@ fn publish_then_load_round_trips_and_republishing_is_idempotent() {
     assert!(index.ends_with("cards/test~sharing~median@1.json"), "{}", index.display());
 
     let loaded = t.store.load("test/sharing/median@1").unwrap();
-    assert_eq!(loaded.contract, op.contract);
-    assert_eq!(loaded.contract_json, op.decl.contract_json);
-    assert_eq!(loaded.body_tokens, op.decl.body_tokens);
-    assert_eq!(loaded.kernels[0].source, op.decl.kernels[0].source);
+    assert_eq!(&loaded.contract, op.contract());
+    assert_eq!(loaded.contract_json, op.decl().contract_json);
+    assert_eq!(loaded.body_tokens, op.decl().body_tokens);
+    assert_eq!(loaded.kernels[0].source, op.decl().kernels[0].source);
     assert_eq!(loaded.kernels[1].headers.len(), 1);
     assert!(!verified_here(&loaded), "published without a receipt");
 
@@ -335,8 +336,8 @@ fn a_consistent_index_over_other_content_fails_the_identity_check() {
     // Swap in the other body through a well-formed blob: every blob matches its name.
     let path = t.store.index_path("test/sharing/double@1").unwrap();
     let mut index = t.store.load("test/sharing/double@1").unwrap().index;
-    let body = blob_hash(other.decl.body_tokens.as_bytes());
-    std::fs::write(t.store.blob_path(&body), other.decl.body_tokens).unwrap();
+    let body = blob_hash(other.decl().body_tokens.as_bytes());
+    std::fs::write(t.store.blob_path(&body), other.decl().body_tokens).unwrap();
     index.body = body;
     std::fs::write(&path, serde_json::to_string(&index).unwrap()).unwrap();
     let e = t.store.load("test/sharing/double@1").unwrap_err();
@@ -395,7 +396,7 @@ fn a_builtin_publishes_and_loads_with_source_builtin() {
     t.store.publish(&add, &[cpu_receipt("builtin/add")]).unwrap();
     let loaded = t.store.load("builtin/add@1").unwrap();
     assert_eq!(loaded.source(), OpSource::Builtin);
-    assert_eq!(loaded.card.description, add.decl.description);
+    assert_eq!(loaded.card.description, add.decl().description);
     assert_eq!(loaded.card.kernels[0].path, "kernels/add.wgsl");
     assert!(loaded.card.to_string().contains("[builtin, public, licence MIT OR Apache-2.0]"), "{}", loaded.card);
 }
@@ -461,7 +462,7 @@ fn eight_threads_by_thirty_rounds_lose_no_receipt_and_no_card() {
                     let r = variant(base, &format!("thread {th} round {round}"));
                     store.publish(op, &[r]).unwrap_or_else(|e| panic!("thread {th} round {round}: {e}"));
                     let receipts = std::slice::from_ref(receipt);
-                    store.publish(builtin, receipts).unwrap_or_else(|e| panic!("thread {th} round {round}: {}: {e}", builtin.id));
+                    store.publish(builtin, receipts).unwrap_or_else(|e| panic!("thread {th} round {round}: {}: {e}", builtin.id()));
                 }
             });
         }
@@ -472,7 +473,7 @@ fn eight_threads_by_thirty_rounds_lose_no_receipt_and_no_card() {
     assert_eq!(tags.len(), THREADS * ROUNDS, "missing: {:?}", want.difference(&tags).take(5).collect::<Vec<_>>());
     assert_eq!(tags, want);
     for (b, _) in &builtins {
-        t.store.load(&b.id).unwrap_or_else(|e| panic!("{}: {e}", b.id));
+        t.store.load(&b.id()).unwrap_or_else(|e| panic!("{}: {e}", b.id()));
     }
     let stray: Vec<PathBuf> = store_files(&t.dir).into_iter().filter(|p| p.to_string_lossy().contains(".tmp-")).collect();
     assert!(stray.is_empty(), "temporary files left behind: {stray:?}");
@@ -678,9 +679,9 @@ fn repair_rebuilds_lost_and_corrupt_index_entries_from_the_blobs() {
     let double = RegisteredOp::load(&double_a::DECL).unwrap();
     let add_receipt = cpu_receipt("builtin/add");
     for op in [&median, &add, &double] {
-        let receipts = if op.id == median.id {
+        let receipts = if op.id() == median.id() {
             std::slice::from_ref(&receipt)
-        } else if op.id == add.id {
+        } else if op.id() == add.id() {
             std::slice::from_ref(&add_receipt)
         } else {
             &[]
@@ -825,7 +826,7 @@ fn restore_card(store: &Store, index: &IndexEntry, card: &str) {
 /// cannot forge another line of the card.
 #[test]
 fn a_card_edited_in_any_field_is_refused_and_an_edited_description_is_shown_unverified() {
-    use op_runtime::core::trust::SigningKey;
+    use op_runtime::trust::SigningKey;
     let t = TempStore::new("edited");
     // `builtin/add`: dtype variables (instances, cpu instances, kernel instances), WGSL and CUDA
     // kernels with entries, VJP kernels, a header.

@@ -63,7 +63,8 @@ pub fn nine(x: &[u32]) -> (Vec<u32>, Vec<u32>, Vec<u32>, Vec<u32>, Vec<u32>, Vec
     backward = vjp(rowsum_vjp),
 )]
 pub fn rowsum<T: Real>(a: &[T], s: u32, m: usize, k: usize) -> Vec<T> {
-    (0..m).map(|r| a[r * k..(r + 1) * k].iter().fold(T::zero(), |acc, v| acc + *v) * T::from_f64(s as f64)).collect()
+    // Summed and scaled in f64, rounded once (`accum` holds the reference to its bound too).
+    (0..m).map(|r| T::from_f64(a[r * k..(r + 1) * k].iter().map(|v| v.to_f64()).sum::<f64>() * s as f64)).collect()
 }
 
 /// Its VJP: each element's gradient is its row's cotangent times `s`.

@@ -3,8 +3,8 @@
 //! `TooLarge`, and a shape that does not match the data given is `ShapeMismatch` (the call path
 //! refuses such outputs too: `tests/runtime_dispatch.rs`).
 
-use op_runtime::core::error::TensorError;
-use op_runtime::core::tensor::Data;
+use op_runtime::Data;
+use op_runtime::TensorError;
 use op_runtime::{DType, Tensor};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

@@ -6,10 +6,10 @@
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
-use op_runtime::core::graph::{Graph, GraphError};
-use op_runtime::core::provenance::ProvenanceRecord;
-use op_runtime::train::optim::Sgd;
-use op_runtime::train::tape::{BufferKind, Tape, TapeError, Var};
+use op_runtime::graph::{Graph, GraphError};
+use op_runtime::provenance::ProvenanceRecord;
+use op_runtime::train::Sgd;
+use op_runtime::train::{BufferKind, Tape, TapeError, Var};
 use op_runtime::{op, BackendKind, CallOptions, DType, Real, Registry, Scalar, Tensor};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -269,11 +269,11 @@ fn every_run_yields_a_provenance_record_where_user_and_builtin_ops_look_alike() 
     let names = ["builtin/conv1d", "user/example/windowed_median", "builtin/mse_loss"];
     for name in names {
         let h = ok(reg.lookup(name));
-        receipts.push(ok(op_runtime::verify::conformance::conform(&h, BackendKind::Reference)));
+        receipts.push(ok(op_runtime::conformance::conform(&h, BackendKind::Reference)));
     }
     for name in names.iter().rev() {
         let v = ok(reg.lookup(name)).vjp_op().expect("the op declares VJP kernels");
-        receipts.push(ok(op_runtime::verify::conformance::conform(&v, BackendKind::Reference)));
+        receipts.push(ok(op_runtime::conformance::conform(&v, BackendKind::Reference)));
     }
     d.tape.present_receipts(receipts.clone());
     let (_, prov) = train(&mut d, n, 1);

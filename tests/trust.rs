@@ -8,12 +8,12 @@ mod common;
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
-use op_runtime::core::device::{fingerprint, DeviceProfile};
-use op_runtime::core::provenance::ProvenanceRecord;
-use op_runtime::core::receipt::{Attestation, Receipt, ReceiptError};
-use op_runtime::core::trust::{SigningKey, TrustList};
-use op_runtime::verify::conformance::conform;
-use op_runtime::verify::sharing::{IndexEntry, LocalDevices, OpCard, Store, Trust};
+use op_runtime::conformance::conform;
+use op_runtime::device::{fingerprint, DeviceProfile};
+use op_runtime::provenance::ProvenanceRecord;
+use op_runtime::receipt::{Attestation, Receipt, ReceiptError};
+use op_runtime::sharing::{IndexEntry, LocalDevices, OpCard, Store, Trust};
+use op_runtime::trust::{SigningKey, TrustList};
 use op_runtime::{op, BackendKind, CallOptions, OpHandle, Real, Registry, Scalar, Tensor};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -323,6 +323,10 @@ fn mutate(text: &str, rng: &mut Rng) -> String {
         return String::new();
     }
     let mut b = text.as_bytes().to_vec();
+    if b.is_empty() {
+        // A truncation left nothing to mutate: start again from a nasty string.
+        return NASTY[rng.below(NASTY.len())].to_string();
+    }
     let at = rng.below(b.len());
     match rng.below(6) {
         // (an input mutated to nothing has no byte to flip)

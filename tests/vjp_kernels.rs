@@ -13,8 +13,8 @@ mod common;
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
 
+use op_runtime::conformance;
 use op_runtime::testing::assert_vjp_conformance_rejected;
-use op_runtime::verify::conformance;
 use op_runtime::{op, BackendKind, CallOptions, Real, Registry, Scalar, Tensor};
 
 /// The broken VJPs share the good op's contract, reference and rule; only the VJP kernel differs.
@@ -88,8 +88,8 @@ fn xg_case(h: &op_runtime::OpHandle, x: Vec<f32>, g: Vec<f32>) -> conformance::C
         family: "subnormal intermediates (hand-made)",
         pattern: conformance::Pattern::Edge,
         seed: 0,
-        shape: conformance::cases::Shape { syms: vec![x.len() as i128], float_params: vec![] },
-        sym_names: op.plan.syms.clone(),
+        shape: conformance::CaseShape { syms: vec![x.len() as i128], float_params: vec![] },
+        sym_names: op.symbols().to_vec(),
         inputs: vec![Tensor::vector(x), Tensor::vector(g)],
         params: vec![],
         param_names: vec![],
@@ -156,12 +156,12 @@ fn the_median_vjp_op_is_the_rule_with_the_declared_kernels() {
     let v = vjp_op();
     let op = v.op();
     assert_eq!(v.id(), "user/example/windowed_median/vjp@1");
-    let args: Vec<&str> = op.contract.signature.args.iter().map(|a| a.name()).collect();
+    let args: Vec<&str> = op.contract().signature.args.iter().map(|a| a.name()).collect();
     assert_eq!(args, ["x", "w", "d_out"]);
-    assert_eq!(op.contract.signature.outputs[0].name, "d_x");
-    assert_eq!(op.contract.kernels.len(), 2, "the WGSL and the CUDA VJP kernels");
+    assert_eq!(op.contract().signature.outputs[0].name, "d_x");
+    assert_eq!(op.contract().kernels.len(), 2, "the WGSL and the CUDA VJP kernels");
     let forward = Registry::new().register(&median::windowed_median::DECL).unwrap().op();
-    assert_ne!(op.hash, forward.hash, "the VJP op has its own identity");
+    assert_ne!(op.hash(), forward.hash(), "the VJP op has its own identity");
 }
 
 #[test]
@@ -245,8 +245,8 @@ fn the_builtin_vjp_kernels_conform_where_they_run() {
         .into_iter()
         .filter(|k| if *k == BackendKind::Wgpu { common::wgpu_available() } else { common::cuda_available() })
         .collect();
-    for op in r.ops().iter().filter(|o| o.id.starts_with("builtin/") && !o.id.contains("/vjp@")) {
-        let Some(v) = r.lookup(&op.id).expect("registered").vjp_op() else { continue };
+    for op in r.ops().iter().filter(|o| o.id().starts_with("builtin/") && !o.id().contains("/vjp@")) {
+        let Some(v) = r.lookup(&op.id()).expect("registered").vjp_op() else { continue };
         let v = v.at(&[op_runtime::DType::f32]).expect("f32 instance");
         for kind in &kinds {
             let receipt = conformance::conform(&v, *kind).unwrap_or_else(|e| panic!("{kind}: {e}"));
@@ -260,8 +260,8 @@ fn the_builtin_vjp_kernels_conform_where_they_run() {
 /// kernel; the VJP op's own card trusts them from its own receipts.
 #[test]
 fn a_card_lists_vjp_kernels_apart_and_the_vjp_ops_card_trusts_them() {
-    use op_runtime::core::trust::TrustList;
-    use op_runtime::verify::sharing::{LocalDevices, OpCard};
+    use op_runtime::sharing::{LocalDevices, OpCard};
+    use op_runtime::trust::TrustList;
     let h = Registry::new().register(&median::windowed_median::DECL).expect("registers");
     let f32s = [op_runtime::DType::f32];
     let reference = conformance::conform(&h.at(&f32s).expect("f32"), BackendKind::Reference).expect("conforms");

@@ -72,5 +72,5 @@ pub fn machine() -> String {
     let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let load =
         std::fs::read_to_string("/proc/loadavg").ok().and_then(|t| t.split_whitespace().next().map(str::to_string)).unwrap_or_default();
-    format!("{model}, {cpus} logical CPUs, kernels on {:?}, load average {load}", op_runtime::backends::cpu::simd::Isa::detect())
+    format!("{model}, {cpus} logical CPUs, kernels on {:?}, load average {load}", op_runtime::cpu::simd::Isa::detect())
 }

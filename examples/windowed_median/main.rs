@@ -10,13 +10,13 @@
 
 mod median;
 
-use op_runtime::backends::cuda::engine::CudaEngine;
-use op_runtime::backends::wgpu::engine::WgpuEngine;
-use op_runtime::core::receipt::Receipt;
+use op_runtime::conformance::{conform_all, ConformanceFailure};
+use op_runtime::cuda::CudaEngine;
 use op_runtime::gradcheck;
-use op_runtime::train::optim::Sgd;
-use op_runtime::train::tape::{human_bytes, SharedDevice, Tape};
-use op_runtime::verify::conformance::{conform_all, ConformanceFailure};
+use op_runtime::receipt::Receipt;
+use op_runtime::train::Sgd;
+use op_runtime::train::{human_bytes, SharedDevice, Tape};
+use op_runtime::wgpu::WgpuEngine;
 use op_runtime::{BackendKind, DType, OpHandle, Registry, Scalar, Tensor};
 use std::time::Instant;
 
@@ -161,12 +161,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let registry = op_runtime::registry();
     let median = registry.register(&median::windowed_median::DECL)?;
     let op = median.op();
-    println!("op       : {} ({:?} op, registered like any built-in)", op.id, op.source);
+    println!("op       : {} ({:?} op, registered like any built-in)", op.id(), op.source());
     println!("identity : {}", op.hash_hex());
 
     // 1. Conformance on every backend compiled in: the kernel is trusted only as far as it
     //    matches the reference on engine-generated cases.
-    println!("\nconformance of {} (engine-generated cases, every backend):", op.id);
+    println!("\nconformance of {} (engine-generated cases, every backend):", op.id());
     let mut receipts = conform(&median, true);
     let conv = registry.lookup("builtin/conv1d")?;
     let mse = registry.lookup("builtin/mse_loss")?;
@@ -275,10 +275,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// (wgpu's shared engine and CUDA's; one that is not available adds nothing).
 fn gpu_bytes() -> u64 {
     let mut total = 0;
-    if let Ok(e) = op_runtime::backends::wgpu::engine::WgpuEngine::shared() {
+    if let Ok(e) = op_runtime::wgpu::WgpuEngine::shared() {
         total += e.transfers().tensor_bytes();
     }
-    if let Ok(e) = op_runtime::backends::cuda::engine::CudaEngine::shared() {
+    if let Ok(e) = op_runtime::cuda::CudaEngine::shared() {
         total += e.transfers().tensor_bytes();
     }
     total

@@ -22,14 +22,14 @@
 //!
 //! The path split at 7 was chosen by measurement.
 //!
-//! [`par`]: op_runtime::backends::cpu::par
-//! [`simd`]: op_runtime::backends::cpu::simd
+//! [`par`]: op_runtime::cpu::par
+//! [`simd`]: op_runtime::cpu::simd
 
 #[path = "median_net.rs"]
 mod median_net;
 
-use op_runtime::backends::cpu::par::for_each_chunk;
-use op_runtime::backends::cpu::simd::{key, unkey, Isa, Vf, Vi};
+use op_runtime::cpu::par::for_each_chunk;
+use op_runtime::cpu::simd::{key, unkey, Isa, Vf, Vi};
 use op_runtime::with_isa;
 
 /// Outputs per chunk handed to a thread (at least; see [`for_each_chunk`]).

@@ -53,6 +53,13 @@ pub struct Contract {
     /// empty, so contracts without one keep their encoding (and identity).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub domain: Vec<Domain>,
+    /// Declared magnitudes (`magnitude(x: 1e-3..30)`): the range of `|value|` a float tensor
+    /// input is meant for. Gradcheck draws that input's values there (log-uniform, both signs,
+    /// inside its domain) instead of its default ladder; conformance ignores it (its edge cases
+    /// stay). Absent from the JSON when empty, so contracts without one keep their encoding
+    /// (and identity).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub magnitude: Vec<Magnitude>,
 }
 
 impl Contract {
@@ -64,6 +71,11 @@ impl Contract {
     /// The declared domain of the tensor input `input`, if any.
     pub fn domain_of(&self, input: &str) -> Option<&Domain> {
         self.domain.iter().find(|d| d.input == input)
+    }
+
+    /// The declared magnitude range of the tensor input `input`, if any.
+    pub fn magnitude_of(&self, input: &str) -> Option<&Magnitude> {
+        self.magnitude.iter().find(|m| m.input == input)
     }
 
     /// Whether NaN values are in the contract for the tensor input `input`: always unless the
@@ -767,6 +779,44 @@ pub struct DomainBound {
     pub inclusive: bool,
 }
 
+/// The declared magnitude range of one float tensor input (`magnitude(x: 1e-3..30)`): gradcheck
+/// draws its values with `lo <= |v| <= hi` (log-uniform, both signs, inside the domain).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Magnitude {
+    /// The tensor input's name.
+    pub input: String,
+    /// The smallest magnitude (finite, above 0).
+    pub lo: f64,
+    /// The largest magnitude (finite, at least `lo`).
+    pub hi: f64,
+}
+
+impl Magnitude {
+    /// Whether the range is well formed: `0 < lo <= hi`, both finite.
+    pub fn is_valid(&self) -> bool {
+        self.lo > 0.0 && self.lo <= self.hi && self.hi.is_finite()
+    }
+
+    /// Whether some value of `domain` (every value where `None`) has a magnitude in the range.
+    pub fn meets(&self, domain: Option<&Domain>) -> bool {
+        let Some(d) = domain else { return true };
+        let lo = d.lo.map_or(f64::NEG_INFINITY, |b| b.value);
+        let hi = d.hi.map_or(f64::INFINITY, |b| b.value);
+        // The range is `[-hi, -lo]` and `[lo, hi]`: each meets the domain's interval where
+        // their intersection is not empty (a bound the domain excludes counts only inside).
+        [(-self.hi, -self.lo), (self.lo, self.hi)].iter().any(|&(a, b)| {
+            let (x, y) = (a.max(lo), b.min(hi));
+            x < y || (x == y && d.contains(x))
+        })
+    }
+}
+
+impl fmt::Display for Magnitude {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {:e}..{:e}", self.input, self.lo, self.hi)
+    }
+}
+
 /// The declared domain of one float tensor input: every element lies in an interval, compared
 /// in IEEE arithmetic (so NaN lies outside every domain), e.g. `domain(x > 0)` for `log`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -926,6 +976,21 @@ impl Access {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_magnitude_range_meets_a_domain_on_either_side_of_zero() {
+        let b = |value, inclusive| Some(DomainBound { value, inclusive });
+        let d = |lo, hi| Domain { input: "x".into(), lo, hi };
+        let m = |lo, hi| Magnitude { input: "x".into(), lo, hi };
+        assert!(m(1e-3, 10.0).meets(None));
+        assert!(m(1e-3, 10.0).meets(Some(&d(b(0.0, false), None))));
+        assert!(m(1e-3, 10.0).meets(Some(&d(None, b(-5.0, true)))), "the negative side counts");
+        assert!(!m(10.0, 100.0).meets(Some(&d(b(0.0, false), b(1.0, false)))));
+        assert!(m(1.0, 2.0).meets(Some(&d(b(2.0, true), None))), "an inclusive end meets");
+        assert!(!m(1.0, 2.0).meets(Some(&d(b(2.0, false), None))), "an exclusive end does not");
+        assert!(m(1e-3, 10.0).is_valid() && !m(0.0, 1.0).is_valid() && !m(2.0, 1.0).is_valid());
+        assert_eq!(m(1e-3, 30.0).to_string(), "x: 1e-3..3e1");
+    }
     use super::*;
 
     /// A left-deep sum `n + n + ... + n` of the given depth.
@@ -959,6 +1024,7 @@ mod tests {
             subgradient: None,
             signed_zero: Default::default(),
             domain: vec![],
+            magnitude: vec![],
             nan: None,
             cpu: None,
             cpu_dtypes: vec![],

@@ -226,6 +226,7 @@ mod tests {
             visibility: Visibility::Private,
             signed_zero: Default::default(),
             domain: vec![],
+            magnitude: vec![],
         }
     }
 

@@ -408,6 +408,61 @@ impl<'a> Space<'a> {
         }
     }
 
+    /// The smallest admissible dims for the given parameter values with the dims of `empty`
+    /// (a bit per dim, in slot order) at 0 and every other dim at least `floor` (at least 1):
+    /// one binding per pattern of empty and non-empty dims, found like [`Space::smallest`].
+    pub fn smallest_with_empty(&self, params: &[(usize, i128)], empty: u64, floor: i128, caps: Caps) -> Option<Vec<i128>> {
+        let n = self.n_dims;
+        let floor = floor.max(1);
+        let is_empty = |k: usize| k < 64 && empty >> k & 1 == 1;
+        let mut values = vec![0i128; self.syms.len()];
+        for (k, v) in params {
+            values[*k] = *v;
+        }
+        let start = [floor, 2, 3, 4, 8, 16, 32, 64, 128, 256].into_iter().filter(|d| *d >= floor).find(|d| {
+            (0..n).for_each(|k| values[k] = if is_empty(k) { 0 } else { *d });
+            self.admissible(&values, caps)
+        })?;
+        (0..n).for_each(|k| values[k] = if is_empty(k) { 0 } else { start });
+        loop {
+            let mut changed = false;
+            for k in (0..n).filter(|k| !is_empty(*k)) {
+                while values[k] > floor {
+                    values[k] -= 1;
+                    if self.admissible(&values, caps) {
+                        changed = true;
+                    } else {
+                        values[k] += 1;
+                        break;
+                    }
+                }
+            }
+            if !changed {
+                return Some(values);
+            }
+        }
+    }
+
+    /// Every pattern of empty and non-empty dims the constraints admit: for each non-empty
+    /// subset of the dims held at 0 (all of them included; none is the smallest non-empty
+    /// binding, which [`Space::smallest`] gives), the first parameter combination of `combos`
+    /// that admits it, with the other dims at 2 or more (`floor` 2, so that a non-empty dim is
+    /// not only ever 1) and at their smallest (`floor` 1), in that order. At most 2^12 subsets
+    /// are tried.
+    pub fn empty_patterns(&self, combos: &[Vec<(usize, i128)>], caps: Caps) -> Vec<Vec<i128>> {
+        let n = self.n_dims.min(12);
+        let mut out: Vec<Vec<i128>> = Vec::new();
+        for empty in 1u64..(1u64 << n) {
+            for floor in [2, 1] {
+                let found = combos.iter().find_map(|c| self.smallest_with_empty(c, empty, floor, caps));
+                if let Some(v) = found.filter(|v| !out.contains(v)) {
+                    out.push(v);
+                }
+            }
+        }
+        out
+    }
+
     /// One random draw of every dim and integer parameter (admissible or not); symbols in
     /// `pin` (slot, value) take the given value, free output symbols stay 0.
     pub fn draw(&self, rng: &mut Rng, how: Draw, pin: &[(usize, i128)]) -> Vec<i128> {
@@ -594,6 +649,34 @@ mod tests {
         assert_eq!(s.boundary_values(DType::u32), vec![0, 1, 2, 3, 30, 31, 32]);
         let shrunk = s.shrink_candidates(&[40, 5], CAPS);
         assert!(shrunk.contains(&vec![20, 5]) && shrunk.contains(&vec![40, 3]) && shrunk.iter().all(|v| s.admissible(v, CAPS)));
+    }
+
+    /// A row-wise op over `x: f32[rows, cols]`: every pattern of empty dims, the inner one
+    /// empty beside a non-empty outer one included (`[1, 0]` and `[2, 0]`), unless a constraint
+    /// refuses it (`cols >= 1`).
+    #[test]
+    fn every_pattern_of_empty_and_non_empty_dims_is_sampled() {
+        let rows = sig(vec![t("x", vec![sym("rows"), sym("cols")])], vec![], vec![sym("rows"), sym("cols")]);
+        let s = Space::new(&rows);
+        let got = s.empty_patterns(&s.boundary_combos(64), CAPS);
+        for want in [[0, 1], [0, 2], [1, 0], [2, 0], [0, 0]] {
+            assert!(got.contains(&want.to_vec()), "{want:?} missing from {got:?}");
+        }
+        assert!(got.iter().all(|v| s.admissible(v, CAPS) && v.contains(&0)), "{got:?}");
+        let mut refusing = rows.clone();
+        refusing.constraints.push(Constraint { terms: vec![Expr::Lit(1), sym("cols")], ops: vec![CmpOp::Le] });
+        let s = Space::new(&refusing);
+        assert_eq!(s.empty_patterns(&s.boundary_combos(64), CAPS), vec![vec![0, 2], vec![0, 1]], "cols >= 1 admits only empty rows");
+        // The median (`w <= n`, `w >= 1`) admits no empty dim at all.
+        let med = median();
+        let s = Space::new(&med);
+        assert!(s.empty_patterns(&s.boundary_combos(64), CAPS).is_empty());
+        // matmul: all seven patterns of its three dims, each with the others at 1 and at 2.
+        let mm = matmul();
+        let s = Space::new(&mm);
+        let got = s.empty_patterns(&s.boundary_combos(64), CAPS);
+        assert!(got.contains(&vec![2, 0, 2]) && got.contains(&vec![1, 1, 0]) && got.contains(&vec![0, 0, 0]), "{got:?}");
+        assert_eq!(got.len(), 13, "6 patterns at two floors and the all-empty one: {got:?}");
     }
 
     #[test]

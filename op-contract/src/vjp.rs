@@ -132,6 +132,7 @@ mod tests {
             visibility: Visibility::Private,
             signed_zero: Default::default(),
             domain: vec![],
+            magnitude: vec![],
         }
     }
 

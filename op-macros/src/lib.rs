@@ -3,9 +3,12 @@
 
 use proc_macro::TokenStream;
 
+mod elems;
 mod expand;
 mod members;
+mod plain;
 mod shim;
+mod tokens;
 
 /// Declares a compute op: the annotated function is its **reference implementation**, the
 /// attribute its **contract**. The contract is checked at compile time (errors point at the
@@ -178,7 +181,10 @@ mod shim;
 ///   a float input's values the op is defined on (`log`); conformance and gradcheck sample only
 ///   inside it, NaN included only where the op declares a NaN policy. Without a domain, every
 ///   float input gets NaN, infinities, subnormals and signed zeros. Each interval names a float
-///   tensor input once.
+///   tensor input once. `magnitude(x: 1e-3..10)` declares the range of `|x|` an input is meant
+///   for: gradcheck draws its values there (both signs, inside the domain) instead of its
+///   default magnitudes, which narrow from 1e-3..1e3 where the outputs cannot resolve the
+///   derivative; conformance ignores it. The range must meet the input's domain.
 /// - **The reference** takes, in signature order, `&[E]` per tensor input and `E` per param,
 ///   then optionally `usize` params named after dim symbols (`m: usize`), and returns `Vec<E>`
 ///   (a tuple of `Vec`s for several outputs). Float ops should be generic over one type

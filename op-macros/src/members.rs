@@ -4,10 +4,11 @@
 //! do not admit a member fails on that member). Decides nothing: `op_spec::plan` lists the
 //! instances and which `cpu` kernel serves each.
 
-use crate::expand::{composite, dtype_tokens, option, path_span, rebase, reference_binding, respan, typed_binding, Fields, Shims};
+use crate::elems::Elems;
 use crate::shim::{shim, Invoke};
+use crate::tokens::{composite, dtype_tokens, option, path_check, reference_binding, Fields, Shims};
 use op_spec::check::Checked;
-use op_spec::contract::{Arg, DType};
+use op_spec::contract::DType;
 use op_spec::plan::{F64Path, ShimPlan};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -20,50 +21,17 @@ struct At<'a> {
     tag: String,
 }
 
+impl Elems for At<'_> {
+    fn checked(&self) -> &Checked {
+        self.c
+    }
+
+    fn elem(&self, d: DType, var: Option<&str>) -> TokenStream {
+        dtype_tokens(ShimPlan::member_elem(&self.c.contract, d, var, self.binding))
+    }
+}
+
 impl At<'_> {
-    fn elem(&self, d: DType, var: &Option<String>) -> TokenStream {
-        dtype_tokens(ShimPlan::member_elem(&self.c.contract, d, var.as_deref(), self.binding))
-    }
-
-    /// The reference's parameter types, plus `extra` trailing ones.
-    fn fn_type(&self, extra: &[TokenStream], ret: TokenStream) -> TokenStream {
-        let mut params: Vec<TokenStream> = self
-            .c
-            .contract
-            .signature
-            .args
-            .iter()
-            .map(|a| match a {
-                Arg::Tensor(t) => {
-                    let e = self.elem(t.dtype, &t.var);
-                    quote!(&[#e])
-                }
-                Arg::Param(p) => self.elem(p.dtype, &p.var),
-            })
-            .collect();
-        params.extend(self.c.reference.extra_dims.iter().map(|_| quote!(usize)));
-        params.extend(extra.iter().cloned());
-        quote!(fn(#(#params),*) -> #ret)
-    }
-
-    fn vecs<'b>(&self, items: impl Iterator<Item = (DType, &'b Option<String>)>) -> TokenStream {
-        let vs: Vec<TokenStream> = items
-            .map(|(d, v)| {
-                let e = self.elem(d, v);
-                quote!(::std::vec::Vec<#e>)
-            })
-            .collect();
-        if vs.len() == 1 {
-            vs[0].clone()
-        } else {
-            quote!((#(#vs),*))
-        }
-    }
-
-    fn outputs_type(&self) -> TokenStream {
-        self.vecs(self.c.contract.signature.outputs.iter().map(|o| (o.dtype, &o.var)))
-    }
-
     fn name(&self, base: &str) -> syn::Ident {
         format_ident!("{}_{}", base, self.tag)
     }
@@ -72,15 +40,12 @@ impl At<'_> {
 /// A shim calling user path `p` through a binding typed `fty` (rustc infers the path's type
 /// parameters from it), the type check spanned on the path.
 fn path_shim(name: &syn::Ident, p: &syn::Path, fty: TokenStream, call: &Invoke) -> TokenStream {
-    let p = rebase(p);
-    let span = path_span(&p);
-    let check = typed_binding(span, &respan(fty, span), &quote!(#p));
-    shim(name, quote!(), check, call)
+    shim(name, quote!(), path_check(p, fty).1, call)
 }
 
 /// The reference at the instance, with its type parameters named by turbofish.
 fn reference(at: &At<'_>, fname: &syn::Ident) -> TokenStream {
-    let fty = at.fn_type(&[], at.outputs_type());
+    let fty = at.reference_type();
     let vars = &at.c.contract.signature.dtype_vars;
     let targs: Vec<TokenStream> =
         at.c.reference
@@ -95,18 +60,11 @@ fn reference(at: &At<'_>, fname: &syn::Ident) -> TokenStream {
     shim(&at.name("__reference"), quote!(), check, &Invoke::reference(at.c))
 }
 
-/// The type of a VJP rule (or the VJP's `cpu` kernel) at the instance.
-fn vjp_type(at: &At<'_>) -> TokenStream {
-    let sig = &at.c.contract.signature;
-    let cots: Vec<TokenStream> = sig.outputs.iter().map(|o| at.elem(o.dtype, &o.var)).map(|e| quote!(&[#e])).collect();
-    at.fn_type(&cots, at.vecs(sig.differentiable_inputs().map(|t| (t.dtype, &t.var))))
-}
-
 /// The instance's VJP `cpu` kernel shim (the `index`-th instance), if one serves it.
 fn vjp_cpu(at: &At<'_>, index: usize, items: &mut Vec<TokenStream>) -> Option<TokenStream> {
     let p = at.c.plan.vjp_cpu_members.get(index)?.as_ref()?;
     let name = at.name("__vjp_cpu");
-    items.push(path_shim(&name, p, vjp_type(at), &Invoke::vjp(at.c)));
+    items.push(path_shim(&name, p, at.vjp_type(), &Invoke::vjp(at.c)));
     Some(quote!(#name))
 }
 
@@ -116,15 +74,13 @@ fn rules(at: &At<'_>, items: &mut Vec<TokenStream>) -> (Option<syn::Ident>, Vec<
     let sig = &at.c.contract.signature;
     let vjp = plan.vjp.as_ref().map(|p| {
         let name = at.name("__vjp");
-        items.push(path_shim(&name, p, vjp_type(at), &Invoke::vjp(at.c)));
+        items.push(path_shim(&name, p, at.vjp_type(), &Invoke::vjp(at.c)));
         name
     });
     let mut jvp = Vec::new();
     for (k, (p, t)) in plan.jvp.iter().zip(sig.differentiable_inputs()).enumerate() {
         let name = at.name(&format!("__jvp_{k}"));
-        let e = at.elem(t.dtype, &t.var);
-        let fty = at.fn_type(&[quote!(&[#e])], at.outputs_type());
-        items.push(path_shim(&name, p, fty, &Invoke::jvp(at.c)));
+        items.push(path_shim(&name, p, at.jvp_type(t), &Invoke::jvp(at.c)));
         jvp.push(name);
     }
     (vjp, jvp)
@@ -148,7 +104,7 @@ pub(crate) fn shims(c: &Checked, fname: &syn::Ident) -> Shims {
         let cpu = match plan.cpu_members.get(i) {
             Some(Some(p)) => {
                 let name = at.name("__cpu");
-                items.push(path_shim(&name, p, at.fn_type(&[], at.outputs_type()), &Invoke::reference(c)));
+                items.push(path_shim(&name, p, at.reference_type(), &Invoke::reference(c)));
                 Some(quote!(#name))
             }
             _ => None,
@@ -161,7 +117,9 @@ pub(crate) fn shims(c: &Checked, fname: &syn::Ident) -> Shims {
             let id = format_ident!("{}", d.name());
             quote!(__rt::DType::#id)
         });
-        members.push(quote!(__rt::DeclMember { dtypes: &[#(#dtypes),*], reference: #r, cpu: #cpu_t, vjp: #vjp_t, jvp: &[#(#jvp),*], vjp_cpu: #vcpu_t }));
+        members.push(
+            quote!(__rt::DeclMember { dtypes: &[#(#dtypes),*], reference: #r, cpu: #cpu_t, vjp: #vjp_t, jvp: &[#(#jvp),*], vjp_cpu: #vcpu_t }),
+        );
         first.get_or_insert((quote!(#r), cpu, vjp, jvp.iter().map(|j| quote!(#j)).collect(), vcpu));
     }
     let mut fields = Fields::default();

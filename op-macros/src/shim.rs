@@ -1,7 +1,7 @@
 //! The one shim template, shared by every op: a typed binding `__f` of the user's function (its
 //! type check against the signature, spanned on the user's path), then one call into
 //! `::op_runtime::__private` that reads each argument from its source and stores the result.
-//! The reading and storing are generic code in the runtime (`op_runtime::core::generated`),
+//! The reading and storing are generic code in the runtime (its private `generated` module),
 //! compiled once, not per op. Decides nothing: the sources follow the contract's signature.
 
 use op_spec::check::Checked;

@@ -22,17 +22,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (i >= p.n - p.m + 1u) { return; }
     var j = 0u;
     for (; j + 15u < p.m; j = j + 16u) {
-        push((((fin(x[i + j + 0u] * w[j + 0u]) + fin(x[i + j + 1u] * w[j + 1u]))
-            + (fin(x[i + j + 2u] * w[j + 2u]) + fin(x[i + j + 3u] * w[j + 3u])))
-            + ((fin(x[i + j + 4u] * w[j + 4u]) + fin(x[i + j + 5u] * w[j + 5u]))
-            + (fin(x[i + j + 6u] * w[j + 6u]) + fin(x[i + j + 7u] * w[j + 7u]))))
-            + (((fin(x[i + j + 8u] * w[j + 8u]) + fin(x[i + j + 9u] * w[j + 9u]))
-            + (fin(x[i + j + 10u] * w[j + 10u]) + fin(x[i + j + 11u] * w[j + 11u])))
-            + ((fin(x[i + j + 12u] * w[j + 12u]) + fin(x[i + j + 13u] * w[j + 13u]))
-            + (fin(x[i + j + 14u] * w[j + 14u]) + fin(x[i + j + 15u] * w[j + 15u])))));
+        push((((fin_prod(x[i + j + 0u], w[j + 0u]) + fin_prod(x[i + j + 1u], w[j + 1u]))
+            + (fin_prod(x[i + j + 2u], w[j + 2u]) + fin_prod(x[i + j + 3u], w[j + 3u])))
+            + ((fin_prod(x[i + j + 4u], w[j + 4u]) + fin_prod(x[i + j + 5u], w[j + 5u]))
+            + (fin_prod(x[i + j + 6u], w[j + 6u]) + fin_prod(x[i + j + 7u], w[j + 7u]))))
+            + (((fin_prod(x[i + j + 8u], w[j + 8u]) + fin_prod(x[i + j + 9u], w[j + 9u]))
+            + (fin_prod(x[i + j + 10u], w[j + 10u]) + fin_prod(x[i + j + 11u], w[j + 11u])))
+            + ((fin_prod(x[i + j + 12u], w[j + 12u]) + fin_prod(x[i + j + 13u], w[j + 13u]))
+            + (fin_prod(x[i + j + 14u], w[j + 14u]) + fin_prod(x[i + j + 15u], w[j + 15u])))));
     }
     for (; j < p.m; j = j + 1u) {
-        push(fin(x[i + j] * w[j]));
+        push(fin_prod(x[i + j], w[j]));
     }
     out[i] = finish(pushed());
 }

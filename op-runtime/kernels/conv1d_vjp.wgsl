@@ -25,11 +25,11 @@ var<workgroup> wflags: array<u32, 256>;
 // @include "lib/pairwise.wgsl"
 
 fn gx(t: u32, j: u32) -> f32 {
-    return fin(d_out[t - j] * w[j]);
+    return fin_prod(d_out[t - j], w[j]);
 }
 
 fn gw(i: u32, j: u32) -> f32 {
-    return fin(d_out[i] * x[i + j]);
+    return fin_prod(d_out[i], x[i + j]);
 }
 
 // d_x[t]: the products in the rule's order (outputs i = t - j ascending, so j descending).

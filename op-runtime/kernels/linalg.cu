@@ -29,10 +29,10 @@ extern "C" __global__ void matmul(const float* __restrict__ a, const float* __re
         tb[lid] = (j < n && q0 + r < k) ? b[(size_t)(q0 + r) * n + j] : 0.0f;
         __syncthreads();
         if (q0 + TILE <= k) {
-            for (unsigned int t = 0; t < TILE; ++t) prod[t] = nf.fin(__fmul_rn(ta[r * TILE + t], tb[t * TILE + c]));
+            for (unsigned int t = 0; t < TILE; ++t) prod[t] = nf.fin_prod(ta[r * TILE + t], tb[t * TILE + c]);
             acc.push(tree16(prod));
         } else {
-            for (unsigned int t = 0; q0 + t < k; ++t) acc.push(nf.fin(__fmul_rn(ta[r * TILE + t], tb[t * TILE + c])));
+            for (unsigned int t = 0; q0 + t < k; ++t) acc.push(nf.fin_prod(ta[r * TILE + t], tb[t * TILE + c]));
         }
         __syncthreads();
     }
@@ -50,9 +50,9 @@ extern "C" __global__ void conv1d(const float* __restrict__ x, const float* __re
     float prod[16];
     unsigned int j = 0;
     for (; j + 15u < m; j += 16u) {
-        for (unsigned int t = 0; t < 16u; ++t) prod[t] = nf.fin(__fmul_rn(x[i + j + t], w[j + t]));
+        for (unsigned int t = 0; t < 16u; ++t) prod[t] = nf.fin_prod(x[i + j + t], w[j + t]);
         acc.push(tree16(prod));
     }
-    for (; j < m; ++j) acc.push(nf.fin(__fmul_rn(x[i + j], w[j])));
+    for (; j < m; ++j) acc.push(nf.fin_prod(x[i + j], w[j]));
     out[i] = finish_sum(nf.flags, acc.total());
 }

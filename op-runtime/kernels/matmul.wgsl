@@ -52,20 +52,20 @@ fn main(
     var q0 = 0u;
     for (; q0 + 15u < p.k; q0 = q0 + TILE) {
         load(i, j, q0, r, c, lid);
-        push((((fin(ta[ar + 0u] * tb[0u * TILE + c]) + fin(ta[ar + 1u] * tb[1u * TILE + c]))
-            + (fin(ta[ar + 2u] * tb[2u * TILE + c]) + fin(ta[ar + 3u] * tb[3u * TILE + c])))
-            + ((fin(ta[ar + 4u] * tb[4u * TILE + c]) + fin(ta[ar + 5u] * tb[5u * TILE + c]))
-            + (fin(ta[ar + 6u] * tb[6u * TILE + c]) + fin(ta[ar + 7u] * tb[7u * TILE + c]))))
-            + (((fin(ta[ar + 8u] * tb[8u * TILE + c]) + fin(ta[ar + 9u] * tb[9u * TILE + c]))
-            + (fin(ta[ar + 10u] * tb[10u * TILE + c]) + fin(ta[ar + 11u] * tb[11u * TILE + c])))
-            + ((fin(ta[ar + 12u] * tb[12u * TILE + c]) + fin(ta[ar + 13u] * tb[13u * TILE + c]))
-            + (fin(ta[ar + 14u] * tb[14u * TILE + c]) + fin(ta[ar + 15u] * tb[15u * TILE + c])))));
+        push((((fin_prod(ta[ar + 0u], tb[0u * TILE + c]) + fin_prod(ta[ar + 1u], tb[1u * TILE + c]))
+            + (fin_prod(ta[ar + 2u], tb[2u * TILE + c]) + fin_prod(ta[ar + 3u], tb[3u * TILE + c])))
+            + ((fin_prod(ta[ar + 4u], tb[4u * TILE + c]) + fin_prod(ta[ar + 5u], tb[5u * TILE + c]))
+            + (fin_prod(ta[ar + 6u], tb[6u * TILE + c]) + fin_prod(ta[ar + 7u], tb[7u * TILE + c]))))
+            + (((fin_prod(ta[ar + 8u], tb[8u * TILE + c]) + fin_prod(ta[ar + 9u], tb[9u * TILE + c]))
+            + (fin_prod(ta[ar + 10u], tb[10u * TILE + c]) + fin_prod(ta[ar + 11u], tb[11u * TILE + c])))
+            + ((fin_prod(ta[ar + 12u], tb[12u * TILE + c]) + fin_prod(ta[ar + 13u], tb[13u * TILE + c]))
+            + (fin_prod(ta[ar + 14u], tb[14u * TILE + c]) + fin_prod(ta[ar + 15u], tb[15u * TILE + c])))));
         workgroupBarrier();
     }
     if (q0 < p.k) {
         load(i, j, q0, r, c, lid);
         for (var t = 0u; q0 + t < p.k; t = t + 1u) {
-            push(fin(ta[ar + t] * tb[t * TILE + c]));
+            push(fin_prod(ta[ar + t], tb[t * TILE + c]));
         }
     }
     if (i < p.m && j < p.n) {

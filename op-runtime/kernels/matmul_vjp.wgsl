@@ -19,12 +19,12 @@ struct Params { m: u32, k: u32, n: u32 }
 
 // d_a[i, q] = sum_j d_out[i, j] b[q, j]
 fn ta(i: u32, q: u32, j: u32) -> f32 {
-    return fin(d_out[i * p.n + j] * b[q * p.n + j]);
+    return fin_prod(d_out[i * p.n + j], b[q * p.n + j]);
 }
 
 // d_b[q, j] = sum_i a[i, q] d_out[i, j]
 fn tb(q: u32, j: u32, i: u32) -> f32 {
-    return fin(a[i * p.k + q] * d_out[i * p.n + j]);
+    return fin_prod(a[i * p.k + q], d_out[i * p.n + j]);
 }
 
 // Term `s` of gradient element (r, c): of d_a (`ta(r, c, s)`) or of d_b (`tb(r, c, s)`).

@@ -45,7 +45,8 @@ struct Pairwise {
     }
 };
 
-// Flags: 1 NaN, 2 +inf, 4 -inf (OR-ed across threads by the block reductions).
+// Flags: 1 NaN, 2 +inf, 4 -inf, 8 / 16 a positive / negative overflowed product of finite
+// factors (OR-ed across threads by the block reductions).
 struct NonFinite {
     unsigned int flags;
 
@@ -63,12 +64,28 @@ struct NonFinite {
         }
         return 0.0f;
     }
+
+    // A product: as `fin`, except that a product of two finite factors that overflows (a finite
+    // exact term) is recorded apart (8: positive, 16: negative), so that it never meets an
+    // infinite input term as an infinity of its own.
+    __device__ float fin_prod(float u, float v) {
+        float q = __fmul_rn(u, v);
+        if (isfinite(q) || !isfinite(u) || !isfinite(v)) return fin(q);
+        flags |= (__float_as_uint(q) >> 31) ? 16u : 8u;
+        return 0.0f;
+    }
 };
 
+// The exact-arithmetic result: NaN for a NaN term or both infinities, else the infinity that
+// occurs; else, from overflowed products of finite factors only, NaN for both signs or the
+// overflow's sign; else the finite sum.
 __device__ __forceinline__ float finish_sum(unsigned int flags, float s) {
     if ((flags & 1u) || (flags & 6u) == 6u) return __uint_as_float(0x7fc00000u);
     if (flags & 2u) return __uint_as_float(0x7f800000u);
     if (flags & 4u) return __uint_as_float(0xff800000u);
+    if ((flags & 24u) == 24u) return __uint_as_float(0x7fc00000u);
+    if (flags & 8u) return __uint_as_float(0x7f800000u);
+    if (flags & 16u) return __uint_as_float(0xff800000u);
     return s;
 }
 

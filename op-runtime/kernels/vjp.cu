@@ -1,5 +1,6 @@
-// VJP kernels of the built-ins (the CUDA twins of `conv1d_vjp.wgsl` and `mse_loss_vjp.wgsl`;
-// same arithmetic, same order). Products are formed with `__fmul_rn` (never fused).
+// VJP kernels of the built-ins (the CUDA twins of `conv1d_vjp.wgsl`, `mse_loss_vjp.wgsl` and
+// the others; same arithmetic, same order, except where a kernel rounds once from double, as
+// the rule does). Products are formed with `__fmul_rn` (never fused).
 #include "pairwise.cuh"
 
 #define WG 256u
@@ -22,7 +23,7 @@ extern "C" __global__ void conv1d_vjp(const float* __restrict__ x, const float* 
         if (t >= n) return;
         unsigned int last = n - m;
         unsigned int lo = t > last ? t - last : 0u;
-        for (unsigned int j = min(t, m - 1u) + 1u; j > lo; --j) acc.push(nf.fin(__fmul_rn(d_out[t - (j - 1u)], w[j - 1u])));
+        for (unsigned int j = min(t, m - 1u) + 1u; j > lo; --j) acc.push(nf.fin_prod(d_out[t - (j - 1u)], w[j - 1u]));
         d_x[t] = finish_sum(nf.flags, acc.total());
         return;
     }
@@ -35,10 +36,10 @@ extern "C" __global__ void conv1d_vjp(const float* __restrict__ x, const float* 
     float prod[16];
     unsigned int i = lo;
     for (; i + 15u < hi; i += 16u) {
-        for (unsigned int k = 0; k < 16u; ++k) prod[k] = nf.fin(__fmul_rn(d_out[i + k], x[i + k + j]));
+        for (unsigned int k = 0; k < 16u; ++k) prod[k] = nf.fin_prod(d_out[i + k], x[i + k + j]);
         acc.push(tree16(prod));
     }
-    for (; i < hi; ++i) acc.push(nf.fin(__fmul_rn(d_out[i], x[i + j])));
+    for (; i < hi; ++i) acc.push(nf.fin_prod(d_out[i], x[i + j]));
     block_tree<WG>(acc.total(), nf.flags, part, wflags);
     if (threadIdx.x == 0) d_w[j] = finish_sum(wflags[0], part[0]);
 }
@@ -49,8 +50,10 @@ extern "C" __global__ void mse_loss_vjp(const float* __restrict__ a, const float
                                         float* __restrict__ d_b, unsigned int n) {
     unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    float k = __fmul_rn(__fdiv_rn(2.0f, (float)n), d_out[0]);
-    float v = __fmul_rn(__fsub_rn(a[i], b[i]), k);
+    // In double, rounded once (the rule's f64 arithmetic): `a - b` of finite values and
+    // `(2 / n) d_out` may overflow in float where the gradient is finite.
+    double k = 2.0 * (double)d_out[0] / (double)n;
+    float v = (float)(((double)a[i] - (double)b[i]) * k);
     d_a[i] = v;
     d_b[i] = -v;
 }
@@ -117,30 +120,30 @@ extern "C" __global__ void matmul_vjp(const float* __restrict__ a, const float* 
     if (t < mk) {
         unsigned int i = t / k, q = t % k, j = 0;
         for (; j + 15u < n; j += 16u) {
-            for (unsigned int u = 0; u < 16u; ++u) prod[u] = nf.fin(__fmul_rn(d_out[i * n + j + u], b[q * n + j + u]));
+            for (unsigned int u = 0; u < 16u; ++u) prod[u] = nf.fin_prod(d_out[i * n + j + u], b[q * n + j + u]);
             acc.push(tree16(prod));
         }
-        for (; j < n; ++j) acc.push(nf.fin(__fmul_rn(d_out[i * n + j], b[q * n + j])));
+        for (; j < n; ++j) acc.push(nf.fin_prod(d_out[i * n + j], b[q * n + j]));
         d_a[t] = finish_sum(nf.flags, acc.total());
     } else if (t < mk + k * n) {
         unsigned int u = t - mk, q = u / n, j = u % n, i = 0;
         for (; i + 15u < m; i += 16u) {
-            for (unsigned int v = 0; v < 16u; ++v) prod[v] = nf.fin(__fmul_rn(a[(i + v) * k + q], d_out[(i + v) * n + j]));
+            for (unsigned int v = 0; v < 16u; ++v) prod[v] = nf.fin_prod(a[(i + v) * k + q], d_out[(i + v) * n + j]);
             acc.push(tree16(prod));
         }
-        for (; i < m; ++i) acc.push(nf.fin(__fmul_rn(a[i * k + q], d_out[i * n + j])));
+        for (; i < m; ++i) acc.push(nf.fin_prod(a[i * k + q], d_out[i * n + j]));
         d_b[u] = finish_sum(nf.flags, acc.total());
     }
 }
 
-// exp: d_x = (g h) h with h = e^(x / 2), the rule's form (see builtin::exp_vjp): e^x itself is
-// subnormal from x = -87.3, and rounding it there first, then scaling it by a large g, loses
-// up to all its bits in a normal result; h stays normal wherever the result is (expf: within
-// 2 ulp; the product within about 5).
+// exp: d_x = e^x g, in double and rounded once (as the rule: e^x alone overflows or goes
+// subnormal in float where the product is an ordinary number). For a finite x, e^x is positive
+// and finite even where double's exp is infinite (x > 709.78) or zero (x < -745.13): a zero or
+// infinite g is then the product (inf * 0 and 0 * inf would make a NaN).
 extern "C" __global__ void exp_vjp(const float* __restrict__ x, const float* __restrict__ d_out, float* __restrict__ d_x, unsigned int n) {
     ELEMENT {
-        float h = expf(__fmul_rn(x[i], 0.5f));
-        d_x[i] = __fmul_rn(__fmul_rn(d_out[i], h), h);
+        float v = x[i], g = d_out[i];
+        d_x[i] = (isfinite(v) && (g == 0.0f || isinf(g))) ? g : (float)(exp((double)v) * (double)g);
     }
 }
 

@@ -23,36 +23,148 @@
 //! # }
 //! ```
 //!
-//! The crate is built in floors, each importing only those below it (see
-//! `docs/ARCHITECTURE.md`): [`core`] (tensors, plans, the op description, registry and
-//! dispatch, the typed backend seam), [`backends`] (reference, cpu, wgpu, cuda), [`train`] (the
-//! tape and optimisers), [`verify`] (conformance, gradcheck, sharing), and on top the
-//! [`builtins`] with the process-wide registry, and [`testing`] (the tests `#[op]` generates
-//! and the helpers that assert a deliberately broken fixture's rejection).
+//! What a program uses sits at the root ([`register`], [`Tensor`], [`OpHandle::call`],
+//! [`CallOptions`], [`Tape`], [`conform`], [`gradcheck()`], ...) and in [`prelude`]; the rest is
+//! in modules named after what a user does: [`conformance`], [`gradcheck`](mod@gradcheck),
+//! [`train`], [`graph`] (composite backwards), [`sharing`], [`receipt`], [`trust`],
+//! [`provenance`], [`device`], [`backend`] (the seam a backend implements), [`cpu`] (the toolkit
+//! of `cpu` kernels), `wgpu` and `cuda` (the GPU engines, by feature), [`builtins`] (the built-in
+//! ops) and [`testing`] (asserting a deliberately broken fixture's rejection). Internally the
+//! crate is built in floors, each importing only those below it (`docs/ARCHITECTURE.md`):
+//! core, backends, train, verify, builtins.
 
 extern crate self as op_runtime;
 
 pub use op_macros::op;
 
-pub mod backends;
+mod backends;
 pub mod builtins;
-pub mod core;
+mod core;
 pub mod testing;
 pub mod train;
-pub mod verify;
+mod verify;
 
+// What every user touches, at the root (candle's convention); the rest in the modules below,
+// each named after what a user does with it.
 pub use crate::builtins::{gradcheck, register, registry};
-pub use crate::core::error::DispatchError;
+pub use crate::core::decl::OpDecl;
+pub use crate::core::error::{
+    BackendError, DispatchError, KernelCompilationError, KernelFallbackExhaustedError, KernelRegistrationError, TensorError,
+};
 pub use crate::core::kind::BackendKind;
+pub use crate::core::op::{OpSource, RegisteredOp};
 pub use crate::core::real::Real;
+pub use crate::core::registry::batch::{BatchError, BatchOutcome};
 pub use crate::core::registry::dispatch::{CallOptions, Outcome};
-pub use crate::core::registry::{OpHandle, Registry};
-pub use crate::core::tensor::{Scalar, Tensor};
-pub use crate::train::tape::Tape;
-pub use crate::verify::conformance::conform;
+pub use crate::core::registry::{OpHandle, Registry, Rejection, Stats};
+pub use crate::core::tensor::{Data, Element, ParamValue, Scalar, Shape, Tensor};
+pub use crate::train::tape::{Tape, Var};
+pub use crate::verify::conformance::{conform, conform_all};
 /// The 16-bit float types (from `half`), for `f16`/`bf16` tensors and kernels.
 pub use half::{bf16, f16};
-pub use op_contract::contract::DType;
+/// The span-free contract an `#[op]` declaration compiles to (from `op-contract`): its
+/// signature, category, tolerance, backward form and kernels.
+pub use op_contract::contract;
+pub use op_contract::contract::{Contract, DType, KernelLang};
+
+/// The names most programs use, for `use op_runtime::prelude::*`.
+pub mod prelude {
+    pub use crate::{
+        bf16, conform, f16, gradcheck, op, register, registry, BackendKind, CallOptions, DType, OpHandle, Real, Scalar, Tape, Tensor,
+    };
+}
+
+/// Conformance: every kernel of an op against its reference on engine-generated cases, ending
+/// in a receipt; the failure classes and reports when a kernel disagrees.
+pub mod conformance {
+    pub use crate::verify::conformance::{
+        accum_bound, accum_margin, check_case, conform, conform_all, corpus, AccumScale, Case, CaseShape, Class, ConformanceFailure,
+        Corpus, Defect, Fault, Mismatch, OutOfBounds, Pattern, Report,
+    };
+}
+
+/// Gradcheck: an op's declared backward against central differences of its reference in `f64`,
+/// with kink checks and a negative control.
+pub mod gradcheck {
+    pub use crate::builtins::gradcheck;
+    pub use crate::verify::gradcheck::{
+        gradcheck_with, BackwardForm, ControlOutcome, Corruption, DrawRange, GradcheckError, GradcheckOptions, GradcheckReport, Narrowed,
+    };
+}
+
+/// The graph a composite backward is written against (`backward = composite(builder)`).
+pub mod graph {
+    pub use crate::core::decl::CompositeFn;
+    pub use crate::core::graph::{Graph, GraphError, Var};
+}
+
+/// Records of what ran: each call's provenance (op, content hash, backend, device, receipt).
+pub mod provenance {
+    pub use crate::core::provenance::{ProvenanceEntry, ProvenanceRecord};
+}
+
+/// Receipts: what conformance mints for a kernel on an exact device, and their signatures.
+pub mod receipt {
+    pub use crate::core::receipt::{engine_version, Attestation, Receipt, ReceiptError, ReceiptSignature, RECEIPT_FORMAT};
+}
+
+/// Signing keys and the trust list that says whose receipts count.
+pub mod trust {
+    pub use crate::core::trust::{KeyError, PublicKey, SigningKey, TrustList, SIGNING_KEY_HEADER};
+}
+
+/// Sharing: op cards (trust per declared kernel and device) and the content-addressed store.
+pub mod sharing {
+    pub use crate::verify::sharing::{
+        blob_hash, public_bar, CpuEntry, HeaderEntry, IndexEntry, IndexHeader, IndexKernel, KernelEntry, KernelTrust, LoadedCard,
+        LoadedKernel, LocalDevices, Missing, OpCard, PublishedId, RepairReport, SharingError, Store, Trust, CARD_FORMAT, INDEX_FORMAT,
+    };
+}
+
+/// Devices and where tensors live: exact device profiles, placements, and the seam a device
+/// implements to take tensors (`Tensor::to_device`).
+pub mod device {
+    pub use crate::core::device::{fingerprint, machine_fingerprint, DeviceProfile};
+    pub use crate::core::placement::{DeviceId, DeviceStorage, Placement};
+    pub use crate::core::tensor::Device;
+}
+
+/// The typed seam a backend implements, and the two host backends (a registry is built from a
+/// list of backends: `Registry::new`).
+pub mod backend {
+    pub use crate::backends::{all, CpuBackend, ReferenceBackend};
+    pub use crate::core::backend::{Backend, ExecRequest, Prepared};
+    pub use crate::core::error::BackendError;
+}
+
+/// The toolkit `cpu = path` kernels are written with: chunks that do not depend on the thread
+/// count ([`cpu::par`]), portable vectors with the instruction set chosen at run time
+/// ([`cpu::simd`], [`with_isa!`]), vector `exp`/`ln`/`tanh` ([`cpu::math`]).
+pub mod cpu {
+    pub use crate::backends::cpu::{math, par, simd, simd64, CpuBackend};
+}
+
+/// The wgpu (WGSL) backend: its engine on one adapter, device tensors, the buffer pool and the
+/// transfer counters. wgpu's own types appear only through [`wgpu::WgpuEngine::raw`].
+#[cfg(feature = "wgpu")]
+pub mod wgpu {
+    pub use crate::backends::transfers::Transfers;
+    pub use crate::backends::wgpu::{
+        BindStats, Geometry, Pipeline, PoolStats, Slot, SlotKind, WgpuBackend, WgpuBuffer, WgpuEngine, WgpuError, WgpuRaw,
+        DEFAULT_POOL_LIMIT,
+    };
+}
+
+/// The CUDA backend (cudarc and NVRTC, loaded at run time): its engine on one device, device
+/// tensors, compiled kernels and their launches, the verified PTX disk cache.
+#[cfg(feature = "cuda")]
+pub mod cuda {
+    pub use crate::backends::cuda::{
+        choose_ptx_arch, default_ptx_cache_dir, ptx_cache_key, publish_atomically, resolve_ptx_cache_dir, CudaArg, CudaBackend, CudaBuffer,
+        CudaEngine, CudaError, CudaGrid, CudaKernel, CACHE_DIR_ENV, NVIDIA_VENDOR_ID,
+    };
+    pub use crate::backends::transfers::Transfers;
+}
 
 /// Items generated code refers to. Not a stable API.
 #[doc(hidden)]

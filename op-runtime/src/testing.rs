@@ -82,11 +82,24 @@ macro_rules! __op_tests {
     };
 }
 
+/// A loaded op whose contract `edit` changed, for testing what a consumer of ops (a store, a
+/// backend) re-checks of what it is handed: the macro refuses such contracts, so no declaration
+/// produces one. The identity is not recomputed (the edited op claims the declaration's).
+pub fn with_edited_contract(
+    decl: &'static OpDecl,
+    edit: impl FnOnce(&mut op_contract::contract::Contract),
+) -> Result<RegisteredOp, crate::core::error::KernelRegistrationError> {
+    let mut op = RegisteredOp::load(decl)?;
+    edit(&mut op.contract);
+    Ok(op)
+}
+
 /// The test `#[op]` generates for every declaration: conformance of each kernel on each
 /// available backend, and of the reference. Fails (panics, as a test does) with the reports
 /// when anything does not conform; skips unavailable GPU backends with a printed reason, except
 /// that with `OP_REQUIRE_GPU_ADAPTER=1` a missing wgpu adapter fails, and with
 /// `OP_REQUIRE_CUDA=1` an unavailable CUDA backend fails for ops with a CUDA kernel.
+#[doc(hidden)] // called by the tests `#[op]` generates, through `__private`
 pub fn conformance_test(decl: &'static OpDecl) {
     let handle = register_privately(decl, "conformance");
     // The op, then its VJP op where its backward declares VJP kernels (their reference is the
@@ -224,6 +237,7 @@ fn reference_rejected(id: &str, result: Result<Receipt, ConformanceFailure>) -> 
 /// The gradcheck test `#[op]` generates for every declaration. A differentiable op must pass
 /// gradcheck (negative control included); a `backward = none` op passes after checking that
 /// asking for gradients is the typed error naming it.
+#[doc(hidden)] // called by the tests `#[op]` generates, through `__private`
 pub fn gradcheck_test(decl: &'static OpDecl) {
     let op = match RegisteredOp::load(decl) {
         Ok(op) => op,

@@ -90,35 +90,6 @@ pub fn body_tokens(func: &RefFn) -> String {
     canonical_tokens(quote::quote!(#sig #body))
 }
 
-/// The canonical code an op runs: the reference's tokens, then (where the macro runs in a
-/// crate) the closure of what the reference, its backward rules, its `cpu` kernels (the VJP's
-/// included) and its composite builder reach (see `closure`), each on its own line after a `//~ closure` marker.
-pub fn code_tokens(
-    func: &RefFn,
-    attr: &crate::model::OpAttr,
-    site: Option<&crate::closure::Site>,
-) -> Result<String, crate::closure::ClosureError> {
-    let mut code = body_tokens(func);
-    let Some(site) = site else { return Ok(code) };
-    let mut paths: Vec<&syn::Path> = attr.cpu.iter().map(|k| &k.path).collect();
-    match &attr.backward {
-        Some(crate::model::SBackward::Declared { vjp, jvp, vjp_cpu, .. }) => {
-            paths.extend(vjp.iter());
-            paths.extend(jvp.iter().flat_map(|(_, rules)| rules.iter()));
-            paths.extend(vjp_cpu.iter().map(|k| &k.path));
-        }
-        Some(crate::model::SBackward::Composite { graph: Some(g), .. }) => paths.push(g),
-        _ => {}
-    }
-    let (sig, body) = (&func.sig, &func.body);
-    let closure = crate::closure::closure(site, &func.sig.ident.to_string(), &[quote::quote!(#sig #body)], &paths)?;
-    if !closure.text.is_empty() {
-        code.push_str("\n//~ closure\n");
-        code.push_str(&closure.text);
-    }
-    Ok(code)
-}
-
 /// The doc comment of an item, lines joined with `\n`, common leading whitespace removed
 /// (counted in characters, so any Unicode whitespace is removed whole).
 pub fn doc_comment(attrs: &[syn::Attribute]) -> String {

@@ -13,7 +13,6 @@ pub mod ctxt;
 pub mod model;
 pub mod nvrtc;
 pub mod parse;
-pub mod parse_values;
 pub mod plan;
 pub mod reference;
 pub mod wgsl;

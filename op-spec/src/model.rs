@@ -197,6 +197,8 @@ pub struct OpAttr {
     pub signed_zero: Option<Spanned<SignedZero>>,
     /// `domain(...)`: one interval per float input.
     pub domain: Vec<SDomain>,
+    /// `magnitude(...)`: one magnitude range per float input (where gradcheck draws values).
+    pub magnitude: Vec<SMagnitude>,
     /// Every key written in the attribute, even those whose value did not parse (a malformed
     /// value is reported where it is; the key is not also "missing").
     pub keys_present: Vec<String>,
@@ -219,6 +221,26 @@ impl SDomain {
     /// The span-free domain.
     pub fn to_domain(&self) -> contract::Domain {
         contract::Domain { input: self.input.to_string(), lo: self.lo, hi: self.hi }
+    }
+}
+
+/// One input's declared magnitude range with spans (`x: 1e-3..30`).
+#[derive(Clone, Debug)]
+pub struct SMagnitude {
+    /// The input's name as written.
+    pub input: syn::Ident,
+    /// The smallest magnitude.
+    pub lo: f64,
+    /// The largest magnitude.
+    pub hi: f64,
+    /// The whole entry.
+    pub span: SpanRange,
+}
+
+impl SMagnitude {
+    /// The span-free magnitude range.
+    pub fn to_magnitude(&self) -> contract::Magnitude {
+        contract::Magnitude { input: self.input.to_string(), lo: self.lo, hi: self.hi }
     }
 }
 
@@ -609,6 +631,7 @@ impl OpAttr {
             visibility: self.visibility.as_ref().map(|v| v.value).unwrap_or(Visibility::Private),
             signed_zero: self.signed_zero.as_ref().map(|s| s.value).unwrap_or_default(),
             domain: self.domain.iter().map(SDomain::to_domain).collect(),
+            magnitude: self.magnitude.iter().map(SMagnitude::to_magnitude).collect(),
         })
     }
 }

@@ -1,9 +1,9 @@
 //! Helpers shared by the integration tests (each test file includes this with `mod common;`).
 
-use op_runtime::core::decl::OpDecl;
+use op_runtime::conformance::Report;
 use op_runtime::testing::{assert_conformance_rejected, REQUIRE_CUDA_ENV, REQUIRE_GPU_ENV};
-use op_runtime::verify::conformance::Report;
 use op_runtime::BackendKind;
+use op_runtime::OpDecl;
 
 /// Whether the GPU backend `kind` can run here; prints why not, and fails the test instead
 /// where the run requires it (`OP_REQUIRE_GPU_ADAPTER=1` for wgpu, set by CI;
@@ -68,9 +68,9 @@ pub fn cuda_rejection(decl: &'static OpDecl) -> Option<Report> {
 /// transfers) and a registry holding the built-ins with wgpu on that engine and both host
 /// backends; `None` where wgpu cannot run here (see [`available`]).
 #[allow(dead_code)] // only the device-tensor tests call it
-pub fn private_wgpu() -> Option<(&'static op_runtime::backends::wgpu::engine::WgpuEngine, op_runtime::Registry)> {
-    use op_runtime::backends::wgpu::{engine::WgpuEngine, WgpuBackend};
-    use op_runtime::backends::{CpuBackend, ReferenceBackend};
+pub fn private_wgpu() -> Option<(&'static op_runtime::wgpu::WgpuEngine, op_runtime::Registry)> {
+    use op_runtime::backend::{CpuBackend, ReferenceBackend};
+    use op_runtime::wgpu::{WgpuBackend, WgpuEngine};
     if !wgpu_available() {
         return None;
     }

@@ -17,7 +17,7 @@ pub fn double<T: Real>(x: &[T]) -> Vec<T> {
 }
 
 fn main() {
-    let op = op_runtime::core::op::RegisteredOp::load(&double::DECL).expect("the declaration loads");
+    let op = op_runtime::RegisteredOp::load(&double::DECL).expect("the declaration loads");
     println!("{} {}", op.id, op.hash_hex());
     let k = &double::DECL.kernels[0];
     assert_eq!(k.entry, "double_kernel");

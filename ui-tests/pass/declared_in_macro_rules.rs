@@ -20,7 +20,7 @@ pub fn scaled_vjp<T: Real>(_x: &[T], g: &[T]) -> Vec<T> {
 declare_scaled!(triple, "ui/pass/triple", 3.0);
 
 fn main() {
-    let op = op_runtime::core::op::RegisteredOp::load(&triple::DECL).expect("loads");
+    let op = op_runtime::RegisteredOp::load(&triple::DECL).expect("loads");
     let h = op_runtime::Registry::new().register(&triple::DECL).expect("registers");
     let x = op_runtime::Tensor::vector(vec![1.0f32, 2.0]);
     let out = h.call_with(&[&x], &[], op_runtime::CallOptions::on(op_runtime::BackendKind::Reference)).expect("runs");

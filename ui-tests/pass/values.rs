@@ -27,7 +27,7 @@ pub fn log_sqrt<T: Real>(x: &[T], y: &[T]) -> Vec<T> {
 }
 
 fn main() {
-    use op_runtime::core::op::RegisteredOp;
+    use op_runtime::RegisteredOp;
     let f = RegisteredOp::load(&floor_at::DECL).expect("loads");
     assert!(!f.contract.signed_zero.is_exact(), "signed_zero = ignore reaches the contract");
     let l = RegisteredOp::load(&log_sqrt::DECL).expect("loads");

@@ -14,7 +14,8 @@ mod host;
 pub(crate) mod launch;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub(crate) mod resident;
-pub mod transfers;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+pub(crate) mod transfers;
 #[cfg(feature = "wgpu")]
 pub mod wgpu;
 

@@ -3,7 +3,6 @@
 //! which tests and benches read to prove that a device-resident chain moved nothing between
 //! its calls. One type for every GPU backend (wgpu, CUDA).
 
-#[cfg(any(feature = "wgpu", feature = "cuda"))]
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Tensor data moved between the host and one engine's device so far.
@@ -34,7 +33,6 @@ impl Transfers {
 }
 
 /// The counters, shared by an engine and every buffer it made.
-#[cfg(any(feature = "wgpu", feature = "cuda"))]
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     to_device: AtomicU64,
@@ -45,7 +43,6 @@ pub(crate) struct Counters {
     uniform_bytes: AtomicU64,
 }
 
-#[cfg(any(feature = "wgpu", feature = "cuda"))]
 impl Counters {
     pub(crate) fn up(&self, bytes: u64) {
         self.to_device.fetch_add(1, Ordering::Relaxed);

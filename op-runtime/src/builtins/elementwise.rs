@@ -157,27 +157,35 @@ fn scale_vjp_cpu<T: Elem>(_x: &[T], s: T, g: &[T]) -> Vec<T> {
 pub fn exp<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| v.exp()).collect()
 }
-/// VJP of `exp`: `g e^x`, as `(g h) h` with `h = e^(x / 2)`. The plain `e^x g` rounds `e^x` to
-/// a subnormal first wherever `x < -87.3` (f32), keeping as few as one bit of it, and a large
-/// `g` then scales that error into a normal result (thousands of ulps at `x = -97`, `g = 1e5`);
-/// here `h` stays normal wherever the result is (down to `x = -175` in f32), so the result is
-/// within a few ulps of `g e^x`. Overflow: `h` is infinite from `x = 177.45` (f32), where
-/// `g e^x` is too unless `g` is tiny.
+/// VJP of `exp`: `e^x g` as one product in f64, rounded once to `T`: in `T`, `e^x` alone
+/// overflows or goes subnormal where `e^x g` is an ordinary number (rounded to a subnormal
+/// first, it keeps as few as one bit, which a large `g` scales into a normal result).
 pub fn exp_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
-    let half = T::from_f64(0.5);
-    x.iter()
-        .zip(g)
-        .map(|(x, g)| {
-            let h = (*x * half).exp();
-            *g * h * h
-        })
-        .collect()
+    x.iter().zip(g).map(|(x, g)| T::from_f64(exp_times(x.to_f64(), g.to_f64()))).collect()
+}
+/// `e^x g` in f64. For a finite `x`, `e^x` is a positive finite number even where f64's `exp`
+/// overflows (`x > 709.78`) or underflows (`x < -708.4`, subnormal, then zero): a zero or
+/// infinite `g` is then the product, and any other `g` is scaled by `h = e^(x / 4)` four times
+/// (`x / 4` is exact; each partial product lies between `g` and the result, so none overflows
+/// or underflows where the result does not: within a few ulps). Infinite and NaN `x` follow
+/// IEEE's product.
+fn exp_times(x: f64, g: f64) -> f64 {
+    let e = x.exp();
+    if !x.is_finite() || g.is_nan() || e.is_normal() {
+        return e * g;
+    }
+    if g == 0.0 || g.is_infinite() {
+        return g;
+    }
+    let h = (x * 0.25).exp();
+    g * h * h * h * h
 }
 /// `cpu` kernel of `exp` (a vector polynomial within 1 ulp of `f32::exp` / `f64::exp`).
 fn exp_cpu<T: Elem>(x: &[T]) -> Vec<T> {
     unary_cpu(x, Un::Exp)
 }
-/// `cpu` kernel of `exp`'s VJP: the rule's `(g h) h`, `h = e^(x / 2)` by the vector `exp`.
+/// `cpu` kernel of `exp`'s VJP: the rule's product in f64 by the vector `exp`, rounded once
+/// (see `kernels::vjp::exp_vjp_f32`).
 fn exp_vjp_cpu<T: Elem>(x: &[T], g: &[T]) -> Vec<T> {
     vjp_cpu(x, g, T::exp_vjp)
 }

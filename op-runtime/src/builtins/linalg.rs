@@ -1,7 +1,9 @@
 //! Contraction built-ins: matrix product and valid 1-D convolution (correlation), with their
 //! VJPs and their `cpu` functions (cache-blocked kernels with fixed summation orders:
-//! `backends::cpu::kernels::{matmul, conv1d}`).
+//! `backends::cpu::kernels::{matmul, conv1d}`). The references and VJP rules form products and
+//! sums in f64 (compensated, `sum64`) and round each element once, at every dtype.
 
+use super::sum64::Sum64;
 use crate::backends::cpu::kernels::dtype::Elem;
 use crate::backends::cpu::kernels::matmul as mm_kern;
 use crate::{op, Real};
@@ -11,32 +13,31 @@ use crate::{op, Real};
      category = contraction, tolerance = accum(2), nan = propagate, backward = vjp(matmul_vjp, kernel(wgsl = "kernels/matmul_vjp.wgsl", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(m, k, n)), threads = m * k + k * n), kernel(cuda = "kernels/vjp.cu", entry = "matmul_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(m, k, n)), threads = m * k + k * n, block = 256)), cpu(matmul_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/matmul.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(m, k, n)), threads = ((m + 15) / 16) * ((n + 15) / 16) * 256), kernel(cuda = "kernels/linalg.cu", entry = "matmul", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(m, k, n)), threads = ((m + 15) / 16) * ((n + 15) / 16) * 256, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn matmul<T: Real>(a: &[T], b: &[T], m: usize, k: usize, n: usize) -> Vec<T> {
+    // Products and sums in f64 (compensated), each output rounded once.
     let mut out = vec![T::zero(); m * n];
     for i in 0..m {
         for j in 0..n {
-            let mut s = T::zero();
-            for p in 0..k {
-                s += a[i * k + p] * b[p * n + j];
-            }
-            out[i * n + j] = s;
+            out[i * n + j] = T::from_f64(Sum64::sum_of((0..k).map(|p| a[i * k + p].to_f64() * b[p * n + j].to_f64())));
         }
     }
     out
 }
 /// VJP of `matmul`: `g b^T` and `a^T g`.
 pub fn matmul_vjp<T: Real>(a: &[T], b: &[T], m: usize, k: usize, n: usize, g: &[T]) -> (Vec<T>, Vec<T>) {
-    let mut ga = vec![T::zero(); m * k];
-    let mut gb = vec![T::zero(); k * n];
+    // Accumulated in f64 (compensated), each gradient element rounded once.
+    let mut ga = vec![Sum64::default(); m * k];
+    let mut gb = vec![Sum64::default(); k * n];
     for i in 0..m {
         for j in 0..n {
-            let gij = g[i * n + j];
+            let gij = g[i * n + j].to_f64();
             for p in 0..k {
-                ga[i * k + p] += gij * b[p * n + j];
-                gb[p * n + j] += a[i * k + p] * gij;
+                ga[i * k + p].add_term(gij * b[p * n + j].to_f64());
+                gb[p * n + j].add_term(a[i * k + p].to_f64() * gij);
             }
         }
     }
-    (ga, gb)
+    let round = |v: Vec<Sum64>| v.into_iter().map(|s| T::from_f64(s.compensated())).collect();
+    (round(ga), round(gb))
 }
 /// `cpu` kernel of `matmul` (cache-blocked; see `kernels::matmul` for its summation order).
 /// Shapes the signature does not admit (never passed by dispatch, which validated
@@ -57,29 +58,25 @@ fn matmul_cpu(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
      category = contraction, tolerance = accum(2), nan = propagate, backward = vjp(conv1d_vjp, kernel(wgsl = "kernels/conv1d_vjp.wgsl", dtypes(T: f32), bindings(x: read, w: read, d_out: read, d_x: read_write, d_w: read_write, uniform(n, m)), threads = n + 256 * m), kernel(cuda = "kernels/vjp.cu", entry = "conv1d_vjp", dtypes(T: f32), bindings(x: read, w: read, d_out: read, d_x: read_write, d_w: read_write, uniform(n, m)), threads = n + 256 * m, block = 256), cpu = conv1d_vjp_cpu), cpu = conv1d_cpu, kernel(wgsl = "kernels/conv1d.wgsl", dtypes(T: f32), bindings(x: read, w: read, out: read_write, uniform(n, m)), threads = n - m + 1), kernel(cuda = "kernels/linalg.cu", entry = "conv1d", dtypes(T: f32), bindings(x: read, w: read, out: read_write, uniform(n, m)), threads = n - m + 1, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn conv1d<T: Real>(x: &[T], w: &[T]) -> Vec<T> {
+    // Products and sums in f64 (compensated), each output rounded once.
     let m = w.len();
-    (0..x.len() + 1 - m)
-        .map(|i| {
-            let mut s = T::zero();
-            for j in 0..m {
-                s += x[i + j] * w[j];
-            }
-            s
-        })
-        .collect()
+    (0..x.len() + 1 - m).map(|i| T::from_f64(Sum64::sum_of((0..m).map(|j| x[i + j].to_f64() * w[j].to_f64())))).collect()
 }
 /// VJP of `conv1d`.
 pub fn conv1d_vjp<T: Real>(x: &[T], w: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
+    // Accumulated in f64 (compensated), each gradient element rounded once.
     let m = w.len();
-    let mut gx = vec![T::zero(); x.len()];
-    let mut gw = vec![T::zero(); m];
+    let mut gx = vec![Sum64::default(); x.len()];
+    let mut gw = vec![Sum64::default(); m];
     for (i, gi) in g.iter().enumerate() {
+        let gi = gi.to_f64();
         for j in 0..m {
-            gx[i + j] += *gi * w[j];
-            gw[j] += *gi * x[i + j];
+            gx[i + j].add_term(gi * w[j].to_f64());
+            gw[j].add_term(gi * x[i + j].to_f64());
         }
     }
-    (gx, gw)
+    let round = |v: Vec<Sum64>| v.into_iter().map(|s| T::from_f64(s.compensated())).collect();
+    (round(gx), round(gw))
 }
 /// `cpu` kernel of `conv1d` at every declared dtype (see `kernels::conv1d` and
 /// `kernels::conv1d_f64` for the layouts and summation orders). Shapes the signature does not

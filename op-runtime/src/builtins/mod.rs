@@ -9,6 +9,7 @@ mod cpu_tests;
 mod elementwise;
 mod linalg;
 mod reduce;
+mod sum64;
 
 pub use elementwise::*;
 pub use linalg::*;

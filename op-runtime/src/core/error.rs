@@ -110,7 +110,7 @@ pub enum TensorError {
     /// memory, more than the address space, or refused by the allocator. Never an abort.
     #[error("{what} cannot be allocated: {why}; use a smaller shape")]
     TooLarge {
-        /// What was to be allocated (`a \`f32\` tensor of shape [1099511627776]`).
+        /// What was to be allocated ("a `f32` tensor of shape \[1099511627776\]").
         what: String,
         /// Why it cannot be.
         why: String,

@@ -112,7 +112,7 @@ impl<'a> Arg<'a> for usize {
 
 /// Reads one argument: the general shim, for a function with more than 12 arguments (the
 /// `callN` functions go to [`call12`]) or a result of more than 8 parts (tuples implement
-/// [`Results`] up to 8); the macro holds the same limits.
+/// `Results` up to 8); the macro holds the same limits.
 #[inline]
 pub fn arg<'a, A: Arg<'a>>(cx: &Call<'a>, src: Src) -> Result<A, ShimError> {
     A::read(cx, src)

@@ -25,39 +25,39 @@ pub enum OpSource {
 #[derive(Debug)]
 pub struct RegisteredOp {
     /// The generated description.
-    pub decl: &'static OpDecl,
+    pub(crate) decl: &'static OpDecl,
     /// The parsed contract.
-    pub contract: Contract,
+    pub(crate) contract: Contract,
     /// Identity: the code identity (blake3 over contract, code tokens and kernel bytes) placed in
     /// the declaring module (`op_contract::identity::placed`).
-    pub hash: [u8; 32],
+    pub(crate) hash: [u8; 32],
     /// `name@version`.
-    pub id: String,
+    pub(crate) id: String,
     /// `name@version`, shared (provenance entries point at it instead of copying).
-    pub id_shared: Arc<str>,
+    pub(crate) id_shared: Arc<str>,
     /// Compiled validation rules.
-    pub plan: Plan,
+    pub(crate) plan: Plan,
     /// Built-in or user.
-    pub source: OpSource,
+    pub(crate) source: OpSource,
     /// The shims this instance runs.
-    pub shims: Shims,
+    pub(crate) shims: Shims,
     /// For an op with dtype variables: every instance, in declaration order, each with its
     /// contract and plan at its binding (this op itself stands for the primary instance: every
     /// variable `f32` where that is an instance, else the first). Empty otherwise.
-    pub members: Vec<Arc<RegisteredOp>>,
+    pub(crate) members: Vec<Arc<RegisteredOp>>,
     /// Which instance this is (0 for an op without dtype variables).
-    pub member: usize,
+    pub(crate) member: usize,
     /// Where a call binds each dtype variable (an op with dtype variables).
     binders: Vec<Binder>,
     /// For a VJP op (`core::vjp_op`): how many of its tensor inputs are the op's own inputs
     /// (the rest are cotangents, which its reference, the VJP rule, takes apart).
-    pub vjp_of: Option<usize>,
+    pub(crate) vjp_of: Option<usize>,
 }
 
 /// The shims one instance of an op runs (the f64 ones, shared by every instance, stay on the
 /// [`OpDecl`]).
 #[derive(Clone, Copy, Debug)]
-pub struct Shims {
+pub(crate) struct Shims {
     /// The reference.
     pub reference: ShimFn,
     /// The fast CPU kernel, where it serves the instance.
@@ -78,6 +78,47 @@ enum Binder {
 }
 
 impl RegisteredOp {
+    /// `name@version`.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The parsed contract (at this instance's binding, for an op with dtype variables).
+    pub fn contract(&self) -> &Contract {
+        &self.contract
+    }
+
+    /// The identity: blake3 over the canonical contract, the code the op runs and every kernel
+    /// byte, placed in the declaring module.
+    pub fn hash(&self) -> &[u8; 32] {
+        &self.hash
+    }
+
+    /// Built-in or user.
+    pub fn source(&self) -> OpSource {
+        self.source
+    }
+
+    /// The description `#[op]` generated.
+    pub fn decl(&self) -> &'static OpDecl {
+        self.decl
+    }
+
+    /// Whether this is the VJP op of another op (`<name>/vjp`, registered with it).
+    pub fn is_vjp_op(&self) -> bool {
+        self.vjp_of.is_some()
+    }
+
+    /// The dim symbols a call binds, in the order conformance cases list their values.
+    pub fn symbols(&self) -> &[String] {
+        &self.plan.syms
+    }
+
+    /// Every instance of an op with dtype variables, in declaration order (empty otherwise).
+    pub fn members(&self) -> &[Arc<RegisteredOp>] {
+        &self.members
+    }
+
     /// Loads and verifies a user declaration: the contract must parse and the compile-time hash
     /// must equal the hash recomputed from the embedded contract, tokens and kernel bytes.
     pub fn load(decl: &'static OpDecl) -> Result<RegisteredOp, KernelRegistrationError> {

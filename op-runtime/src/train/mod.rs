@@ -1,5 +1,9 @@
-//! Floor 2, training: the tape (recording, memory planning, forward through dispatch, backward
-//! through declared VJPs and derived composites) and its optimisers. Imports only `core`.
+//! Training (floor 2): the tape (recording, memory planning, forward through dispatch, backward
+//! through declared VJPs and derived composites) and its optimisers. Imports only `core`. The
+//! public names are re-exported here; the modules themselves are the crate's.
 
-pub mod optim;
-pub mod tape;
+pub(crate) mod optim;
+pub(crate) mod tape;
+
+pub use optim::Sgd;
+pub use tape::{human_bytes, infer, BufferKind, Grads, Inferred, MemoryPlan, Mode, PlanEntry, Run, SharedDevice, Tape, TapeError, Var};

@@ -10,6 +10,7 @@ mod cuda;
 mod dtypes;
 mod floats;
 mod kernels;
+mod magnitude;
 mod outputs;
 #[cfg(test)]
 mod parity_tests;
@@ -33,6 +34,7 @@ use constraints::{check_bound_nonnegative, check_constant_constraints, check_con
 use constraints::{check_output_dims_nonnegative, Solver};
 use floats::{check_float_constraint_terms, check_float_constraints_satisfiable};
 use kernels::check_kernel_set;
+use magnitude::check_magnitude_inputs;
 use outputs::{check_data_dependent_dims, check_data_dependent_support};
 use placement::check_module_level;
 use proc_macro2::{Span, TokenStream};
@@ -147,7 +149,7 @@ pub fn check(cx: &Ctxt, input: &CheckInput<'_>) -> Option<Checked> {
     kernels.extend(vjp_kernels);
     let plan = ShimPlan::new(attr, &contract, &reference);
     let contract_json = crate::canon::contract_json(&contract);
-    let body_tokens = match crate::canon::code_tokens(input.func, attr, input.site) {
+    let body_tokens = match crate::closure::code_tokens(input.func, attr, input.site) {
         Ok(code) => code,
         Err(e) => {
             cx.error(syn::Error::new(call_site(attr), e.to_string()));
@@ -209,6 +211,7 @@ fn check_signature(cx: &Ctxt, input: &CheckInput<'_>, sig: &SSignature) -> RefSh
     check_backward_fits_signature(cx, attr, sig);
     check_jvp_arity(cx, attr, sig);
     check_domain_inputs(cx, attr, sig);
+    check_magnitude_inputs(cx, attr, sig);
     let reference = check_reference_fn(cx, input.func, sig, &dims);
     check_differentiable_reference_is_generic(cx, attr, sig, &reference, input.func);
     reference

@@ -30,11 +30,13 @@
 mod config;
 mod deps;
 mod index;
+mod krate;
 mod layout;
 mod light;
 mod resolve;
 mod tree;
 
+use crate::reference::RefFn;
 pub use config::BuildConfig;
 use proc_macro2::TokenStream;
 use std::path::{Path, PathBuf};
@@ -249,6 +251,31 @@ fn finish(mut lines: Vec<String>, items: usize, files: Vec<PathBuf>, undecided: 
     lines.sort_unstable();
     lines.dedup();
     Closure { items, text: lines.join("\n"), files, undecided }
+}
+
+/// The canonical code an op runs: the reference's tokens, then (where the macro runs in a
+/// crate) the closure of what the reference, its backward rules, its `cpu` kernels (the VJP's included)
+/// and its composite builder reach (see [`closure`]), each on its own line after a `//~ closure` marker.
+pub fn code_tokens(func: &RefFn, attr: &crate::model::OpAttr, site: Option<&Site>) -> Result<String, ClosureError> {
+    let mut code = crate::canon::body_tokens(func);
+    let Some(site) = site else { return Ok(code) };
+    let mut paths: Vec<&syn::Path> = attr.cpu.iter().map(|k| &k.path).collect();
+    match &attr.backward {
+        Some(crate::model::SBackward::Declared { vjp, jvp, vjp_cpu, .. }) => {
+            paths.extend(vjp.iter());
+            paths.extend(jvp.iter().flat_map(|(_, rules)| rules.iter()));
+            paths.extend(vjp_cpu.iter().map(|k| &k.path));
+        }
+        Some(crate::model::SBackward::Composite { graph: Some(g), .. }) => paths.push(g),
+        _ => {}
+    }
+    let (sig, body) = (&func.sig, &func.body);
+    let closure = closure(site, &func.sig.ident.to_string(), &[quote::quote!(#sig #body)], &paths)?;
+    if !closure.text.is_empty() {
+        code.push_str("\n//~ closure\n");
+        code.push_str(&closure.text);
+    }
+    Ok(code)
 }
 
 #[cfg(test)]

@@ -9,61 +9,8 @@
 //! recorded, so the caller can pin the crates the code names.
 
 use super::index::{Kind, Ref};
-use super::tree::Crate;
-use std::collections::{BTreeSet, HashMap, HashSet};
-
-/// An item: (module index, item index).
-type Id = (usize, usize);
-
-/// Crate-wide indices by name (built once per tree, kept in [`Crate::names`]).
-#[derive(Debug, Default)]
-pub(crate) struct Names {
-    /// Plain items by name, and traits and impls by their members' names (the fallback).
-    any: HashMap<String, Vec<Id>>,
-    /// Traits and impls by their members' names.
-    assoc: HashMap<String, Vec<Id>>,
-    /// `macro_rules!` by name.
-    macros: HashMap<String, Vec<Id>>,
-    /// Impls by the names their headers mention.
-    impls: HashMap<String, Vec<Id>>,
-    /// Item-level macro calls by the names they, and the macros they call, mention.
-    calls: HashMap<String, Vec<Id>>,
-}
-
-impl Names {
-    fn new(k: &Crate) -> Names {
-        let mut n = Names::default();
-        let push = |map: &mut HashMap<String, Vec<Id>>, name: &str, id: Id| map.entry(name.to_string()).or_default().push(id);
-        for (m, module) in k.modules.iter().enumerate() {
-            for (i, item) in module.items.iter().enumerate() {
-                let id = (m, i);
-                match item.kind {
-                    Kind::Macro => push(&mut n.macros, &item.name, id),
-                    Kind::Plain => push(&mut n.any, &item.name, id),
-                    Kind::Impl => item.mentions.iter().for_each(|x| push(&mut n.impls, x, id)),
-                    Kind::MacroCall => item.mentions.iter().for_each(|x| push(&mut n.calls, x, id)),
-                }
-                for member in &item.members {
-                    push(&mut n.assoc, member, id);
-                    push(&mut n.any, member, id);
-                }
-            }
-        }
-        // A macro call also mentions what the macro it calls may define.
-        let mut extra: Vec<(String, Id)> = Vec::new();
-        for (m, module) in k.modules.iter().enumerate() {
-            for (i, item) in module.items.iter().enumerate().filter(|(_, it)| it.kind == Kind::MacroCall) {
-                for &(dm, di) in n.macros.get(&item.name).into_iter().flatten() {
-                    extra.extend(k.modules[dm].items[di].mentions.iter().map(|s| (s.clone(), (m, i))));
-                }
-            }
-        }
-        for (name, id) in extra {
-            push(&mut n.calls, &name, id);
-        }
-        n
-    }
-}
+use super::krate::{Crate, Id, Names};
+use std::collections::{BTreeSet, HashSet};
 
 /// What the walk reached: items, and the first segments of paths that left the crate.
 #[derive(Debug, Default)]

@@ -6,48 +6,13 @@
 //! its root and the digests of the files its walk read, so the ops of one crate share one tree.
 
 use super::index::{index_light, Module};
+pub(crate) use super::krate::{Crate, CrateModule};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Most source files read for one crate (a guard against runaway `#[path]` graphs).
 const MAX_FILES: usize = 4096;
-
-/// A module of the crate with its absolute module path (from the crate root).
-#[derive(Debug)]
-pub(crate) struct CrateModule {
-    pub path: Vec<String>,
-    /// The file it is written in, and its path inside that file (inline modules).
-    pub file: PathBuf,
-    pub inline: Vec<String>,
-    pub items: Vec<super::index::Item>,
-    pub uses: Vec<(String, Vec<String>)>,
-    pub globs: Vec<Vec<String>>,
-    /// The `cfg` atoms its declaration and its ancestors' test.
-    pub cfgs: Vec<String>,
-}
-
-/// The crate's modules, the files read, and files that did not parse (by digest).
-#[derive(Debug, Default)]
-pub(crate) struct Crate {
-    pub modules: Vec<CrateModule>,
-    /// Modules by path (several where `cfg`s choose between declarations of one module).
-    pub by_path: HashMap<Vec<String>, Vec<usize>>,
-    /// Every file the walk read, with the digest of its bytes.
-    pub files: Vec<(PathBuf, [u8; 32])>,
-    /// Files that did not parse: their modules (and any file only they declare) are unknown.
-    pub unparsed: Vec<PathBuf>,
-    /// The crate-wide name indices resolution builds, once per tree.
-    pub names: OnceLock<super::resolve::Names>,
-}
-
-impl Crate {
-    /// The modules written in `file` at inline path `inline` (one per place the file is
-    /// mounted in the tree).
-    pub(crate) fn modules_at(&self, file: &Path, inline: &[String]) -> Vec<usize> {
-        (0..self.modules.len()).filter(|&m| self.modules[m].file == file && self.modules[m].inline == inline).collect()
-    }
-}
 
 /// Deepest recursion the index's parse is allowed (see [`super::layout::parse_depth`]): within
 /// a 2 MiB stack in a debug build. A deeper file is not parsed.

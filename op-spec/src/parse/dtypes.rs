@@ -3,9 +3,8 @@
 //! that name a variable (`x: T[n]`). Syntax only: which sets and selections are legal is
 //! `check::dtypes`'s.
 
-use super::signature::parse_dtype;
 use super::{parse_kv, split_commas, sr};
-use crate::contract::DType;
+use crate::contract::{refused_dtype, DType};
 use crate::ctxt::Ctxt;
 use crate::model::*;
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
@@ -128,4 +127,24 @@ pub(super) fn parse_elem(input: ParseStream, vars: &[SDTypeVar]) -> syn::Result<
         return Err(syn::Error::new(id.span(), format!("unknown dtype `{name}`; valid dtypes: {}{hint}", names.join(", "))));
     }
     Ok((parse_dtype(input)?, None))
+}
+
+/// A dtype name; sub-byte and fp8 dtypes are refused with the reason, unknown names list the
+/// valid ones.
+fn parse_dtype(input: ParseStream) -> syn::Result<Spanned<DType>> {
+    let id: Ident = input.call(syn::ext::IdentExt::parse_any)?;
+    let s = id.to_string();
+    if let Some(why) = refused_dtype(&s) {
+        return Err(syn::Error::new(
+            id.span(),
+            format!("dtype `{s}` is not supported: {why}; use a byte-addressable dtype such as u8 or f16"),
+        ));
+    }
+    match DType::from_name(&s) {
+        Some(d) => Ok(Spanned::new(d, sr(id.span()))),
+        None => {
+            let names: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
+            Err(syn::Error::new(id.span(), format!("unknown dtype `{s}`; valid dtypes: {}", names.join(", "))))
+        }
+    }
 }

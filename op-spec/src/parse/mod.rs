@@ -6,7 +6,9 @@
 mod dtypes;
 mod expr;
 mod kernel;
+mod magnitude;
 mod signature;
+mod values;
 
 pub(crate) use expr::expr_text;
 pub use expr::{parse_constraint, parse_expr, MAX_EXPR_NODES};
@@ -51,10 +53,12 @@ pub mod keys {
     pub const SIGNED_ZERO: &str = "signed_zero";
     /// `domain`.
     pub const DOMAIN: &str = "domain";
+    /// `magnitude`.
+    pub const MAGNITUDE: &str = "magnitude";
     /// `generated_tests`.
     pub const GENERATED_TESTS: &str = "generated_tests";
     /// Every key, in documentation order.
-    pub const ALL: [&str; 16] = [
+    pub const ALL: [&str; 17] = [
         NAME,
         VERSION,
         SIGNATURE,
@@ -65,6 +69,7 @@ pub mod keys {
         SUBGRADIENT,
         NAN,
         DOMAIN,
+        MAGNITUDE,
         CPU,
         OUTPUT,
         KERNEL,
@@ -189,8 +194,9 @@ fn parse_entry(cx: &Ctxt, attr: &mut OpAttr, key: &str, chunk: TokenStream) -> s
         keys::BACKWARD => attr.backward = Some(parse_kv(chunk, |i| parse_backward(cx, i))?),
         keys::SUBGRADIENT => attr.subgradient = Some(parse_kv(chunk, parse_subgradient)?),
         keys::NAN => attr.nan = Some(parse_kv(chunk, parse_nan)?),
-        keys::SIGNED_ZERO => attr.signed_zero = Some(parse_kv(chunk, crate::parse_values::parse_signed_zero)?),
-        keys::DOMAIN => attr.domain = Parser::parse2(crate::parse_values::parse_domain, chunk)?,
+        keys::SIGNED_ZERO => attr.signed_zero = Some(parse_kv(chunk, values::parse_signed_zero)?),
+        keys::DOMAIN => attr.domain = Parser::parse2(values::parse_domain, chunk)?,
+        keys::MAGNITUDE => attr.magnitude = Parser::parse2(magnitude::parse_magnitude, chunk)?,
         keys::CPU => attr.cpu.push(dtypes::parse_cpu(chunk)?),
         keys::OUTPUT => attr.output = Some(parse_kv(chunk, parse_shape_class)?),
         keys::KERNEL => {

@@ -5,7 +5,6 @@
 use super::dtypes::parse_elem;
 use super::expr::{parse_constraint, parse_expr};
 use super::{split_commas, sr};
-use crate::contract::{refused_dtype, DType};
 use crate::ctxt::Ctxt;
 use crate::model::*;
 use proc_macro2::{Span, TokenStream, TokenTree};
@@ -156,24 +155,6 @@ fn parse_arg(input: ParseStream, vars: &[SDTypeVar]) -> syn::Result<(SArg, Optio
             .error(format!("unexpected tokens after argument `{name}`; separate arguments with `,` and start constraints with `where`")));
     }
     Ok((arg, None))
-}
-
-pub(super) fn parse_dtype(input: ParseStream) -> syn::Result<Spanned<DType>> {
-    let id: Ident = input.call(syn::ext::IdentExt::parse_any)?;
-    let s = id.to_string();
-    if let Some(why) = refused_dtype(&s) {
-        return Err(syn::Error::new(
-            id.span(),
-            format!("dtype `{s}` is not supported: {why}; use a byte-addressable dtype such as u8 or f16"),
-        ));
-    }
-    match DType::from_name(&s) {
-        Some(d) => Ok(Spanned::new(d, sr(id.span()))),
-        None => {
-            let names: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
-            Err(syn::Error::new(id.span(), format!("unknown dtype `{s}`; valid dtypes: {}", names.join(", "))))
-        }
-    }
 }
 
 fn parse_dims(input: ParseStream) -> syn::Result<Vec<SExpr>> {

@@ -12,7 +12,7 @@
 //! a kernel starts on the calling thread.
 //!
 //! ```
-//! use op_runtime::backends::cpu::simd::{map2, Isa, Vf};
+//! use op_runtime::cpu::simd::{map2, Isa, Vf};
 //! use op_runtime::with_isa;
 //!
 //! /// `out[i] = a[i] * b[i] + 1` on every lane the CPU has.
@@ -192,7 +192,7 @@ macro_rules! with_isa {
         #[allow(unused_unsafe, clippy::too_many_arguments)]
         unsafe fn __avx512($($arg: $ty),*) -> $ret {
             #[allow(dead_code)]
-            type $V = $crate::backends::cpu::simd::x86::F16;
+            type $V = $crate::cpu::simd::x86::F16;
             $body
         }
         #[cfg(target_arch = "x86_64")]
@@ -200,21 +200,21 @@ macro_rules! with_isa {
         #[allow(unused_unsafe, clippy::too_many_arguments)]
         unsafe fn __avx2($($arg: $ty),*) -> $ret {
             #[allow(dead_code)]
-            type $V = $crate::backends::cpu::simd::x86::F8;
+            type $V = $crate::cpu::simd::x86::F8;
             $body
         }
         #[allow(unused_unsafe, clippy::too_many_arguments)]
         fn __portable($($arg: $ty),*) -> $ret {
             #[allow(dead_code)]
-            type $V = $crate::backends::cpu::simd::P8;
+            type $V = $crate::cpu::simd::P8;
             $body
         }
         match $isa {
             // SAFETY: the CPU supports the target feature the function is compiled with.
             #[cfg(target_arch = "x86_64")]
-            $crate::backends::cpu::simd::Isa::Avx512 if $crate::backends::cpu::simd::Isa::Avx512.supported() => unsafe { __avx512($($arg),*) },
+            $crate::cpu::simd::Isa::Avx512 if $crate::cpu::simd::Isa::Avx512.supported() => unsafe { __avx512($($arg),*) },
             #[cfg(target_arch = "x86_64")]
-            $crate::backends::cpu::simd::Isa::Avx2 if $crate::backends::cpu::simd::Isa::Avx2.supported() => unsafe { __avx2($($arg),*) },
+            $crate::cpu::simd::Isa::Avx2 if $crate::cpu::simd::Isa::Avx2.supported() => unsafe { __avx2($($arg),*) },
             _ => __portable($($arg),*),
         }
     }};

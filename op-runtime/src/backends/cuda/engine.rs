@@ -251,6 +251,11 @@ impl CudaEngine {
         self.cache.corrupt_entries()
     }
 
+    /// The last corrupt PTX cache entry found and why (a digest mismatch, a truncated file, ...).
+    pub fn last_cache_corruption(&self) -> Option<String> {
+        self.cache.last_corruption()
+    }
+
     /// Number of NVRTC invocations by this engine (successful or not), so tests can observe cache
     /// hits.
     pub fn compiles(&self) -> usize {

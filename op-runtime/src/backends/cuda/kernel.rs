@@ -3,8 +3,8 @@
 
 use cudarc::driver::CudaFunction;
 
-/// A compiled, loaded kernel. Obtain with [`CudaEngine::compile`]; launch with
-/// [`CudaEngine::launch`] on the same engine.
+/// A compiled, loaded kernel. Obtain with `CudaEngine::compile`; launch with
+/// `CudaEngine::launch` on the same engine.
 pub struct CudaKernel {
     pub(super) engine_id: u64,
     pub(super) key: String,

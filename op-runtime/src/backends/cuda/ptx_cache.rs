@@ -220,7 +220,7 @@ pub fn resolve_ptx_cache_dir(op_cache_dir: Option<OsString>, xdg_cache_home: Opt
     set(home).map(|h| h.join(".cache").join("op-runtime").join("ptx"))
 }
 
-/// Writes `bytes` to `path` atomically and durably ([`files::write_atomic`]): a temporary file
+/// Writes `bytes` to `path` atomically and durably (`files::write_atomic`): a temporary file
 /// with an unpredictable name, created exclusively (never through a symlink), synced, renamed
 /// over `path`, then the directory synced. Readers see either the old file or the complete new
 /// one; the temporary file is removed on failure. Pure filesystem code.

@@ -55,7 +55,7 @@ pub enum Slot<'a> {
         /// Size in bytes.
         len: usize,
     },
-    /// A uniform buffer already on the device (from [`WgpuEngine::uniform_buffer`], kept by
+    /// A uniform buffer already on the device (from the engine's uniform buffers, kept by
     /// a prepared kernel for calls with the same dims and parameters): nothing written.
     UniformBuffer(&'a wgpu::Buffer),
     /// A read-only storage buffer already on the device (a device tensor's): bound as it is,
@@ -365,6 +365,34 @@ fn wgpu_profile(info: &wgpu::AdapterInfo) -> DeviceProfile {
     }
 }
 
+/// wgpu's own objects behind a [`WgpuEngine`] ([`WgpuEngine::raw`]): the device, its queue, the
+/// adapter's description, the device's limits and enabled features.
+#[derive(Clone, Copy)]
+pub struct WgpuRaw<'e>(&'e WgpuEngine);
+
+impl<'e> WgpuRaw<'e> {
+    /// The device.
+    pub fn device(self) -> &'e wgpu::Device {
+        &self.0.device
+    }
+    /// The queue.
+    pub fn queue(self) -> &'e wgpu::Queue {
+        &self.0.queue
+    }
+    /// wgpu's description of the adapter (device type, backend, driver).
+    pub fn adapter_info(self) -> &'e wgpu::AdapterInfo {
+        &self.0.info
+    }
+    /// The device's limits (the adapter's own).
+    pub fn limits(self) -> &'e wgpu::Limits {
+        &self.0.limits
+    }
+    /// The features enabled on the device.
+    pub fn features(self) -> wgpu::Features {
+        self.0.features
+    }
+}
+
 impl WgpuEngine {
     /// Discovers an adapter on any backend wgpu was built with (Vulkan here), preferring a
     /// hardware one and falling back to a CPU/software one (lavapipe), then creates a device
@@ -373,9 +401,14 @@ impl WgpuEngine {
         WgpuEngine::with_optional_features(wgpu::Features::SHADER_F16)
     }
 
-    /// [`WgpuEngine::new`] enabling only those of `optional` the adapter has (`new` enables
-    /// `SHADER_F16`; an engine without it refuses `f16` kernels as a device lacking it would).
-    pub fn with_optional_features(optional: wgpu::Features) -> Result<Self, WgpuError> {
+    /// [`WgpuEngine::new`] enabling none of the optional features (`shader-f16`): an engine that
+    /// refuses `f16` kernels as a device without the feature would.
+    pub fn minimal() -> Result<Self, WgpuError> {
+        WgpuEngine::with_optional_features(wgpu::Features::empty())
+    }
+
+    /// [`WgpuEngine::new`] enabling only those of `optional` the adapter has.
+    pub(crate) fn with_optional_features(optional: wgpu::Features) -> Result<Self, WgpuError> {
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let adapter = choose_adapter(&instance)?;
         let info = adapter.get_info();
@@ -428,19 +461,11 @@ impl WgpuEngine {
         &self.profile
     }
 
-    /// wgpu's description of the adapter (includes device type and backend).
-    pub fn adapter_info(&self) -> &wgpu::AdapterInfo {
-        &self.info
-    }
-
-    /// The limits of the device (the adapter's own limits).
-    pub fn limits(&self) -> &wgpu::Limits {
-        &self.limits
-    }
-
-    /// The features enabled on the device (those of the adapter's the engine uses).
-    pub fn features(&self) -> wgpu::Features {
-        self.features
+    /// wgpu's own objects behind the engine, for code that drives wgpu directly (benchmarks
+    /// against hand-written wgpu programs). Only through this accessor is wgpu's version part of
+    /// this crate's API.
+    pub fn raw(&self) -> WgpuRaw<'_> {
+        WgpuRaw(self)
     }
 
     /// Whether WGSL kernels may use `f16` (`enable f16;`) here: the adapter has `shader-f16`.
@@ -452,16 +477,6 @@ impl WgpuEngine {
     /// (`min_storage_buffer_offset_alignment`, usually 256 bytes).
     pub fn storage_offset_alignment(&self) -> u64 {
         u64::from(self.limits.min_storage_buffer_offset_alignment.max(4))
-    }
-
-    /// The device (for benchmarks comparing against hand-written wgpu code).
-    pub fn device(&self) -> &wgpu::Device {
-        &self.device
-    }
-
-    /// The queue.
-    pub fn queue(&self) -> &wgpu::Queue {
-        &self.queue
     }
 
     /// Builds (or finds in the cache) the pipeline for `(key, entry)` with this slot layout,
@@ -565,7 +580,7 @@ impl WgpuEngine {
 
     /// A uniform buffer holding `bytes` (padded to 16), for [`Slot::UniformBuffer`]; counted
     /// as one uniform write.
-    pub fn uniform_buffer(&self, bytes: &[u8]) -> Result<wgpu::Buffer, WgpuError> {
+    pub(crate) fn uniform_buffer(&self, bytes: &[u8]) -> Result<wgpu::Buffer, WgpuError> {
         self.check_lost()?;
         let size = round_up(bytes.len().max(1) as u64, 16);
         if size > self.limits.max_uniform_buffer_binding_size {
@@ -808,7 +823,7 @@ impl WgpuEngine {
     }
 
     /// The workgroups to dispatch, `[x, y, z]`, for a launch within the device's limits: flat
-    /// kernels `ceil(threads / wg)` along each dimension; linear ones in rows (see [`Geometry`]).
+    /// kernels `ceil(threads / wg)` along each dimension; linear ones in rows (see `Geometry`).
     pub fn grid(&self, g: Geometry) -> Result<[u32; 3], WgpuError> {
         self.check_workgroup(g.wg)?;
         let max_groups = u64::from(self.limits.max_compute_workgroups_per_dimension);
@@ -1449,7 +1464,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     #[test]
     fn too_many_workgroups_is_typed_error() {
         let Some(e) = engine() else { return };
-        let max = u64::from(e.limits().max_compute_workgroups_per_dimension);
+        let max = u64::from(e.raw().limits().max_compute_workgroups_per_dimension);
         let threads = (max + 1) * 64;
         let err = e
             .run(
@@ -1480,7 +1495,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     #[test]
     fn linear_launches_run_in_rows() {
         let Some(e) = engine() else { return };
-        let max = e.limits().max_compute_workgroups_per_dimension;
+        let max = e.raw().limits().max_compute_workgroups_per_dimension;
         let lin = |threads: u64, row: Option<u32>| e.grid(Geometry { wg: [64, 1, 1], threads, yz: [1, 1], launch: Launch::Linear, row });
         // Within one row: a single row of exactly the workgroups needed.
         assert_eq!(lin(1000, None).expect("fits"), [16, 1, 1]);
@@ -1507,7 +1522,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     #[test]
     fn buffer_over_limit_is_typed_error() {
         let Some(e) = engine() else { return };
-        let limit = e.limits().max_storage_buffer_binding_size.min(e.limits().max_buffer_size);
+        let limit = e.raw().limits().max_storage_buffer_binding_size.min(e.raw().limits().max_buffer_size);
         if limit > 1 << 30 {
             eprintln!("storage binding limit {limit} B too large to exceed in a test; skipped");
             return;
@@ -1521,7 +1536,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             }
             other => panic!("expected TooLarge, got {other:?}"),
         }
-        let uniform = vec![0u8; e.limits().max_uniform_buffer_binding_size as usize + 1];
+        let uniform = vec![0u8; e.raw().limits().max_uniform_buffer_binding_size as usize + 1];
         let err = e.run(key("too-big"), ADD, "add", [64, 1, 1], &[Slot::Uniform(&uniform)], 1).expect_err("uniform over limit");
         assert!(matches!(err, WgpuError::TooLarge { .. }), "{err:?}");
     }
@@ -1661,11 +1676,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         assert_eq!(p.backend, "wgpu");
         assert!(!p.adapter.is_empty());
         assert!(!p.driver.is_empty());
-        let l = e.limits();
+        let l = e.raw().limits();
         eprintln!(
             "wgpu profile: {p} ({:?}, {:?}); limits: storage binding {} B, buffer {} B, workgroups/dim {}, wg x {}",
-            e.adapter_info().device_type,
-            e.adapter_info().backend,
+            e.raw().adapter_info().device_type,
+            e.raw().adapter_info().backend,
             l.max_storage_buffer_binding_size,
             l.max_buffer_size,
             l.max_compute_workgroups_per_dimension,

@@ -8,5 +8,6 @@ pub mod resident;
 
 pub use backend::WgpuBackend;
 pub use bind_cache::BindStats;
-pub use pool::PoolStats;
-pub use resident::{Transfers, WgpuBuffer};
+pub use engine::{Geometry, Pipeline, Slot, SlotKind, WgpuEngine, WgpuError, WgpuRaw};
+pub use pool::{PoolStats, DEFAULT_POOL_LIMIT};
+pub use resident::WgpuBuffer;

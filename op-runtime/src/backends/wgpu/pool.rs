@@ -21,7 +21,7 @@ pub struct PoolStats {
     pub reused: u64,
     /// Buffers of dropped device tensors kept for reuse.
     pub returned: u64,
-    /// Buffers freed instead of kept (the pool was full) or by [`BufferPool::trim`].
+    /// Buffers freed instead of kept (the pool was full) or by a trim.
     pub freed: u64,
     /// Bytes held now.
     pub held_bytes: u64,

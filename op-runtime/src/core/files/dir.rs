@@ -48,11 +48,6 @@ impl Dir {
         imp::open_root(path)
     }
 
-    /// The directory's path (for messages; nothing is opened through it).
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// The subdirectory `rel` (relative, normal components only), each component opened
     /// relative to its parent without following a symlink, and created (mode 0755) when
     /// `create` and missing. A symlink, or something other than a directory, at any component

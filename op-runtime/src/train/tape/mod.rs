@@ -5,7 +5,7 @@
 //! `plan`/`dispatch`; shims are driven through `exec`.
 //!
 //! ```
-//! use op_runtime::train::optim::Sgd;
+//! use op_runtime::train::Sgd;
 //! use op_runtime::{DType, Tape, Tensor};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -29,13 +29,13 @@
 //! # }
 //! ```
 
-pub mod device;
-pub mod exec;
-pub mod planner;
+pub(crate) mod device;
+pub(crate) mod exec;
+pub(crate) mod planner;
 
 pub use device::SharedDevice;
 pub use exec::Mode;
-pub use planner::{human_bytes, BufferKind, Inferred, MemoryPlan, PlanEntry};
+pub use planner::{human_bytes, infer, BufferKind, Inferred, MemoryPlan, PlanEntry};
 
 use crate::core::backend::BackendError;
 use crate::core::decl::OpDecl;

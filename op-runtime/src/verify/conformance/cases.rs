@@ -9,7 +9,10 @@
 //!    and its neighbours that is admissible, e.g. `w = 1, 3, 31` for the median), the smallest
 //!    admissible dims (coordinate descent from an admissible start: the median gets `n = w`,
 //!    i.e. exactly one output), once with dims allowed to reach 0 and once with dims >= 1;
-//!    each shape with every value pattern.
+//!    each shape with every value pattern. Then `empty dims`: every pattern of empty and
+//!    non-empty dims the constraints admit (each subset of the dims at 0, the others at their
+//!    smallest and at 2 or more: `[1, 0]`, `[2, 0]`, `[0, 1]`, `[0, 2]`, `[0, 0]` for
+//!    `x: f32[rows, cols]`), with every pattern where an input and an output hold elements.
 //! 2. `random`: random admissible shapes (dims log-uniform up to [`MAX_DIM`], distinct values
 //!    for distinct symbols unless the constraints tie them, tensors capped at [`MAX_NUMEL`]
 //!    elements) with random admissible parameters, each with one pattern.
@@ -105,7 +108,7 @@ pub enum Pattern {
     /// Non-negative ordinary values (0 .. 1e3, a few small integers): sums do not cancel.
     /// Used by the `large` family.
     Positive,
-    /// Every element of input `k` equal to [`BIASED`]` * (k + 1)`: biases a sequential f32 sum.
+    /// Every element of input `k` equal to `BIASED` * (k + 1)`: biases a sequential f32 sum.
     /// Used by the `large` family of `accum` ops.
     Biased,
 }
@@ -348,10 +351,14 @@ impl<'a> Gen<'a> {
             push(&mut shapes, family, s);
         }
         let boundary = shapes.len();
+        for s in self.empty_shapes(&mut master) {
+            push(&mut shapes, "empty dims", s);
+        }
+        let edges = shapes.len();
         for s in self.random_shapes(&mut master) {
             push(&mut shapes, "random", s);
         }
-        let mut cases = self.small_cases(&shapes, boundary, &mut master);
+        let mut cases = self.small_cases(&shapes, (boundary, edges), &mut master);
         // The large family is drawn after everything above, so the small families do not
         // depend on it.
         let non_empty: Vec<&Shape> =
@@ -381,6 +388,28 @@ impl<'a> Gen<'a> {
             }
         }
         out
+    }
+
+    /// Family 1b: every pattern of empty and non-empty dims the constraints admit (an empty
+    /// inner dim beside non-empty outer ones, `[2, 0]`, is where a reference that reduces a row
+    /// finds nothing to reduce), the non-empty dims at their smallest and at 2 or more.
+    fn empty_shapes(&self, rng: &mut Rng) -> Vec<Shape> {
+        let combos = self.space.boundary_combos(64);
+        self.space
+            .empty_patterns(&combos, SMALL)
+            .into_iter()
+            .map(|syms| Shape { syms, float_params: self.float_param_values(rng) })
+            .collect()
+    }
+
+    /// The patterns of an `empty dims` shape: every one where an input and an output both hold
+    /// elements (the values still matter), one (`random`) where every input or every output is
+    /// empty.
+    fn empty_shape_patterns(&self, shape: &Shape, all: &[Pattern]) -> Vec<Pattern> {
+        match self.space.sizes(&shape.syms) {
+            Some(s) if s.inputs.iter().any(|n| *n > 0) && s.outputs.iter().any(|n| *n > 0) => all.to_vec(),
+            _ => vec![Pattern::Random],
+        }
     }
 
     /// Family 2: up to [`RANDOM_CASES`] random admissible shapes, distinct symbols with distinct
@@ -413,14 +442,20 @@ impl<'a> Gen<'a> {
         distinct
     }
 
-    /// The cases of the small families: every pattern for each boundary shape, one pattern
-    /// (in turn) and `random` for each random shape.
-    fn small_cases(&self, shapes: &[(&'static str, Shape)], boundary: usize, rng: &mut Rng) -> Vec<Case> {
+    /// The cases of the small families: every pattern for each boundary shape (`shapes` up to
+    /// `boundary`), the patterns that matter for each `empty dims` shape (up to `edges`), one
+    /// pattern (in turn) and `random` for each random shape.
+    fn small_cases(&self, shapes: &[(&'static str, Shape)], (boundary, edges): (usize, usize), rng: &mut Rng) -> Vec<Case> {
         let patterns = self.patterns();
         let mut cases = Vec::new();
         for (i, (family, shape)) in shapes.iter().enumerate() {
-            let pats: Vec<Pattern> =
-                if i < boundary { patterns.clone() } else { vec![patterns[(i - boundary) % patterns.len()], Pattern::Random] };
+            let pats: Vec<Pattern> = if i < boundary {
+                patterns.clone()
+            } else if i < edges {
+                self.empty_shape_patterns(shape, &patterns)
+            } else {
+                vec![patterns[(i - edges) % patterns.len()], Pattern::Random]
+            };
             for p in pats {
                 let seed = rng.next_u64();
                 cases.extend(self.build(family, shape, p, seed));

@@ -2,13 +2,17 @@
 //! op's reference, within the declared tolerance, on cases the engine generated from the
 //! signature (seeded from the content hash). Every output runs with guard bands of canaries;
 //! a write outside it fails the case. Success mints a [`Receipt`]; failure returns a
-//! [`Report`] naming each class of defect found ([`Class`]: sign of zero, NaN, 1 ulp, shifted
-//! output, unwritten element, write past the end, wrong window, tie order, wrong values) with
-//! the smallest case of each, shrunk while keeping its class. Owns the procedure; it must not change dispatch, and
-//! nothing here is ever required to *use* an op.
+//! [`Report`] naming the classes of defect that explain the failing cases ([`Class`]: sign of
+//! zero, NaN, an overflow meeting the opposite infinity, NaN ordering, 1 ulp, shifted output,
+//! unwritten element, write past the end, wrong window, wrong order statistic, window maximum
+//! or minimum, tie order, right values in the wrong order, the reference's own bits, wrong
+//! values), decided over every failing case (`classes`), each with the smallest case it
+//! explains, shrunk while keeping its class. A reference that panics on an admissible shape is
+//! a defect of the declaration, named by the shape. Owns the procedure; it must not change
+//! dispatch, and nothing here is ever required to *use* an op.
 //!
 //! ```
-//! use op_runtime::verify::conformance::{conform, ConformanceFailure};
+//! use op_runtime::conformance::{conform, ConformanceFailure};
 //! use op_runtime::{op, BackendKind, Real};
 //!
 //! /// `x + x`, with a fast CPU kernel.
@@ -33,13 +37,15 @@
 //! # }
 //! ```
 
-pub mod cases;
-pub mod compare;
+pub(crate) mod cases;
+mod classes;
+pub(crate) mod compare;
 mod explain;
-pub mod report;
+pub(crate) mod report;
 
-pub use cases::{Case, Corpus, Pattern};
-pub use compare::{AccumScale, Class, Fault, Mismatch, OutOfBounds, Rule};
+pub use cases::{Case, Corpus, Pattern, Shape as CaseShape};
+pub use classes::Class;
+pub use compare::{accum_bound, AccumScale, Fault, Mismatch, OutOfBounds};
 pub use op_contract::contract::Tolerance;
 pub use report::{Defect, Report};
 
@@ -82,6 +88,20 @@ pub enum ConformanceFailure {
     /// The kernel does not conform: the report names the case, index and bits.
     #[error("{0}")]
     Rejected(Box<Report>),
+    /// The reference panicked on a generated (admissible) case: a defect of the declaration
+    /// (a constraint is missing, or the reference does not handle a shape it admits, such as an
+    /// empty dim), named by the shape.
+    #[error("op `{op}`: the reference panicked on shape {shape}: add a constraint or handle it ({message}; {case})")]
+    ReferencePanicked {
+        /// The op's `name@version`.
+        op: String,
+        /// The inputs' shapes (`[2, 0]`; `a [2, 0], b [0, 3]` for several inputs).
+        shape: String,
+        /// The case, as displayed.
+        case: String,
+        /// The panic's message.
+        message: String,
+    },
     /// The reference itself failed on a generated (admissible) case: a contract defect.
     #[error("op `{op}`: the reference failed on admissible {case}: {message}")]
     Reference {
@@ -184,9 +204,47 @@ pub(crate) fn run_shim(
     params: &[Scalar],
     float_as: Option<DType>,
 ) -> Result<Vec<Tensor>, String> {
+    run_shim_telling_panics(op, shim, inputs, params, float_as).map_err(|e| match e {
+        ShimRun::Panicked(m) => format!("op `{}`: the function panicked: {m}", op.id),
+        ShimRun::Failed(m) => m,
+    })
+}
+
+/// How a shim run failed.
+enum ShimRun {
+    /// It panicked (the message).
+    Panicked(String),
+    /// Validation or the shim returned an error.
+    Failed(String),
+}
+
+/// [`run_shim`], telling a panic apart.
+fn run_shim_telling_panics(
+    op: &RegisteredOp,
+    shim: crate::core::decl::ShimFn,
+    inputs: &[Tensor],
+    params: &[Scalar],
+    float_as: Option<DType>,
+) -> Result<Vec<Tensor>, ShimRun> {
+    use crate::core::shim::{run_telling_panics, Failure, Rule};
     let refs: Vec<&Tensor> = inputs.iter().collect();
-    let bound = op.plan.validate(&refs, params, float_as).map_err(|e| e.to_string())?;
-    crate::core::shim::run(op, shim, &refs, params, &bound, crate::core::shim::Rule::Forward).map_err(|e| e.0)
+    let bound = op.plan.validate(&refs, params, float_as).map_err(|e| ShimRun::Failed(e.to_string()))?;
+    run_telling_panics(op, shim, &refs, params, &bound, Rule::Forward).map_err(|f| match f {
+        Failure::Panicked(m) => ShimRun::Panicked(m),
+        Failure::Error(e) => ShimRun::Failed(e.0),
+    })
+}
+
+/// The shapes of a case's inputs as a report names them: `[2, 0]` for one input, `a [2, 0],
+/// b [0, 3]` for several.
+fn shapes_of(op: &RegisteredOp, case: &Case) -> String {
+    let shape = |t: &Tensor| format!("{:?}", t.shape());
+    match case.inputs.as_slice() {
+        [one] => shape(one),
+        many => {
+            many.iter().zip(op.contract.signature.inputs()).map(|(t, s)| format!("{} {}", s.name, shape(t))).collect::<Vec<_>>().join(", ")
+        }
+    }
 }
 
 /// The op's reference in f64 on `inputs` (floats widened, optionally to their absolute
@@ -248,20 +306,44 @@ struct Checker<'a> {
 }
 
 enum CaseError {
+    /// The reference panicked (the message).
+    ReferencePanicked(String),
     Reference(String),
     Scale(String),
-    /// A kernel fault on one output (refined by `explain` where the reference can tell more).
+    /// A kernel fault on one output, with every class the case is consistent with
+    /// (`explain::diagnose`).
     Fault {
         output: usize,
         fault: Fault,
+        classes: Vec<Class>,
     },
 }
 
-/// A kernel defect found on a case: the first case (smallest) of its class.
+impl CaseError {
+    /// A fault that is its own class (the backend failed, a guard band was written).
+    fn fault(output: usize, fault: Fault) -> CaseError {
+        CaseError::Fault { output, classes: vec![fault.class()], fault }
+    }
+}
+
+/// A kernel defect found on a case.
 struct Found {
     case: Case,
     output: usize,
     fault: Fault,
+    /// Every class the case is consistent with, most telling first.
+    classes: Vec<Class>,
+    /// How many failing cases the class of `fault` explains (see `classes::cover`).
+    explained: usize,
+}
+
+/// A failing case of a survey: its index in the cases surveyed, the failing output, the fault
+/// and the classes it is consistent with.
+struct Failing {
+    index: usize,
+    output: usize,
+    fault: Fault,
+    classes: Vec<Class>,
 }
 
 /// The reference's outputs on a case, and where computed, its outputs on the inputs with
@@ -273,7 +355,10 @@ impl Checker<'_> {
     /// non-`exact` classes, on cases with subnormal inputs) the reference on flushed inputs.
     fn reference(&self, case: &Case) -> Result<ReferenceOutputs, CaseError> {
         let op = &*self.op;
-        let expected = run_shim(op, op.shims.reference, &case.inputs, &case.params, None).map_err(CaseError::Reference)?;
+        let expected = run_shim_telling_panics(op, op.shims.reference, &case.inputs, &case.params, None).map_err(|e| match e {
+            ShimRun::Panicked(m) => CaseError::ReferencePanicked(m),
+            ShimRun::Failed(m) => CaseError::Reference(m),
+        })?;
         explain::check_nan_policy(op, case, &expected).map_err(CaseError::Reference)?;
         if matches!(op.contract.tolerance, Tolerance::Exact) {
             return Ok((expected, None));
@@ -288,6 +373,12 @@ impl Checker<'_> {
     }
 
     fn run(&self, case: &Case) -> Result<(), CaseError> {
+        self.run_for(case, None)
+    }
+
+    /// [`Checker::run`], diagnosing a failure only as far as it can show `want` (see
+    /// `explain::diagnose`).
+    fn run_for(&self, case: &Case, want: Option<&Class>) -> Result<(), CaseError> {
         let op = &*self.op;
         let (expected, alt) = self.reference(case)?;
         let scales = match op.contract.tolerance {
@@ -299,11 +390,11 @@ impl Checker<'_> {
         let refs: Vec<&Tensor> = case.inputs.iter().collect();
         let actual = match self.handle.call_guarded(&refs, &case.params, self.kind, GUARD) {
             Ok(o) => o.outputs,
-            Err(e) => return Err(CaseError::Fault { output: 0, fault: Fault::Execution(e.to_string()) }),
+            Err(e) => return Err(CaseError::fault(0, Fault::Execution(e.to_string()))),
         };
         if actual.len() != expected.len() {
             let fault = Fault::OutputCount { expected: expected.len(), actual: actual.len() };
-            return Err(CaseError::Fault { output: 0, fault });
+            return Err(CaseError::fault(0, fault));
         }
         for (i, (e, a)) in expected.iter().zip(&actual).enumerate() {
             let rule = compare::Rule {
@@ -315,7 +406,10 @@ impl Checker<'_> {
             };
             compare::check_output(&rule, e, a).map_err(|fault| match fault {
                 Fault::Scale(m) => CaseError::Scale(format!("output {i}: {m}")),
-                fault => CaseError::Fault { output: i, fault: explain::refine(op, case, i, fault, a, GUARD) },
+                fault => {
+                    let classes = explain::diagnose(op, case, i, &fault, a, GUARD, want);
+                    CaseError::Fault { output: i, fault: with_class(fault, &classes[0]), classes }
+                }
             })?;
         }
         Ok(())
@@ -324,6 +418,7 @@ impl Checker<'_> {
     /// Shrinks a failing case to a smaller one that fails with the same class of defect.
     fn shrink(&self, gen: &cases::Gen<'_>, found: Found) -> (Found, bool) {
         let class = found.fault.class();
+        debug_assert!(found.classes.iter().any(|k| k.same_kind(&class)));
         let mut found = found;
         let mut steps = 0;
         let mut shrunk = false;
@@ -335,10 +430,11 @@ impl Checker<'_> {
                 }
                 let Some(mut c) = gen.build("shrunk", &s, found.case.pattern, found.case.seed) else { continue };
                 c.index = found.case.index;
-                if let Err(e) = self.run(&c) {
-                    let CaseError::Fault { output, fault } = e else { continue };
-                    if fault.class().same_kind(&class) {
-                        found = Found { case: c, output, fault };
+                if let Err(e) = self.run_for(&c, Some(&class)) {
+                    let CaseError::Fault { output, fault, classes } = e else { continue };
+                    if let Some(k) = classes.iter().find(|k| k.same_kind(&class)) {
+                        let fault = with_class(fault, k);
+                        found = Found { case: c, output, fault, classes, explained: found.explained };
                         shrunk = true;
                         continue 'outer;
                     }
@@ -353,39 +449,48 @@ impl Checker<'_> {
     fn contract_defect(&self, case: &Case, e: CaseError) -> ConformanceFailure {
         let op = self.op.id.clone();
         match e {
+            CaseError::ReferencePanicked(message) => {
+                ConformanceFailure::ReferencePanicked { op, shape: shapes_of(&self.op, case), case: case.to_string(), message }
+            }
             CaseError::Reference(message) => ConformanceFailure::Reference { op, case: case.to_string(), message },
             CaseError::Scale(message) => ConformanceFailure::Scale { op, case: case.to_string(), message },
             CaseError::Fault { .. } => ConformanceFailure::NoCases { op },
         }
     }
 
-    /// Runs every case, keeping the first (smallest) failing case of each class of defect; a
-    /// contract defect (the reference fails, or its `accum` scale) ends the run at once.
+    /// Runs every case, keeping every failing case with the classes it is consistent with; a
+    /// contract defect (the reference fails, or its `accum` scale) ends the run at once. Then
+    /// decides the report's classes from the whole failing set (`classes::cover`): each class
+    /// with the smallest case it explains, the one explaining the most cases first.
     fn survey(&self, cases: &[Case]) -> Result<(Vec<Found>, usize, usize), ConformanceFailure> {
-        let mut found: Vec<Found> = Vec::new();
-        let (mut failed, mut passed_before) = (0, cases.len());
+        let mut failing: Vec<Failing> = Vec::new();
+        let mut passed_before = cases.len();
         for (i, case) in cases.iter().enumerate() {
             match self.run(case) {
                 Ok(()) => {}
-                Err(CaseError::Fault { output, fault }) => {
-                    failed += 1;
+                Err(CaseError::Fault { output, fault, classes }) => {
                     passed_before = passed_before.min(i);
-                    let class = fault.class();
-                    if !found.iter().any(|f| f.fault.class().same_kind(&class)) {
-                        found.push(Found { case: case.clone(), output, fault });
-                    }
+                    failing.push(Failing { index: i, output, fault, classes });
                 }
                 Err(e) => return Err(self.contract_defect(case, e)),
             }
         }
-        Ok((found, failed, passed_before))
+        let diagnoses: Vec<Vec<Class>> = failing.iter().map(|f| f.classes.clone()).collect();
+        let found = classes::cover(&diagnoses)
+            .into_iter()
+            .map(|c| {
+                let f = &failing[c.first];
+                let fault = with_class(f.fault.clone(), &c.class);
+                Found { case: cases[f.index].clone(), output: f.output, fault, classes: f.classes.clone(), explained: c.explained }
+            })
+            .collect();
+        Ok((found, failing.len(), passed_before))
     }
 
-    /// The report of the defects found (each shrunk when `gen` is given).
-    fn report(&self, gen: Option<&cases::Gen<'_>>, mut found: Vec<Found>, device: &DeviceProfile, counts: (usize, usize, usize)) -> Report {
+    /// The report of the defects found, in the survey's order (each shrunk when `gen` is
+    /// given), each with the number of failing cases its class explains.
+    fn report(&self, gen: Option<&cases::Gen<'_>>, found: Vec<Found>, device: &DeviceProfile, counts: (usize, usize, usize)) -> Report {
         let op = &self.op;
-        // The most telling class first (stable: smallest case first within a rank).
-        found.sort_by_key(|f| f.fault.class().rank());
         let defects = found
             .into_iter()
             .map(|f| {
@@ -402,6 +507,7 @@ impl Checker<'_> {
                     output: out_sig.map(|o| o.name.clone()).unwrap_or_else(|| "?".into()),
                     dtype: out_sig.map(|o| o.dtype).unwrap_or(DType::f32),
                     fault: f.fault,
+                    explained: f.explained,
                 }
             })
             .collect();
@@ -421,6 +527,17 @@ impl Checker<'_> {
             cases,
             passed_before,
         }
+    }
+}
+
+/// `fault` with its class set to `class` (a mismatch carries the class its report names).
+fn with_class(fault: Fault, class: &Class) -> Fault {
+    match fault {
+        Fault::Mismatch(mut m) => {
+            m.class = class.clone();
+            Fault::Mismatch(m)
+        }
+        other => other,
     }
 }
 
@@ -495,7 +612,7 @@ pub fn check_case(handle: &OpHandle, kind: BackendKind, case: &Case) -> Result<(
 
 /// The worst use of the `accum` bound by the op's kernel on one backend over its corpus:
 /// the largest `|actual - r64| / bound` over every finite element of every float output (below
-/// 1 conforms; the reference's own bits count as 0), and the case where it occurs. `None` for
+/// 1 conforms), and the case where it occurs. `None` for
 /// ops that are not `accum`. Fails like [`conform`] where the kernel does not run here.
 pub fn accum_margin(handle: &OpHandle, kind: BackendKind) -> Result<Option<(f64, String)>, ConformanceFailure> {
     let op = handle.op();
@@ -510,9 +627,8 @@ pub fn accum_margin(handle: &OpHandle, kind: BackendKind) -> Result<Option<(f64,
         let Ok(actual) = handle.call_guarded(&refs, &case.params, kind, GUARD) else { continue };
         for ((e, a), s) in expected.iter().zip(&actual.outputs).zip(&scales) {
             for i in 0..e.numel().min(s.exact.len()) {
-                let (eb, ab) = (e.data().bits(i), a.data().bits(GUARD + i));
                 let (x, v) = (s.exact[i], a.data().get_f64(GUARD + i).unwrap_or(f64::NAN));
-                if eb == ab || !x.is_finite() || !v.is_finite() {
+                if !x.is_finite() || !v.is_finite() {
                     continue;
                 }
                 let r = (v - x).abs() / compare::accum_bound(k, e.dtype(), s.len, s.magnitude[i]);

@@ -1,6 +1,7 @@
 //! Failure reports: what a rejected kernel did wrong, on which case, on which device. Each
 //! class of defect is named in one line (what it means, and what usually causes it) before its
-//! raw numbers. Owns the wording only; the verdict and the class are `compare`'s.
+//! raw numbers, with how many of the failing cases it explains. Owns the wording only; the
+//! verdict is `compare`'s, the classes `classes`' and `explain`'s.
 
 use super::cases::Case;
 use super::compare::{Class, Fault, Mismatch};
@@ -24,10 +25,14 @@ pub struct Defect {
     pub dtype: DType,
     /// What went wrong, with the raw numbers.
     pub fault: Fault,
+    /// How many of the failing cases this class explains (those a class listed before it
+    /// explains are not counted again).
+    pub explained: usize,
 }
 
-/// Why a kernel was rejected: every class of defect found over the corpus, each with its
-/// smallest case, the most telling class first ([`Class::rank`]).
+/// Why a kernel was rejected: the classes of defect that explain the failing cases, each with
+/// its smallest case; first the class that explains the most of them (ties: the most telling,
+/// [`Class::rank`]), then the one that explains the most of those left, and so on.
 #[derive(Clone, Debug)]
 pub struct Report {
     /// `name@version`.
@@ -48,7 +53,7 @@ pub struct Report {
     pub category: Category,
     /// The declared NaN policy.
     pub nan: Option<NanPolicy>,
-    /// One entry per class of defect, never empty.
+    /// One entry per class of defect, never empty; the first explains the most failing cases.
     pub defects: Vec<Defect>,
     /// Cases that failed.
     pub failed: usize,
@@ -59,7 +64,7 @@ pub struct Report {
 }
 
 impl Report {
-    /// The first defect: the most telling class found ([`Class::rank`]).
+    /// The first defect: the class that explains the most failing cases.
     pub fn first(&self) -> &Defect {
         &self.defects[0]
     }
@@ -74,7 +79,7 @@ impl Report {
         let m = if let Fault::Mismatch(m) = &d.fault { Some(m) } else { None };
         match (&d.class, m) {
             (Class::SignOfZero, Some(m)) => self.explain_sign_of_zero(m),
-            (Class::Nan, Some(m)) => self.explain_nan(m),
+            (Class::Nan, Some(m)) => self.explain_nan(m, &d.case),
             (Class::OneUlp, Some(m)) => format!(
                 "within 1 ulp of the reference at every one of the {} mismatch(es): the kernel rounds differently (`x * (1 / y)` for `x / y`, a fused multiply-add, another order); `{}` allows less",
                 m.count, self.tolerance
@@ -101,8 +106,32 @@ impl Report {
                 (matches - was).abs()
             ),
             (Class::TieOrder, _) => "tie order: the output is the reference's on the same inputs with ties between equal elements broken the other way (the reference takes equal elements in input order, IEEE 754 total order between -0 and +0)".to_string(),
+            (Class::OrderStatistic(k), _) => format!(
+                "wrong order statistic: each output is the value {} {} the reference's among the elements it selects from (a sort or selection that takes the wrong rank: an index off by {} in the sorted window)",
+                k.abs(),
+                if *k > 0 { "distinct value(s) above" } else { "distinct value(s) below" },
+                k.abs()
+            ),
+            (Class::WindowExtreme(side), _) => format!(
+                "window {}: each output is the {} of the elements the reference selects it from, not the statistic the reference takes (a reduction with `{side}` where the op ranks)",
+                if *side == "max" { "maximum" } else { "minimum" },
+                if *side == "max" { "largest" } else { "smallest" }
+            ),
+            (Class::NanOrder, _) => "NaN ordering: the output is the reference's with NaN placed elsewhere in the order (taken as the largest or smallest value whatever its sign, or its sign ignored); the reference orders by IEEE 754 total order, -NaN < -inf < ... < +inf < +NaN: compare total-order keys of the bits (see \"Tolerance classes\" in the README)".to_string(),
+            (Class::OverflowNan, Some(m)) => format!(
+                "overflow to infinity meeting the opposite infinity: the kernel returned NaN where the reference gives {:e} and no input is NaN ({} element(s)): a partial result overflowed to an infinity and met an infinity of the other sign (inf - inf); keep infinite terms out of the finite partial sums, or sum in a wider type",
+                m.expected, m.count
+            ),
+            (Class::Permuted, Some(m)) => format!(
+                "right values in the wrong order: the output holds exactly the reference's values, {} of them in other places (an incomplete sort or merge, a scatter to the wrong index)",
+                m.count
+            ),
+            (Class::ReferenceBits, Some(m)) => format!(
+                "the reference's own bits, outside the bound: at every one of the {} mismatch(es) the output is bit for bit the reference's, and both are outside `{}` of the reference evaluated in f64: the reference accumulates in its own precision (a running sum in f16 or f32) and the output copies it; accumulate in f64 (`T::to_f64`) and round once",
+                m.count, self.tolerance
+            ),
             (Class::Failed, _) => "the backend failed or returned the wrong outputs".to_string(),
-            _ => "wrong values: not explained by the sign of zero, NaN, 1 ulp, a shift, an unwritten element, a write past the end, another window or tie order".to_string(),
+            _ => "wrong values: not explained by the sign of zero, NaN, 1 ulp, a shift, an unwritten element, a write past the end, another window, order statistic or extreme, tie order, NaN ordering or a permutation".to_string(),
         }
     }
 
@@ -122,12 +151,19 @@ impl Report {
         )
     }
 
-    fn explain_nan(&self, m: &Mismatch) -> String {
+    fn explain_nan(&self, m: &Mismatch, case: &Case) -> String {
         let what = match (m.expected.is_nan(), m.actual.is_nan()) {
             (true, false) => format!("the kernel returned {:e} where the reference returns NaN", m.actual),
             (false, true) => format!("the kernel returned NaN where the reference returns {:e}", m.expected),
             _ => "the NaN payloads (or signs) differ".to_string(),
         };
+        let nan_input = case.inputs.iter().any(|t| t.data().to_f64_vec().unwrap_or_default().iter().any(|v| v.is_nan()));
+        if !nan_input {
+            // No NaN came in: the kernel made one (the bits of a NaN input are not the issue).
+            return format!(
+                "NaN payload or NaN against a number: {what}, and no input is NaN: the kernel produced it by an invalid operation (0 / 0, inf - inf, 0 * inf) that the reference does not perform"
+            );
+        }
         let policy = match self.nan {
             Some(NanPolicy::Propagate) => "the op declares `nan = propagate`",
             None => "the reference decides what NaN inputs give",
@@ -196,7 +232,8 @@ impl fmt::Display for Report {
         let names: Vec<&str> = self.defects.iter().map(|d| d.class.name()).collect();
         write!(f, "  defects   : {} class(es): {}", self.defects.len(), names.join("; "))?;
         for (i, d) in self.defects.iter().enumerate() {
-            write!(f, "\n  [{}] {}\n      case      : {}", i + 1, self.explain(d), d.case)?;
+            write!(f, "\n  [{}] {}\n      explains  : {} of the {} failing case(s)", i + 1, self.explain(d), d.explained, self.failed)?;
+            write!(f, "\n      case      : {}", d.case)?;
             if let Some(orig) = &d.shrunk_from {
                 write!(f, "\n      shrunk from: {orig}")?;
             }

@@ -1,17 +1,18 @@
 //! Engine-generated gradcheck inputs, drawn with the sampling module conformance uses too
 //! (`op_contract::sample`): an admissible binding of the signature's dims and parameters
 //! (distinct values for distinct symbols unless the constraints tie them), and tensors whose
-//! values are log-uniform across magnitudes (1e-3 .. 1e3, both signs) inside each input's
-//! declared domain, with a few exact repeats and zeros (so ties, zeros and order crossings
-//! occur, and the kink handling is exercised). Seeded from the op's content hash: the author
-//! picks nothing, and the same content always gets the same case.
+//! values are log-uniform across a magnitude range (both signs; which range is `draw`'s choice)
+//! inside each input's declared domain, with a few exact repeats and zeros (so ties, zeros and
+//! order crossings occur, and the kink handling is exercised). Seeded from the op's content
+//! hash: the author picks nothing, and the same content always gets the same case.
 
+use super::steps::drawn_bits;
 use crate::core::op::RegisteredOp;
 use crate::core::tensor::{Scalar, Tensor};
 use crate::train::tape::planner;
 use op_contract::contract::{DType, Domain};
 use op_contract::sample::{in_domain, Caps, Draw, Magnitudes, Rng, Space};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Draws of a binding tried before giving up (the first half over small dims, the second over
 /// wider ones).
@@ -20,29 +21,62 @@ pub(crate) const BINDING_TRIES: usize = 4000;
 /// Size limits of a gradcheck binding: small draws, but a pinned dim may be large.
 const CAPS: Caps = Caps { max_dim: 1 << 40, max_numel: 1 << 28, max_work: None };
 
-/// Float values for the inputs: log-uniform magnitudes of both signs inside each input's
-/// domain, with ties and zeros generated on purpose (order crossings and kinks must be met and
-/// skipped, or probed by the kink check), but only in pairs: a value occurs at most twice.
-/// Where three or more inputs tie, one-sided differences can agree while no derivative exists
-/// (the middle of three equal lines), which is exactly what the kink test cannot see.
-pub(crate) fn fill(n: usize, domain: Option<&Domain>, rng: &mut Rng) -> Vec<f64> {
-    let mags = Magnitudes::ORDINARY;
+/// Float values for the inputs: magnitudes log-uniform over `mags`, both signs, inside each
+/// input's domain, rounded to [`DRAWN_BITS`](super::steps::DRAWN_BITS) significant bits (so dense probe steps are exact),
+/// with ties and, where `zeros`, an exact zero generated on purpose (order crossings and kinks
+/// must be met and skipped, or probed by the kink check), but only in pairs: a value occurs at
+/// most twice. Where three or more inputs tie, one-sided differences can agree while no
+/// derivative exists (the middle of three equal lines), which is exactly what the kink test
+/// cannot see.
+pub(crate) fn fill(n: usize, domain: Option<&Domain>, mags: Magnitudes, zeros: bool, rng: &mut Rng) -> Vec<f64> {
     let mut out: Vec<f64> = Vec::with_capacity(n);
-    let count = |out: &[f64], v: f64| out.iter().filter(|x| **x == v).count();
-    let zero_ok = domain.is_none_or(|d| d.contains(0.0));
+    // How often each value occurs so far, by bits (zeros under +0: no -0 is ever drawn).
+    let mut seen: HashMap<u64, usize> = HashMap::new();
+    let zero_ok = zeros && domain.is_none_or(|d| d.contains(0.0));
+    let draw = |rng: &mut Rng| {
+        let v = mags.value(rng, domain);
+        let r = drawn_bits(v);
+        if domain.is_none_or(|d| d.contains(r)) {
+            r
+        } else {
+            v
+        }
+    };
     for _ in 0..n {
         let r = rng.unit();
+        let count = |seen: &HashMap<u64, usize>, v: f64| seen.get(&v.to_bits()).copied().unwrap_or(0);
         let v = if r < 0.04 && !out.is_empty() {
             let c = out[rng.index(out.len())];
-            (count(&out, c) < 2).then_some(c)
-        } else if r < 0.07 && zero_ok && count(&out, 0.0) == 0 {
+            (count(&seen, c) < 2).then_some(c)
+        } else if r < 0.07 && zero_ok && count(&seen, 0.0) == 0 {
             Some(0.0)
         } else {
             None
         };
-        out.push(v.unwrap_or_else(|| mags.value(rng, domain)));
+        let v = v.unwrap_or_else(|| draw(rng));
+        *seen.entry(v.to_bits()).or_default() += 1;
+        out.push(v);
     }
+    both_signs(&mut out, domain, &seen, rng);
     out
+}
+
+/// Where two or more nonzero values share one sign and the domain holds the other, one of them
+/// that occurs once (a tie stays a tie) negated: every draw then has both signs, so a backward wrong only
+/// for negative (or only for positive) values cannot pass because a small input drew one sign.
+fn both_signs(out: &mut [f64], domain: Option<&Domain>, seen: &HashMap<u64, usize>, rng: &mut Rng) {
+    let (neg, pos) = (out.iter().filter(|x| **x < 0.0).count(), out.iter().filter(|x| **x > 0.0).count());
+    if (neg > 0 && pos > 0) || neg + pos < 2 {
+        return;
+    }
+    let single: Vec<usize> = (0..out.len()).filter(|&i| out[i] != 0.0 && seen.get(&out[i].to_bits()) == Some(&1)).collect();
+    if single.is_empty() {
+        return;
+    }
+    let i = single[rng.index(single.len())];
+    if domain.is_none_or(|d| d.contains(-out[i])) {
+        out[i] = -out[i];
+    }
 }
 
 /// An admissible binding of dims and parameters.
@@ -143,14 +177,16 @@ fn params(op: &RegisteredOp, space: &Space<'_>, values: &[i128], rng: &mut Rng) 
     Some(drawn)
 }
 
-/// Builds the input tensors of a binding: f64 for float inputs (values from [`fill`], inside
-/// each input's domain), small integers otherwise.
-pub(crate) fn tensors(op: &RegisteredOp, b: &Binding, rng: &mut Rng) -> Option<Vec<Tensor>> {
+/// Builds the input tensors of a binding: f64 for float inputs (values from [`fill`] over
+/// `mags[i]` for tensor input `i`, inside each input's domain), small integers otherwise.
+pub(crate) fn tensors(op: &RegisteredOp, b: &Binding, mags: &[Magnitudes], zeros: bool, rng: &mut Rng) -> Option<Vec<Tensor>> {
     let mut out = Vec::new();
-    for (t, shape) in op.contract.signature.inputs().zip(&b.shapes) {
+    for ((t, shape), mags) in op.contract.signature.inputs().zip(&b.shapes).zip(mags) {
         let n = crate::core::tensor::checked_numel(shape)?;
         let tensor = if t.dtype.is_float() {
-            Tensor::from_vec(shape.clone(), fill(n, op.contract.domain_of(&t.name), rng))
+            // A declared magnitude range bounds |x| away from zero: no zero is drawn there.
+            let zeros = zeros && op.contract.magnitude_of(&t.name).is_none();
+            Tensor::from_vec(shape.clone(), fill(n, op.contract.domain_of(&t.name), *mags, zeros, rng))
         } else {
             let ints: Vec<i64> = (0..n).map(|_| rng.int_in(0, 7) as i64).collect();
             let bytes: Vec<u8> = match t.dtype {
@@ -177,7 +213,7 @@ mod tests {
     #[test]
     fn values_cross_magnitudes_inside_the_domain_with_pairs_of_ties() {
         let mut rng = Rng::new(9);
-        let v = fill(4000, None, &mut rng);
+        let v = fill(4000, None, Magnitudes::ORDINARY, true, &mut rng);
         assert!(v.iter().filter(|x| x.abs() > 10.0).count() > 1000, "a third beyond 10 in magnitude");
         assert!(v.iter().filter(|x| x.abs() < 1e-2 && **x != 0.0).count() > 400, "a sixth below 1e-2");
         assert!(v.iter().any(|x| *x < 0.0) && v.contains(&0.0));
@@ -186,7 +222,15 @@ mod tests {
         }
         let log = Registry::with_builtins().lookup("builtin/log").expect("built-in").op();
         let d = log.contract.domain_of("x").expect("log declares its domain");
-        assert!(fill(2000, Some(d), &mut rng).iter().all(|x| *x > 0.0));
+        assert!(fill(2000, Some(d), Magnitudes::ORDINARY, true, &mut rng).iter().all(|x| *x > 0.0));
+        // At most forty significant bits, and no zero where none is asked for.
+        assert!(v.iter().all(|x| drawn_bits(*x) == *x));
+        assert!(!fill(4000, None, Magnitudes::ORDINARY, false, &mut rng).contains(&0.0));
+        // Both signs in every draw of two or more values, where the domain holds both.
+        for _ in 0..200 {
+            let v = fill(2, None, Magnitudes::ORDINARY, false, &mut rng);
+            assert!(v[0] == v[1] || (v.iter().any(|x| *x < 0.0) && v.iter().any(|x| *x > 0.0)), "{v:?}");
+        }
     }
 
     #[test]

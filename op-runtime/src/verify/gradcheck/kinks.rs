@@ -22,13 +22,19 @@
 //! slack.
 
 use super::case::keep_in;
-use super::probe::{samples, step_scale, Checker, Dir};
+use super::probe::{samples, Checker, Dir};
 use super::GradcheckError;
 use crate::core::tensor::Tensor;
 use op_contract::sample::Rng;
 
-/// Kink points tried per gradcheck (each a tie or a zero, alternating).
-pub(crate) const KINK_POINTS: usize = 12;
+/// Kinks of each kind (ties, zeros) a gradcheck probes where it can find them. A convention can
+/// agree with a wrong one at some kinks (a rule routing a tie's cotangent to the later element
+/// matches the convention wherever the tied pair sorts below the selected position), so a few
+/// found kinks are not enough: the check keeps placing points until it has this many of a kind.
+pub(crate) const KINKS_WANTED: usize = 8;
+/// Most points placed per gradcheck (ties and zeros in turn, a kind skipped once it has
+/// [`KINKS_WANTED`]), so an op with no kinks of a kind costs a bounded number of tries.
+pub(crate) const KINK_TRIES: usize = 48;
 
 /// What the kink check found.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -64,7 +70,7 @@ fn one_sided(ck: &Checker, dir: &Dir, u: &[Option<Vec<f64>>], base: &[Tensor]) -
     let right = (4.0 * s[4] - s[5]) / (d[5] - d[3]);
     let left = (4.0 * s[2] - s[1]) / (d[1] - d[3]);
     let trunc = (right - s[4] / d[4]).abs() + (left - s[2] / d[2]).abs();
-    let round = ck.round(r, dir.step, dir.coord.is_none(), right.abs().max(left.abs()));
+    let round = ck.round(r, dir.step, right.abs().max(left.abs()));
     let slack = ck.atol + ck.rel * right.abs().max(left.abs()) + trunc + 2.0 * round;
     // Another kink within three steps on either side would corrupt the estimate: the slopes
     // over the second and third step must agree (exactly, on a linear piece), else the point
@@ -80,11 +86,6 @@ fn one_sided(ck: &Checker, dir: &Dir, u: &[Option<Vec<f64>>], base: &[Tensor]) -
 fn name(ck: &Checker, k: usize, j: usize) -> String {
     let t = ck.op.contract.signature.inputs().nth(ck.diff[k]).map(|t| t.name.as_str()).unwrap_or("?");
     format!("`{t}`[{j}]")
-}
-
-fn coord(sizes: &[usize], k: usize, j: usize, step: f64) -> Dir {
-    let v = sizes.iter().enumerate().map(|(q, &n)| (0..n).map(|i| if q == k && i == j { 1.0 } else { 0.0 }).collect()).collect();
-    Dir { v, coord: Some((k, j)), step }
 }
 
 fn violation(ck: &Checker, at: String, analytic: f64, o: &OneSided, expected: &str) -> GradcheckError {
@@ -121,7 +122,7 @@ fn tie_partner(ck: &Checker, k: usize, base: &[Tensor], rng: &mut Rng) -> Option
 fn tie_step(ck: &Checker, k: usize, s: usize, t: usize, v: f64) -> Option<f64> {
     let x = ck.inputs[ck.diff[k]].as_slice::<f64>()?;
     let gap = x.iter().enumerate().filter(|(q, _)| *q != s && *q != t).map(|(_, y)| (y - v).abs()).fold(f64::INFINITY, f64::min);
-    let step = (ck.h * step_scale(v)).min(gap / 8.0);
+    let step = ck.step(k, v).min(gap / 8.0);
     (step > v.abs() * 1e-9).then_some(step)
 }
 
@@ -145,13 +146,13 @@ fn tie(ck: &mut Checker, k: usize, s: usize, t: usize, sizes: &[usize], rng: &mu
             None => ck.rule_along(dir, &u),
         }
     };
-    let mut pair = coord(sizes, k, i, step);
+    let mut pair = Dir::coordinate(sizes, k, i, step);
     pair.v[k][j] = 1.0;
     pair.coord = None;
     let Some(both) = one_sided(ck, &pair, &u, &base)? else { return Ok(false) };
     let mut kink = false;
     for (c, other) in [(i, j), (j, i)] {
-        let dir = coord(sizes, k, c, step);
+        let dir = Dir::coordinate(sizes, k, c, step);
         let Some(o) = one_sided(ck, &dir, &u, &base)? else { continue };
         let a = along(ck, &dir)?;
         let at = format!("{} tied with {}", name(ck, k, c), name(ck, k, other));
@@ -187,11 +188,13 @@ fn tie(ck: &mut Checker, k: usize, s: usize, t: usize, sizes: &[usize], rng: &mu
     Ok(kink)
 }
 
-/// Probes one zero: `x[j] = 0` in differentiable input `k`, where its domain holds 0.
+/// Probes one zero: `x[j] = 0` in differentiable input `k`, where its domain holds 0 and no
+/// magnitude range is declared for it.
 fn zero(ck: &mut Checker, k: usize, j: usize, sizes: &[usize], rng: &mut Rng) -> Result<bool, GradcheckError> {
     let t = ck.op.contract.signature.inputs().nth(ck.diff[k]).map(|t| t.name.clone()).unwrap_or_default();
     let domain = ck.op.contract.domain_of(&t).cloned();
-    if keep_in(0.0, domain.as_ref(), rng) != 0.0 {
+    // Not where 0 lies outside the domain, nor outside a declared magnitude range.
+    if keep_in(0.0, domain.as_ref(), rng) != 0.0 || ck.op.contract.magnitude_of(&t).is_some() {
         return Ok(false);
     }
     let mut j = j;
@@ -204,7 +207,7 @@ fn zero(ck: &mut Checker, k: usize, j: usize, sizes: &[usize], rng: &mut Rng) ->
     }
     let base = ck.forward(&ck.inputs)?;
     let u = ck.cotangent(&ck.out_shapes()?, rng);
-    let dir = coord(sizes, k, j, ck.h * step_scale(0.0));
+    let dir = Dir::coordinate(sizes, k, j, ck.step(k, 0.0));
     let Some(o) = one_sided(ck, &dir, &u, &base)? else { return Ok(false) };
     if !o.kink() {
         return Ok(false);
@@ -217,18 +220,26 @@ fn zero(ck: &mut Checker, k: usize, j: usize, sizes: &[usize], rng: &mut Rng) ->
     Ok(true)
 }
 
-/// Places [`KINK_POINTS`] points on kinks (ties and zeros in turn) from the drawn value cases
-/// and checks the backward there; `Err` on the first violation. The checker's inputs are left
-/// at the last point (the caller resets them).
+/// Places points on kinks (ties and zeros in turn, until [`KINKS_WANTED`] of each kind are found
+/// or [`KINK_TRIES`] points were placed) from the drawn value cases and checks the backward
+/// there; `Err` on the first violation. The checker's inputs are left at the last point (the
+/// caller resets them).
 pub(crate) fn probe(ck: &mut Checker, cases: &[Vec<Tensor>], rng: &mut Rng) -> Result<Kinks, GradcheckError> {
     let sizes: Vec<usize> = ck.diff.iter().map(|&p| ck.inputs[p].numel()).collect();
     let mut found = Kinks::default();
-    for p in 0..KINK_POINTS {
+    for p in 0..KINK_TRIES {
+        let tie_turn = p % 2 == 0;
+        if found.ties >= KINKS_WANTED && found.zeros >= KINKS_WANTED {
+            break;
+        }
+        if (tie_turn && found.ties >= KINKS_WANTED) || (!tie_turn && found.zeros >= KINKS_WANTED) {
+            continue;
+        }
         ck.inputs = cases[p % cases.len()].clone();
         let Some(k) = (0..sizes.len()).filter(|k| sizes[*k] > 0).nth(rng.index(sizes.iter().filter(|n| **n > 0).count())) else {
             continue;
         };
-        if p % 2 == 0 {
+        if tie_turn {
             let base = ck.forward(&ck.inputs)?;
             if let Some((s, t)) = tie_partner(ck, k, &base, rng) {
                 found.ties += tie(ck, k, s, t, &sizes, rng)? as usize;

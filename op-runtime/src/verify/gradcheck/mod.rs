@@ -1,25 +1,37 @@
-//! Gradcheck on the reference path in f64: engine-generated inputs, sampled probes compared by
-//! central differences with the declared backward (VJP, JVP, or the VJP a composite graph
-//! derives), kinks skipped and counted, points placed exactly on kinks checked against the
-//! subgradient convention, then a negative control that must reject a corrupted backward. It
-//! reads declarations and runs shims; it never registers or dispatches an op.
+//! Gradcheck on the reference path in f64: engine-generated inputs, probes compared by central
+//! differences with the declared backward (VJP, JVP, or the VJP a composite graph derives),
+//! kinks skipped and counted, points placed exactly on kinks checked against the subgradient
+//! convention, then a negative control that must reject a corrupted backward. It reads
+//! declarations and runs shims; it never registers or dispatches an op.
 //!
 //! The procedure, all of it seeded from the op's content hash (the author picks nothing), its
 //! inputs drawn by the sampling module conformance uses too (`op_contract::sample`):
 //! - an admissible binding of dims and parameters (interior values preferred; distinct values
 //!   for distinct symbols unless the constraints tie them, so a rule right only for square
-//!   shapes cannot pass), then four independent draws of input values (`case`), log-uniform
-//!   over 1e-3..1e3 of both signs inside each input's declared domain; probes are split evenly
-//!   among the draws;
-//! - each probe: a random cotangent `u` and a direction `v` (three in four a single coordinate
-//!   whose difference stands well above its rounding, one in four a dense random vector); `<u, f(x + t v)>` at
+//!   shapes cannot pass), then four independent draws of input values (`draw`, `case`):
+//!   magnitudes log-uniform over a range of both signs inside each input's declared domain, the
+//!   range declared per input (`magnitude(x: 1e-3..30)`) or else the widest rung of a ladder
+//!   (1e-3..1e3, then 1e2, 1e1, 1) where the forward is finite, inside the range of the op's
+//!   widest float type, not underflowing everywhere, and resolves most derivatives (a softmax
+//!   fed logits of 1e3 is saturated: its Jacobian is far below its outputs' rounding);
+//! - sampled probes, split evenly among the draws: a random cotangent `u` and a direction `v`
+//!   (three in four a single coordinate whose difference stands well above its rounding, one in
+//!   four a dense random vector whose steps are exact in f64); `<u, f(x + t v)>` at
 //!   `t = 0, +-1, +-2, +-3` steps, a step being `h = 1e-3` times `clamp(|x|, 1e-3, 1)` of the
-//!   element (relative below 1, so small values are not stepped across zero); the central
+//!   element (relative below 1, so small values are not stepped across zero; the floor is a
+//!   declared magnitude range's smallest value where that is below 1e-3); the central
 //!   difference `D(h)` is compared with the declared backward's `<J^T u, v>` (or `<u, J v>`),
 //!   within [`declared_bound`];
+//! - the sweep (`sweep`): in each draw, every element of the differentiable inputs probed
+//!   alone along its own coordinate under one cotangent, so a backward wrong at one element
+//!   cannot pass; beyond [`GradcheckOptions::sweep`] elements, that many per draw, the draws
+//!   taking disjoint random slices;
 //! - a probe whose one-sided differences disagree beyond what the curvature next to it
-//!   explains sits within h of a kink or order crossing: it is skipped and counted, never
-//!   averaged; more than half skipped is `Inconclusive`, a failure;
+//!   explains sits within h of a kink or order crossing; one where the forward is not finite
+//!   cannot be measured; one where the backward agrees within the bound but the bound is not
+//!   small against the derivative (the outputs cannot resolve it: `probe::RESOLVED`) certifies
+//!   nothing. Each is skipped and counted by reason, never failed or averaged; more than half
+//!   skipped is `Inconclusive`, a failure;
 //! - for ops with kinks (`selection`), points placed exactly on kinks (ties, zeros; see
 //!   `kinks`), where the backward must be the subgradient the convention names;
 //! - with both VJP and JVP declared, `<u, J v> = <J^T u, v>` is checked on every probe;
@@ -51,8 +63,19 @@
 //! ```
 
 mod case;
+mod draw;
+mod error;
 mod kinks;
 mod probe;
+mod report;
+mod rules;
+mod steps;
+mod sweep;
+mod verdict;
+
+pub use draw::{DrawRange, Narrowed};
+pub use error::GradcheckError;
+pub use report::{BackwardForm, ControlOutcome, Corruption, GradcheckReport};
 
 use crate::core::decl::OpDecl;
 use crate::core::error::KernelRegistrationError;
@@ -63,14 +86,19 @@ use crate::train::tape::{exec, Mode, Tape, TapeError};
 use op_contract::contract::{Backward, Category, Contract, DType, Tolerance};
 use op_contract::sample::Rng;
 use probe::{measure, Checker, Measured, Probe};
-use std::fmt;
-use thiserror::Error;
+use verdict::{consistency, judge, negative_control, smallest_caught};
 
 /// How a gradcheck samples.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GradcheckOptions {
     /// Number of probes (coordinate, random cotangent) to sample.
     pub probes: usize,
+    /// Elements swept per draw: each probed alone along its own coordinate (every element in
+    /// every draw where the differentiable inputs hold at most this many; beyond, this many per
+    /// draw, disjoint random slices, so four draws cover four times as many); 0 turns the sweep
+    /// off. 256 by default. Inputs of more than 4096 elements in all sweep fewer (no fewer than
+    /// 16 per draw), so that a pinned size of millions stays affordable: see `sweep::per_draw`.
+    pub sweep: usize,
     /// Central-difference step (relative below `|x| = 1`, see the module docs).
     pub h: f64,
     /// Mixed into the seed (which comes from the op's content hash); 0 by default.
@@ -83,367 +111,7 @@ pub struct GradcheckOptions {
 
 impl Default for GradcheckOptions {
     fn default() -> Self {
-        GradcheckOptions { probes: 32, h: 1e-3, salt: 0, pin: Vec::new() }
-    }
-}
-
-/// A deliberate corruption of a backward, applied to its result.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
-pub enum Corruption {
-    /// Every gradient element multiplied by a factor.
-    Scaled(f64),
-    /// Every gradient element negated.
-    SignFlipped,
-    /// Each element receives its right neighbour's gradient (routed one element over).
-    Neighbour,
-    /// Every gradient element zero.
-    Zero,
-}
-
-impl Corruption {
-    fn apply(self, own: f64, neighbour: f64) -> f64 {
-        match self {
-            Corruption::Scaled(f) => own * f,
-            Corruption::SignFlipped => -own,
-            Corruption::Neighbour => neighbour,
-            Corruption::Zero => 0.0,
-        }
-    }
-}
-
-impl fmt::Display for Corruption {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Corruption::Scaled(k) => write!(f, "scaled by {k}"),
-            Corruption::SignFlipped => f.write_str("sign flipped"),
-            Corruption::Neighbour => f.write_str("routed to the neighbouring element"),
-            Corruption::Zero => f.write_str("zeroed"),
-        }
-    }
-}
-
-/// What the negative control did with one corruption.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct ControlOutcome {
-    /// The corruption.
-    pub corruption: Corruption,
-    /// Whether it must be rejected: always for scaling and sign flips; for neighbour routing,
-    /// where it changes the backward beyond the bound at some probe (else it proves nothing).
-    pub applicable: bool,
-    /// Whether the check rejected it.
-    pub rejected: bool,
-}
-
-/// The backward form that was checked.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub enum BackwardForm {
-    /// A declared VJP.
-    Vjp {
-        /// The VJP rule's path.
-        path: String,
-    },
-    /// Declared JVP rules (one per differentiable input).
-    Jvp {
-        /// The JVP rules' paths.
-        rules: Vec<String>,
-    },
-    /// Both; checked against each other too.
-    VjpJvp {
-        /// The VJP rule's path.
-        vjp: String,
-        /// The JVP rules' paths.
-        rules: Vec<String>,
-    },
-    /// Derived from the composite graph on the tape.
-    Composite {
-        /// The graph builder's path (empty if unnamed).
-        graph: String,
-        /// The ops the graph recorded on the tape, in order.
-        ops: Vec<String>,
-    },
-}
-
-impl BackwardForm {
-    fn corrupted_name(&self) -> &'static str {
-        match self {
-            BackwardForm::Jvp { .. } => "jvp",
-            _ => "vjp",
-        }
-    }
-}
-
-/// The result of a passing gradcheck. `Display` prints the report.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct GradcheckReport {
-    /// `name@version`.
-    pub op: String,
-    /// Content hash (hex).
-    pub content_hash: String,
-    /// The generated binding shown in the header (parameters, else dims).
-    pub bindings: Vec<(String, String)>,
-    /// The reference function's name.
-    pub reference: String,
-    /// The op's description (first sentence).
-    pub description: String,
-    /// The backward form checked.
-    pub backward: BackwardForm,
-    /// The declared subgradient rule, if any.
-    pub subgradient: Option<String>,
-    /// Central-difference step.
-    pub h: f64,
-    /// Probes sampled.
-    pub probes: usize,
-    /// Probes skipped because one-sided differences disagreed (a kink within h).
-    pub skipped: usize,
-    /// Probes skipped because the forward was not finite near the point.
-    pub skipped_nonfinite: usize,
-    /// `an order crossing` (selection ops) or `a kink`.
-    pub kink_word: String,
-    /// Points placed on kinks where the convention was checked (ties, zeros); `None` for ops
-    /// without kinks (not probed).
-    pub kinks: Option<(usize, usize)>,
-    /// Largest |analytic - numeric| over checked probes.
-    pub max_abs_err: f64,
-    /// That error relative to `max(|numeric|, |analytic|)` at its probe.
-    pub max_rel_err: f64,
-    /// The bound applied at that probe.
-    pub bound_applied: f64,
-    /// Largest |analytic - numeric| / allowed (below 1 passes).
-    pub worst_ratio: f64,
-    /// The declared tolerance class.
-    pub tolerance: String,
-    /// The relative term of the bound: f64 rounding, or a `loose` class's `rtol` (see
-    /// [`declared_bound`]).
-    pub rel_bound: f64,
-    /// Largest |<u, J v> - <J^T u, v>| where both VJP and JVP are declared.
-    pub consistency: Option<f64>,
-    /// The negative control, one outcome per corruption tried.
-    pub negative_control: Vec<ControlOutcome>,
-    /// The smallest relative error of the backward the probes prove they catch (a backward
-    /// scaled by `1 + delta` is among the corruptions, and was rejected); `None` where every
-    /// checked probe has a zero backward.
-    pub smallest_caught: Option<f64>,
-}
-
-impl GradcheckReport {
-    /// JSON text.
-    pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).unwrap_or_default()
-    }
-}
-
-impl fmt::Display for GradcheckReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut head: Vec<String> = self.bindings.iter().map(|(k, v)| format!("{k} = {v}")).collect();
-        head.push("reference path".into());
-        head.push("f64".into());
-        writeln!(f, "gradcheck  {}   ({})", self.op, head.join(", "))?;
-        let desc = if self.description.is_empty() { String::new() } else { format!(" ({})", self.description) };
-        writeln!(f, "  forward  : author reference `{}`{desc}", self.reference)?;
-        let sub = self.subgradient.as_ref().map(|s| format!(" -- {s}")).unwrap_or_default();
-        match &self.backward {
-            BackwardForm::Vjp { path } => writeln!(f, "  vjp      : declared backward `{path}`{sub}")?,
-            BackwardForm::Jvp { rules } => writeln!(f, "  jvp      : declared rules {}{sub}", ticks(rules))?,
-            BackwardForm::VjpJvp { vjp, rules } => {
-                writeln!(f, "  vjp      : declared backward `{vjp}`{sub}")?;
-                let c = self.consistency.map(|c| format!(" (max difference {c:.1e})")).unwrap_or_default();
-                writeln!(f, "  jvp      : declared rules {}; <u, J v> = <J^T u, v> on every probe{c}", ticks(rules))?;
-            }
-            BackwardForm::Composite { graph, ops } => {
-                writeln!(f, "  vjp      : derived from the composite graph `{graph}` ({} on the tape){sub}", ops.join(" -> "))?
-            }
-        }
-        writeln!(
-            f,
-            "  probes   : {} sampled, central differences, h = {:e} (relative below |x| = 1); values log-uniform over 1e-3..1e3, both signs",
-            self.probes, self.h
-        )?;
-        write!(f, "  skipped  : {} within h of {} (no derivative exists there)", self.skipped, self.kink_word)?;
-        if self.skipped_nonfinite > 0 {
-            write!(f, "; {} where the forward is not finite", self.skipped_nonfinite)?;
-        }
-        writeln!(f)?;
-        match self.kinks {
-            Some((ties, zeros)) => writeln!(
-                f,
-                "  kinks    : {} probed ({ties} ties, {zeros} zeros), convention held (ties in index order: the earlier element's derivative from below, the later's from above; zeros between the one-sided derivatives)",
-                ties + zeros
-            )?,
-            None => writeln!(f, "  kinks    : not probed (no kinks in this category)")?,
-        }
-        writeln!(
-            f,
-            "  bound    : max |analytic - numeric| = {:.1e} (relative {:.1e}) against the bound applied there {:.1e} (declared {}: relative {:.1e} plus the probe's truncation and rounding)",
-            self.max_abs_err, self.max_rel_err, self.bound_applied, self.tolerance, self.rel_bound
-        )?;
-        write!(f, "  negative control : corrupted {} {}", self.backward.corrupted_name(), self.negative_control_verdict())?;
-        match (self.smallest_caught, self.negative_control_rejected()) {
-            (Some(d), true) => writeln!(f, "; a relative error of {d:.1e} or more is caught"),
-            _ => writeln!(f),
-        }
-    }
-}
-
-impl GradcheckReport {
-    /// Whether the negative control did its job, judged from the recorded outcomes: at least
-    /// one corruption applied, and every applicable one was rejected.
-    pub fn negative_control_rejected(&self) -> bool {
-        self.negative_control.iter().any(|c| c.applicable) && self.negative_control.iter().all(|c| !c.applicable || c.rejected)
-    }
-
-    /// The negative-control verdict as the report prints it, from the recorded outcomes:
-    /// `REJECTED` (which corruptions were tried is in `negative_control`),
-    /// `ACCEPTED (<corruptions that passed>)`, or `NOT RUN` when no corruption applied.
-    fn negative_control_verdict(&self) -> String {
-        let passed: Vec<String> =
-            self.negative_control.iter().filter(|c| c.applicable && !c.rejected).map(|c| c.corruption.to_string()).collect();
-        if !passed.is_empty() {
-            format!("ACCEPTED ({}): the check could not fail", passed.join(", "))
-        } else if self.negative_control_rejected() {
-            "REJECTED".to_string()
-        } else {
-            "NOT RUN (no corruption changed the backward beyond the bound)".to_string()
-        }
-    }
-}
-
-fn ticks(v: &[String]) -> String {
-    v.iter().map(|r| format!("`{r}`")).collect::<Vec<_>>().join(", ")
-}
-
-/// Why a gradcheck failed or could not run. Every variant names the op.
-#[derive(Debug, Clone, Error, PartialEq)]
-pub enum GradcheckError {
-    /// The op is declared `backward = none`: there is nothing to check and no gradient to ask.
-    #[error("op `{op}` is declared `backward = none`: gradients cannot flow through it")]
-    NotDifferentiable {
-        /// The op's `name@version`.
-        op: String,
-    },
-    /// The declaration could not be loaded.
-    #[error(transparent)]
-    Load(#[from] KernelRegistrationError),
-    /// The reference has no f64 instantiation.
-    #[error("op `{op}`: gradcheck runs the reference in f64, but it is not generic; write it as `fn {rust}<T: Real>(..)`")]
-    NoF64Reference {
-        /// The op's `name@version`.
-        op: String,
-        /// The reference function's Rust name.
-        rust: String,
-    },
-    /// The op has no float tensor input to differentiate.
-    #[error("op `{op}` declares a backward but has no float tensor input to differentiate")]
-    NoDifferentiableInput {
-        /// The op's `name@version`.
-        op: String,
-    },
-    /// No admissible binding of dims and parameters was found.
-    #[error("op `{op}`: no admissible input shapes found for its signature after {tries} tries")]
-    NoAdmissibleInput {
-        /// The op's `name@version`.
-        op: String,
-        /// Bindings tried.
-        tries: usize,
-    },
-    /// The forward is not finite on any generated input.
-    #[error("op `{op}`: the reference is not finite on the generated inputs (signed and positive values tried)")]
-    NoFiniteInput {
-        /// The op's `name@version`.
-        op: String,
-    },
-    /// The backward disagrees with finite differences.
-    #[error("op `{op}`: the declared {form} disagrees with central differences along {at}: analytic {analytic:e}, numeric {numeric:e}, |difference| {diff:.3e} over the allowed {allowed:.3e} ({failing} of {checked} checked probes fail)")]
-    Mismatch {
-        /// The op's `name@version`.
-        op: String,
-        /// The backward checked (`VJP`, `JVP` or `composite graph's VJP`).
-        form: String,
-        /// The worst probe's direction: an input element, or `a random direction`.
-        at: String,
-        /// The backward's directional derivative there.
-        analytic: f64,
-        /// The central-difference estimate there.
-        numeric: f64,
-        /// `|analytic - numeric|`.
-        diff: f64,
-        /// The bound it exceeds.
-        allowed: f64,
-        /// Probes over the bound.
-        failing: usize,
-        /// Probes checked (kinks skipped).
-        checked: usize,
-    },
-    /// VJP and JVP disagree: <u, J v> != <J^T u, v>.
-    #[error("op `{op}`: the declared VJP and JVP disagree along {at}: <u, J v> = {jvp:e}, <J^T u, v> = {vjp:e}, allowed {allowed:.3e}")]
-    Inconsistent {
-        /// The op's `name@version`.
-        op: String,
-        /// The probe's direction: an input element, or `a random direction`.
-        at: String,
-        /// `<u, J v>` from the JVP.
-        jvp: f64,
-        /// `<J^T u, v>` from the VJP.
-        vjp: f64,
-        /// The bound the difference exceeds.
-        allowed: f64,
-    },
-    /// Too many probes sat on kinks.
-    #[error("op `{op}`: inconclusive: {skipped} of {probes} probes sat within h of a kink or order crossing (more than half); nothing was certified")]
-    Inconclusive {
-        /// The op's `name@version`.
-        op: String,
-        /// Probes skipped (kinks and non-finite forwards).
-        skipped: usize,
-        /// Probes sampled.
-        probes: usize,
-    },
-    /// The negative control was not rejected: the check could not fail.
-    #[error(
-        "op `{op}`: the check could not fail: a corrupted backward ({corruption}) passed the same probes, so passing certifies nothing"
-    )]
-    NegativeControlAccepted {
-        /// The op's `name@version`.
-        op: String,
-        /// The corruption that passed.
-        corruption: String,
-    },
-    /// At a point placed on a kink, the backward is not the subgradient the convention names.
-    #[error("op `{op}`: at a kink ({at}) the declared backward gives {analytic:e}, where the one-sided derivatives are {left:e} (from below) and {right:e} (from above); the convention names {expected}")]
-    KinkConvention {
-        /// The op's `name@version`.
-        op: String,
-        /// Where: the tied or zeroed elements.
-        at: String,
-        /// The backward's value there.
-        analytic: f64,
-        /// The one-sided derivative from below.
-        left: f64,
-        /// The one-sided derivative from above.
-        right: f64,
-        /// What the convention names.
-        expected: String,
-    },
-    /// A shim failed.
-    #[error("op `{op}`: {message}")]
-    Shim {
-        /// The op's `name@version`.
-        op: String,
-        /// The shim's error message.
-        message: String,
-    },
-    /// Recording or running the composite graph failed.
-    #[error(transparent)]
-    Tape(#[from] TapeError),
-}
-
-impl GradcheckError {
-    /// Whether the check ran and rejected the backward (as opposed to being unable to run).
-    pub fn is_rejection(&self) -> bool {
-        matches!(self, GradcheckError::Mismatch { .. } | GradcheckError::Inconsistent { .. } | GradcheckError::KinkConvention { .. })
-    }
-    /// Whether the check ran and did not certify: rejected, inconclusive, or unable to fail.
-    pub fn is_check_failure(&self) -> bool {
-        self.is_rejection() || matches!(self, GradcheckError::Inconclusive { .. } | GradcheckError::NegativeControlAccepted { .. })
+        GradcheckOptions { probes: 32, sweep: 256, h: 1e-3, salt: 0, pin: Vec::new() }
     }
 }
 
@@ -457,6 +125,7 @@ struct Setup {
     form: BackwardForm,
     ck: Checker,
     cases: Vec<Vec<Tensor>>,
+    ranges: Vec<DrawRange>,
     binding: case::Binding,
     rng: Rng,
 }
@@ -485,27 +154,6 @@ fn form_of(op: &RegisteredOp, decl: &OpDecl) -> Result<BackwardForm, GradcheckEr
     Ok(form)
 }
 
-/// [`CASES`] independent draws of the values (same binding), each retried until the forward is
-/// finite: a kink that happens to sit where many probes look (a tie at a median, say) can then
-/// cost at most one draw's probes.
-fn value_cases(op: &RegisteredOp, binding: &case::Binding, rng: &mut Rng) -> Result<Vec<Vec<Tensor>>, GradcheckError> {
-    let mut cases = Vec::with_capacity(CASES);
-    for _ in 0..CASES {
-        let mut chosen = None;
-        for _ in 0..8 {
-            let Some(inputs) = case::tensors(op, binding, rng) else { continue };
-            let refs: Vec<&Tensor> = inputs.iter().collect();
-            let outs = exec::forward_f64(op, &refs, &binding.params).map_err(|m| GradcheckError::Shim { op: op.id.clone(), message: m })?;
-            if outs.iter().all(|o| o.as_slice::<f64>().is_none_or(|v| v.iter().all(|x| x.is_finite()))) {
-                chosen = Some(inputs);
-                break;
-            }
-        }
-        cases.push(chosen.ok_or_else(|| GradcheckError::NoFiniteInput { op: op.id.clone() })?);
-    }
-    Ok(cases)
-}
-
 /// The composite graph recorded on a tape in f64, for ops whose backward it derives.
 fn composite_graph(
     registry: &Registry,
@@ -530,183 +178,107 @@ fn composite_graph(
 fn setup(registry: &Registry, decl: &'static OpDecl, opts: &GradcheckOptions) -> Result<Setup, GradcheckError> {
     let op = RegisteredOp::load(decl)?;
     let mut form = form_of(&op, decl)?;
+    // The checker refuses such a range at compile time; a contract built by hand may carry one.
+    if let Some(m) = op.contract.magnitude.iter().find(|m| !m.is_valid()) {
+        let reason = format!("the magnitude range `{m}` is not `0 < lo <= hi`, both finite");
+        return Err(KernelRegistrationError::BadContract { op: op.id.clone(), reason }.into());
+    }
     let mut rng = Rng::from_hash(&op.hash, 0x6772_6164 ^ opts.salt);
     let binding = case::binding(&op, &opts.pin, &mut rng)
         .ok_or_else(|| GradcheckError::NoAdmissibleInput { op: op.id.clone(), tries: case::BINDING_TRIES })?;
-    let cases = value_cases(&op, &binding, &mut rng)?;
-    let inputs = cases[0].clone();
-    let len = inputs.iter().map(Tensor::numel).max().unwrap_or(1);
+    let len = binding.shapes.iter().map(|s| s.iter().product::<usize>()).max().unwrap_or(1);
     let (rel, atol) = declared_bound(&op.contract.tolerance, len);
-    let graph = composite_graph(registry, &op, decl, &inputs, &binding.params, &mut form)?;
     let (has_vjp, has_jvp) =
         (!matches!(form, BackwardForm::Jvp { .. }), matches!(form, BackwardForm::Jvp { .. } | BackwardForm::VjpJvp { .. }));
     let diff = exec::diff_positions(&op);
-    if diff.iter().map(|&p| inputs[p].numel()).sum::<usize>() == 0 {
+    if diff.iter().map(|&p| binding.shapes[p].iter().product::<usize>()).sum::<usize>() == 0 {
         return Err(GradcheckError::NoDifferentiableInput { op: op.id.clone() });
     }
+    let names: Vec<String> = op.contract.signature.inputs().map(|t| t.name.clone()).collect();
+    let nan_ok = diff.iter().map(|&p| op.contract.admits_nan(&names[p])).collect();
+    let floors =
+        diff.iter().map(|&p| op.contract.magnitude_of(&names[p]).map_or(steps::STEP_FLOOR, |m| m.lo.min(steps::STEP_FLOOR))).collect();
     let (op_id, contract) = (op.id.clone(), op.contract.clone());
-    let ck = Checker { op, inputs, params: binding.params.clone(), diff, rel, atol, h: opts.h, len, graph, has_vjp, has_jvp };
-    Ok(Setup { op_id, contract, form, ck, cases, binding, rng })
+    let params = binding.params.clone();
+    let mut ck = Checker { op, inputs: Vec::new(), params, diff, rel, atol, h: opts.h, len, graph: None, has_vjp, has_jvp, nan_ok, floors };
+    let (cases, ranges): (Vec<Vec<Tensor>>, Vec<Option<DrawRange>>) = draw::draws(&mut ck, &binding, CASES, &mut rng)?.into_iter().unzip();
+    let ranges = ranges.into_iter().flatten().collect();
+    ck.inputs = cases[0].clone();
+    ck.graph = composite_graph(registry, &ck.op, decl, &ck.inputs, &binding.params, &mut form)?;
+    Ok(Setup { op_id, contract, form, ck, cases, ranges, binding, rng })
 }
 
-/// Samples and measures every probe, the draws taken in turn.
-fn sample_probes(s: &mut Setup, probes: usize) -> Result<Vec<Measured>, GradcheckError> {
+/// Samples and measures every probe, the draws taken in turn, each draw's sweep after its
+/// sampled probes.
+fn measure_probes(s: &mut Setup, opts: &GradcheckOptions) -> Result<(Vec<Measured>, usize), GradcheckError> {
     let out_shapes = s.ck.out_shapes()?;
-    let sizes: Vec<usize> = s.ck.diff.iter().map(|&p| s.ck.inputs[p].numel()).collect();
-    let per_case = probes.div_ceil(CASES).max(1);
-    let mut measured = Vec::with_capacity(probes);
-    let mut base = Vec::new();
-    for p in 0..probes {
-        if p % per_case == 0 {
-            s.ck.inputs = s.cases[(p / per_case).min(CASES - 1)].clone();
-            base = s.ck.forward(&s.ck.inputs)?;
+    let sizes = s.ck.sizes();
+    let per_case = opts.probes.div_ceil(CASES).max(1);
+    let mut measured = Vec::with_capacity(opts.probes);
+    let mut swept = Vec::new();
+    let elements: usize = s.ck.inputs.iter().map(Tensor::numel).sum();
+    let plan = sweep::Plan::new(sizes.iter().sum(), sweep::per_draw(opts.sweep, elements), &mut s.rng);
+    for (c, case) in s.cases.iter().enumerate() {
+        s.ck.inputs = case.clone();
+        let base = s.ck.forward(&s.ck.inputs)?;
+        for p in c * per_case..((c + 1) * per_case).min(opts.probes) {
+            let u = s.ck.cotangent(&out_shapes, &mut s.rng);
+            let dir = s.ck.direction(p, &sizes, &u, &base, &mut s.rng)?;
+            measured.push(measure(&s.ck, &dir, &u, &base, None)?);
         }
-        let u = s.ck.cotangent(&out_shapes, &mut s.rng);
-        let dir = s.ck.direction(p, &sizes, &u, &base, &mut s.rng)?;
-        measured.push(measure(&s.ck, &dir, &u, &base)?);
+        swept.extend(sweep::sweep(&s.ck, &plan, c, &mut s.rng)?);
     }
-    Ok(measured)
+    let n = swept.len();
+    measured.extend(swept);
+    Ok((measured, n))
 }
 
-/// The check proper over the checked probes: what the report shows of it.
-struct Judged {
-    max_abs_err: f64,
-    max_rel_err: f64,
-    bound_applied: f64,
-    worst_ratio: f64,
+/// Skip counts by reason: kinks, non-finite forwards, unresolved derivatives.
+fn skips(measured: &[Measured]) -> (usize, usize, usize) {
+    let count = |f: fn(&Measured) -> bool| measured.iter().filter(|m| f(m)).count();
+    (count(|m| matches!(m, Measured::Kink)), count(|m| matches!(m, Measured::NonFinite)), count(|m| matches!(m, Measured::Unresolved)))
 }
 
-fn input_name(c: &Contract, ck: &Checker, at: (usize, Option<usize>)) -> String {
-    match at {
-        (k, Some(j)) => format!("`{}`[{j}]", c.signature.inputs().nth(ck.diff[k]).map(|t| t.name.as_str()).unwrap_or("?")),
-        (_, None) => "a random direction".to_string(),
+/// The verdict when more than half of the probes were skipped, with what to do about it.
+fn inconclusive(s: &Setup, measured: &[Measured]) -> Option<GradcheckError> {
+    let (kinks, nonfinite, unresolved) = skips(measured);
+    let skipped = kinks + nonfinite + unresolved;
+    if 2 * skipped <= measured.len() {
+        return None;
     }
-}
-
-// Comparisons are written `!(err <= allowed)` so that a NaN fails them.
-#[allow(clippy::neg_cmp_op_on_partial_ord)]
-fn judge(s: &Setup, probes: &[&Probe]) -> Result<Judged, GradcheckError> {
-    let ck = &s.ck;
-    let mut j = Judged { max_abs_err: 0.0, max_rel_err: 0.0, bound_applied: 0.0, worst_ratio: 0.0 };
-    let mut worst: Option<&Probe> = None;
-    // The probe of the largest absolute error: the report's error, its relative value and the
-    // bound applied there all describe this one probe.
-    let mut largest: Option<&Probe> = None;
-    let mut failing = 0;
-    for p in probes {
-        let err = (p.analytic - p.numeric).abs();
-        let ratio = err / ck.allowed(p, p.analytic).max(f64::MIN_POSITIVE);
-        failing += !(ratio <= 1.0) as usize;
-        if err > j.max_abs_err || (largest.is_none() && !err.is_nan()) {
-            j.max_abs_err = err;
-            largest = Some(p);
-        }
-        if !(ratio <= j.worst_ratio) || worst.is_none() {
-            j.worst_ratio = if ratio.is_nan() { f64::INFINITY } else { ratio };
-            worst = Some(p);
-        }
-    }
-    let Some(p) = worst else { return Ok(j) };
-    if let Some(l) = largest {
-        j.bound_applied = ck.allowed(l, l.analytic);
-        j.max_rel_err = (l.analytic - l.numeric).abs() / l.numeric.abs().max(l.analytic.abs()).max(f64::MIN_POSITIVE);
-    }
-    if failing == 0 {
-        return Ok(j);
-    }
-    let form = match &s.form {
-        BackwardForm::Jvp { .. } => "JVP".to_string(),
-        BackwardForm::Composite { .. } => "composite graph's VJP".to_string(),
-        _ => "VJP".to_string(),
+    let hint = if 2 * unresolved > skipped && !s.contract.magnitude.is_empty() {
+        "; the outputs cannot resolve the derivative at these values: narrow the declared `magnitude(...)` to where the op's outputs respond"
+    } else if 2 * unresolved > skipped {
+        "; the outputs cannot resolve the derivative at these values: declare the magnitudes the op is meant for (`magnitude(x: 1e-3..10)`)"
+    } else if 2 * nonfinite > skipped {
+        "; the forward is not finite near these values: declare the values it is defined on (`domain(x > 0)`)"
+    } else {
+        ""
     };
-    Err(GradcheckError::Mismatch {
+    Some(GradcheckError::Inconclusive {
         op: s.op_id.clone(),
-        form,
-        at: input_name(&s.contract, ck, p.at),
-        analytic: p.analytic,
-        numeric: p.numeric,
-        diff: (p.analytic - p.numeric).abs(),
-        allowed: ck.allowed(p, p.analytic),
-        failing,
-        checked: probes.len(),
+        skipped,
+        probes: measured.len(),
+        kinks,
+        unresolved,
+        nonfinite,
+        hint: hint.to_string(),
     })
 }
 
-/// VJP / JVP consistency on every probe, where both are declared: the largest difference.
-#[allow(clippy::neg_cmp_op_on_partial_ord)]
-fn consistency(s: &Setup, probes: &[&Probe]) -> Result<Option<f64>, GradcheckError> {
-    if !matches!(s.form, BackwardForm::VjpJvp { .. }) {
-        return Ok(None);
-    }
-    let mut worst = 0.0f64;
-    for p in probes {
-        let Some(jv) = p.jvp else { continue };
-        let allowed = s.ck.allowed(p, jv);
-        let d = (jv - p.analytic).abs();
-        if !(d <= allowed) {
-            let at = input_name(&s.contract, &s.ck, p.at);
-            return Err(GradcheckError::Inconsistent { op: s.op_id.clone(), at, jvp: jv, vjp: p.analytic, allowed });
-        }
-        worst = worst.max(d);
-    }
-    Ok(Some(worst))
-}
-
-/// The smallest relative error `delta` of the backward that some probe proves it catches: at a
-/// probe with `a = analytic`, a backward `a (1 + delta)` is at least `delta |a| - |a - numeric|`
-/// from the numeric value, beyond the bound once `delta > (allowed + |a - numeric|) / |a|`
-/// (with the bound's own growth, `rel delta |a|`, taken out). Twice the smallest such value, so
-/// that the negative control that applies it is rejected with room to spare.
-fn smallest_caught(ck: &Checker, probes: &[&Probe]) -> Option<f64> {
-    probes
-        .iter()
-        .filter(|p| p.analytic != 0.0 && p.analytic.is_finite())
-        .map(|p| 2.0 * (ck.allowed(p, p.analytic) + (p.analytic - p.numeric).abs()) / (p.analytic.abs() * (1.0 - ck.rel)))
-        .filter(|d| d.is_finite())
-        .min_by(f64::total_cmp)
-}
-
-/// The negative control: the same probes, a corrupted backward. Scaling and a sign flip must
-/// be rejected (they change every nonzero gradient); routing to the neighbouring element must
-/// be rejected wherever it changes the backward by more than the bound (for a constant
-/// gradient, e.g. `sum`, it is the identity and proves nothing, so it is reported n/a).
-#[allow(clippy::neg_cmp_op_on_partial_ord)]
-fn negative_control(ck: &Checker, probes: &[&Probe], smallest: Option<f64>) -> Vec<ControlOutcome> {
-    let scale = 1.0 + (8.0 * ck.rel).max(0.01);
-    let mut corruptions = vec![Corruption::Scaled(scale), Corruption::SignFlipped, Corruption::Neighbour];
-    corruptions.extend(smallest.filter(|d| *d < 0.01).map(|d| Corruption::Scaled(1.0 + d)));
-    corruptions
-        .into_iter()
-        .map(|corruption| {
-            let mut applicable = !matches!(corruption, Corruption::Neighbour);
-            let mut rejected = false;
-            for p in probes {
-                let bad = corruption.apply(p.analytic, p.neighbour);
-                if (bad - p.analytic).abs() > 2.0 * ck.allowed(p, bad.abs().max(p.analytic.abs())) {
-                    applicable = true;
-                }
-                if !((bad - p.numeric).abs() <= ck.allowed(p, bad)) {
-                    rejected = true;
-                }
-            }
-            ControlOutcome { corruption, applicable, rejected }
-        })
-        .collect()
-}
-
-/// Gradchecks an op: see the module docs and [`declared_bound`]. A composite op's graph
+/// Gradchecks an op: see the module docs and `declared_bound`. A composite op's graph
 /// resolves the ops it records in `registry` (`op_runtime::gradcheck` passes the process-wide
 /// one).
 pub fn gradcheck_with(registry: &Registry, decl: &'static OpDecl, opts: &GradcheckOptions) -> Result<GradcheckReport, GradcheckError> {
     let mut s = setup(registry, decl, opts)?;
-    let measured = sample_probes(&mut s, opts.probes)?;
-    let skipped = measured.iter().filter(|m| matches!(m, Measured::Kink)).count();
-    let skipped_nonfinite = measured.iter().filter(|m| matches!(m, Measured::NonFinite)).count();
-    if 2 * (skipped + skipped_nonfinite) > opts.probes {
-        return Err(GradcheckError::Inconclusive { op: s.op_id.clone(), skipped: skipped + skipped_nonfinite, probes: opts.probes });
-    }
+    let (measured, swept) = measure_probes(&mut s, opts)?;
     let probes: Vec<&Probe> = measured.iter().filter_map(|m| if let Measured::Checked(p) = m { Some(p) } else { None }).collect();
+    // A failing probe rejects whatever was skipped around it.
     let judged = judge(&s, &probes)?;
+    if let Some(e) = inconclusive(&s, &measured) {
+        return Err(e);
+    }
+    let (skipped, skipped_nonfinite, skipped_unresolved) = skips(&measured);
     let consistency = consistency(&s, &probes)?;
     let kinks = if s.contract.category.has_kinks() {
         let k = kinks::probe(&mut s.ck, &s.cases, &mut s.rng)?;
@@ -736,8 +308,12 @@ pub fn gradcheck_with(registry: &Registry, decl: &'static OpDecl, opts: &Gradche
         subgradient: c.subgradient.clone(),
         h: opts.h,
         probes: opts.probes,
+        swept,
         skipped,
         skipped_nonfinite,
+        skipped_unresolved,
+        ranges: s.ranges.clone(),
+        declared_magnitudes: c.magnitude.iter().map(|m| m.to_string()).collect(),
         kink_word: if c.category == Category::Selection { "an order crossing".into() } else { "a kink".into() },
         kinks,
         max_abs_err: judged.max_abs_err,
@@ -792,11 +368,18 @@ pub fn f64_rounding_rel(len: usize) -> f64 {
 /// function, so it also absorbs rounding noise that shows in the differences), and `round`,
 /// f64 rounding of the probed sums. The sums are taken over output differences
 /// `<u, f(x + t v) - f(x)>`, so outputs the step does not reach contribute exactly nothing,
-/// and `round = 4 eps64 ((sqrt(len) + 8) A + (c + 8) B) / h` where, over the `c` outputs that
-/// changed, `A = sum |u| max(|f(x + t v)|, |f(x)|)` (each output's own rounding, an
+/// and `round = 4 eps64 ((sqrt(len) + 8) (A + S) + (c + 8) B) / h` where, over the `c` outputs
+/// that changed, `A = sum |u| max(|f(x + t v)|, |f(x)|)` (each output's own rounding, an
 /// accumulation of up to `len` terms) and `B = sum |u (f(x + t v) - f(x))|` (rounding of the
-/// sum over them); dense probes add the rounding of `x + t v`. Both are estimates of the finite
-/// difference's own error; neither depends on the declared class.
+/// sum over them), and `S = sum |u| |f(x)|` over the outputs the moved elements reach (they
+/// turn NaN when those elements do) but whose value did not change: the floor of what the
+/// outputs resolve. Such an output hides a true change up to its own rounding: the row maximum
+/// of a softmax when a tiny element moves, a saturated `tanh`. Where a displacement `x + t v` is
+/// not exact (dense probes make theirs exact), its rounding is added too. Both terms are
+/// estimates of the finite difference's own error; neither depends on the declared class. A
+/// probe whose backward agrees within the bound while `atol + trunc + round` exceeds a tenth of
+/// its derivative is skipped as unresolved: the bound there could not tell a wrong backward
+/// from a right one.
 pub fn declared_bound(tol: &Tolerance, len: usize) -> (f64, f64) {
     let f64_rel = f64_rounding_rel(len);
     match *tol {
@@ -836,70 +419,10 @@ mod tests {
     }
 
     #[test]
-    fn the_negative_control_line_follows_the_recorded_outcomes() {
-        let outcome = |corruption, applicable, rejected| ControlOutcome { corruption, applicable, rejected };
-        let mut r = GradcheckReport {
-            op: "test/x@1".into(),
-            content_hash: String::new(),
-            bindings: vec![],
-            reference: "x".into(),
-            description: String::new(),
-            backward: BackwardForm::Vjp { path: "x_vjp".into() },
-            subgradient: None,
-            h: 1e-3,
-            probes: 32,
-            skipped: 0,
-            skipped_nonfinite: 0,
-            kink_word: "a kink".into(),
-            kinks: None,
-            max_abs_err: 0.0,
-            max_rel_err: 0.0,
-            bound_applied: 0.0,
-            worst_ratio: 0.0,
-            tolerance: "exact".into(),
-            rel_bound: 1e-13,
-            consistency: None,
-            negative_control: vec![
-                outcome(Corruption::Scaled(1.01), true, true),
-                outcome(Corruption::SignFlipped, true, true),
-                outcome(Corruption::Neighbour, false, false),
-            ],
-            smallest_caught: Some(3e-12),
-        };
-        assert!(r.negative_control_rejected());
-        assert!(
-            r.to_string().ends_with("negative control : corrupted vjp REJECTED; a relative error of 3.0e-12 or more is caught\n"),
-            "{r}"
-        );
-        r.negative_control[1].rejected = false;
-        assert!(!r.negative_control_rejected());
-        let text = r.to_string();
-        assert!(text.contains("negative control : corrupted vjp ACCEPTED (sign flipped)") && !text.contains("REJECTED"), "{text}");
-        r.negative_control.iter_mut().for_each(|c| c.applicable = false);
-        assert!(!r.negative_control_rejected());
-        assert!(r.to_string().contains("negative control : corrupted vjp NOT RUN"), "{r}");
-        r.backward = BackwardForm::Jvp { rules: vec!["x_jvp".into()] };
-        r.negative_control = vec![outcome(Corruption::Zero, true, true)];
-        assert!(r.to_string().contains("negative control : corrupted jvp REJECTED"), "{r}");
-    }
-
-    #[test]
     fn descriptions_keep_their_first_sentence() {
         assert_eq!(first_sentence("Median of `x`: out[i] = median(x[i .. i + w])."), "Median of `x`: out[i] = median(x[i .. i + w])");
         assert_eq!(first_sentence("\n  Sum. Returns a scalar.\nMore."), "Sum");
         assert_eq!(first_sentence(""), "");
-    }
-
-    #[test]
-    fn corruptions_apply_and_describe_themselves() {
-        assert_eq!(Corruption::Scaled(1.01).apply(2.0, 5.0), 2.02);
-        assert_eq!(Corruption::SignFlipped.apply(2.0, 5.0), -2.0);
-        assert_eq!(Corruption::Neighbour.apply(2.0, 5.0), 5.0);
-        assert_eq!(Corruption::Zero.apply(2.0, 5.0), 0.0);
-        assert_eq!(Corruption::Scaled(1.01).to_string(), "scaled by 1.01");
-        let d = probe::Dir { v: vec![vec![1.0, 2.0, 3.0]], coord: None, step: 1e-3 };
-        assert_eq!(d.shifted().v, vec![vec![3.0, 1.0, 2.0]]);
-        assert_eq!(d.dot(&[vec![1.0, 1.0, 1.0]]), 6.0);
     }
 
     #[test]

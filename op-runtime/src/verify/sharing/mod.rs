@@ -3,8 +3,8 @@
 //! local use of an op.
 //!
 //! ```
-//! use op_runtime::core::trust::{SigningKey, TrustList};
-//! use op_runtime::verify::sharing::{LocalDevices, Store};
+//! use op_runtime::trust::{SigningKey, TrustList};
+//! use op_runtime::sharing::{LocalDevices, Store};
 //! use op_runtime::{op, BackendKind, Real};
 //!
 //! /// `x + x` (published ops need a licence and a visibility other than private).

@@ -8,11 +8,11 @@
 //!
 //! Summation: f32 and half reductions accumulate in f64 and round once (see `reduce`); f64
 //! reductions sum in f64 by the same fixed pairwise tree where no partial sum can overflow,
-//! and in the reference's order where one can (`reduce::sum_f64_checked`). Every result is
-//! the same on any number of threads.
+//! and as the reference does where one can (`reduce::sum_f64_checked`); the f64 convolutions
+//! sum pairwise too (`conv1d_f64`). Every result is the same on any number of threads.
 
 use super::conv1d::conv1d as conv1d_f32;
-use super::conv1d_f64::conv1d_f64;
+use super::conv1d_f64::{conv1d_f64, in_reference_order, overflow_free, pairwise};
 use super::elementwise::{binary_f32, binary_f64, scale, scale_f64, unary_f32, unary_f64, Bin, Un};
 use super::half::{self, Half};
 use super::reduce::{dot_f64, sqdiff_f64, sqdiff_f64_checked, sum_f64, sum_f64_checked};
@@ -37,7 +37,7 @@ pub(crate) trait Elem: Real + Send + Sync + 'static {
     fn conv1d(x: &[Self], w: &[Self], out: &mut [Self]);
     /// `conv1d`'s VJP: `(dx, dw)` for the cotangent `g` (lengths as `conv1d`'s `x`, `w`, `out`).
     fn conv1d_vjp(x: &[Self], w: &[Self], g: &[Self]) -> (Vec<Self>, Vec<Self>);
-    /// `exp`'s VJP: `h = e^(x / 2)`, `(g h) h`.
+    /// `exp`'s VJP: `e^x g` formed in f64 and rounded once (see `vjp::exp_vjp_f32`).
     fn exp_vjp(x: &[Self], g: &[Self], out: &mut [MaybeUninit<Self>]);
     /// `tanh`'s VJP: `h = e^(0 - |x|)`, `q = 2h / (1 + h h)`, `(g q) q`.
     fn tanh_vjp(x: &[Self], g: &[Self], out: &mut [MaybeUninit<Self>]);
@@ -45,8 +45,8 @@ pub(crate) trait Elem: Real + Send + Sync + 'static {
     fn relu_vjp(x: &[Self], g: &[Self], out: &mut [MaybeUninit<Self>]);
     /// `div`'s gradient with respect to `b`: `-(g a) / (b b)`.
     fn div_db(a: &[Self], b: &[Self], g: &[Self], out: &mut [MaybeUninit<Self>]);
-    /// `mse_loss`'s gradient with respect to `a`: `(a - b) k`.
-    fn sub_scale(a: &[Self], b: &[Self], k: Self, out: &mut [MaybeUninit<Self>]);
+    /// `mse_loss`'s gradient with respect to `a`: `(a - b) k` in f64, rounded once.
+    fn sub_scale(a: &[Self], b: &[Self], k: f64, out: &mut [MaybeUninit<Self>]);
 }
 
 impl Elem for f32 {
@@ -89,7 +89,7 @@ impl Elem for f32 {
     fn div_db(a: &[f32], b: &[f32], g: &[f32], out: &mut [MaybeUninit<f32>]) {
         vjp::div_db_f32(a, b, g, out)
     }
-    fn sub_scale(a: &[f32], b: &[f32], k: f32, out: &mut [MaybeUninit<f32>]) {
+    fn sub_scale(a: &[f32], b: &[f32], k: f64, out: &mut [MaybeUninit<f32>]) {
         vjp::sub_scale_f32(a, b, k, out)
     }
 }
@@ -114,12 +114,22 @@ impl Elem for f64 {
         conv1d_f64(x, w, out)
     }
     fn conv1d_vjp(x: &[f64], w: &[f64], g: &[f64]) -> (Vec<f64>, Vec<f64>) {
-        // The rule's sums in the rule's order (`conv1d_f64` sums each output's taps in order,
-        // unfused): dw = conv1d(x, g), dx the full convolution.
-        let mut dw = vec![0f64; w.len()];
-        conv1d_f64(x, g, &mut dw);
+        // dw[j] = sum_i g[i] x[i + j]: a long reduction (`n - m + 1` terms), by the pairwise tree
+        // of `reduce`; dx the full convolution, in the pairwise order of `conv1d_f64` (its edge
+        // outputs too).
+        // Where a partial sum may overflow (or an input is not finite), both in the references'
+        // own order (see `conv1d_f64`): terms `i` ascending.
+        let (m, k) = (w.len(), g.len());
+        if !overflow_free(g, w, m) || !overflow_free(g, x, k) {
+            let dw = (0..m).map(|j| in_reference_order((0..k).map(|i| (g[i], x[i + j])))).collect();
+            let dx = (0..x.len())
+                .map(|t| in_reference_order(((t + 1).saturating_sub(m)..=t.min(k - 1)).map(|i| (g[i], w[t - i]))))
+                .collect();
+            return (dx, dw);
+        }
+        let dw = (0..m).map(|j| dot_f64(&x[j..j + k], g)).collect();
         let mut dx = vec![0f64; x.len()];
-        let edge = |it: &mut dyn Iterator<Item = (f64, f64)>| it.fold(0f64, |s, (a, b)| s + a * b);
+        let edge = |it: &mut dyn Iterator<Item = (f64, f64)>| pairwise(it);
         vjp::conv1d_dx(g, w, &mut dx, conv1d_f64, edge);
         (dx, dw)
     }
@@ -184,20 +194,9 @@ impl<H: Half + Real> Elem for H {
         (narrow(&dx), narrow(&dw))
     }
     fn exp_vjp(x: &[H], g: &[H], out: &mut [MaybeUninit<H>]) {
-        half::tiles([x, g], out, |[x, g], o| {
-            let mut h: Vec<f32> = x.iter().map(|v| v * 0.5).collect();
-            half::round::<H>(&mut h);
-            let t = h.clone();
-            unary_f32(Un::Exp, &t, half::uninit(&mut h));
-            half::round::<H>(&mut h);
-            for ((o, g), h) in o.iter_mut().zip(g).zip(&h) {
-                *o = g * h;
-            }
-            half::round::<H>(o);
-            for (o, h) in o.iter_mut().zip(&h) {
-                *o *= h;
-            }
-        });
+        // The f32 kernel's product (formed in f64), rounded to f32 and then to `H`: within an
+        // ulp of `H` of the rule's single rounding.
+        half::tiles([x, g], out, |[x, g], o| vjp::exp_vjp_f32(x, g, half::uninit(o)));
     }
     fn tanh_vjp(x: &[H], g: &[H], out: &mut [MaybeUninit<H>]) {
         half::tiles([x, g], out, |[x, g], o| {
@@ -237,15 +236,11 @@ impl<H: Half + Real> Elem for H {
             }
         });
     }
-    fn sub_scale(a: &[H], b: &[H], k: H, out: &mut [MaybeUninit<H>]) {
-        let k = k.to_f64() as f32;
-        half::tiles([a, b], out, |[a, b], o| {
-            for ((o, a), b) in o.iter_mut().zip(a).zip(b) {
-                *o = a - b;
-            }
-            half::round::<H>(o);
-            o.iter_mut().for_each(|o| *o *= k);
-        });
+    fn sub_scale(a: &[H], b: &[H], k: f64, out: &mut [MaybeUninit<H>]) {
+        // The rule's f64 arithmetic, rounded once to `H` (as `Real::from_f64` rounds).
+        for ((o, a), b) in out.iter_mut().zip(a).zip(b) {
+            o.write(H::from_f64((a.to_f64() - b.to_f64()) * k));
+        }
     }
 }
 

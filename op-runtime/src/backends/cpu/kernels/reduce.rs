@@ -2,7 +2,7 @@
 //! VJP), over f32 or f64 elements. Owns their summation order; must not allocate outputs or
 //! validate shapes (the built-ins' `cpu` functions and dispatch do).
 //!
-//! Accumulation is in f64 (f64 elements are summed as they are, by the same tree): every f32 term widens exactly (`(a - b)^2` is formed in f64), so
+//! Accumulation is in f64. Every f32 term widens exactly (`(a - b)^2` is formed in f64), so
 //! no partial sum can overflow (|sum| <= n * f32::MAX is far inside f64), infinities and NaNs
 //! combine exactly as in the exact (f64 reference) result, and the only f32 rounding is the
 //! final one. (An f32 accumulator in any order but the reference's can overflow where the
@@ -22,6 +22,12 @@
 //! are summed in parallel (chunks of [`GRAIN_BLOCKS`] blocks, through [`for_each_chunk`]); the
 //! tree over block sums runs on the calling thread. A final `+ 0.0` maps a `-0` total to `+0`
 //! like the reference, which starts from `+0`.
+//!
+//! f64 elements are summed by the same tree (each term through at most `ceil(log2 n) + 1`
+//! additions: within the `accum` bound in f64's own epsilon), except where a partial sum may
+//! overflow in some order (`n max|x_i|` past `f64::MAX`): there the order decides between a
+//! finite sum, an infinity and NaN, and the kernels sum as the references do (in order, with
+//! their compensation: `sum_f64_checked`, `sqdiff_f64_checked`).
 //!
 //! Precondition of `sqdiff_f64` and `dot_f64`: `a.len() == b.len()` (the built-ins' `cpu`
 //! functions pass equal lengths; dispatch validated them).
@@ -123,20 +129,20 @@ impl<V: Vf, E: Wide> Terms<V> for SqDiff<'_, E> {
     }
 }
 
-/// The terms `a_i b_i` of f32 inputs, each exact in f64.
-struct Prod<'a>(&'a [f32], &'a [f32]);
-impl<V: Vf> Terms<V> for Prod<'_> {
+/// The terms `a_i b_i` in f64 (exact for f32 inputs, rounded once for f64 ones).
+struct Prod<'a, E>(&'a [E], &'a [E]);
+impl<V: Vf, E: Wide> Terms<V> for Prod<'_, E> {
     #[inline(always)]
     fn rows(&self) -> usize {
         self.0.len() / 16
     }
     #[inline(always)]
     unsafe fn row(&self, i: usize) -> V::Row {
-        unsafe { V::row_mul(V::row_load(self.0.as_ptr().add(16 * i)), V::row_load(self.1.as_ptr().add(16 * i))) }
+        unsafe { V::row_mul(E::row::<V>(self.0.as_ptr().add(16 * i)), E::row::<V>(self.1.as_ptr().add(16 * i))) }
     }
     #[inline(always)]
     unsafe fn tail(&self) -> Option<V::Row> {
-        tail_row(self.0.len()).map(|i| unsafe { V::row_mul(row_of::<V, f32>(self.0, i), row_of::<V, f32>(self.1, i)) })
+        tail_row(self.0.len()).map(|i| unsafe { V::row_mul(row_of::<V, E>(self.0, i), row_of::<V, E>(self.1, i)) })
     }
 }
 
@@ -234,7 +240,7 @@ fn block_sqdiff<V: Vf, E: Wide>(a: &[E], b: &[E]) -> f64 {
 
 /// `sum a_i b_i` of one block.
 #[inline(always)]
-fn block_dot<V: Vf>(a: &[f32], b: &[f32]) -> f64 {
+fn block_dot<V: Vf, E: Wide>(a: &[E], b: &[E]) -> f64 {
     unsafe { block_tree::<V, _>(&Prod(a, b)) }
 }
 
@@ -288,11 +294,11 @@ fn sqdiff_blocks<V: Vf, E: Wide>(a: &[E], b: &[E], p: &mut [f64], off: usize) {
 
 /// Writes the dot products of blocks `off ..` into `p`.
 #[inline(always)]
-fn dot_blocks<V: Vf>(a: &[f32], b: &[f32], p: &mut [f64], off: usize) {
+fn dot_blocks<V: Vf, E: Wide>(a: &[E], b: &[E], p: &mut [f64], off: usize) {
     for (i, s) in p.iter_mut().enumerate() {
         let start = (off + i) * BLOCK;
         let end = a.len().min(start + BLOCK);
-        *s = block_dot::<V>(&a[start..end], &b[start..end]);
+        *s = block_dot::<V, E>(&a[start..end], &b[start..end]);
     }
 }
 
@@ -321,16 +327,17 @@ pub(crate) fn sqdiff_f64<E: Wide>(a: &[E], b: &[E]) -> f64 {
     combine(&partials)
 }
 
-/// `sum a_i b_i` of f32 inputs in f64 (exact products; same order as [`sum_f64`]): within
-/// about half an f32 ulp of the exact dot product once rounded.
-pub(crate) fn dot_f64(a: &[f32], b: &[f32]) -> f64 {
+/// `sum a_i b_i` in f64 (same order as [`sum_f64`]): for f32 inputs (exact products) within
+/// about half an f32 ulp of the exact dot product once rounded; for f64 ones pairwise, each
+/// product rounded once.
+pub(crate) fn dot_f64<E: Wide>(a: &[E], b: &[E]) -> f64 {
     debug_assert_eq!(a.len(), b.len());
     let isa = Isa::current();
     let mut partials = vec![0f64; a.len().div_ceil(BLOCK)];
     for_each_chunk(
         &mut partials,
         GRAIN_BLOCKS,
-        |off, p| with_isa!(isa, V, (a: &[f32], b: &[f32], p: &mut [f64], off: usize) -> (), dot_blocks::<V>(a, b, p, off)),
+        |off, p| with_isa!(isa, V, <E: Wide>, (a: &[E], b: &[E], p: &mut [f64], off: usize) -> (), dot_blocks::<V, E>(a, b, p, off)),
     );
     combine(&partials)
 }
@@ -379,8 +386,8 @@ fn combine_checked(p: &[(f64, u64)]) -> (f64, f64) {
 
 /// The sum of f64 elements: the pairwise tree of [`sum_f64`] where no partial sum can overflow
 /// in any order (`n max|x_i| <= f64::MAX`, every term finite); otherwise, where the order
-/// decides between a finite sum, an infinity and NaN, the reference's own order (left to right
-/// from `+0`), so the kernel agrees with it about every non-finite result. The largest
+/// decides between a finite sum, an infinity and NaN, the reference's own sum in its order
+/// ([`compensated_in_order`]), so the kernel agrees with it about every non-finite result. The largest
 /// magnitude is scanned block by block, while the block is in the first-level cache.
 pub(crate) fn sum_f64_checked(x: &[f64]) -> f64 {
     let isa = Isa::current();
@@ -392,7 +399,7 @@ pub(crate) fn sum_f64_checked(x: &[f64]) -> f64 {
     );
     let (m, s) = combine_checked(&partials);
     if may_overflow(m, x.len()) {
-        return x.iter().fold(0.0, |s, v| s + v);
+        return compensated_in_order(x.iter().copied());
     }
     s
 }
@@ -410,10 +417,32 @@ pub(crate) fn sqdiff_f64_checked(a: &[f64], b: &[f64]) -> f64 {
     );
     let (m, s) = combine_checked(&partials);
     if may_overflow(m, a.len()) {
-        return a.iter().zip(b).fold(0.0, |s, (x, y)| {
+        return compensated_in_order(a.iter().zip(b).map(|(x, y)| {
             let d = x - y;
-            s + d * d
-        });
+            d * d
+        }));
     }
     s
+}
+
+/// The references' own sum (`builtins::sum64`): left to right from `+0` with Neumaier's
+/// compensation, the compensation applied where the running sum is finite. Its running sum is
+/// the plain sum in order, so it overflows (and makes infinities and NaN) exactly where the
+/// reference's does; where it stays finite the result is the reference's bits.
+pub(crate) fn compensated_in_order(terms: impl Iterator<Item = f64>) -> f64 {
+    let (mut sum, mut carry) = (0f64, 0f64);
+    for v in terms {
+        let t = sum + v;
+        if sum.abs() >= v.abs() {
+            carry += (sum - t) + v;
+        } else {
+            carry += (v - t) + sum;
+        }
+        sum = t;
+    }
+    if sum.is_finite() {
+        sum + carry
+    } else {
+        sum
+    }
 }

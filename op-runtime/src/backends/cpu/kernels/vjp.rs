@@ -61,32 +61,75 @@ unsafe fn map3d<D: Vd>(a: &[f64], b: &[f64], c: &[f64], op: *mut f64, n: usize, 
     }
 }
 
-/// `exp`'s VJP in f32: `h = e^(x / 2)`, `(g h) h` (see `builtins::exp_vjp`: no subnormal
-/// intermediate where the result is normal).
+/// Elements per f64 tile of the f32 `exp` VJP (its inputs widened on the stack).
+const TILE64: usize = 256;
+
+/// `e^x g` for a finite `x` outside `[-708, 709]`, where f64's `e^x` is subnormal, zero or
+/// infinite but the product may be an ordinary number: a zero or infinite `g` is the product;
+/// any other `g` is scaled by `h = e^(x / 4)` four times (`x / 4` is exact, and each partial
+/// product lies between `g` and the result). The kernels' scalar fix-up; the same function as
+/// the rule's (`builtins::exp_vjp`).
+fn exp_times_slow(x: f64, g: f64) -> f64 {
+    if g == 0.0 || g.is_infinite() {
+        return g;
+    }
+    let h = (x * 0.25).exp();
+    g * h * h * h * h
+}
+
+/// Whether `x` needs [`exp_times_slow`]: finite and outside `[-708, 709]`.
+#[inline(always)]
+fn exp_slow(x: f64) -> bool {
+    x.is_finite() && !(-708.0..=709.0).contains(&x)
+}
+
+/// `exp`'s VJP in f32: `e^x g` formed in f64 (the vector `exp_f64`, within 1 ulp) and rounded
+/// once, as the rule (`builtins::exp_vjp`); `x` outside `[-708, 709]` through the rule's scalar
+/// path.
 pub(crate) fn exp_vjp_f32(x: &[f32], g: &[f32], out: &mut [MaybeUninit<f32>]) {
     let isa = Isa::current();
     for_each_chunk(out, GRAIN, |off, o| {
         let (x, g) = (&x[off..off + o.len()], &g[off..off + o.len()]);
-        with_isa!(isa, V, (x: &[f32], g: &[f32], o: &mut [MaybeUninit<f32>]) -> (),
-        map2_uninit::<V>(x, g, o, |x: V, g: V| unsafe {
-            let h = math::exp(x.mul(V::splat(0.5)));
-            g.mul(h).mul(h)
-        }))
+        with_isa!(isa, V, (x: &[f32], g: &[f32], o: &mut [MaybeUninit<f32>]) -> (), {
+            type D = <V as Vf>::D;
+            let (mut xd, mut gd) = ([0f64; TILE64], [0f64; TILE64]);
+            let mut rd = [MaybeUninit::<f64>::uninit(); TILE64];
+            for ((x, g), o) in x.chunks(TILE64).zip(g.chunks(TILE64)).zip(o.chunks_mut(TILE64)) {
+                let n = x.len();
+                for i in 0..n {
+                    xd[i] = x[i] as f64;
+                    gd[i] = g[i] as f64;
+                }
+                map2d_uninit::<D>(&xd[..n], &gd[..n], &mut rd[..n], |x: D, g: D| unsafe { math::exp_f64(x).mul(g) });
+                for i in 0..n {
+                    // SAFETY: `map2d_uninit` wrote the first `n` elements.
+                    o[i].write(unsafe { rd[i].assume_init() } as f32);
+                }
+            }
+        });
+        for ((o, x), g) in o.iter_mut().zip(x).zip(g) {
+            if exp_slow(*x as f64) {
+                o.write(exp_times_slow(*x as f64, *g as f64) as f32);
+            }
+        }
     });
 }
 
-/// `exp`'s VJP in f64 (as [`exp_vjp_f32`]).
+/// `exp`'s VJP in f64 (as [`exp_vjp_f32`], without the widening): `e^x g` where `e^x` is
+/// normal, the rule's scalar path elsewhere.
 pub(crate) fn exp_vjp_f64(x: &[f64], g: &[f64], out: &mut [MaybeUninit<f64>]) {
     let isa = Isa::current();
     for_each_chunk(out, GRAIN, |off, o| {
         let (x, g) = (&x[off..off + o.len()], &g[off..off + o.len()]);
         with_isa!(isa, V, (x: &[f64], g: &[f64], o: &mut [MaybeUninit<f64>]) -> (), {
             type D = <V as Vf>::D;
-            map2d_uninit::<D>(x, g, o, |x: D, g: D| unsafe {
-                let h = math::exp_f64(x.mul(D::splat(0.5)));
-                g.mul(h).mul(h)
-            })
-        })
+            map2d_uninit::<D>(x, g, o, |x: D, g: D| unsafe { math::exp_f64(x).mul(g) })
+        });
+        for ((o, x), g) in o.iter_mut().zip(x).zip(g) {
+            if exp_slow(*x) {
+                o.write(exp_times_slow(*x, *g));
+            }
+        }
     });
 }
 
@@ -173,13 +216,18 @@ pub(crate) fn div_db_f64(a: &[f64], b: &[f64], g: &[f64], out: &mut [MaybeUninit
     });
 }
 
-/// `mse_loss`'s gradient with respect to `a` in f32: `(a - b) k` (bit-identical to the rule).
-pub(crate) fn sub_scale_f32(a: &[f32], b: &[f32], k: f32, out: &mut [MaybeUninit<f32>]) {
+/// `mse_loss`'s gradient with respect to `a` in f32: `(a - b) k` in f64, rounded once
+/// (bit-identical to the rule).
+pub(crate) fn sub_scale_f32(a: &[f32], b: &[f32], k: f64, out: &mut [MaybeUninit<f32>]) {
     let isa = Isa::current();
     for_each_chunk(out, GRAIN, |off, o| {
         let (a, b) = (&a[off..off + o.len()], &b[off..off + o.len()]);
-        with_isa!(isa, V, (a: &[f32], b: &[f32], k: f32, o: &mut [MaybeUninit<f32>]) -> (),
-            map2_uninit::<V>(a, b, o, |a: V, b: V| unsafe { a.sub(b).mul(V::splat(k)) }))
+        // A plain loop, vectorised by the compiler under the instruction set's features.
+        with_isa!(isa, V, (a: &[f32], b: &[f32], k: f64, o: &mut [MaybeUninit<f32>]) -> (), {
+            for ((o, a), b) in o.iter_mut().zip(a).zip(b) {
+                o.write(((*a as f64 - *b as f64) * k) as f32);
+            }
+        })
     });
 }
 

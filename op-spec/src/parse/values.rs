@@ -1,5 +1,4 @@
-//! Parsing of the two keys about values (kept apart from `parse` so that grammar's own files stay
-//! untouched): `signed_zero = exact | ignore` and `domain(x > 0, -1 <= y <= 1, ...)`, each input's
+//! Parsing of the two keys about values: `signed_zero = exact | ignore` and `domain(x > 0, -1 <= y <= 1, ...)`, each input's
 //! interval of admissible values. Syntax only: which names are float inputs is `check`'s.
 
 use crate::contract::{CmpOp, DomainBound, SignedZero};
@@ -10,7 +9,7 @@ use syn::{Ident, Token};
 
 /// The value of `signed_zero = ...`.
 pub fn parse_signed_zero(input: ParseStream) -> syn::Result<Spanned<SignedZero>> {
-    let id = crate::parse::parse_word(input, "signed_zero", &["exact", "ignore"])?;
+    let id = super::parse_word(input, "signed_zero", &["exact", "ignore"])?;
     let v = match id.to_string().as_str() {
         "exact" => SignedZero::Exact,
         "ignore" => SignedZero::Ignore,
