@@ -70,7 +70,7 @@ mod emulated {
             self.software
         }
         fn profile(&self) -> Result<Arc<DeviceProfile>, BackendError> {
-            Ok(Arc::new(DeviceProfile::host("emulated gpu")))
+            Ok(Arc::new(DeviceProfile::host(BackendKind::Wgpu)))
         }
         fn supports(&self, _op: &RegisteredOp) -> Result<(), BackendError> {
             Ok(())

@@ -149,7 +149,7 @@ impl Backend for Broken {
         Ok(())
     }
     fn profile(&self) -> Result<Arc<DeviceProfile>, BackendError> {
-        Ok(Arc::new(DeviceProfile::host("broken")))
+        Ok(Arc::new(DeviceProfile::host(BackendKind::Cpu)))
     }
     fn supports(&self, _op: &RegisteredOp) -> Result<(), BackendError> {
         Ok(())
@@ -299,7 +299,7 @@ impl Backend for Stale {
         Ok(())
     }
     fn profile(&self) -> Result<Arc<DeviceProfile>, BackendError> {
-        Ok(Arc::new(DeviceProfile::host("stale")))
+        Ok(Arc::new(DeviceProfile::host(BackendKind::Cpu)))
     }
     fn supports(&self, _op: &RegisteredOp) -> Result<(), BackendError> {
         Ok(())

@@ -44,7 +44,7 @@ fn handle() -> OpHandle {
 }
 
 fn host(kind: BackendKind) -> DeviceProfile {
-    DeviceProfile::host(kind.name())
+    DeviceProfile::host(kind)
 }
 
 /// The same device model on another machine.
@@ -55,7 +55,7 @@ fn other_machine(p: &DeviceProfile) -> DeviceProfile {
 /// A GPU we do not have.
 fn some_gpu() -> DeviceProfile {
     DeviceProfile {
-        backend: "wgpu".into(),
+        backend: BackendKind::Wgpu,
         adapter: "Some GPU".into(),
         driver: "1.0".into(),
         vendor_id: 0x10de,

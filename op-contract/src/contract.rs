@@ -882,6 +882,24 @@ pub enum KernelLang {
     Cuda,
 }
 
+impl KernelLang {
+    /// Every kernel language.
+    pub const ALL: [KernelLang; 2] = [KernelLang::Wgsl, KernelLang::Cuda];
+
+    /// The language whose declaration key is `key`.
+    pub fn from_name(key: &str) -> Option<KernelLang> {
+        KernelLang::ALL.into_iter().find(|l| l.name() == key)
+    }
+
+    /// The declaration's key for this language (`wgsl = "..."`, `cuda = "..."`).
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelLang::Wgsl => "wgsl",
+            KernelLang::Cuda => "cuda",
+        }
+    }
+}
+
 /// A GPU kernel and how its buffers bind to the signature.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Kernel {

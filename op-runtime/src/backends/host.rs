@@ -38,7 +38,7 @@ impl Prepared for ShimPrepared {
 pub(crate) use crate::core::tensor::host_memory;
 
 /// The host device profile of `backend`, computed once.
-pub(crate) fn host_profile(cell: &OnceLock<Arc<DeviceProfile>>, backend: &str) -> Arc<DeviceProfile> {
+pub(crate) fn host_profile(cell: &OnceLock<Arc<DeviceProfile>>, backend: BackendKind) -> Arc<DeviceProfile> {
     cell.get_or_init(|| Arc::new(DeviceProfile::host(backend))).clone()
 }
 
@@ -56,7 +56,7 @@ impl Backend for ReferenceBackend {
         Ok(())
     }
     fn profile(&self) -> Result<Arc<DeviceProfile>, BackendError> {
-        Ok(host_profile(&self.profile, "reference"))
+        Ok(host_profile(&self.profile, BackendKind::Reference))
     }
     fn allocation_limit(&self) -> Option<u64> {
         host_memory()

@@ -11,6 +11,7 @@
 //! profile, instance included (the machine that minted it); a receipt signed by a trusted key
 //! counts on any device of the same model ([`DeviceProfile::same_model`]).
 
+use crate::core::kind::BackendKind;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -20,8 +21,9 @@ use std::sync::OnceLock;
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeviceProfile {
-    /// Backend kind: `reference`, `cpu`, `wgpu`, `cuda`.
-    pub backend: String,
+    /// The backend that ran on this device (serialised by name: `reference`, `cpu`, `wgpu`,
+    /// `cuda`).
+    pub backend: BackendKind,
     /// Adapter, device or CPU model name, e.g. `llvmpipe (LLVM 15.0.6, 256 bits)`.
     pub adapter: String,
     /// Driver name and version (host: the compiler).
@@ -42,7 +44,7 @@ pub struct DeviceProfile {
 impl DeviceProfile {
     /// The profile of host CPU backends (reference and cpu): CPU vendor and model, ISA features
     /// (built with and detected), target triple, compiler version, and the machine.
-    pub fn host(backend: &str) -> Self {
+    pub fn host(backend: BackendKind) -> Self {
         let facts = host_facts();
         let mut details = BTreeMap::new();
         details.insert("cpu.vendor".to_string(), facts.vendor.clone());
@@ -55,7 +57,7 @@ impl DeviceProfile {
         details.insert("target".to_string(), env!("OP_TARGET_TRIPLE").to_string());
         details.insert("rustc".to_string(), env!("OP_RUSTC_VERSION").to_string());
         DeviceProfile {
-            backend: backend.to_string(),
+            backend,
             adapter: format!("{} ({})", facts.model, facts.vendor),
             driver: env!("OP_RUSTC_VERSION").to_string(),
             vendor_id: 0,
@@ -85,7 +87,7 @@ impl DeviceProfile {
                 out.push(format!("{name}: `{a}` vs `{b}`"));
             }
         };
-        cmp("backend", &self.backend, &other.backend);
+        cmp("backend", self.backend.name(), other.backend.name());
         cmp("adapter", &self.adapter, &other.adapter);
         cmp("driver", &self.driver, &other.driver);
         cmp("vendor id", &format!("{:04x}", self.vendor_id), &format!("{:04x}", other.vendor_id));
@@ -281,7 +283,7 @@ mod tests {
 
     #[test]
     fn the_host_profile_is_exact() {
-        let p = DeviceProfile::host("cpu");
+        let p = DeviceProfile::host(BackendKind::Cpu);
         println!("host profile: {p:#?}");
         let rustc = &p.details["rustc"];
         assert!(rustc.starts_with("rustc ") && rustc.chars().any(|c| c.is_ascii_digit()), "{rustc}");
@@ -297,13 +299,13 @@ mod tests {
             }
         }
         // Stable within a process, distinct per backend.
-        assert_eq!(p, DeviceProfile::host("cpu"));
-        assert_ne!(p, DeviceProfile::host("reference"));
+        assert_eq!(p, DeviceProfile::host(BackendKind::Cpu));
+        assert_ne!(p, DeviceProfile::host(BackendKind::Reference));
     }
 
     #[test]
     fn same_model_ignores_only_the_instance() {
-        let a = DeviceProfile::host("cpu");
+        let a = DeviceProfile::host(BackendKind::Cpu);
         let mut b = a.clone();
         b.instance = Some(fingerprint("another machine"));
         assert!(a.same_model(&b) && a != b);

@@ -35,6 +35,15 @@ impl BackendKind {
         }
     }
 
+    /// What a profile's instance names on this backend: one physical `device` (CUDA: its UUID)
+    /// or the `machine` (host backends; wgpu adapters are named by machine and PCI slot).
+    pub fn instance_noun(self) -> &'static str {
+        match self {
+            BackendKind::Cuda => "device",
+            BackendKind::Wgpu | BackendKind::Cpu | BackendKind::Reference => "machine",
+        }
+    }
+
     /// Position in default selection (lower = preferred): the kind's place in [`PRIORITY`],
     /// except that a backend whose device is emulated in software on the CPU ranks just above
     /// the reference, below the native CPU backend.

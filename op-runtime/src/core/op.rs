@@ -262,8 +262,10 @@ impl RegisteredOp {
             Some(KernelLang::Cuda) => op_contract::generic::cuda_prelude(vars, &binding),
             None => String::new(),
         };
-        if lang != Some(KernelLang::Wgsl) || src.headers.is_empty() {
-            return Ok(format!("{prelude}{text}"));
+        // WGSL has no `#include`: the engine expands the checked includes; NVRTC reads CUDA's.
+        match lang {
+            Some(KernelLang::Wgsl) if !src.headers.is_empty() => {}
+            Some(KernelLang::Wgsl | KernelLang::Cuda) | None => return Ok(format!("{prelude}{text}")),
         }
         let headers = src.headers.iter().map(|(p, b)| Ok((*p, utf8(p, b)?))).collect::<Result<Vec<_>, String>>()?;
         Ok(format!("{prelude}{}", op_contract::wgsl_include::expand(src.path, text, &headers)?))

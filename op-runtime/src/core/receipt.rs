@@ -373,7 +373,7 @@ impl Receipt {
                     op: id.to_string(),
                     reason: format!(
                         "was minted on another {} of this model ({})",
-                        if self.device.backend == "cuda" { "device" } else { "machine" },
+                        self.device.backend.instance_noun(),
                         self.device.differences(local).join(", ")
                     ),
                 });

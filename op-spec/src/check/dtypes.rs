@@ -302,10 +302,13 @@ pub(super) fn check_kernel_selections(cx: &Ctxt, kernels: &[SKernel], sig: &SSig
             None if sig.vars.is_empty() => continue,
             None => {}
         }
-        if k.lang == KernelLang::Wgsl {
-            check_wgsl_members(cx, k, sig, k.selection());
-        }
-        let claims = if k.lang == KernelLang::Wgsl { &mut wgsl } else { &mut cuda };
+        let claims = match k.lang {
+            KernelLang::Wgsl => {
+                check_wgsl_members(cx, k, sig, k.selection());
+                &mut wgsl
+            }
+            KernelLang::Cuda => &mut cuda,
+        };
         if let Some((text, other)) = claims.claim(k.selection(), k.path.value()) {
             let at = k.dtypes.as_ref().map_or(SpanRange::single(k.path.span()), |(s, _)| *s);
             cx.error(at.error(format!(

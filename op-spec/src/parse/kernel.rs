@@ -68,9 +68,10 @@ fn parse_kernel_key(parts: &mut KernelParts, chunk: TokenStream) -> syn::Result<
         let alias = if k == "params" { " (CUDA parameters are listed with `bindings(...)` too)" } else { "" };
         return Err(syn::Error::new(key.span(), format!("unknown kernel key `{k}`{alias}; valid: {}", keys::KERNEL_KEYS.join(", "))));
     }
-    let group = if k == "cuda" { "wgsl".to_string() } else { k.clone() };
+    let source = KernelLang::from_name(&k);
+    let group = if source.is_some() { "source".to_string() } else { k.clone() };
     if parts.seen.contains(&group) {
-        let msg = if group == "wgsl" {
+        let msg = if source.is_some() {
             format!("duplicate kernel source `{k}`: a kernel has one source; declare another `kernel(...)` for a second one")
         } else {
             format!("duplicate kernel key `{k}`: each key of `kernel(...)` may appear once; remove this one")
@@ -78,11 +79,11 @@ fn parse_kernel_key(parts: &mut KernelParts, chunk: TokenStream) -> syn::Result<
         return Err(syn::Error::new(key.span(), msg));
     }
     parts.seen.push(group);
+    if let Some(lang) = source {
+        parts.lang_path = Some((lang, parse_kv(chunk, |i| i.parse::<LitStr>())?));
+        return Ok(());
+    }
     match k.as_str() {
-        "wgsl" | "cuda" => {
-            let lang = if k == "wgsl" { KernelLang::Wgsl } else { KernelLang::Cuda };
-            parts.lang_path = Some((lang, parse_kv(chunk, |i| i.parse::<LitStr>())?));
-        }
         "entry" => parts.entry = Some(parse_kv(chunk, |i| i.parse::<LitStr>())?),
         "threads" => parts.threads = Some(parse_kv(chunk, |i| parse_extents(i, "threads", parse_expr))?),
         "block" => parts.block = Some(parse_kv(chunk, |i| parse_extents(i, "block", parse_block))?),

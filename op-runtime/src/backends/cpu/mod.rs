@@ -83,7 +83,7 @@ impl Backend for CpuBackend {
         self.pool().map(|_| ())
     }
     fn profile(&self) -> Result<Arc<DeviceProfile>, BackendError> {
-        Ok(host_profile(&self.profile, "cpu"))
+        Ok(host_profile(&self.profile, BackendKind::Cpu))
     }
     fn allocation_limit(&self) -> Option<u64> {
         super::host::host_memory()

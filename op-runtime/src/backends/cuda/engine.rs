@@ -463,7 +463,7 @@ extern "C" __global__ void axpb(const float* a, const float* b, float* out, floa
         let cache = scratch_dir("gpu-e2e");
         let Some(engine) = gpu_engine("gpu_add_kernel_end_to_end", &cache) else { return };
         let profile = engine.profile();
-        assert_eq!(profile.backend, "cuda");
+        assert_eq!(profile.backend, crate::core::kind::BackendKind::Cuda);
         assert_eq!(profile.vendor_id, 0x10de);
         assert!(!profile.adapter.is_empty());
         println!("profile: {profile}");

@@ -9,6 +9,7 @@ use cudarc::driver::sys as cusys;
 use cudarc::driver::CudaContext;
 
 use crate::core::device::DeviceProfile;
+use crate::core::kind::BackendKind;
 
 /// PCI vendor id of NVIDIA.
 pub const NVIDIA_VENDOR_ID: u32 = 0x10de;
@@ -65,7 +66,7 @@ pub(crate) fn cuda_profile(f: CudaFacts) -> DeviceProfile {
     details.insert("nvrtc".to_string(), format!("{}.{}", f.nvrtc.0, f.nvrtc.1));
     details.insert("ptx_target".to_string(), format!("compute_{}", f.ptx_target));
     DeviceProfile {
-        backend: "cuda".to_string(),
+        backend: BackendKind::Cuda,
         adapter: f.name,
         driver: format!(
             "CUDA driver {api}, build {build} (NVRTC {}.{}, compute capability {cc_major}.{cc_minor}, PTX compute_{})",

@@ -14,6 +14,7 @@ use super::resident::{padded, Link, Transfers, WgpuBuffer, TENSOR_USAGE};
 use crate::core::decl::Launch;
 use crate::core::device::DeviceProfile;
 use crate::core::error::TensorError;
+use crate::core::kind::BackendKind;
 use crate::core::placement::DeviceId;
 use crate::core::tensor::{Device, Tensor};
 use std::collections::HashMap;
@@ -355,7 +356,7 @@ fn wgpu_profile(info: &wgpu::AdapterInfo) -> DeviceProfile {
         bus => format!("{m}/pci {bus}"),
     });
     DeviceProfile {
-        backend: "wgpu".to_string(),
+        backend: BackendKind::Wgpu,
         adapter: info.name.clone(),
         driver,
         vendor_id: info.vendor,
@@ -1673,7 +1674,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     fn profile_names_the_adapter() {
         let Some(e) = engine() else { return };
         let p = e.profile();
-        assert_eq!(p.backend, "wgpu");
+        assert_eq!(p.backend, BackendKind::Wgpu);
         assert!(!p.adapter.is_empty());
         assert!(!p.driver.is_empty());
         let l = e.raw().limits();

@@ -671,7 +671,7 @@ mod tests {
     fn reference_conforms_and_mints_a_verifiable_receipt() {
         let h = handle("builtin/matmul");
         let r = conform(&h, BackendKind::Reference).expect("the reference conforms to itself");
-        let host = DeviceProfile::host("reference");
+        let host = DeviceProfile::host(BackendKind::Reference);
         r.verify(&h.op(), &host).expect("verifies");
         assert_eq!(r.backend, BackendKind::Reference);
         assert_eq!(r.tolerance, Tolerance::Accum(2));
@@ -680,7 +680,7 @@ mod tests {
         let mut t = r.clone();
         t.cases += 1;
         assert!(matches!(t.verify(&h.op(), &host), Err(ReceiptError::Digest { .. })));
-        let e = r.verify(&h.op(), &DeviceProfile::host("cpu")).unwrap_err();
+        let e = r.verify(&h.op(), &DeviceProfile::host(BackendKind::Cpu)).unwrap_err();
         assert!(e.to_string().contains("conform locally"), "{e}");
     }
 

@@ -78,8 +78,8 @@ impl LocalDevices {
     /// The host's reference and cpu devices.
     pub fn host() -> LocalDevices {
         LocalDevices::new()
-            .with(BackendKind::Reference, DeviceProfile::host(BackendKind::Reference.name()))
-            .with(BackendKind::Cpu, DeviceProfile::host(BackendKind::Cpu.name()))
+            .with(BackendKind::Reference, DeviceProfile::host(BackendKind::Reference))
+            .with(BackendKind::Cpu, DeviceProfile::host(BackendKind::Cpu))
     }
 
     /// The devices of every backend of `registry` available on this machine.

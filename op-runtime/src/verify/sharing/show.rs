@@ -4,8 +4,9 @@
 //! covered by neither the identity nor a receipt, is shown as unverified text.
 
 use super::card::{OpCard, Trust};
+use crate::core::kind::BackendKind;
 use crate::core::op::OpSource;
-use op_contract::contract::{Backward, KernelLang, Visibility};
+use op_contract::contract::{Backward, Visibility};
 use std::borrow::Cow;
 use std::fmt;
 
@@ -96,10 +97,7 @@ impl OpCard {
             out.push("  kernels      none (reference only)".into());
         }
         for k in &self.kernels {
-            let lang = match k.language {
-                KernelLang::Wgsl => "wgsl",
-                KernelLang::Cuda => "cuda",
-            };
+            let lang = k.language.name();
             let label = if k.backward { "vjp kernel" } else { "kernel    " };
             out.push(format!("  {label}   {lang} {} (entry `{}`, blake3 {}){}", k.path, k.entry, short(&k.blake3), serves_text(&k.dtypes)));
             out.extend(k.headers.iter().map(|h| format!("    header     {} (blake3 {})", h.path, short(&h.blake3))));
@@ -120,7 +118,7 @@ impl OpCard {
         }
         for (i, k) in self.trust.iter().enumerate() {
             let pad = if i == 0 { "  trust        " } else { "               " };
-            let mut what = format!("{} {}", k.backend, if k.kernel == "reference" { "" } else { k.kernel.as_str() });
+            let mut what = format!("{} {}", k.backend, if k.backend == BackendKind::Reference { "" } else { k.kernel.as_str() });
             if !k.dtypes.is_empty() {
                 what = format!("{} at {}", what.trim_end(), k.dtypes);
             }
