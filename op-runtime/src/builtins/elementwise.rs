@@ -26,9 +26,25 @@ fn vjp_cpu<T: Elem>(x: &[T], g: &[T], k: fn(&[T], &[T], &mut [std::mem::MaybeUni
 }
 
 /// Elementwise sum `a + b`.
-#[op(name = "builtin/add", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n]) -> T[n],
-     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(add_vjp, kernel(wgsl = "kernels/binary_vjp.wgsl", entry = "add_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "add_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n, block = 256), cpu = add_vjp_cpu), cpu = add_cpu, kernel(wgsl = "kernels/add.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "add", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
-     license = "MIT OR Apache-2.0", visibility = public)]
+#[op(
+    name = "builtin/add",
+    version = 1,
+    signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n]) -> T[n],
+    category = elementwise,
+    tolerance = ulp(1),
+    nan = propagate,
+    backward = vjp(
+        add_vjp,
+        kernel(wgsl = "kernels/binary_vjp.wgsl", entry = "add_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n),
+        kernel(cuda = "kernels/vjp.cu", entry = "add_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n, block = 256),
+        cpu = add_vjp_cpu,
+    ),
+    cpu = add_cpu,
+    kernel(wgsl = "kernels/add.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
+    kernel(cuda = "kernels/elementwise.cu", entry = "add", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
+    license = "MIT OR Apache-2.0",
+    visibility = public,
+)]
 pub fn add<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     a.iter().zip(b).map(|(x, y)| *x + *y).collect()
 }
@@ -46,9 +62,25 @@ fn add_vjp_cpu<T: Elem>(_a: &[T], _b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
 }
 
 /// Elementwise difference `a - b`.
-#[op(name = "builtin/sub", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n]) -> T[n],
-     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(sub_vjp, kernel(wgsl = "kernels/binary_vjp.wgsl", entry = "sub_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "sub_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n, block = 256), cpu = sub_vjp_cpu), cpu = sub_cpu, kernel(wgsl = "kernels/sub.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "sub", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
-     license = "MIT OR Apache-2.0", visibility = public)]
+#[op(
+    name = "builtin/sub",
+    version = 1,
+    signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n]) -> T[n],
+    category = elementwise,
+    tolerance = ulp(1),
+    nan = propagate,
+    backward = vjp(
+        sub_vjp,
+        kernel(wgsl = "kernels/binary_vjp.wgsl", entry = "sub_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n),
+        kernel(cuda = "kernels/vjp.cu", entry = "sub_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n, block = 256),
+        cpu = sub_vjp_cpu,
+    ),
+    cpu = sub_cpu,
+    kernel(wgsl = "kernels/sub.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
+    kernel(cuda = "kernels/elementwise.cu", entry = "sub", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
+    license = "MIT OR Apache-2.0",
+    visibility = public,
+)]
 pub fn sub<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     a.iter().zip(b).map(|(x, y)| *x - *y).collect()
 }
@@ -66,9 +98,25 @@ fn sub_vjp_cpu<T: Elem>(_a: &[T], _b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
 }
 
 /// Elementwise product `a * b`.
-#[op(name = "builtin/mul", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n]) -> T[n],
-     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(mul_vjp, kernel(wgsl = "kernels/binary_vjp.wgsl", entry = "mul_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "mul_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n, block = 256), cpu = mul_vjp_cpu), cpu = mul_cpu, kernel(wgsl = "kernels/mul.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "mul", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
-     license = "MIT OR Apache-2.0", visibility = public)]
+#[op(
+    name = "builtin/mul",
+    version = 1,
+    signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n]) -> T[n],
+    category = elementwise,
+    tolerance = ulp(1),
+    nan = propagate,
+    backward = vjp(
+        mul_vjp,
+        kernel(wgsl = "kernels/binary_vjp.wgsl", entry = "mul_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n),
+        kernel(cuda = "kernels/vjp.cu", entry = "mul_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n, block = 256),
+        cpu = mul_vjp_cpu,
+    ),
+    cpu = mul_cpu,
+    kernel(wgsl = "kernels/mul.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
+    kernel(cuda = "kernels/elementwise.cu", entry = "mul", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
+    license = "MIT OR Apache-2.0",
+    visibility = public,
+)]
 pub fn mul<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     a.iter().zip(b).map(|(x, y)| *x * *y).collect()
 }
@@ -86,9 +134,25 @@ fn mul_vjp_cpu<T: Elem>(a: &[T], b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
 }
 
 /// Elementwise quotient `a / b`.
-#[op(name = "builtin/div", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n]) -> T[n],
-     category = elementwise, tolerance = ulp(3), nan = propagate, backward = vjp(div_vjp, kernel(wgsl = "kernels/binary_vjp.wgsl", entry = "div_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "div_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n, block = 256), cpu = div_vjp_cpu), cpu = div_cpu, kernel(wgsl = "kernels/div.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "div_kernel", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
-     license = "MIT OR Apache-2.0", visibility = public)]
+#[op(
+    name = "builtin/div",
+    version = 1,
+    signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n]) -> T[n],
+    category = elementwise,
+    tolerance = ulp(3),
+    nan = propagate,
+    backward = vjp(
+        div_vjp,
+        kernel(wgsl = "kernels/binary_vjp.wgsl", entry = "div_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n),
+        kernel(cuda = "kernels/vjp.cu", entry = "div_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n, block = 256),
+        cpu = div_vjp_cpu,
+    ),
+    cpu = div_cpu,
+    kernel(wgsl = "kernels/div.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
+    kernel(cuda = "kernels/elementwise.cu", entry = "div_kernel", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
+    license = "MIT OR Apache-2.0",
+    visibility = public,
+)]
 pub fn div<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     a.iter().zip(b).map(|(x, y)| *x / *y).collect()
 }
@@ -111,9 +175,25 @@ fn div_vjp_cpu<T: Elem>(a: &[T], b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
 }
 
 /// Negation `-x`.
-#[op(name = "builtin/neg", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[n],
-     category = elementwise, tolerance = ulp(0), nan = propagate, backward = vjp(neg_vjp, kernel(wgsl = "kernels/unary_vjp.wgsl", entry = "neg_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "neg_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n, block = 256), cpu = neg_vjp_cpu), cpu = neg_cpu, kernel(wgsl = "kernels/neg.wgsl", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "neg", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
-     license = "MIT OR Apache-2.0", visibility = public)]
+#[op(
+    name = "builtin/neg",
+    version = 1,
+    signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[n],
+    category = elementwise,
+    tolerance = ulp(0),
+    nan = propagate,
+    backward = vjp(
+        neg_vjp,
+        kernel(wgsl = "kernels/unary_vjp.wgsl", entry = "neg_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n),
+        kernel(cuda = "kernels/vjp.cu", entry = "neg_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n, block = 256),
+        cpu = neg_vjp_cpu,
+    ),
+    cpu = neg_cpu,
+    kernel(wgsl = "kernels/neg.wgsl", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n),
+    kernel(cuda = "kernels/elementwise.cu", entry = "neg", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
+    license = "MIT OR Apache-2.0",
+    visibility = public,
+)]
 pub fn neg<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| -*v).collect()
 }
@@ -131,9 +211,25 @@ fn neg_vjp_cpu<T: Elem>(_x: &[T], g: &[T]) -> Vec<T> {
 }
 
 /// Scaling by a scalar parameter `s * x`.
-#[op(name = "builtin/scale", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n], s: T) -> T[n],
-     category = elementwise, tolerance = ulp(1), nan = propagate, backward = vjp(scale_vjp, kernel(wgsl = "kernels/scale_vjp.wgsl", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n, s)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "scale_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n, s)), threads = n, block = 256), cpu = scale_vjp_cpu), cpu = scale_cpu, kernel(wgsl = "kernels/scale.wgsl", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n, s)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "scale", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n, s)), threads = n, block = 256),
-     license = "MIT OR Apache-2.0", visibility = public)]
+#[op(
+    name = "builtin/scale",
+    version = 1,
+    signature<T: f16 | bf16 | f32 | f64>(x: T[n], s: T) -> T[n],
+    category = elementwise,
+    tolerance = ulp(1),
+    nan = propagate,
+    backward = vjp(
+        scale_vjp,
+        kernel(wgsl = "kernels/scale_vjp.wgsl", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n, s)), threads = n),
+        kernel(cuda = "kernels/vjp.cu", entry = "scale_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n, s)), threads = n, block = 256),
+        cpu = scale_vjp_cpu,
+    ),
+    cpu = scale_cpu,
+    kernel(wgsl = "kernels/scale.wgsl", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n, s)), threads = n),
+    kernel(cuda = "kernels/elementwise.cu", entry = "scale", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n, s)), threads = n, block = 256),
+    license = "MIT OR Apache-2.0",
+    visibility = public,
+)]
 pub fn scale<T: Real>(x: &[T], s: T) -> Vec<T> {
     x.iter().map(|v| *v * s).collect()
 }
@@ -151,9 +247,25 @@ fn scale_vjp_cpu<T: Elem>(_x: &[T], s: T, g: &[T]) -> Vec<T> {
 }
 
 /// Natural exponential.
-#[op(name = "builtin/exp", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[n],
-     category = transcendental, tolerance = ulp(16), nan = propagate, backward = vjp(exp_vjp, kernel(wgsl = "kernels/exp_tanh_vjp.wgsl", entry = "exp_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "exp_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n, block = 256), cpu = exp_vjp_cpu), cpu = exp_cpu, kernel(wgsl = "kernels/exp_tanh.wgsl", entry = "exp_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "exp_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
-     license = "MIT OR Apache-2.0", visibility = public)]
+#[op(
+    name = "builtin/exp",
+    version = 1,
+    signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[n],
+    category = transcendental,
+    tolerance = ulp(16),
+    nan = propagate,
+    backward = vjp(
+        exp_vjp,
+        kernel(wgsl = "kernels/exp_tanh_vjp.wgsl", entry = "exp_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n),
+        kernel(cuda = "kernels/vjp.cu", entry = "exp_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n, block = 256),
+        cpu = exp_vjp_cpu,
+    ),
+    cpu = exp_cpu,
+    kernel(wgsl = "kernels/exp_tanh.wgsl", entry = "exp_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n),
+    kernel(cuda = "kernels/elementwise.cu", entry = "exp_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
+    license = "MIT OR Apache-2.0",
+    visibility = public,
+)]
 pub fn exp<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| v.exp()).collect()
 }
@@ -192,9 +304,26 @@ fn exp_vjp_cpu<T: Elem>(x: &[T], g: &[T]) -> Vec<T> {
 
 /// Natural logarithm, defined on `x > 0` (its domain: conformance and gradcheck sample only
 /// there; NaN propagates).
-#[op(name = "builtin/log", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[n],
-     category = transcendental, tolerance = ulp(16), nan = propagate, backward = vjp(log_vjp, kernel(wgsl = "kernels/unary_vjp.wgsl", entry = "log_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "log_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n, block = 256), cpu = log_vjp_cpu), domain(x > 0), cpu = log_cpu, kernel(wgsl = "kernels/log.wgsl", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "log_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
-     license = "MIT OR Apache-2.0", visibility = public)]
+#[op(
+    name = "builtin/log",
+    version = 1,
+    signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[n],
+    category = transcendental,
+    tolerance = ulp(16),
+    nan = propagate,
+    backward = vjp(
+        log_vjp,
+        kernel(wgsl = "kernels/unary_vjp.wgsl", entry = "log_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n),
+        kernel(cuda = "kernels/vjp.cu", entry = "log_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n, block = 256),
+        cpu = log_vjp_cpu,
+    ),
+    domain(x > 0),
+    cpu = log_cpu,
+    kernel(wgsl = "kernels/log.wgsl", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n),
+    kernel(cuda = "kernels/elementwise.cu", entry = "log_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
+    license = "MIT OR Apache-2.0",
+    visibility = public,
+)]
 pub fn log<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| v.ln()).collect()
 }
@@ -213,9 +342,25 @@ fn log_vjp_cpu<T: Elem>(x: &[T], g: &[T]) -> Vec<T> {
 }
 
 /// Hyperbolic tangent.
-#[op(name = "builtin/tanh", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[n],
-     category = transcendental, tolerance = ulp(16), nan = propagate, backward = vjp(tanh_vjp, kernel(wgsl = "kernels/exp_tanh_vjp.wgsl", entry = "tanh_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "tanh_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n, block = 256), cpu = tanh_vjp_cpu), cpu = tanh_cpu, kernel(wgsl = "kernels/exp_tanh.wgsl", entry = "tanh_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "tanh_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
-     license = "MIT OR Apache-2.0", visibility = public)]
+#[op(
+    name = "builtin/tanh",
+    version = 1,
+    signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[n],
+    category = transcendental,
+    tolerance = ulp(16),
+    nan = propagate,
+    backward = vjp(
+        tanh_vjp,
+        kernel(wgsl = "kernels/exp_tanh_vjp.wgsl", entry = "tanh_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n),
+        kernel(cuda = "kernels/vjp.cu", entry = "tanh_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n, block = 256),
+        cpu = tanh_vjp_cpu,
+    ),
+    cpu = tanh_cpu,
+    kernel(wgsl = "kernels/exp_tanh.wgsl", entry = "tanh_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n),
+    kernel(cuda = "kernels/elementwise.cu", entry = "tanh_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
+    license = "MIT OR Apache-2.0",
+    visibility = public,
+)]
 pub fn tanh<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| v.tanh()).collect()
 }
@@ -245,11 +390,26 @@ fn tanh_vjp_cpu<T: Elem>(x: &[T], g: &[T]) -> Vec<T> {
 }
 
 /// Rectified linear unit `max(x, 0)`; NaN stays NaN.
-#[op(name = "builtin/relu", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[n],
-     category = selection, tolerance = exact, nan = propagate, backward = vjp(relu_vjp, kernel(wgsl = "kernels/unary_vjp.wgsl", entry = "relu_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "relu_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n, block = 256), cpu = relu_vjp_cpu),
-     subgradient = "zero at x = 0: the cotangent passes only where x > 0",
-     cpu = relu_cpu, kernel(wgsl = "kernels/relu.wgsl", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/elementwise.cu", entry = "relu", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
-     license = "MIT OR Apache-2.0", visibility = public)]
+#[op(
+    name = "builtin/relu",
+    version = 1,
+    signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[n],
+    category = selection,
+    tolerance = exact,
+    nan = propagate,
+    backward = vjp(
+        relu_vjp,
+        kernel(wgsl = "kernels/unary_vjp.wgsl", entry = "relu_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n),
+        kernel(cuda = "kernels/vjp.cu", entry = "relu_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n, block = 256),
+        cpu = relu_vjp_cpu,
+    ),
+    subgradient = "zero at x = 0: the cotangent passes only where x > 0",
+    cpu = relu_cpu,
+    kernel(wgsl = "kernels/relu.wgsl", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n),
+    kernel(cuda = "kernels/elementwise.cu", entry = "relu", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
+    license = "MIT OR Apache-2.0",
+    visibility = public,
+)]
 pub fn relu<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| if *v > T::zero() || v.is_nan() { *v } else { T::zero() }).collect()
 }

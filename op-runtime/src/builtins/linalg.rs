@@ -9,9 +9,24 @@ use crate::backends::cpu::kernels::matmul as mm_kern;
 use crate::{op, Real};
 
 /// Matrix product `a (m x k) * b (k x n)`, row-major.
-#[op(name = "builtin/matmul", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[m, k], b: T[k, n]) -> T[m, n],
-     category = contraction, tolerance = accum(2), nan = propagate, backward = vjp(matmul_vjp, kernel(wgsl = "kernels/matmul_vjp.wgsl", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(m, k, n)), threads = m * k + k * n), kernel(cuda = "kernels/vjp.cu", entry = "matmul_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(m, k, n)), threads = m * k + k * n, block = 256)), cpu(matmul_cpu, dtypes(T: f32)), kernel(wgsl = "kernels/matmul.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(m, k, n)), threads = ((m + 15) / 16) * ((n + 15) / 16) * 256), kernel(cuda = "kernels/linalg.cu", entry = "matmul", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(m, k, n)), threads = ((m + 15) / 16) * ((n + 15) / 16) * 256, block = 256),
-     license = "MIT OR Apache-2.0", visibility = public)]
+#[op(
+    name = "builtin/matmul",
+    version = 1,
+    signature<T: f16 | bf16 | f32 | f64>(a: T[m, k], b: T[k, n]) -> T[m, n],
+    category = contraction,
+    tolerance = accum(2),
+    nan = propagate,
+    backward = vjp(
+        matmul_vjp,
+        kernel(wgsl = "kernels/matmul_vjp.wgsl", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(m, k, n)), threads = m * k + k * n),
+        kernel(cuda = "kernels/vjp.cu", entry = "matmul_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(m, k, n)), threads = m * k + k * n, block = 256),
+    ),
+    cpu(matmul_cpu, dtypes(T: f32)),
+    kernel(wgsl = "kernels/matmul.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(m, k, n)), threads = ((m + 15) / 16) * ((n + 15) / 16) * 256),
+    kernel(cuda = "kernels/linalg.cu", entry = "matmul", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(m, k, n)), threads = ((m + 15) / 16) * ((n + 15) / 16) * 256, block = 256),
+    license = "MIT OR Apache-2.0",
+    visibility = public,
+)]
 pub fn matmul<T: Real>(a: &[T], b: &[T], m: usize, k: usize, n: usize) -> Vec<T> {
     // Products and sums in f64 (compensated), each output rounded once.
     let mut out = vec![T::zero(); m * n];
@@ -54,9 +69,25 @@ fn matmul_cpu(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
 }
 
 /// Valid 1-D correlation of `x` with kernel `w`: `out[i] = sum_j x[i + j] w[j]`.
-#[op(name = "builtin/conv1d", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n], w: T[m] where 1 <= m, m <= n) -> T[n - m + 1],
-     category = contraction, tolerance = accum(2), nan = propagate, backward = vjp(conv1d_vjp, kernel(wgsl = "kernels/conv1d_vjp.wgsl", dtypes(T: f32), bindings(x: read, w: read, d_out: read, d_x: read_write, d_w: read_write, uniform(n, m)), threads = n + 256 * m), kernel(cuda = "kernels/vjp.cu", entry = "conv1d_vjp", dtypes(T: f32), bindings(x: read, w: read, d_out: read, d_x: read_write, d_w: read_write, uniform(n, m)), threads = n + 256 * m, block = 256), cpu = conv1d_vjp_cpu), cpu = conv1d_cpu, kernel(wgsl = "kernels/conv1d.wgsl", dtypes(T: f32), bindings(x: read, w: read, out: read_write, uniform(n, m)), threads = n - m + 1), kernel(cuda = "kernels/linalg.cu", entry = "conv1d", dtypes(T: f32), bindings(x: read, w: read, out: read_write, uniform(n, m)), threads = n - m + 1, block = 256),
-     license = "MIT OR Apache-2.0", visibility = public)]
+#[op(
+    name = "builtin/conv1d",
+    version = 1,
+    signature<T: f16 | bf16 | f32 | f64>(x: T[n], w: T[m] where 1 <= m, m <= n) -> T[n - m + 1],
+    category = contraction,
+    tolerance = accum(2),
+    nan = propagate,
+    backward = vjp(
+        conv1d_vjp,
+        kernel(wgsl = "kernels/conv1d_vjp.wgsl", dtypes(T: f32), bindings(x: read, w: read, d_out: read, d_x: read_write, d_w: read_write, uniform(n, m)), threads = n + 256 * m),
+        kernel(cuda = "kernels/vjp.cu", entry = "conv1d_vjp", dtypes(T: f32), bindings(x: read, w: read, d_out: read, d_x: read_write, d_w: read_write, uniform(n, m)), threads = n + 256 * m, block = 256),
+        cpu = conv1d_vjp_cpu,
+    ),
+    cpu = conv1d_cpu,
+    kernel(wgsl = "kernels/conv1d.wgsl", dtypes(T: f32), bindings(x: read, w: read, out: read_write, uniform(n, m)), threads = n - m + 1),
+    kernel(cuda = "kernels/linalg.cu", entry = "conv1d", dtypes(T: f32), bindings(x: read, w: read, out: read_write, uniform(n, m)), threads = n - m + 1, block = 256),
+    license = "MIT OR Apache-2.0",
+    visibility = public,
+)]
 pub fn conv1d<T: Real>(x: &[T], w: &[T]) -> Vec<T> {
     // Products and sums in f64 (compensated), each output rounded once.
     let m = w.len();

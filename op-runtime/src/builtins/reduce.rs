@@ -15,9 +15,25 @@ fn cotangent<T: Real>(g: &[T]) -> T {
 }
 
 /// Sum of all elements (a rank-0 result).
-#[op(name = "builtin/sum", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[],
-     category = reduction, tolerance = accum(2), nan = propagate, backward = vjp(sum_vjp, kernel(wgsl = "kernels/unary_vjp.wgsl", entry = "sum_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "sum_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n, block = 256), cpu = sum_vjp_cpu), cpu = sum_cpu, kernel(wgsl = "kernels/sum.wgsl", entry = "sum_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = 256), kernel(cuda = "kernels/reduce.cu", entry = "sum_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = 131072, block = 256),
-     license = "MIT OR Apache-2.0", visibility = public)]
+#[op(
+    name = "builtin/sum",
+    version = 1,
+    signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[],
+    category = reduction,
+    tolerance = accum(2),
+    nan = propagate,
+    backward = vjp(
+        sum_vjp,
+        kernel(wgsl = "kernels/unary_vjp.wgsl", entry = "sum_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n),
+        kernel(cuda = "kernels/vjp.cu", entry = "sum_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n, block = 256),
+        cpu = sum_vjp_cpu,
+    ),
+    cpu = sum_cpu,
+    kernel(wgsl = "kernels/sum.wgsl", entry = "sum_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = 256),
+    kernel(cuda = "kernels/reduce.cu", entry = "sum_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = 131072, block = 256),
+    license = "MIT OR Apache-2.0",
+    visibility = public,
+)]
 pub fn sum<T: Real>(x: &[T]) -> Vec<T> {
     // In f64, compensated, rounded once: right at every dtype (an f16 running sum stalls).
     vec![T::from_f64(Sum64::sum_of(x.iter().map(|v| v.to_f64())))]
@@ -36,9 +52,25 @@ fn sum_vjp_cpu<T: Elem>(x: &[T], g: &[T]) -> Vec<T> {
 }
 
 /// Mean of all elements (`n >= 1`).
-#[op(name = "builtin/mean", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n] where n >= 1) -> T[],
-     category = reduction, tolerance = accum(2), nan = propagate, backward = vjp(mean_vjp, kernel(wgsl = "kernels/unary_vjp.wgsl", entry = "mean_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "mean_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n, block = 256), cpu = mean_vjp_cpu), cpu = mean_cpu, kernel(wgsl = "kernels/sum.wgsl", entry = "mean_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = 256), kernel(cuda = "kernels/reduce.cu", entry = "mean_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = 131072, block = 256),
-     license = "MIT OR Apache-2.0", visibility = public)]
+#[op(
+    name = "builtin/mean",
+    version = 1,
+    signature<T: f16 | bf16 | f32 | f64>(x: T[n] where n >= 1) -> T[],
+    category = reduction,
+    tolerance = accum(2),
+    nan = propagate,
+    backward = vjp(
+        mean_vjp,
+        kernel(wgsl = "kernels/unary_vjp.wgsl", entry = "mean_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n),
+        kernel(cuda = "kernels/vjp.cu", entry = "mean_vjp", dtypes(T: f32), bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n, block = 256),
+        cpu = mean_vjp_cpu,
+    ),
+    cpu = mean_cpu,
+    kernel(wgsl = "kernels/sum.wgsl", entry = "mean_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = 256),
+    kernel(cuda = "kernels/reduce.cu", entry = "mean_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = 131072, block = 256),
+    license = "MIT OR Apache-2.0",
+    visibility = public,
+)]
 pub fn mean<T: Real>(x: &[T]) -> Vec<T> {
     // Summed and divided in f64 (the count never passes through `T`: 131_071 is infinite in
     // f16), rounded once.
@@ -59,9 +91,25 @@ fn mean_vjp_cpu<T: Elem>(x: &[T], g: &[T]) -> Vec<T> {
 }
 
 /// Mean squared error `mean((a - b)^2)` (`n >= 1`).
-#[op(name = "builtin/mse_loss", version = 1, signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n] where n >= 1) -> T[],
-     category = reduction, tolerance = accum(4), nan = propagate, backward = vjp(mse_loss_vjp, kernel(wgsl = "kernels/mse_loss_vjp.wgsl", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n), kernel(cuda = "kernels/vjp.cu", entry = "mse_loss_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n, block = 256), cpu = mse_loss_vjp_cpu), cpu = mse_loss_cpu, kernel(wgsl = "kernels/mse_loss.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = 256), kernel(cuda = "kernels/reduce.cu", entry = "mse_loss_kernel", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = 131072, block = 256),
-     license = "MIT OR Apache-2.0", visibility = public)]
+#[op(
+    name = "builtin/mse_loss",
+    version = 1,
+    signature<T: f16 | bf16 | f32 | f64>(a: T[n], b: T[n] where n >= 1) -> T[],
+    category = reduction,
+    tolerance = accum(4),
+    nan = propagate,
+    backward = vjp(
+        mse_loss_vjp,
+        kernel(wgsl = "kernels/mse_loss_vjp.wgsl", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n),
+        kernel(cuda = "kernels/vjp.cu", entry = "mse_loss_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(n)), threads = n, block = 256),
+        cpu = mse_loss_vjp_cpu,
+    ),
+    cpu = mse_loss_cpu,
+    kernel(wgsl = "kernels/mse_loss.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = 256),
+    kernel(cuda = "kernels/reduce.cu", entry = "mse_loss_kernel", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = 131072, block = 256),
+    license = "MIT OR Apache-2.0",
+    visibility = public,
+)]
 pub fn mse_loss<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     // Terms formed and summed in f64, divided by the count in f64, rounded once.
     let terms = a.iter().zip(b).map(|(x, y)| {
