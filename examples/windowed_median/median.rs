@@ -1,7 +1,7 @@
 //! The user's op: a sliding-window median the catalog lacks, declared in user code with no
-//! change to the engine, with a WGSL and a CUDA kernel and a fast CPU kernel
-//! (`median_cpu.rs`, written with the runtime's public `par` and `simd` helpers). Declared once
-//! over `f16 | bf16 | f32 | f64`: every instance has the reference (and its gradient); the
+//! change to the engine, with a WGSL and a CUDA kernel and fast CPU kernels, forward and
+//! backward (`median_cpu.rs`, written with the runtime's public `par` and `simd` helpers).
+//! Declared once over `f16 | bf16 | f32 | f64`: every instance has the reference (and its gradient); the
 //! kernels serve `f32`, so another dtype on a kernel backend is a typed refusal, never a
 //! conversion.
 
@@ -9,7 +9,7 @@ use op_runtime::{op, Real};
 
 #[path = "median_cpu.rs"]
 pub mod median_cpu;
-pub use median_cpu::windowed_median_cpu;
+pub use median_cpu::{windowed_median_cpu, windowed_median_vjp_cpu};
 
 /// Median of every odd-sized window of `x` (`w` at most 31): out[i] = median(x[i .. i + w]).
 #[op(
@@ -20,7 +20,8 @@ pub use median_cpu::windowed_median_cpu;
         kernel(wgsl = "kernels/windowed_median_vjp.wgsl", dtypes(T: f32),
                bindings(x: read, d_out: read, d_x: read_write, uniform(n, w)), threads = n),
         kernel(cuda = "kernels/windowed_median_vjp.cu", dtypes(T: f32),
-               bindings(x: read, d_out: read, d_x: read_write, uniform(n, w)), threads = n, block = 128)),
+               bindings(x: read, d_out: read, d_x: read_write, uniform(n, w)), threads = n, block = 128),
+        cpu(windowed_median_vjp_cpu, dtypes(T: f32))),
     subgradient = "cotangent routed to the selected element",
     kernel(wgsl = "kernels/windowed_median.wgsl", dtypes(T: f32),
            bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1),

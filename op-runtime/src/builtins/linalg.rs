@@ -1,11 +1,13 @@
 //! Contraction built-ins: matrix product and valid 1-D convolution (correlation), with their
-//! VJPs and their `cpu` functions (cache-blocked kernels with fixed summation orders:
-//! `backends::cpu::kernels::{matmul, conv1d}`). The references and VJP rules form products and
+//! VJPs and their `cpu` functions (kernels with fixed summation orders:
+//! `backends::cpu::kernels::{matmul, conv1d, conv1d_f64, vjp}`; conv1d and both VJPs at every
+//! declared dtype, matmul's forward at f32). The references and VJP rules form products and
 //! sums in f64 (compensated, `sum64`) and round each element once, at every dtype.
 
 use super::sum64::Sum64;
 use crate::backends::cpu::kernels::dtype::Elem;
 use crate::backends::cpu::kernels::matmul as mm_kern;
+use crate::backends::cpu::kernels::vjp as vjp_kern;
 use crate::{op, Real};
 
 /// Matrix product `a (m x k) * b (k x n)`, row-major.
@@ -20,6 +22,7 @@ use crate::{op, Real};
         matmul_vjp,
         kernel(wgsl = "kernels/matmul_vjp.wgsl", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(m, k, n)), threads = m * k + k * n),
         kernel(cuda = "kernels/vjp.cu", entry = "matmul_vjp", dtypes(T: f32), bindings(a: read, b: read, d_out: read, d_a: read_write, d_b: read_write, uniform(m, k, n)), threads = m * k + k * n, block = 256),
+        cpu = matmul_vjp_cpu,
     ),
     cpu(matmul_cpu, dtypes(T: f32)),
     kernel(wgsl = "kernels/matmul.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(m, k, n)), threads = ((m + 15) / 16) * ((n + 15) / 16) * 256),
@@ -66,6 +69,19 @@ fn matmul_cpu(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
         }
         _ => matmul(a, b, m, k, n),
     }
+}
+
+/// `cpu` kernel of `matmul`'s VJP at every declared dtype: on f64 copies of the inputs, each
+/// element summed in f64 and rounded once (see `kernels::vjp::matmul_vjp_f64`). Shapes the
+/// signature does not admit (never passed by dispatch) run the rule.
+fn matmul_vjp_cpu<T: Elem>(a: &[T], b: &[T], m: usize, k: usize, n: usize, g: &[T]) -> (Vec<T>, Vec<T>) {
+    let fits = |len: usize, r: usize, c: usize| r.checked_mul(c) == Some(len);
+    if !(fits(a.len(), m, k) && fits(b.len(), k, n) && fits(g.len(), m, n)) {
+        return matmul_vjp(a, b, m, k, n, g);
+    }
+    let wide = |v: &[T]| -> Vec<f64> { v.iter().map(|x| x.to_f64()).collect() };
+    let (da, db) = vjp_kern::matmul_vjp_f64(&wide(a), &wide(b), &wide(g), m, k, n);
+    (da.into_iter().map(T::from_f64).collect(), db.into_iter().map(T::from_f64).collect())
 }
 
 /// Valid 1-D correlation of `x` with kernel `w`: `out[i] = sum_j x[i + j] w[j]`.

@@ -91,6 +91,7 @@ pub struct OpDecl {
     #[doc(hidden)]
     pub vjp_f64: Option<ShimFn>,
     /// The VJP's `cpu` kernel (`vjp(rule, cpu(f))`): run as the VJP op's `cpu` kernel.
+    #[doc(hidden)]
     pub vjp_cpu: Option<ShimFn>,
     /// JVP rules (one per differentiable input) at the declared dtype.
     #[doc(hidden)]

@@ -111,11 +111,13 @@ impl OpHandle {
         &self.registry
     }
     /// The op's VJP op (`<name>/vjp@version`, registered with it where its backward declares
-    /// VJP kernels; see `core::vjp_op`), pinned to the same instance; `None` where it declares
-    /// none.
+    /// VJP kernels, GPU or `cpu`; see `core::vjp_op`), pinned to the same instance; `None` where
+    /// it declares none.
     pub fn vjp_op(&self) -> Option<OpHandle> {
         let op = self.op();
-        op.contract.vjp_kernels().first()?;
+        if op.contract.vjp_kernels().is_empty() && op.contract.vjp_cpu_kernels().is_empty() {
+            return None;
+        }
         let id = format!("{}/vjp@{}", op.contract.name, op.contract.version);
         let slot = self.registry.inner.slots.read().unwrap_or_else(|p| p.into_inner()).get(&id).cloned()?;
         Some(OpHandle { registry: self.registry.clone(), slot, member: self.member })

@@ -122,9 +122,8 @@ impl Elem for f64 {
         let (m, k) = (w.len(), g.len());
         if !overflow_free(g, w, m) || !overflow_free(g, x, k) {
             let dw = (0..m).map(|j| in_reference_order((0..k).map(|i| (g[i], x[i + j])))).collect();
-            let dx = (0..x.len())
-                .map(|t| in_reference_order(((t + 1).saturating_sub(m)..=t.min(k - 1)).map(|i| (g[i], w[t - i]))))
-                .collect();
+            let dx =
+                (0..x.len()).map(|t| in_reference_order(((t + 1).saturating_sub(m)..=t.min(k - 1)).map(|i| (g[i], w[t - i])))).collect();
             return (dx, dw);
         }
         let dw = (0..m).map(|j| dot_f64(&x[j..j + k], g)).collect();

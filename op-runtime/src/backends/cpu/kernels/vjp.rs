@@ -8,7 +8,9 @@
 //! `cpu` functions pass equal lengths; dispatch validated them), except `conv1d_dx`'s (stated
 //! there).
 
+use super::conv1d_f64::{in_reference_order, overflow_free};
 use super::elementwise::GRAIN;
+use super::reduce::dot_f64;
 use crate::backends::cpu::math;
 use crate::backends::cpu::par::for_each_chunk;
 use crate::backends::cpu::simd::{map2_uninit, Isa, Vf};
@@ -269,4 +271,48 @@ pub(crate) fn conv1d_dx<T: Copy + Default>(
         let last = t.min(g.len() - 1);
         dx[t] = edge(&mut (first..=last).map(|i| (g[i], w[t - i])));
     }
+}
+
+/// `matmul`'s VJP on f64 copies of the inputs (`a: m x k`, `b: k x n`, `g: m x n`, row-major):
+/// `d_a = g b^T` and `d_b = a^T g`, each element a dot product of two contiguous rows (`b` and
+/// `g` as they are for `d_a`; `a` and `g` transposed for `d_b`) summed by the pairwise tree of
+/// `reduce` in f64 (for f32 or half inputs the products are exact, so each result is within
+/// about half an ulp of the exact value once rounded to the dtype). Where a partial sum may
+/// overflow or an input is not finite, every element is the references' sum in their order
+/// (`j` ascending for `d_a`, `i` ascending for `d_b`), with its infinities and NaN. Parallel
+/// over output rows. Precondition: the lengths match the dims (the caller checks them).
+pub(crate) fn matmul_vjp_f64(a: &[f64], b: &[f64], g: &[f64], m: usize, k: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
+    debug_assert!(a.len() == m * k && b.len() == k * n && g.len() == m * n);
+    let (mut da, mut db) = (vec![0f64; m * k], vec![0f64; k * n]);
+    if m == 0 || k == 0 {
+        return (da, db);
+    }
+    let ordered = !overflow_free(g, b, n) || !overflow_free(a, g, m);
+    let transpose = |v: &[f64], rows: usize, cols: usize| -> Vec<f64> {
+        let mut t = vec![0f64; v.len()];
+        for r in 0..rows {
+            for c in 0..cols {
+                t[c * rows + r] = v[r * cols + c];
+            }
+        }
+        t
+    };
+    let (at, gt) = (transpose(a, m, k), transpose(g, m, n));
+    // d_a[i, p] = sum_j g[i, j] b[p, j].
+    for_each_chunk(&mut da, k.max(1), |off, o| {
+        for (e, o) in o.iter_mut().enumerate() {
+            let (i, p) = ((off + e) / k, (off + e) % k);
+            let (gr, br) = (&g[i * n..(i + 1) * n], &b[p * n..(p + 1) * n]);
+            *o = if ordered { in_reference_order(gr.iter().copied().zip(br.iter().copied())) } else { dot_f64(gr, br) };
+        }
+    });
+    // d_b[p, j] = sum_i a[i, p] g[i, j].
+    for_each_chunk(&mut db, n.max(1), |off, o| {
+        for (e, o) in o.iter_mut().enumerate() {
+            let (p, j) = ((off + e) / n, (off + e) % n);
+            let (ar, gr) = (&at[p * m..(p + 1) * m], &gt[j * m..(j + 1) * m]);
+            *o = if ordered { in_reference_order(ar.iter().copied().zip(gr.iter().copied())) } else { dot_f64(ar, gr) };
+        }
+    });
+    (da, db)
 }
