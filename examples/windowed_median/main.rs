@@ -10,7 +10,7 @@
 
 mod median;
 
-use op_runtime::conformance::{conform_all, ConformanceFailure};
+use op_runtime::conformance::{conform, conform_all, ConformanceFailure};
 use op_runtime::cuda::CudaEngine;
 use op_runtime::gradcheck;
 use op_runtime::receipt::Receipt;
@@ -89,10 +89,15 @@ fn explain_default(registry: &Registry, h: &OpHandle) -> String {
     chosen.unwrap_or_else(|| "none".to_string())
 }
 
-/// Conforms an op on every backend; prints each outcome; returns the receipts minted.
-fn conform(h: &OpHandle, show: bool) -> Vec<Receipt> {
+/// Conformance of the one instance `h` is pinned to, on every backend.
+fn conform_instance(h: &OpHandle) -> Vec<(BackendKind, Result<Receipt, ConformanceFailure>)> {
+    BackendKind::PRIORITY.into_iter().map(|k| (k, conform(h, k))).collect()
+}
+
+/// Prints each backend's conformance outcome; returns the receipts minted.
+fn outcomes(results: Vec<(BackendKind, Result<Receipt, ConformanceFailure>)>, show: bool) -> Vec<Receipt> {
     let mut out = Vec::new();
-    for (kind, result) in conform_all(h) {
+    for (kind, result) in results {
         match result {
             Ok(r) => {
                 if show {
@@ -167,18 +172,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 1. Conformance on every backend compiled in: the kernel is trusted only as far as it
     //    matches the reference on engine-generated cases.
     println!("\nconformance of {} (engine-generated cases, every backend):", op.id());
-    let mut receipts = conform(&median, true);
-    let conv = registry.lookup("builtin/conv1d")?;
-    let mse = registry.lookup("builtin/mse_loss")?;
-    println!("conformance of the built-ins in the pipeline (same procedure):");
-    receipts.extend(conform(&conv, false));
-    receipts.extend(conform(&mse, false));
+    let mut receipts = outcomes(conform_all(&median), true);
+    // The pipeline below trains at f32: the built-ins it calls and the VJP ops are conformed at
+    // that instance (their own tests conform every instance).
+    let conv = registry.lookup("builtin/conv1d")?.at(&[DType::f32])?;
+    let mse = registry.lookup("builtin/mse_loss")?.at(&[DType::f32])?;
+    println!("conformance of the built-ins in the pipeline at the instance it runs (same procedure):");
+    receipts.extend(outcomes(conform_instance(&conv), false));
+    receipts.extend(outcomes(conform_instance(&mse), false));
 
-    // The VJP kernels (`backward = vjp(rule, kernel(...))`), conformed against their rules.
+    // The VJP kernels (`backward = vjp(rule, kernel(...), cpu(...))`), conformed against their
+    // rules.
     println!("conformance of the VJP kernels in the pipeline (their reference: the VJP rule):");
-    for h in [&median, &conv, &mse] {
+    for h in [&median.at(&[DType::f32])?, &conv, &mse] {
         if let Some(v) = h.vjp_op() {
-            receipts.extend(conform(&v, false));
+            receipts.extend(outcomes(conform_instance(&v), false));
         }
     }
 
