@@ -220,8 +220,10 @@ impl<H: Half + Real> Elem for H {
         });
     }
     fn relu_vjp(x: &[H], g: &[H], out: &mut [MaybeUninit<H>]) {
+        // `x > 0 ? g : +0` on the bits, branch-free (a mask), so the loop vectorises.
         for ((o, x), g) in out.iter_mut().zip(x).zip(g) {
-            o.write(if half::positive::<H>(x.to_u16()) { *g } else { H::from_u16(0) });
+            let keep = 0u16.wrapping_sub(half::positive::<H>(x.to_u16()) as u16);
+            o.write(H::from_u16(g.to_u16() & keep));
         }
     }
     fn div_db(a: &[H], b: &[H], g: &[H], out: &mut [MaybeUninit<H>]) {
@@ -236,10 +238,9 @@ impl<H: Half + Real> Elem for H {
         });
     }
     fn sub_scale(a: &[H], b: &[H], k: f64, out: &mut [MaybeUninit<H>]) {
-        // The rule's f64 arithmetic, rounded once to `H` (as `Real::from_f64` rounds).
-        for ((o, a), b) in out.iter_mut().zip(a).zip(b) {
-            o.write(H::from_f64((a.to_f64() - b.to_f64()) * k));
-        }
+        // The rule's f64 arithmetic on widened tiles, rounded to f32 and then to `H` (within an
+        // ulp of `H` of the rule's single rounding).
+        half::tiles([a, b], out, |[a, b], o| vjp::sub_scale_f32(a, b, k, half::uninit(o)));
     }
 }
 

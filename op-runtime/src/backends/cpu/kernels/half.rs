@@ -71,7 +71,7 @@ pub(crate) fn is_nan<H: Half>(b: u16) -> bool {
 /// Whether the half with bits `b` is greater than zero (false for NaN and both zeros).
 #[inline(always)]
 pub(crate) fn positive<H: Half>(b: u16) -> bool {
-    b & 0x8000 == 0 && b != 0 && !is_nan::<H>(b)
+    (b & 0x8000 == 0) & (b != 0) & !is_nan::<H>(b)
 }
 
 /// Rounds every f32 of `v` to the nearest value of `H` (as f32): one rounding of a reference's
