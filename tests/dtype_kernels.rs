@@ -3,7 +3,11 @@
 //! conformance is each declaration's generated test); a wrong f64 kernel, a wrong f16 kernel
 //! and a wrong VJP `cpu` kernel are rejected by conformance while the built-ins' kernels pass on
 //! the same inputs at every seed; a VJP op with only a `cpu` kernel is registered, conforms and
-//! runs the tape's backward on the CPU.
+//! runs the tape's backward on the CPU; the example median's f64 and VJP kernels equal their
+//! reference bit for bit on every path and thread count.
+
+#[path = "../examples/windowed_median/median.rs"]
+mod median;
 
 use op_runtime::conformance::{self, Case, CaseShape, ConformanceFailure, Pattern};
 use op_runtime::train::Tape;
@@ -206,4 +210,50 @@ fn a_vjp_op_with_only_a_cpu_kernel_conforms_and_runs_the_backward() {
     assert_eq!(g, [3.0, 12.0, 0.75]);
     let entry = run.provenance.entries.iter().find(|e| &*e.op == "test/dtypes/cube/vjp@1").expect("the VJP op ran");
     assert_eq!(entry.backend, BackendKind::Cpu);
+}
+
+/// A signal with ties, signed zeros, infinities and NaNs of both signs among ordinary values.
+fn awkward(n: usize, seed: u64) -> Vec<f64> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let specials = [0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, -f64::NAN, 1.0, 1.0, -2.5, f64::MIN_POSITIVE / 4.0];
+    (0..n)
+        .map(|_| match rng.random::<u32>() % 8 {
+            0 => specials[rng.random::<u32>() as usize % specials.len()],
+            _ => (rng.random::<f64>() - 0.5) * 10f64.powi((rng.random::<u32>() % 9) as i32 - 4),
+        })
+        .collect()
+}
+
+/// The median's f64 kernel (networks for w <= 7, selection above) and its f32 VJP kernel equal
+/// the reference and the rule bit for bit, on one thread and on all.
+#[test]
+fn the_example_medians_f64_and_vjp_kernels_equal_their_reference_on_every_path() {
+    use op_runtime::backend::{CpuBackend, ReferenceBackend};
+    use op_runtime::Scalar;
+    use std::sync::Arc;
+    let bits64 = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<u64>>();
+    let bits32 = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+    for threads in [Some(1), None] {
+        let cpu = threads.map_or_else(CpuBackend::default, CpuBackend::with_threads);
+        let r = Registry::with_backends(vec![Arc::new(cpu), Arc::new(ReferenceBackend::default())]);
+        let h = r.register(&median::windowed_median::DECL).expect("registers");
+        let (h64, v32) = (h.at(&[DType::f64]).expect("f64"), h.vjp_op().expect("a VJP op").at(&[DType::f32]).expect("f32"));
+        for (seed, n) in [(1u64, 40_000usize), (2, 37), (3, 9)] {
+            let x = awkward(n, seed);
+            let x32: Vec<f32> = x.iter().map(|v| *v as f32).collect();
+            for w in [1u32, 3, 5, 7, 9, 31].into_iter().filter(|w| *w as usize <= n) {
+                let out = h64.call(&[&Tensor::vector(x.clone())], &[Scalar::U32(w)]).expect("runs");
+                assert_eq!(out.provenance.backend, BackendKind::Cpu);
+                let got = out.outputs[0].as_slice::<f64>().expect("f64").to_vec();
+                assert_eq!(bits64(&got), bits64(&median::windowed_median(&x, w)), "f64, n = {n}, w = {w}, {threads:?} thread(s)");
+                let g: Vec<f32> = (0..n + 1 - w as usize).map(|i| ((i * 7919) % 13) as f32 - 6.0).collect();
+                let ins = [Tensor::vector(x32.clone()), Tensor::vector(g.clone())];
+                let out = v32.call(&[&ins[0], &ins[1]], &[Scalar::U32(w)]).expect("runs");
+                assert_eq!(out.provenance.backend, BackendKind::Cpu);
+                let got = out.outputs[0].as_slice::<f32>().expect("f32").to_vec();
+                let want = median::windowed_median_vjp(&x32, w, &g);
+                assert_eq!(bits32(&got), bits32(&want), "VJP, n = {n}, w = {w}, {threads:?} thread(s)");
+            }
+        }
+    }
 }

@@ -28,6 +28,10 @@
 #[path = "median_net.rs"]
 mod median_net;
 
+#[path = "median_cpu64.rs"]
+mod median_cpu64;
+pub use median_cpu64::windowed_median_cpu_f64;
+
 use op_runtime::cpu::par::for_each_chunk;
 use op_runtime::cpu::simd::{key, unkey, Isa, Vf, Vi};
 use op_runtime::with_isa;
