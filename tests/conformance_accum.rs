@@ -167,7 +167,12 @@ fn a_pairwise_sum_conforms_and_a_long_sequential_one_does_not() {
     let corpus = conformance::corpus(&h.op());
     assert!(corpus.cases.iter().any(|c| c.sym("n") == Some(131_071) && c.pattern == Pattern::Biased), "the biased large case");
     let report = rejected_on_cpu(&sum_sequential::DECL);
-    assert!(report.first().case.sym("n").unwrap_or(0) > 4096, "short sequential sums are within the model: {report}");
+    // A sequential sum drifts where every add rounds the same way: a constant or biased input
+    // of a few hundred terms already leaves the pairwise bound; on unbiased inputs only a long
+    // one does.
+    let case = &report.first().case;
+    let drifts = matches!(case.pattern, Pattern::Constant | Pattern::Biased);
+    assert!(drifts || case.sym("n").unwrap_or(0) > 4096, "a short unbiased sequential sum is within the model: {report}");
 }
 
 /// A case of the `sum` contract with every element equal to `v`.

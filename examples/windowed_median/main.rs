@@ -5,15 +5,15 @@
 //! despiking pipeline through it and print the provenance of the run.
 //!
 //! ```text
-//! cargo run --release --example windowed_median
+//! cargo run --release --example windowed_median            # add `-- --json` for the provenance JSON
+//! cargo run --example windowed_median -- --identity         # only the op's `name@version identity`
 //! ```
 
 mod median;
+mod summary;
 
-use op_runtime::conformance::{conform, conform_all, ConformanceFailure};
 use op_runtime::cuda::CudaEngine;
 use op_runtime::gradcheck;
-use op_runtime::receipt::Receipt;
 use op_runtime::train::Sgd;
 use op_runtime::train::{human_bytes, SharedDevice, Tape};
 use op_runtime::wgpu::WgpuEngine;
@@ -89,44 +89,6 @@ fn explain_default(registry: &Registry, h: &OpHandle) -> String {
     chosen.unwrap_or_else(|| "none".to_string())
 }
 
-/// Conformance of the one instance `h` is pinned to, on every backend.
-fn conform_instance(h: &OpHandle) -> Vec<(BackendKind, Result<Receipt, ConformanceFailure>)> {
-    BackendKind::PRIORITY.into_iter().map(|k| (k, conform(h, k))).collect()
-}
-
-/// Prints each backend's conformance outcome; returns the receipts minted.
-fn outcomes(results: Vec<(BackendKind, Result<Receipt, ConformanceFailure>)>, show: bool) -> Vec<Receipt> {
-    let mut out = Vec::new();
-    for (kind, result) in results {
-        match result {
-            Ok(r) => {
-                if show {
-                    println!(
-                        "  {:<9} {:<8} receipt {}  {} cases, tolerance {}, corpus {}",
-                        kind.name(),
-                        r.dtypes,
-                        &r.digest[..16],
-                        r.cases,
-                        r.tolerance,
-                        &r.corpus_digest[..16]
-                    );
-                    println!("            device  {}", r.device);
-                } else {
-                    println!("  {:<32} {:<9} {:<8} receipt {}  {} cases", r.op, kind.name(), r.dtypes, &r.digest[..16], r.cases);
-                }
-                out.push(r);
-            }
-            Err(e @ (ConformanceFailure::Unavailable { .. } | ConformanceFailure::Unsupported { .. })) => {
-                if show {
-                    println!("  {:<9} skipped: {e}", kind.name());
-                }
-            }
-            Err(e) => println!("  {:<9} REJECTED: {e}", kind.name()),
-        }
-    }
-    out
-}
-
 /// A call that names no backend: prints the order default selection tries (a GPU adapter that
 /// is a software rasteriser, such as lavapipe/llvmpipe, ranks below the native CPU backend; an
 /// explicit `CallOptions::on(BackendKind::Wgpu)` still reaches it), makes one such call and
@@ -161,34 +123,60 @@ fn training_device(chosen: BackendKind) -> Result<Option<SharedDevice>, Box<dyn 
     })
 }
 
+/// Points `XDG_RUNTIME_DIR` at a private directory where it is unset or not a directory, before
+/// anything starts a thread: the Vulkan loader's window-system layers (probed when wgpu looks
+/// for adapters) print `error: XDG_RUNTIME_DIR is invalid or not set` on a headless machine.
+#[cfg(unix)]
+fn quiet_headless_vulkan() {
+    use std::os::unix::fs::PermissionsExt;
+    let valid = std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|d| std::path::Path::new(&d).is_dir());
+    if valid {
+        return;
+    }
+    let dir = std::env::temp_dir().join("op-xdg-runtime");
+    let made = std::fs::create_dir_all(&dir).and_then(|()| std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)));
+    if made.is_ok() {
+        std::env::set_var("XDG_RUNTIME_DIR", &dir);
+    }
+}
+
+#[cfg(not(unix))]
+fn quiet_headless_vulkan() {}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    quiet_headless_vulkan();
     let started = Instant::now();
     let registry = op_runtime::registry();
     let median = registry.register(&median::windowed_median::DECL)?;
     let op = median.op();
+    if std::env::args().any(|a| a == "--identity") {
+        // `name@version identity`, for scripts comparing it with `cargo op list --json`.
+        println!("{} {}", op.id(), op.hash_hex());
+        return Ok(());
+    }
     println!("op       : {} ({:?} op, registered like any built-in)", op.id(), op.source());
     println!("identity : {}", op.hash_hex());
 
     // 1. Conformance on every backend compiled in: the kernel is trusted only as far as it
-    //    matches the reference on engine-generated cases.
-    println!("\nconformance of {} (engine-generated cases, every backend):", op.id());
-    let mut receipts = outcomes(conform_all(&median), true);
-    // The pipeline below trains at f32: the built-ins it calls and the VJP ops are conformed at
-    // that instance (their own tests conform every instance).
+    //    matches the reference on engine-generated cases, the median on every instance. The
+    //    pipeline below trains at f32: the built-ins it calls and the VJP kernels
+    //    (`backward = vjp(rule, kernel(...), cpu(...))`, conformed against their rules) go
+    //    through the same procedure at that instance (their own tests conform every instance);
+    //    one table shows them all.
+    println!("\nconformance (engine-generated cases, every backend compiled in):");
     let conv = registry.lookup("builtin/conv1d")?.at(&[DType::f32])?;
     let mse = registry.lookup("builtin/mse_loss")?.at(&[DType::f32])?;
-    println!("conformance of the built-ins in the pipeline at the instance it runs (same procedure):");
-    receipts.extend(outcomes(conform_instance(&conv), false));
-    receipts.extend(outcomes(conform_instance(&mse), false));
-
-    // The VJP kernels (`backward = vjp(rule, kernel(...), cpu(...))`), conformed against their
-    // rules.
-    println!("conformance of the VJP kernels in the pipeline (their reference: the VJP rule):");
+    let mut conformance = summary::Summary::default();
+    conformance.add(&median);
+    conformance.add_instance(&conv);
+    conformance.add_instance(&mse);
     for h in [&median.at(&[DType::f32])?, &conv, &mse] {
         if let Some(v) = h.vjp_op() {
-            receipts.extend(outcomes(conform_instance(&v), false));
+            conformance.add_instance(&v);
         }
     }
+    conformance.print();
+    let receipts = std::mem::take(&mut conformance.receipts);
 
     // 2. Default selection: which backend a call that names none runs on, and why.
     let chosen = default_call(registry, &median)?;
@@ -267,9 +255,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!();
         print!("{}", run.provenance);
         let json = run.provenance.to_json();
-        println!("(serialised: {} of JSON; first entry below)", human_bytes(json.len()));
-        if let Some(e) = run.provenance.entries.first() {
-            println!("{}", serde_json::to_string_pretty(e).unwrap_or_default());
+        if std::env::args().any(|a| a == "--json") {
+            println!("{json}");
+        } else {
+            println!("(serialised: {} of JSON; `-- --json` prints it)", human_bytes(json.len()));
         }
     }
     println!("\ntotal {:.1} s", started.elapsed().as_secs_f64());

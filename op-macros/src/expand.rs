@@ -5,7 +5,8 @@
 //! set per instance), each from one template (`crate::shim`), and call
 //! `::op_runtime::__private` helpers (aliased `__rt` in the generated module). The output is
 //! kept small, since rustc checks it once per op: `DECL` names only the parts the op has (the
-//! rest come from `__rt::DECL_BASE`) and the generated tests are one `op_tests!` invocation.
+//! rest come from `__rt::DECL_BASE`), the catalog entry is one `op_catalog!` invocation and the
+//! generated tests are one `op_tests!` invocation.
 
 use crate::tokens::Shims;
 use op_spec::check::{check_declaration, parse_item, Checked, Location};
@@ -113,6 +114,7 @@ fn generate(func: &RefFn, item: TokenStream, c: &Checked) -> TokenStream {
 
             #(#items)*
 
+            __rt::op_catalog!();
             #tests
         }
     }

@@ -66,7 +66,8 @@ mod tokens;
 /// ```
 ///
 /// The README declares a selection op (a windowed median) with a window parameter, a WGSL and a
-/// CUDA kernel.
+/// CUDA kernel; the section "Every form, by example" below shows each form of the grammar in a
+/// doctest that runs.
 ///
 /// # Grammar (EBNF)
 ///
@@ -74,7 +75,7 @@ mod tokens;
 /// attr        = entry { "," entry } [ "," ] ;
 /// entry       = "name" "=" STRING                 (* "seg/seg/...": [a-z0-9_]+ segments *)
 ///             | "version" "=" INT                 (* >= 1 *)
-///             | "signature" "(" [ arg { "," arg } ] ")" "->" outputs
+///             | "signature" [ "<" dvar { "," dvar } ">" ] "(" [ arg { "," arg } ] ")" "->" outputs
 ///             | "category" "=" category
 ///             | "tolerance" "=" tolerance
 ///             | "signed_zero" "=" ( "exact" | "ignore" )   (* default exact; ignore: +0 == -0 *)
@@ -82,6 +83,7 @@ mod tokens;
 ///             | "subgradient" "=" STRING          (* required for kinked categories *)
 ///             | "nan" "=" "propagate"             (* declares NaN behaviour: NaN in, NaN out *)
 ///             | "domain" "(" interval { "," interval } ")"   (* values the op is defined on *)
+///             | "magnitude" "(" range { "," range } ")"     (* |x| gradcheck draws from *)
 ///             | "cpu" "=" PATH                    (* optional fast CPU kernel, reference's signature *)
 ///             | "cpu" "(" PATH "," selection ")"  (* repeatable: one per instance, disjoint *)
 ///             | "output" "=" shape_class          (* default: static *)
@@ -91,13 +93,15 @@ mod tokens;
 ///             | "generated_tests" "=" ( "true" | "false" ) ;   (* default true *)
 ///
 /// (* Grammar 1: shape signature *)
+/// dvar        = IDENT ":" dtype { "|" dtype } ;  (* a dtype variable and its set: `T: f32 | f64` *)
 /// arg         = IDENT ":" dtype [ "[" dims "]" ] [ "where" constraint { "," constraint } ] ;
 ///                                               (* with dims: a tensor; without: a scalar param *)
 /// outputs     = output | "(" output { "," output } ")" ;
 /// output      = [ IDENT ":" ] dtype "[" dims "]" ;   (* unnamed: `out`, or `out0`, `out1`, ... *)
 /// dims        = [ expr { "," expr } ] ;          (* `[]` is a rank-0 tensor *)
 /// dtype       = "bool" | "u8" | "i8" | "u16" | "i16" | "u32" | "i32" | "u64" | "i64"
-///             | "f16" | "bf16" | "f32" | "f64" ;  (* packed sub-byte and fp8 are refused *)
+///             | "f16" | "bf16" | "f32" | "f64"    (* packed sub-byte and fp8 are refused *)
+///             | IDENT ;                          (* a dtype variable of `signature<...>` *)
 /// constraint  = term cmp term { cmp term } ;     (* chains: `1 <= w <= 31` *)
 /// term        = expr | [ "-" ] FLOAT ;           (* floats only in float constraints, below *)
 /// cmp         = "<" | "<=" | "==" | "!=" | ">" | ">=" ;
@@ -107,6 +111,7 @@ mod tokens;
 /// shape_class = "static" | "bounded" "(" expr ")" | "dynamic" ;
 /// interval    = bound { vcmp bound } ;           (* one input name, numbers: `x > 0`, `-1 <= y <= 1` *)
 /// bound       = IDENT | [ "-" ] NUM ;
+/// range       = IDENT ":" NUM ".." NUM ;         (* one float input, 0 < lo < hi: `x: 1e-3..10` *)
 /// vcmp        = "<" | "<=" | ">" | ">=" ;
 ///
 /// category    = "selection" | "integer" | "elementwise" | "transcendental"
@@ -255,6 +260,7 @@ mod tokens;
 ///   the same name: `my_op::DECL`); on a method or in a function body it is an error.
 /// - **The reference's element types** may be written through a type alias (`&[Elem]`): the
 ///   generated code type-checks it against the signature (a mismatch is an error on the name).
+#[doc = include_str!("forms.md")]
 #[proc_macro_attribute]
 pub fn op(attr: TokenStream, item: TokenStream) -> TokenStream {
     // Kernel paths resolve against the crate's Cargo.toml, then the declaring file's directory;
@@ -264,4 +270,45 @@ pub fn op(attr: TokenStream, item: TokenStream) -> TokenStream {
     let source_dir = file.as_ref().and_then(|f| f.parent().map(|p| p.to_path_buf()));
     let location = file.map(|file| op_spec::check::Location { file, line: site.line(), column: site.column() });
     expand::expand(attr.into(), item.into(), source_dir, location).into()
+}
+
+#[cfg(test)]
+mod grammar_tests {
+    /// The macro's doc comment, grammar and forms.
+    fn doc() -> String {
+        let lib = include_str!("lib.rs");
+        let start = lib.find("/// Declares a compute op").expect("the op doc");
+        let end = lib.find("#[proc_macro_attribute]").expect("the op fn");
+        lib[start..end].to_string() + include_str!("forms.md")
+    }
+
+    /// The grammar is written once, on the macro: every key the parser accepts appears in it
+    /// as a quoted terminal, and every form has a runnable example.
+    #[test]
+    fn the_grammar_names_every_key_the_parser_accepts() {
+        let doc = doc();
+        let quoted = |k: &str| doc.contains(&format!("\"{k}\""));
+        let missing: Vec<&str> =
+            op_spec::parse::keys::ALL.iter().chain(op_spec::parse::keys::KERNEL_KEYS.iter()).copied().filter(|k| !quoted(k)).collect();
+        assert!(missing.is_empty(), "keys the parser accepts but the grammar does not show: {missing:?}");
+        assert!(!quoted("no_such_key"), "the check can fail");
+        for form in [
+            "signature<T:",
+            "dtypes(T:",
+            "cpu(cube_f32",
+            "vjp(triple_vjp, kernel(",
+            "threads = (n, m)",
+            "// @include",
+            "limits(",
+            "where lo <= hi",
+            "signed_zero = ignore",
+            "nan = propagate",
+            "domain(",
+            "magnitude(",
+            "jvp(",
+            "bounded(",
+        ] {
+            assert!(doc.contains(form), "no example of `{form}` on the macro");
+        }
+    }
 }

@@ -62,9 +62,14 @@ extern "C" __global__ void sum_kernel(const float* __restrict__ x, float* __rest
 }
 
 extern "C" __global__ void mean_kernel(const float* __restrict__ x, float* __restrict__ out, unsigned int n) {
+    // Terms scaled by 2^-s, s = ceil(log2 n): no partial sum of finite terms overflows where
+    // the mean is finite; exact but for terms below 2^(s - 126) (see sum.wgsl's mean_main).
+    const unsigned int s = n > 1u ? 32u - __clz(n - 1u) : 0u;
+    const float down = __int_as_float((int)((127u - s) << 23));
+    const float up = __int_as_float((int)((127u + s) << 23));
     bool last;
-    float t = grid_total(n, [&](unsigned int i) { return x[i]; }, &last);
-    if (last && threadIdx.x == 0u) out[0] = t / (float)n;
+    float t = grid_total(n, [&](unsigned int i) { return __fmul_rn(x[i], down); }, &last);
+    if (last && threadIdx.x == 0u) out[0] = __fmul_rn(t / (float)n, up);
 }
 
 extern "C" __global__ void mse_loss_kernel(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ out,

@@ -26,16 +26,17 @@ var<workgroup> part: array<f32, 256>;
 var<workgroup> wflags: array<u32, 256>;
 // @include "lib/nonfinite_flags.wgsl"
 
-/// The sum of x, returned to every invocation of the workgroup (call in uniform control flow).
-fn total(lid: u32) -> f32 {
+/// The sum of `x[i] * sc` (`sc` a power of two), returned to every invocation of the workgroup
+/// (call in uniform control flow).
+fn total(lid: u32, sc: f32) -> f32 {
     var i = lid;
     for (; i + 7u * WG < p.n; i = i + 8u * WG) {
-        let a = (fin(x[i]) + fin(x[i + 1u * WG])) + (fin(x[i + 2u * WG]) + fin(x[i + 3u * WG]));
-        let b = (fin(x[i + 4u * WG]) + fin(x[i + 5u * WG])) + (fin(x[i + 6u * WG]) + fin(x[i + 7u * WG]));
+        let a = (fin(x[i]) * sc + fin(x[i + 1u * WG]) * sc) + (fin(x[i + 2u * WG]) * sc + fin(x[i + 3u * WG]) * sc);
+        let b = (fin(x[i + 4u * WG]) * sc + fin(x[i + 5u * WG]) * sc) + (fin(x[i + 6u * WG]) * sc + fin(x[i + 7u * WG]) * sc);
         push(a + b);
     }
     for (; i < p.n; i = i + WG) {
-        push(fin(x[i]));
+        push(fin(x[i]) * sc);
     }
     part[lid] = pushed();
     wflags[lid] = flags;
@@ -52,16 +53,21 @@ fn total(lid: u32) -> f32 {
 
 @compute @workgroup_size(256)
 fn sum_main(@builtin(local_invocation_index) lid: u32) {
-    let t = total(lid);
+    let t = total(lid, 1.0);
     if (lid == 0u) {
         out[0] = t;
     }
 }
 
+// The mean sums the terms scaled by 2^-s, s = ceil(log2 n), so that no partial sum of finite
+// terms overflows where the mean itself is finite (n terms of at most f32::MAX sum to at most
+// 2^s MAX); the scaling is exact except for terms below 2^(s - 126), whose loss (at most
+// 2^(s - 150) on the mean) is far inside accum's absolute term. Then `(t / n) 2^s`.
 @compute @workgroup_size(256)
 fn mean_main(@builtin(local_invocation_index) lid: u32) {
-    let t = total(lid);
+    let s = 32u - countLeadingZeros(max(p.n, 1u) - 1u);
+    let t = total(lid, bitcast<f32>((127u - s) << 23u));
     if (lid == 0u) {
-        out[0] = t / f32(p.n);
+        out[0] = (t / f32(p.n)) * bitcast<f32>((127u + s) << 23u);
     }
 }

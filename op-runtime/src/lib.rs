@@ -29,7 +29,8 @@
 //! [`train`], [`graph`] (composite backwards), [`sharing`], [`receipt`], [`trust`],
 //! [`provenance`], [`device`], [`backend`] (the seam a backend implements), [`cpu`] (the toolkit
 //! of `cpu` kernels), `wgpu` and `cuda` (the GPU engines, by feature), [`builtins`] (the built-in
-//! ops) and [`testing`] (asserting a deliberately broken fixture's rejection). Internally the
+//! ops), [`testing`] (asserting a deliberately broken fixture's rejection), [`catalog`] (every op
+//! linked into the binary) and [`report`] (the records `cargo op report` renders). Internally the
 //! crate is built in floors, each importing only those below it (`docs/ARCHITECTURE.md`):
 //! core, backends, train, verify, builtins.
 
@@ -89,6 +90,7 @@ pub mod gradcheck {
     pub use crate::builtins::gradcheck;
     pub use crate::verify::gradcheck::{
         gradcheck_with, BackwardForm, ControlOutcome, Corruption, DrawRange, GradcheckError, GradcheckOptions, GradcheckReport, Narrowed,
+        ProbePoint,
     };
 }
 
@@ -96,6 +98,29 @@ pub mod gradcheck {
 pub mod graph {
     pub use crate::core::decl::CompositeFn;
     pub use crate::core::graph::{Graph, GraphError, Var};
+}
+
+/// The catalog: every op description linked into this binary (each `#[op]` adds its own), and
+/// what a listing shows of each, without registering any.
+pub mod catalog {
+    pub use crate::core::catalog::decls;
+    pub use crate::verify::record::{CatalogEntry, KernelInfo};
+
+    /// The catalog entry of every op linked into this binary ([`decls`]), each loaded, not
+    /// registered, the built-ins labelled as such; sorted by id then identity. An op that does
+    /// not load (a tampered build) is left out and returned with its error.
+    pub fn entries() -> (Vec<CatalogEntry>, Vec<crate::KernelRegistrationError>) {
+        crate::verify::record::entries(&crate::builtins::decls())
+    }
+}
+
+/// Records for reports: what the tests `#[op]` generates write when [`report::REPORT_DIR_ENV`]
+/// names a directory (`cargo op report` sets it), and what a report is rendered from.
+pub mod report {
+    pub use crate::verify::record::{
+        dir_from_env, measure, record_name, write_record, BackendRecord, ConformanceRecord, ControlRecord, DefectRecord, ErrorPoint,
+        GradcheckRecord, Verdict, CATALOG_DIR, CONFORMANCE_DIR, GRADCHECK_DIR, MAX_ERROR_CASES, RECORD_FORMAT, REPORT_DIR_ENV,
+    };
 }
 
 /// Records of what ran: each call's provenance (op, content hash, backend, device, receipt).
@@ -169,7 +194,9 @@ pub mod cuda {
 /// Items generated code refers to. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::__op_catalog as op_catalog;
     pub use crate::__op_tests as op_tests;
+    pub use crate::core::catalog::CATALOG;
     pub use crate::core::decl::{Call, CompositeFn, DeclMember, KernelSource, Launch, OpDecl, ShimFn};
     pub use crate::core::error::ShimError;
     pub use crate::core::generated::{
@@ -177,8 +204,10 @@ pub mod __private {
     };
     pub use crate::core::real::Real;
     pub use crate::core::tensor::ParamValue;
+    pub use crate::testing::catalog_test;
     pub use crate::testing::{conformance_test, gradcheck_test};
     pub use ::core::option::Option::{None, Some};
     pub use half::{bf16, f16};
+    pub use linkme;
     pub use op_contract::contract::DType;
 }

@@ -7,16 +7,20 @@
 //! This is the one module that reads the environment for test policy: [`REQUIRE_GPU_ENV`] and
 //! [`REQUIRE_CUDA_ENV`] turn an unavailable GPU backend from a printed skip into a failure.
 //! Library code paths below never read either (the GPU engines' own unit tests read them
-//! through these constants).
+//! through these constants). With [`REPORT_DIR_ENV`] set, the generated tests also write their
+//! records there (`op_runtime::report`), which `cargo op report` renders.
 
 use crate::core::decl::OpDecl;
 use crate::core::kind::BackendKind;
-use crate::core::op::RegisteredOp;
+use crate::core::op::{OpSource, RegisteredOp};
 use crate::core::receipt::Receipt;
 use crate::core::registry::{OpHandle, Registry};
 use crate::train::tape::{check_differentiable, TapeError};
 use crate::verify::conformance::{conform, conform_all, is_kernel, ConformanceFailure, Report};
 use crate::verify::gradcheck::{GradcheckError, GradcheckReport};
+use crate::verify::record::REPORT_DIR_ENV;
+use crate::verify::record::{self, CatalogEntry, ConformanceRecord, GradcheckRecord};
+use std::path::Path;
 
 /// Env variable that turns a missing wgpu adapter into a test failure (set by CI).
 pub const REQUIRE_GPU_ENV: &str = "OP_REQUIRE_GPU_ADAPTER";
@@ -53,17 +57,20 @@ impl Required {
 
 /// The op in a private registry: a declaration's own conformance must not depend on what else
 /// the process registered (a test may register other content under the same name on purpose).
+/// A built-in registers as one (its records say so).
 fn register_privately(decl: &'static OpDecl, what: &str) -> OpHandle {
-    match Registry::new().register(decl) {
+    let registry = Registry::new();
+    let registered = if crate::builtins::is_builtin(decl) { registry.register_builtin(decl) } else { registry.register(decl) };
+    match registered {
         Ok(h) => h,
         Err(e) => panic!("{what} of `{}`: the op does not register: {e}", decl.rust_name),
     }
 }
 
-/// The two tests `#[op]` generates in each declaration's module, next to its `DECL`:
-/// conformance ([`conformance_test`]) and gradcheck ([`gradcheck_test`]). The macro emits one
-/// `#[cfg(test)]` invocation, so a build that is not the declaring crate's test build never
-/// expands it.
+/// The three tests `#[op]` generates in each declaration's module, next to its `DECL`:
+/// conformance ([`conformance_test`]), gradcheck ([`gradcheck_test`]) and the catalog's entry
+/// ([`catalog_test`]). The macro emits one `#[cfg(test)]` invocation, so a build that is not
+/// the declaring crate's test build never expands it.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __op_tests {
@@ -78,6 +85,12 @@ macro_rules! __op_tests {
         #[test]
         fn __op_gradcheck() {
             $crate::__private::gradcheck_test(&DECL);
+        }
+
+        /// This op is in its binary's catalog, with the identity registration gives it.
+        #[test]
+        fn __op_catalog() {
+            $crate::__private::catalog_test(&DECL);
         }
     };
 }
@@ -102,12 +115,56 @@ pub fn with_edited_contract(
 #[doc(hidden)] // called by the tests `#[op]` generates, through `__private`
 pub fn conformance_test(decl: &'static OpDecl) {
     let handle = register_privately(decl, "conformance");
+    let records = record::dir_from_env();
     // The op, then its VJP op where its backward declares VJP kernels (their reference is the
     // VJP rule).
     for h in std::iter::once(handle.clone()).chain(handle.vjp_op()) {
-        if let Err(failures) = verdict(&h.id(), Required::from_env(), conform_all(&h)) {
+        let results = conform_all(&h);
+        if let Some(dir) = &records {
+            let r = ConformanceRecord::of(&h, &results);
+            write(dir, record::CONFORMANCE_DIR, &record::record_name(&r.op, "conformance"), &r);
+        }
+        if let Err(failures) = verdict(&h.id(), Required::from_env(), results) {
             panic!("{failures}");
         }
+    }
+}
+
+/// Built-in or user, as the registry labels it.
+fn source(decl: &OpDecl) -> OpSource {
+    if crate::builtins::is_builtin(decl) {
+        OpSource::Builtin
+    } else {
+        OpSource::User
+    }
+}
+
+/// Writes a record the run asked for; a record that cannot be written fails the test (the run
+/// asked for a report it would not get).
+fn write(dir: &Path, sub: &str, name: &str, value: &impl serde::Serialize) {
+    if let Err(e) = record::write_record(dir, sub, name, value) {
+        panic!("{REPORT_DIR_ENV}={}: cannot write the record {sub}/{name}: {e}", dir.display());
+    }
+}
+
+/// The catalog test `#[op]` generates for every declaration: the op is in its binary's catalog
+/// (`op_runtime::catalog::decls`) exactly once, and its entry's identity is the one
+/// registration gives it. With [`REPORT_DIR_ENV`] set, writes the entry (`cargo op list`).
+#[doc(hidden)] // called by the tests `#[op]` generates, through `__private`
+pub fn catalog_test(decl: &'static OpDecl) {
+    let found: Vec<&&OpDecl> = crate::core::catalog::decls().iter().filter(|d| record::same_decl(d, decl)).collect();
+    let [entry] = found.as_slice() else {
+        panic!("catalog: `{}` ({}) is in its binary's catalog {} times, expected once", decl.rust_name, decl.module, found.len())
+    };
+    let entry = match CatalogEntry::of(entry, source(decl)) {
+        Ok(e) => e,
+        Err(e) => panic!("catalog: `{}` does not load: {e}", decl.rust_name),
+    };
+    let handle = register_privately(decl, "catalog");
+    assert_eq!(entry.identity, handle.op().hash_hex(), "catalog: `{}` listed with another identity than registration's", entry.id);
+    assert_eq!(entry.id, handle.id(), "catalog: listed under another id than registration's");
+    if let Some(dir) = record::dir_from_env() {
+        write(&dir, record::CATALOG_DIR, &record::record_name(&entry, "catalog"), &entry);
     }
 }
 
@@ -239,12 +296,18 @@ fn reference_rejected(id: &str, result: Result<Receipt, ConformanceFailure>) -> 
 /// asking for gradients is the typed error naming it.
 #[doc(hidden)] // called by the tests `#[op]` generates, through `__private`
 pub fn gradcheck_test(decl: &'static OpDecl) {
-    let op = match RegisteredOp::load(decl) {
+    let op = match RegisteredOp::load_as(decl, source(decl)) {
         Ok(op) => op,
         Err(e) => panic!("gradcheck: {e}"),
     };
-    if !op.contract.backward.is_differentiable() {
-        match crate::builtins::gradcheck(decl) {
+    let result = crate::builtins::gradcheck(decl);
+    let differentiable = op.contract.backward.is_differentiable();
+    if let Some(dir) = record::dir_from_env() {
+        let r = GradcheckRecord::of(CatalogEntry::of_op(&op), &result, !differentiable);
+        write(&dir, record::GRADCHECK_DIR, &record::record_name(&r.op, "gradcheck"), &r);
+    }
+    if !differentiable {
+        match result {
             Err(GradcheckError::NotDifferentiable { op: name }) if name == op.id => {}
             other => panic!("gradcheck of `{}` (backward = none) must be the typed NotDifferentiable error, got {other:?}", op.id),
         }
@@ -254,7 +317,7 @@ pub fn gradcheck_test(decl: &'static OpDecl) {
         }
         return;
     }
-    match crate::builtins::gradcheck(decl) {
+    match result {
         Ok(r) => println!("{r}"),
         Err(e) => panic!("{e}"),
     }
@@ -426,6 +489,24 @@ mod tests {
         assert!(gradcheck_rejected("x", Ok(passed)).unwrap_err().contains("must not pass gradcheck"));
         let e = gradcheck_rejected("x", Err(GradcheckError::NotDifferentiable { op: "x".into() })).unwrap_err();
         assert!(e.contains("did not run to a verdict"), "{e}");
+    }
+
+    /// `sum_fast`'s description as if declared in another module: no catalog holds it.
+    static MOVED: OpDecl = OpDecl { module: "other_crate::elsewhere::sum_fast", ..sum_fast::DECL };
+
+    #[test]
+    fn the_catalog_test_finds_each_declaration_once_and_nothing_else() {
+        // Fixtures without generated tests are linked in all the same.
+        catalog_test(&sum_fast::DECL);
+        catalog_test(&crate::builtins::matmul::DECL);
+        let e = catch_unwind(|| catalog_test(&MOVED)).expect_err("a description no `#[op]` put in the catalog");
+        let text = e.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(text.contains("0 times"), "{text}");
+        let (entries, failed) = crate::catalog::entries();
+        assert!(failed.is_empty(), "{failed:?}");
+        let add = entries.iter().find(|e| e.id == "builtin/add@1").expect("listed");
+        assert_eq!(add.source, OpSource::Builtin);
+        assert_eq!(entries.iter().find(|e| e.id == "test/testing/sum_fast@1").map(|e| e.source), Some(OpSource::User));
     }
 
     /// The helpers on real fixtures: each asserts its rejection and fails on a correct op; the

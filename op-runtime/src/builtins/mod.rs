@@ -10,10 +10,12 @@ mod elementwise;
 mod linalg;
 mod reduce;
 mod sum64;
+mod vjp_ops;
 
 pub use elementwise::*;
 pub use linalg::*;
 pub use reduce::*;
+pub use vjp_ops::*;
 
 use crate::core::decl::OpDecl;
 use crate::core::error::KernelRegistrationError;
@@ -43,12 +45,22 @@ pub fn decls() -> [&'static OpDecl; 15] {
     ]
 }
 
+/// Whether `decl` is one of the built-ins (the same function, module and identity).
+pub(crate) fn is_builtin(decl: &OpDecl) -> bool {
+    decls().iter().any(|b| crate::verify::record::same_decl(b, decl))
+}
+
 /// Registers every built-in into `r`. A failure here is a build defect (a tampered binary); it
 /// is reported on stderr and the op is left out, never a panic.
 pub fn register_all(r: &Registry) {
     for d in decls() {
         if let Err(e) = r.register_builtin(d) {
             eprintln!("op-runtime: built-in {} not registered: {e}", d.rust_name);
+        }
+    }
+    for (op, d) in vjp_ops::vjp_decls() {
+        if let Err(e) = r.link_vjp_op(op, d, crate::core::op::OpSource::Builtin) {
+            eprintln!("op-runtime: the VJP op of built-in {op} not registered: {e}");
         }
     }
 }

@@ -202,6 +202,17 @@ pub enum KernelRegistrationError {
         /// The op's `name@version`.
         op: String,
     },
+    /// A declaration given as an op's differentiable VJP op does not fit that op
+    /// (`Registry::register_vjp_op`).
+    #[error("op `{vjp_op}` cannot be the VJP op of `{op}`: {reason}")]
+    VjpOpMismatch {
+        /// The differentiated op (`name@version`, or the name given).
+        op: String,
+        /// The declared VJP op's `name@version`.
+        vjp_op: String,
+        /// What does not fit.
+        reason: String,
+    },
 }
 
 /// A kernel that failed to build on a backend. Nothing falls back silently: the error keeps the
@@ -213,8 +224,8 @@ pub struct KernelCompilationError {
     pub op: String,
     /// The backend whose kernel failed.
     pub backend: BackendKind,
-    /// The backend's error.
-    pub cause: BackendError,
+    /// The backend's error (boxed: keeps `DispatchError`, and every `Result` carrying it, small).
+    pub cause: Box<BackendError>,
     /// Other backends that support the op and are available.
     pub remaining: Vec<BackendKind>,
 }
@@ -328,7 +339,7 @@ pub enum DispatchError {
         /// The input's name.
         input: String,
         /// The axis that disagrees.
-        axis: usize,
+        axis: u32,
         /// The declared dim: a symbol or an expression's text.
         dim: String,
         /// Its value for this call (`-1` if it cannot be evaluated; dims fit `i64`).
@@ -437,3 +448,22 @@ pub enum DispatchError {
 #[derive(Debug, Clone, Error, PartialEq)]
 #[error("{0}")]
 pub struct ShimError(pub String);
+
+#[cfg(test)]
+mod size_tests {
+    /// The `Ok` path stays small: the errors calls, tapes and gradcheck return stay within 128
+    /// bytes, tag included (clippy's `result_large_err` fires on a variant whose payload alone
+    /// reaches 128), so a `Result` is not a large copy.
+    #[test]
+    fn errors_stay_within_128_bytes() {
+        use std::mem::size_of;
+        let sizes = [
+            ("DispatchError", size_of::<super::DispatchError>()),
+            ("BackendError", size_of::<super::BackendError>()),
+            ("TapeError", size_of::<crate::train::TapeError>()),
+            ("GradcheckError", size_of::<crate::verify::gradcheck::GradcheckError>()),
+        ];
+        let large: Vec<_> = sizes.iter().filter(|(_, s)| *s > 128).collect();
+        assert!(large.is_empty(), "{large:?}");
+    }
+}

@@ -7,6 +7,7 @@
 //! nothing from `backends`, `train`, `verify` or `builtins`.
 
 pub mod backend;
+pub mod catalog;
 pub mod decl;
 pub mod device;
 pub mod error;
@@ -14,6 +15,7 @@ pub mod files;
 pub mod generated;
 pub mod graph;
 pub mod kind;
+pub mod nonfinite;
 pub mod op;
 pub mod placement;
 pub mod plan;

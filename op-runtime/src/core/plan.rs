@@ -286,7 +286,7 @@ impl Plan {
                         return Err(DispatchError::DimMismatch {
                             op: self.op.clone(),
                             input: ip.name.clone(),
-                            axis,
+                            axis: axis_u32(axis),
                             dim: self.syms[slot].clone(),
                             expected: i64::try_from(values[slot]).unwrap_or(i64::MAX),
                             bound_by: format!("input `{}` axis {ba}", self.inputs[bi].name),
@@ -306,7 +306,7 @@ impl Plan {
                     return Err(DispatchError::DimMismatch {
                         op: self.op.clone(),
                         input: ip.name.clone(),
-                        axis,
+                        axis: axis_u32(axis),
                         dim: text.clone(),
                         expected: want.and_then(|v| i64::try_from(v).ok()).unwrap_or(-1),
                         bound_by: "the signature".to_string(),
@@ -524,4 +524,9 @@ fn output_plans(
         outputs.push(OutputPlan { name: o.name.clone(), dtype: o.dtype, dims });
     }
     Ok((outputs, free))
+}
+
+/// An axis index as errors carry it (a tensor's rank is far below `u32::MAX`).
+fn axis_u32(axis: usize) -> u32 {
+    u32::try_from(axis).unwrap_or(u32::MAX)
 }

@@ -6,4 +6,7 @@ pub(crate) mod optim;
 pub(crate) mod tape;
 
 pub use optim::Sgd;
-pub use tape::{human_bytes, infer, BufferKind, Grads, Inferred, MemoryPlan, Mode, PlanEntry, Run, SharedDevice, Tape, TapeError, Var};
+pub use tape::{
+    human_bytes, infer, BufferKind, Grads, Inferred, MemoryPlan, Mode, PlanEntry, Pullback, Run, SharedDevice, Tape, TapeError, Var,
+};
+pub use tape::{vmap, GradFn, Hvp, InAxis, Tangents, TapeFn, TensorFn, Vmap};

@@ -245,7 +245,7 @@ impl Registry {
             })
             .map(|b| b.kind())
             .collect();
-        KernelCompilationError { op: op.id.clone(), backend: failed, cause, remaining }.into()
+        KernelCompilationError { op: op.id.clone(), backend: failed, cause: Box::new(cause), remaining }.into()
     }
 }
 

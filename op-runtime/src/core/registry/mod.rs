@@ -9,6 +9,7 @@ pub mod batch;
 pub mod dispatch;
 mod memo;
 mod rejected;
+mod vjp_link;
 
 pub use rejected::Rejection;
 
@@ -153,6 +154,8 @@ pub(crate) struct Inner {
     pub(crate) stats: Stats,
     /// Kernels conformance rejected in this process (see `rejected`).
     pub(crate) rejected: rejected::Rejections,
+    /// Differentiable VJP ops by the `name@version` of the op they differentiate (see `vjp_link`).
+    pub(crate) vjp_links: RwLock<HashMap<String, String>>,
 }
 
 /// The op registry. Cheap to clone (shared).
@@ -200,6 +203,7 @@ impl Registry {
                 order: OnceLock::new(),
                 stats: Stats::default(),
                 rejected: rejected::Rejections::default(),
+                vjp_links: RwLock::new(HashMap::new()),
             }),
         }
     }

@@ -31,11 +31,21 @@
 
 pub(crate) mod device;
 pub(crate) mod exec;
+mod forward;
+mod higher;
 pub(crate) mod planner;
+pub(crate) mod pullback;
+mod record;
+mod second;
+mod vmap;
 
 pub use device::SharedDevice;
 pub use exec::Mode;
+pub use forward::Tangents;
 pub use planner::{human_bytes, infer, BufferKind, Inferred, MemoryPlan, PlanEntry};
+pub use pullback::Pullback;
+pub use second::Hvp;
+pub use vmap::{vmap, GradFn, InAxis, TapeFn, TensorFn, Vmap};
 
 use crate::core::backend::BackendError;
 use crate::core::decl::OpDecl;
@@ -168,6 +178,16 @@ pub enum TapeError {
         /// Its shape.
         shape: Vec<usize>,
     },
+    /// A cotangent given to [`Tape::pullback`] that does not match the op's output.
+    #[error("op `{op}`: cotangent of output {output}: {problem}; give one cotangent per output, of its dtype and shape")]
+    Cotangent {
+        /// The op's `name@version`.
+        op: String,
+        /// The output's index.
+        output: usize,
+        /// What is wrong.
+        problem: String,
+    },
     /// A gradient or parameter update on a dtype the tape cannot accumulate.
     #[error("op `{op}`: cannot accumulate gradients of dtype `{dtype}`")]
     GradDType {
@@ -176,13 +196,48 @@ pub enum TapeError {
         /// The gradient's dtype.
         dtype: DType,
     },
+    /// Forward mode cannot push tangents through the op (see `Tape::jvp`).
+    #[error("op `{op}` has no forward-mode rule: {reason}")]
+    NoForwardRule {
+        /// The op's `name@version`.
+        op: String,
+        /// Why, and what to declare.
+        reason: String,
+    },
+    /// Second order (see `Tape::hvp`) needs the op's differentiable VJP op.
+    #[error("op `{op}` has no second derivative: {reason}")]
+    NoSecondOrder {
+        /// The op's `name@version`.
+        op: String,
+        /// Why, and what to declare.
+        reason: String,
+    },
+    /// A batched call (`vmap`) whose inputs do not make one batch.
+    #[error("vmap: {problem}")]
+    Batch {
+        /// What is wrong, naming the input.
+        problem: String,
+    },
+    /// One slice of a batched call failed.
+    #[error("vmap: batch slice {index} failed: {source}")]
+    Slice {
+        /// The failing slice.
+        index: usize,
+        /// Its error.
+        source: Box<TapeError>,
+    },
 }
 
 #[derive(Clone, Debug)]
 enum Kind {
     Input,
     Param(Tensor),
-    Output { node: usize, k: usize },
+    Output {
+        node: usize,
+        k: usize,
+    },
+    /// A constant the tape holds (a recorded gradient's seed and zero cotangents, `record`).
+    Const(Tensor),
 }
 
 #[derive(Clone, Debug)]
@@ -601,6 +656,7 @@ impl Tape {
                 Kind::Output { node, k } => {
                     (&self.nodes[*node].op, self.nodes[*node].op.plan.out_names.get(*k).cloned().unwrap_or_default())
                 }
+                Kind::Const(_) => continue,
                 Kind::Param(_) | Kind::Input => match self.nodes.iter().find(|n| n.inputs.contains(&Var(i))) {
                     Some(n) => (&n.op, format!("d/d {}", v.name)),
                     None => continue,
@@ -646,7 +702,7 @@ impl Tape {
                 Kind::Input if values[k].is_none() => {
                     return Err(TapeError::Feed { name: i.name.clone(), var: Var(k), problem: "was not fed".into() })
                 }
-                Kind::Param(t) => values[k] = Some(device::place(self.device, &i.name, t)?),
+                Kind::Param(t) | Kind::Const(t) => values[k] = Some(device::place(self.device, &i.name, t)?),
                 _ => {}
             }
         }

@@ -103,7 +103,8 @@ pub enum Pattern {
     Subnormal,
     /// Largest and smallest finite values and infinities.
     Extremes,
-    /// Ordinary values with NaNs (for every input whose domain admits NaN).
+    /// Ordinary values with NaNs, at least one per non-empty input (for every input whose
+    /// domain admits NaN).
     Nan,
     /// Non-negative ordinary values (0 .. 1e3, a few small integers): sums do not cancel.
     /// Used by the `large` family.
@@ -686,7 +687,16 @@ pub(crate) fn values(pattern: Pattern, n: usize, rng: &mut Rng, dtype: DType) ->
         Pattern::SignedZeros => (0..n).map(|_| if rng.chance(0.5) { 0.0 } else { -0.0 }).collect(),
         Pattern::Subnormal => (0..n).map(|_| subnormal(rng, l)).collect(),
         Pattern::Extremes => (0..n).map(|_| extreme(rng, l)).collect(),
-        Pattern::Nan => (0..n).map(|_| if rng.chance(0.3) { nan(rng) } else { ordinary(rng) }).collect(),
+        Pattern::Nan => {
+            let mut v: Vec<f64> = (0..n).map(|_| if rng.chance(0.3) { nan(rng) } else { ordinary(rng) }).collect();
+            // At least one NaN in every non-empty input: a NaN case without one tests nothing
+            // (a one-element input is then always the NaN itself).
+            if n > 0 && !v.iter().any(|x| x.is_nan()) {
+                let at = rng.index(n);
+                v[at] = nan(rng);
+            }
+            v
+        }
         Pattern::Positive => (0..n).map(|_| ordinary(rng).abs()).collect(),
     };
     match pattern {

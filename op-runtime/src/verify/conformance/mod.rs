@@ -722,9 +722,11 @@ mod tests {
                 c.cases.iter().flat_map(|k| k.inputs.iter()).any(|t| t.data().to_f64_vec().unwrap_or_default().into_iter().any(f))
             };
             if sig.inputs().any(|t| t.dtype.is_float()) {
-                // A VJP op declares none: what a NaN does to a gradient is its rule's business
-                // (relu's passes none through), and it is still tried on NaN.
-                let declares = op.contract.nan.is_some() || op.vjp_of.is_some();
+                // A VJP op (derived, or a built-in's differentiable one) declares none: what a
+                // NaN does to a gradient is its rule's business (relu's passes none through),
+                // and it is still tried on NaN.
+                let linked = reg.inner.vjp_links.read().map(|l| l.values().any(|v| *v == op.id)).unwrap_or(false);
+                let declares = op.contract.nan.is_some() || op.vjp_of.is_some() || linked;
                 assert!(declares, "{}: a float built-in declares its NaN policy", op.id);
                 assert!(float(&|v| v.is_nan()) && float(&|v| v.is_infinite()), "{}", op.id);
                 assert!(float(&|v| v != 0.0 && v.abs() < f32::MIN_POSITIVE as f64), "{}: subnormals", op.id);

@@ -75,7 +75,7 @@ mod verdict;
 
 pub use draw::{DrawRange, Narrowed};
 pub use error::GradcheckError;
-pub use report::{BackwardForm, ControlOutcome, Corruption, GradcheckReport};
+pub use report::{BackwardForm, ControlOutcome, Corruption, GradcheckReport, ProbePoint};
 
 use crate::core::decl::OpDecl;
 use crate::core::error::KernelRegistrationError;
@@ -325,6 +325,7 @@ pub fn gradcheck_with(registry: &Registry, decl: &'static OpDecl, opts: &Gradche
         consistency,
         negative_control: control,
         smallest_caught: smallest.filter(|d| *d < 0.01),
+        points: verdict::points(&s, &probes),
     })
 }
 

@@ -51,6 +51,26 @@ pub struct ControlOutcome {
     pub applicable: bool,
     /// Whether the check rejected it.
     pub rejected: bool,
+    /// How far the corrupted backward landed from the numeric derivative, in units of the
+    /// bound: the largest `|corrupted - numeric| / allowed` over the checked probes (above 1
+    /// rejects; the margin by which the control was caught).
+    pub margin: f64,
+}
+
+/// One checked probe: the declared backward against central differences, and the bound.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ProbePoint {
+    /// Where it looked: `` `x`[3] `` (one element) or `a random direction`.
+    pub at: String,
+    /// The declared backward along the probe's direction.
+    #[serde(with = "crate::core::nonfinite")]
+    pub analytic: f64,
+    /// The central difference of the reference along it.
+    #[serde(with = "crate::core::nonfinite")]
+    pub numeric: f64,
+    /// The bound applied at this probe.
+    #[serde(with = "crate::core::nonfinite")]
+    pub allowed: f64,
 }
 
 /// The backward form that was checked.
@@ -154,6 +174,8 @@ pub struct GradcheckReport {
     /// scaled by `1 + delta` is among the corruptions, and was rejected); `None` where every
     /// checked probe has a zero backward.
     pub smallest_caught: Option<f64>,
+    /// Every checked probe (sampled and swept, skips left out), in the order measured.
+    pub points: Vec<ProbePoint>,
 }
 
 impl GradcheckReport {
@@ -291,7 +313,7 @@ mod tests {
     use super::*;
 
     fn outcome(corruption: Corruption, applicable: bool, rejected: bool) -> ControlOutcome {
-        ControlOutcome { corruption, applicable, rejected }
+        ControlOutcome { corruption, applicable, rejected, margin: if rejected { 2.0 } else { 0.5 } }
     }
 
     /// A report with every count at its plainest.
@@ -327,6 +349,7 @@ mod tests {
                 outcome(Corruption::Neighbour, false, false),
             ],
             smallest_caught: Some(3e-12),
+            points: vec![],
         }
     }
 

@@ -3,7 +3,7 @@
 //! not measure (see `probe`) or draw values.
 
 use super::probe::{Checker, Probe};
-use super::report::{BackwardForm, ControlOutcome, Corruption};
+use super::report::{BackwardForm, ControlOutcome, Corruption, ProbePoint};
 use super::{GradcheckError, Setup};
 use op_contract::contract::Contract;
 
@@ -71,6 +71,19 @@ pub(super) fn judge(s: &Setup, probes: &[&Probe]) -> Result<Judged, GradcheckErr
     })
 }
 
+/// Every checked probe as the report lists it.
+pub(super) fn points(s: &Setup, probes: &[&Probe]) -> Vec<ProbePoint> {
+    probes
+        .iter()
+        .map(|p| ProbePoint {
+            at: input_name(&s.contract, &s.ck, p.at),
+            analytic: p.analytic,
+            numeric: p.numeric,
+            allowed: s.ck.allowed(p, p.analytic),
+        })
+        .collect()
+}
+
 /// VJP / JVP consistency on every probe, where both are declared: the largest difference.
 #[allow(clippy::neg_cmp_op_on_partial_ord)]
 pub(super) fn consistency(s: &Setup, probes: &[&Probe]) -> Result<Option<f64>, GradcheckError> {
@@ -119,16 +132,20 @@ pub(super) fn negative_control(ck: &Checker, probes: &[&Probe], smallest: Option
         .map(|corruption| {
             let mut applicable = !matches!(corruption, Corruption::Neighbour);
             let mut rejected = false;
+            let mut margin = 0.0f64;
             for p in probes {
                 let bad = corruption.apply(p.analytic, p.neighbour);
                 if (bad - p.analytic).abs() > 2.0 * ck.allowed(p, bad.abs().max(p.analytic.abs())) {
                     applicable = true;
                 }
-                if !((bad - p.numeric).abs() <= ck.allowed(p, bad)) {
+                let (off, allowed) = ((bad - p.numeric).abs(), ck.allowed(p, bad));
+                if !(off <= allowed) {
                     rejected = true;
                 }
+                let ratio = off / allowed.max(f64::MIN_POSITIVE);
+                margin = if ratio.is_nan() { f64::INFINITY } else { margin.max(ratio) };
             }
-            ControlOutcome { corruption, applicable, rejected }
+            ControlOutcome { corruption, applicable, rejected, margin }
         })
         .collect()
 }

@@ -1,0 +1,14 @@
+// A kernel using a shared header (op-macros/src/forms.md): out = twice(x).
+// @include "lib/forms_twice.wgsl"
+struct Params { n: u32 }
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<uniform> p: Params;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i >= p.n) { return; }
+    out[i] = twice(x[i]);
+}

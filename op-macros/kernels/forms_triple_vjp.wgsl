@@ -1,0 +1,14 @@
+// VJP kernel of the grammar example `user/doc/triple` (op-macros/src/forms.md): d_x = 3 d_out.
+struct Params { n: u32 }
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> d_out: array<f32>;
+@group(0) @binding(2) var<storage, read_write> d_x: array<f32>;
+@group(0) @binding(3) var<uniform> p: Params;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i >= p.n) { return; }
+    d_x[i] = 3.0 * d_out[i];
+}
