@@ -77,7 +77,11 @@ pub(crate) fn pairwise(terms: impl Iterator<Item = (f64, f64)>) -> f64 {
     let mut push = |node: f64, count: &mut usize| {
         let (mut node, mut c, mut l) = (node, *count, 0);
         while c & 1 == 1 {
-            node = stack[l] + node;
+            // The earlier partial sum on the left, as the order the module doc fixes.
+            #[allow(clippy::assign_op_pattern)]
+            {
+                node = stack[l] + node;
+            }
             c >>= 1;
             l += 1;
         }

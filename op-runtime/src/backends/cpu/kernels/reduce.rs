@@ -85,7 +85,7 @@ unsafe fn row_of<V: Vf, E: Wide>(x: &[E], i: usize) -> V::Row {
 /// The partial last row's index, if any.
 #[inline(always)]
 fn tail_row(len: usize) -> Option<usize> {
-    (len % 16 != 0).then_some(len / 16)
+    (!len.is_multiple_of(16)).then_some(len / 16)
 }
 
 /// The terms `x_i`.
@@ -351,6 +351,8 @@ fn max_abs_bits(x: &[f64]) -> u64 {
 /// Whether `n` terms of magnitude at most `m` may overflow a partial sum in some order (or one
 /// is not finite): then an order other than the reference's can disagree with it about
 /// infinities and NaN.
+// Written `!(x <= MAX)` so that a NaN `m` counts as overflowing.
+#[allow(clippy::neg_cmp_op_on_partial_ord)]
 fn may_overflow(m: f64, n: usize) -> bool {
     !(m * n as f64 <= f64::MAX)
 }
