@@ -70,7 +70,13 @@ pub fn relu_leaky_vjp<T: Real>(_x: &[T], g: &[T]) -> Vec<T> {
 
 #[test]
 fn every_builtin_vjp_passes_with_its_negative_control() {
-    for d in builtins::decls() {
+    // (A built-in declared `backward = none`, a comparison's mask or an argmax, has nothing to
+    // check; gradcheck refuses it with a typed error.)
+    let differentiable = |d: &&'static op_runtime::OpDecl| {
+        let op = op_runtime::Registry::new().register(d).expect("a built-in registers").op();
+        op.contract().backward != op_runtime::contract::Backward::None
+    };
+    for d in builtins::decls().into_iter().filter(differentiable) {
         for salt in 0..12u64 {
             let o = GradcheckOptions { salt, ..GradcheckOptions::default() };
             let r = gradcheck_with(op_runtime::registry(), d, &o).unwrap_or_else(|e| panic!("{} (salt {salt}): {e}", d.rust_name));
@@ -285,8 +291,11 @@ fn a_vjp_off_by_a_tenth_of_a_percent_beyond_ten_is_rejected() {
         let o = GradcheckOptions { salt, ..GradcheckOptions::default() };
         match gradcheck_with(op_runtime::registry(), &cube_off_beyond_ten::DECL, &o) {
             Err(e @ GradcheckError::Mismatch { .. }) => {
-                if let GradcheckError::Mismatch { diff, allowed, analytic, .. } = &e {
-                    assert!(*diff > 10.0 * allowed && *diff < 0.0011 * analytic.abs(), "{e}");
+                // Far over the bound, and of the defect's size: 0.1% of the share of the
+                // directional derivative beyond ten, which the other elements' terms can partly
+                // cancel in the sum (hence up to 0.2% of it, not 0.1%).
+                if let GradcheckError::Mismatch { diff, allowed, analytic, numeric, .. } = &e {
+                    assert!(*diff > 10.0 * allowed && *diff < 0.002 * analytic.abs().max(numeric.abs()), "{e}");
                 }
             }
             other => panic!("salt {salt}: must be rejected, got {other:?}"),

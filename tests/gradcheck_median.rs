@@ -221,6 +221,12 @@ fn verdicts_hold_across_seeds() {
         }
     }
     println!("median: {skipped} probes skipped within h of an order crossing over 40 cases");
+    // The correct backward alone, at many more seeds: an order crossing just beyond h must never
+    // read as a jump at the point (an inconclusive verdict) nor as a mismatch.
+    for salt in 41..=240u64 {
+        let o = GradcheckOptions { salt, ..GradcheckOptions::default() };
+        gradcheck_with(op_runtime::registry(), &median::windowed_median::DECL, &o).unwrap_or_else(|e| panic!("salt {salt}: {e}"));
+    }
     // The kink check finds ties over the sweep, and holds the correct backward to them.
     let ties: usize = (1..=16u64)
         .map(|salt| {

@@ -83,7 +83,7 @@ fn eight_threads_registering_at_once_lose_nothing() {
     let decls = op_runtime::builtins::decls();
     let handles: Vec<_> = (0..8)
         .map(|t| {
-            let r = r.clone();
+            let (r, decls) = (r.clone(), decls.clone());
             std::thread::spawn(move || {
                 let mut ids = Vec::new();
                 for k in 0..decls.len() {

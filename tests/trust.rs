@@ -387,7 +387,7 @@ fn received_receipts_cards_provenance_and_index_entries_never_panic() {
     let devices = LocalDevices::host();
     let card = OpCard::of(&op, std::slice::from_ref(&receipt), &devices, &trust);
     let out = h.call_with(&[&Tensor::vector(vec![3.0f32, 1.0, 2.0])], &[Scalar::U32(1)], CallOptions::on(BackendKind::Cpu)).expect("runs");
-    let record = ProvenanceRecord { entries: vec![out.provenance.clone()] };
+    let record = ProvenanceRecord { entries: vec![out.provenance.clone()], ..Default::default() };
 
     fuzz("receipt", &receipt.to_json(), 3000, |s| {
         if let Ok(r) = Receipt::from_json(s) {

@@ -2,13 +2,16 @@
 //! (`median.rs`, with a fast CPU kernel of the user's own in `median_cpu.rs`), register it next
 //! to the built-ins with no change to the engine, conform it on every backend here, show which
 //! backend a default call runs on and why, gradcheck its declared backward, then train a
-//! despiking pipeline through it and print the provenance of the run.
+//! despiking pipeline through it and print the provenance of the run. Last, the same median as
+//! a composite of two built-ins (`composite.rs`: `median_rows(unfold(x, w, 1))`), whose backward
+//! the tape derives: same bits forward and backward, and its window buffer in the memory plan.
 //!
 //! ```text
 //! cargo run --release --example windowed_median            # add `-- --json` for the provenance JSON
 //! cargo run --example windowed_median -- --identity         # only the op's `name@version identity`
 //! ```
 
+mod composite;
 mod median;
 mod summary;
 
@@ -261,10 +264,99 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!("(serialised: {} of JSON; `-- --json` prints it)", human_bytes(json.len()));
         }
     }
+    // 7. The first rung of the backward ladder: the median as a composite of built-ins.
+    composite_story(&conv, &mse, &noisy, &target)?;
+
     println!("\ntotal {:.1} s", started.elapsed().as_secs_f64());
     println!("(tensor bytes between host and GPU per step count both engines' transfers: on a device only the parameters,");
     println!(" the loss's seed, the loss and the parameters' gradients cross; on host tensors every GPU call uploads its");
     println!(" inputs and reads its outputs back)");
+    Ok(())
+}
+
+/// The pipeline `conv1d -> median -> mse_loss` on host tensors through `median` (a handle), and
+/// the prefilter's variable, the loss and the despiked signal's variable.
+fn median_pipeline(
+    median: &OpHandle,
+    conv: &OpHandle,
+    mse: &OpHandle,
+    m: usize,
+) -> Result<(Tape, [op_runtime::Var; 5]), Box<dyn std::error::Error>> {
+    let mut tape = Tape::new();
+    let x = tape.input("noisy", DType::f32, [N]);
+    let kernel = tape.param("prefilter", Tensor::vector(vec![0.05f32, 0.1, 0.5, 0.1, 0.05]))?;
+    let filtered = tape.apply1(conv, &[x, kernel], &[])?;
+    let despiked = tape.apply1(median, &[filtered], &[Scalar::U32(W)])?;
+    let y = tape.input("clean", DType::f32, [m]);
+    let loss = tape.apply1(mse, &[despiked, y], &[])?;
+    Ok((tape, [x, y, kernel, despiked, loss]))
+}
+
+/// The same median declared as a composite of built-ins (`composite.rs`): gradchecked, its
+/// graph's forward compared bit for bit with the hand-written median, its plan's window buffer
+/// shown, its first gradient compared with the hand-written VJP's, then trained.
+fn composite_story(conv: &OpHandle, mse: &OpHandle, noisy: &[f32], target: &[f32]) -> Result<(), Box<dyn std::error::Error>> {
+    let registry = op_runtime::registry();
+    let comp = registry.register(&composite::windowed_median_composite::DECL)?;
+    let direct = registry.lookup("user/example/windowed_median")?;
+    println!("\nthe same median as a composite: {} (backward = composite(windowed_median_graph))", comp.id());
+    print!("{}", gradcheck(&composite::windowed_median_composite::DECL)?);
+
+    // The graph's forward (unfold -> median_rows, each through dispatch) against the median.
+    let mut g = Tape::new();
+    let xv = g.input("x", DType::f32, [N]);
+    let out = composite::windowed_median_graph(&mut g, &[xv], &[Scalar::U32(W)])?[0];
+    let xs = Tensor::vector(noisy.to_vec());
+    let run = g.run(&[(xv, &xs)])?;
+    let by_graph = run.value(out).and_then(|t| t.as_slice::<f32>()).ok_or("the graph computed nothing")?;
+    let by_median = median::windowed_median(noisy, W);
+    let same = by_graph.len() == by_median.len() && by_graph.iter().zip(&by_median).all(|(a, b)| a.to_bits() == b.to_bits());
+    let ran: Vec<String> = run.provenance.entries.iter().map(|e| format!("{} on {}", e.op, e.backend)).collect();
+    println!("  graph forward ({}): {} outputs, bit-identical to the hand-written median: {same}", ran.join(", "), by_graph.len());
+    if !same {
+        return Err("the composite's graph disagrees with the hand-written median".into());
+    }
+
+    // Training through the composite: the plan shows the window buffer before anything runs.
+    let m = target.len();
+    let (mut tape, [x, y, kernel, _, loss]) = median_pipeline(&comp, conv, mse, m)?;
+    let (hand, [hx, hy, hkernel, _, hloss]) = median_pipeline(&direct, conv, mse, m)?;
+    tape.set_budget(Some(512 << 20));
+    let plan = tape.plan();
+    for e in plan.entries.iter().filter(|e| e.op == "builtin/unfold@1") {
+        println!("  plan: {e}");
+    }
+    println!(
+        "  plan total: {} (the hand-written median's pipeline: {})",
+        human_bytes(plan.total_bytes),
+        human_bytes(hand.plan().total_bytes)
+    );
+    let ys = Tensor::vector(target.to_vec());
+    let grad_bits = |t: &Tape, run: &mut op_runtime::train::Run, loss, k| -> Result<Vec<u32>, Box<dyn std::error::Error>> {
+        let g = t.backward(run, loss)?;
+        Ok(g.get(k).and_then(|t| t.as_slice::<f32>()).ok_or("no prefilter gradient")?.iter().map(|v| v.to_bits()).collect())
+    };
+    let mut hrun = hand.run(&[(hx, &xs), (hy, &ys)])?;
+    let hand_grad = grad_bits(&hand, &mut hrun, hloss, hkernel)?;
+    let mut first = None;
+    for step in 0..STEPS {
+        let mut run = tape.run(&[(x, &xs), (y, &ys)])?;
+        let l = run.scalar(loss).ok_or("the loss was not computed")?;
+        let grads = tape.backward(&mut run, loss)?;
+        if step == 0 {
+            let bits: Vec<u32> =
+                grads.get(kernel).and_then(|t| t.as_slice::<f32>()).ok_or("no prefilter gradient")?.iter().map(|v| v.to_bits()).collect();
+            println!("  step 0 prefilter gradient bit-identical to the hand-written VJP's: {}", bits == hand_grad);
+            if bits != hand_grad {
+                return Err("the composite's gradient disagrees with the hand-written VJP".into());
+            }
+        }
+        Sgd::new(LR).step(&mut tape, &grads)?;
+        println!("  step {step}: loss {l:.6}");
+        first.get_or_insert(l);
+    }
+    let after = tape.run(&[(x, &xs), (y, &ys)])?.scalar(loss).ok_or("the loss was not computed")?;
+    println!("  after {STEPS} steps through the composite: loss {after:.6} (from {:.6})", first.unwrap_or(after));
     Ok(())
 }
 

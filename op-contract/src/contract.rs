@@ -60,6 +60,12 @@ pub struct Contract {
     /// (and identity).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub magnitude: Vec<Magnitude>,
+    /// How operands of different shapes combine (`broadcast = numpy`): the signature then
+    /// describes the op on its operands flattened to one length `n`, and a call may pass any
+    /// shapes that broadcast together. Absent from the JSON when `none`, so contracts that do not
+    /// declare it keep their encoding (and identity).
+    #[serde(default, skip_serializing_if = "Broadcast::is_none")]
+    pub broadcast: Broadcast,
 }
 
 impl Contract {
@@ -137,12 +143,17 @@ impl Signature {
         self.float_constraints.iter().find(|c| c.holds(env) != Some(true))
     }
     /// Symbols bound by input dims (a bare symbol in some input's dim list), in first-seen order.
+    /// A bare dim named after an integer parameter is that parameter (bound by it and checked
+    /// against it), not a dim symbol: a declaration cannot name a parameter like a dim symbol,
+    /// but a derived VJP op can, where an output dim of the op is a parameter (`unfold`'s
+    /// `T[(n - w) / s + 1, w]` makes its cotangent an input with a dim `w`).
     pub fn dim_symbols(&self) -> Vec<String> {
+        let int_params: Vec<&str> = self.params().filter(|p| p.dtype.is_int()).map(|p| p.name.as_str()).collect();
         let mut out: Vec<String> = Vec::new();
         for t in self.inputs() {
             for d in &t.dims {
                 if let Expr::Sym(s) = d {
-                    if !out.contains(s) {
+                    if !out.contains(s) && !int_params.contains(&s.as_str()) {
                         out.push(s.clone());
                     }
                 }
@@ -749,6 +760,11 @@ impl Backward {
 pub enum NanPolicy {
     /// A NaN input makes the affected outputs NaN.
     Propagate,
+    /// NaN is a value like any other, ordered by IEEE 754 total order (`-NaN` first, `+NaN`
+    /// last): a `selection` op moves it where the order puts it, so it reaches an output only
+    /// where it is selected (a median of a row holding one NaN is not NaN), and every NaN of
+    /// an output is, bit for bit, a NaN of an input (never one the op made up).
+    Ordered,
 }
 
 /// Whether the sign of a zero result is part of an op's result.
@@ -768,6 +784,54 @@ impl SignedZero {
     pub fn is_exact(&self) -> bool {
         *self == SignedZero::Exact
     }
+}
+
+/// How an op's tensor operands of different shapes combine.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Broadcast {
+    /// Operands have the shapes the signature gives them (the default).
+    #[default]
+    None,
+    /// numpy's rules (`broadcast = numpy`): shapes are aligned at their last axis, and along each
+    /// axis every operand has the same length or 1 (or lacks the axis); the outputs have the
+    /// broadcast shape. Declared on ops whose every tensor is `[n]` for one symbol `n`: the op is
+    /// elementwise, so it runs on the operands expanded to the broadcast shape and flattened,
+    /// and the gradient of an expanded operand is summed over the axes it was expanded along.
+    Numpy,
+}
+
+impl Broadcast {
+    /// Whether this is the default, [`Broadcast::None`].
+    pub fn is_none(&self) -> bool {
+        *self == Broadcast::None
+    }
+}
+
+/// The numpy broadcast of `shapes`: aligned at their last axis, each axis the one length other
+/// than 1 among the shapes that have it (1 if none). `Err((i, j))` names two shapes (indices
+/// into `shapes`) that disagree on an axis where neither is 1.
+pub fn broadcast_shapes(shapes: &[&[usize]]) -> Result<Vec<usize>, (usize, usize)> {
+    let rank = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
+    let mut out = vec![1usize; rank];
+    let mut owner = vec![None::<usize>; rank];
+    for (i, s) in shapes.iter().enumerate() {
+        for (k, &d) in s.iter().enumerate() {
+            let axis = rank - s.len() + k;
+            if d == 1 {
+                continue;
+            }
+            match owner[axis] {
+                Some(j) if out[axis] != d => return Err((j, i)),
+                Some(_) => {}
+                None => {
+                    out[axis] = d;
+                    owner[axis] = Some(i);
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// One end of a [`Domain`] interval.
@@ -996,6 +1060,17 @@ impl Access {
 mod tests {
 
     #[test]
+    fn shapes_broadcast_by_numpys_rules() {
+        assert_eq!(broadcast_shapes(&[&[3, 4], &[4]]), Ok(vec![3, 4]));
+        assert_eq!(broadcast_shapes(&[&[3, 1], &[1, 4]]), Ok(vec![3, 4]));
+        assert_eq!(broadcast_shapes(&[&[2, 1, 5], &[3, 1], &[]]), Ok(vec![2, 3, 5]));
+        assert_eq!(broadcast_shapes(&[&[0], &[1]]), Ok(vec![0]));
+        assert_eq!(broadcast_shapes(&[&[3, 4], &[3]]), Err((0, 1)));
+        assert_eq!(broadcast_shapes(&[&[0], &[2]]), Err((0, 1)));
+        assert_eq!(broadcast_shapes(&[]), Ok(vec![]));
+    }
+
+    #[test]
     fn a_magnitude_range_meets_a_domain_on_either_side_of_zero() {
         let b = |value, inclusive| Some(DomainBound { value, inclusive });
         let d = |lo, hi| Domain { input: "x".into(), lo, hi };
@@ -1043,6 +1118,7 @@ mod tests {
             signed_zero: Default::default(),
             domain: vec![],
             magnitude: vec![],
+            broadcast: Default::default(),
             nan: None,
             cpu: None,
             cpu_dtypes: vec![],

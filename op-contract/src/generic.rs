@@ -227,6 +227,7 @@ mod tests {
             signed_zero: Default::default(),
             domain: vec![],
             magnitude: vec![],
+            broadcast: Default::default(),
         }
     }
 

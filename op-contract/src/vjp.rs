@@ -84,6 +84,9 @@ impl Contract {
         derived.cpu_dtypes = cpu.first().map(|k| k.dtypes.clone()).unwrap_or_default();
         derived.cpu_more = cpu.iter().skip(1).cloned().collect();
         derived.kernels = kernels;
+        // A broadcasting op's VJP op broadcasts too (its operands of any shapes, its gradients
+        // in the broadcast shape): the tape hands it operands expanded to the cotangents' shape
+        // and sums each gradient back to its operand's shape.
         if derived.tolerance == Tolerance::Exact {
             derived.signed_zero = SignedZero::Ignore;
         }
@@ -133,6 +136,7 @@ mod tests {
             signed_zero: Default::default(),
             domain: vec![],
             magnitude: vec![],
+            broadcast: Default::default(),
         }
     }
 

@@ -81,7 +81,8 @@ mod tokens;
 ///             | "signed_zero" "=" ( "exact" | "ignore" )   (* default exact; ignore: +0 == -0 *)
 ///             | "backward" "=" backward
 ///             | "subgradient" "=" STRING          (* required for kinked categories *)
-///             | "nan" "=" "propagate"             (* declares NaN behaviour: NaN in, NaN out *)
+///             | "nan" "=" ( "propagate" | "ordered" )   (* NaN in, NaN out; or, selection: NaN moved by total order *)
+///             | "broadcast" "=" "numpy"           (* operands of any shapes that broadcast *)
 ///             | "domain" "(" interval { "," interval } ")"   (* values the op is defined on *)
 ///             | "magnitude" "(" range { "," range } ")"     (* |x| gradcheck draws from *)
 ///             | "cpu" "=" PATH                    (* optional fast CPU kernel, reference's signature *)
@@ -179,6 +180,20 @@ mod tokens;
 ///   `integer` ops have no float output; the rounding categories (and `ulp`, `accum`, `loose`)
 ///   need one; `nan = propagate` needs a float input and a float output; a backward needs a
 ///   float input and a float output.
+/// - **Broadcasting**: `broadcast = numpy` declares an elementwise op whose every tensor is
+///   `[n]` for one symbol (`signature(a: T[n], b: T[n]) -> T[n]`, two or more inputs): a call may
+///   pass operands of any shapes that broadcast by numpy's rules (aligned at the last axis, each
+///   axis equal or 1); they are expanded on the host to the broadcast shape, the op runs on them
+///   flattened (`n` their element count, so kernels and conformance see equal lengths), and the
+///   outputs have the broadcast shape. Shapes that do not broadcast are
+///   `DispatchError::Broadcast`, naming both inputs and shapes; a device tensor that would need
+///   expanding is `DispatchError::BroadcastOnDevice` (equal shapes of any rank run on the device
+///   as they are). On the tape, the gradient of an expanded operand is the VJP's gradient summed
+///   over the axes it was expanded along.
+/// - **NaN policies**: `nan = propagate` (a NaN input gives NaN in the outputs it reaches;
+///   conformance checks the reference for it) or `nan = ordered` (`selection` ops only: NaN is a
+///   value ordered by IEEE total order and moved, so it reaches an output only where selected,
+///   and every output NaN is bit for bit an input NaN; conformance checks that).
 /// - **Values**: conformance compares by the tolerance class; `exact` is bit-identical, the sign
 ///   of zero and NaN payloads included, unless `signed_zero = ignore` (legal only with `exact`
 ///   and a float output), which compares by IEEE equality with NaN equal to NaN (a clamp built on

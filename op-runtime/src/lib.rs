@@ -125,7 +125,7 @@ pub mod report {
 
 /// Records of what ran: each call's provenance (op, content hash, backend, device, receipt).
 pub mod provenance {
-    pub use crate::core::provenance::{ProvenanceEntry, ProvenanceRecord};
+    pub use crate::core::provenance::{ConstantEntry, ProvenanceEntry, ProvenanceRecord};
 }
 
 /// Receipts: what conformance mints for a kernel on an exact device, and their signatures.
@@ -167,7 +167,7 @@ pub mod backend {
 /// ([`cpu::simd`] for f32, [`cpu::simd64`] for f64, [`with_isa!`]), vector `exp`/`ln`/`tanh` at
 /// f32 and f64 ([`cpu::math`]).
 pub mod cpu {
-    pub use crate::backends::cpu::{math, par, simd, simd64, CpuBackend};
+    pub use crate::backends::cpu::{hostmem, math, par, simd, simd64, CpuBackend};
 }
 
 /// The wgpu (WGSL) backend: its engine on one adapter, device tensors, the buffer pool and the

@@ -199,6 +199,8 @@ pub struct OpAttr {
     pub domain: Vec<SDomain>,
     /// `magnitude(...)`: one magnitude range per float input (where gradcheck draws values).
     pub magnitude: Vec<SMagnitude>,
+    /// `broadcast = numpy`: operands of different shapes broadcast.
+    pub broadcast: Option<Spanned<contract::Broadcast>>,
     /// Every key written in the attribute, even those whose value did not parse (a malformed
     /// value is reported where it is; the key is not also "missing").
     pub keys_present: Vec<String>,
@@ -632,6 +634,7 @@ impl OpAttr {
             signed_zero: self.signed_zero.as_ref().map(|s| s.value).unwrap_or_default(),
             domain: self.domain.iter().map(SDomain::to_domain).collect(),
             magnitude: self.magnitude.iter().map(SMagnitude::to_magnitude).collect(),
+            broadcast: self.broadcast.as_ref().map(|b| b.value).unwrap_or_default(),
         })
     }
 }

@@ -17,6 +17,6 @@ pub fn double<T: Real>(x: &[T]) -> Vec<T> {
 
 fn main() {
     let op = op_runtime::RegisteredOp::load(&double::DECL).expect("the declaration loads");
-    println!("{} {}", op.id, op.hash_hex());
+    println!("{} {}", op.id(), op.hash_hex());
     assert!(double::DECL.contract_json.contains(r#""global":"src""#));
 }

@@ -18,7 +18,7 @@ pub fn double<T: Real>(x: &[T]) -> Vec<T> {
 
 fn main() {
     let op = op_runtime::RegisteredOp::load(&double::DECL).expect("the declaration loads");
-    println!("{} {}", op.id, op.hash_hex());
+    println!("{} {}", op.id(), op.hash_hex());
     let k = &double::DECL.kernels[0];
     assert_eq!(k.entry, "double_kernel");
     assert_eq!(k.headers.len(), 1);

@@ -22,7 +22,7 @@ pub fn square_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
 
 fn main() {
     let op = op_runtime::RegisteredOp::load(&square::DECL).expect("the declaration loads");
-    println!("{} {}", op.id, op.hash_hex());
+    println!("{} {}", op.id(), op.hash_hex());
     assert!(square::DECL.reference_f64.is_some());
     assert!(square::DECL.vjp_f64.is_some());
 }

@@ -28,10 +28,10 @@ pub fn dropout_scale<T: Real>(x: &[T], p: T, eps: T) -> Vec<T> {
 
 fn main() {
     let op = op_runtime::RegisteredOp::load(&clamp::DECL).expect("the declaration loads");
-    println!("{} {}", op.id, op.hash_hex());
-    assert_eq!(op.contract.signature.float_constraints.len(), 1);
+    println!("{} {}", op.id(), op.hash_hex());
+    assert_eq!(op.contract().signature.float_constraints.len(), 1);
     assert!(clamp::DECL.contract_json.contains("float_constraints"));
     let op = op_runtime::RegisteredOp::load(&dropout_scale::DECL).expect("the declaration loads");
-    assert_eq!(op.contract.signature.float_constraints.len(), 2);
+    assert_eq!(op.contract().signature.float_constraints.len(), 2);
     assert_eq!(clamp(&[-1.0f32, 0.5, 2.0], 0.0, 1.0), vec![0.0, 0.5, 1.0]);
 }

@@ -23,7 +23,7 @@ pub fn split_sign_vjp<T: Real>(x: &[T], gpos: &[T], gneg: &[T]) -> Vec<T> {
 
 fn main() {
     let op = op_runtime::RegisteredOp::load(&split_sign::DECL).expect("the declaration loads");
-    println!("{} {}", op.id, op.hash_hex());
-    assert_eq!(op.contract.signature.outputs.len(), 2);
+    println!("{} {}", op.id(), op.hash_hex());
+    assert_eq!(op.contract().signature.outputs.len(), 2);
     assert_eq!(split_sign(&[1.0f32, -2.0]), (vec![1.0, 0.0], vec![0.0, -2.0]));
 }

@@ -25,6 +25,6 @@ pub fn clamp01_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
 
 fn main() {
     let op = op_runtime::RegisteredOp::load(&clamp01::DECL).expect("the declaration loads");
-    println!("{} {}", op.id, op.hash_hex());
+    println!("{} {}", op.id(), op.hash_hex());
     assert!(clamp01::DECL.description.starts_with("Clamps every element"));
 }

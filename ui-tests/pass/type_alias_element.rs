@@ -19,6 +19,6 @@ pub fn increment(x: &[Count]) -> Vec<Count> {
 
 fn main() {
     let op = op_runtime::RegisteredOp::load(&increment::DECL).expect("the declaration loads");
-    println!("{} {}", op.id, op.hash_hex());
+    println!("{} {}", op.id(), op.hash_hex());
     assert_eq!(increment(&[1, u16::MAX]), vec![2, u16::MAX]);
 }

@@ -29,8 +29,8 @@ pub fn log_sqrt<T: Real>(x: &[T], y: &[T]) -> Vec<T> {
 fn main() {
     use op_runtime::RegisteredOp;
     let f = RegisteredOp::load(&floor_at::DECL).expect("loads");
-    assert!(!f.contract.signed_zero.is_exact(), "signed_zero = ignore reaches the contract");
+    assert!(!f.contract().signed_zero.is_exact(), "signed_zero = ignore reaches the contract");
     let l = RegisteredOp::load(&log_sqrt::DECL).expect("loads");
-    let d: Vec<String> = l.contract.domain.iter().map(|d| d.to_string()).collect();
+    let d: Vec<String> = l.contract().domain.iter().map(|d| d.to_string()).collect();
     assert_eq!(d, ["x > 0.0", "-1.0 <= y < 1000000.0"]);
 }

@@ -25,7 +25,7 @@ pub fn square_jvp<T: Real>(x: &[T], t: &[T]) -> Vec<T> {
 
 fn main() {
     let op = op_runtime::RegisteredOp::load(&square::DECL).expect("the declaration loads");
-    println!("{} {}", op.id, op.hash_hex());
+    println!("{} {}", op.id(), op.hash_hex());
     assert!(square::DECL.vjp.is_some());
     assert_eq!(square::DECL.jvp.len(), 1);
 }

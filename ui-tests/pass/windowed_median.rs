@@ -50,7 +50,7 @@ pub fn windowed_median_vjp<T: Real>(x: &[T], w: u32, g: &[T]) -> Vec<T> {
 
 fn main() {
     let op = op_runtime::RegisteredOp::load(&windowed_median::DECL).expect("the declaration loads");
-    assert_eq!(op.id, "user/example/windowed_median@1");
-    println!("{} {}", op.id, op.hash_hex());
+    assert_eq!(op.id(), "user/example/windowed_median@1");
+    println!("{} {}", op.id(), op.hash_hex());
     assert_eq!(windowed_median(&[3.0f32, 1.0, 2.0, 5.0], 3), vec![2.0, 2.0]);
 }

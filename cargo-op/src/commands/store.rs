@@ -69,16 +69,28 @@ pub(crate) fn store_ls(arg: &StoreArg, json: bool) -> Result<Status, Error> {
     Ok(Status::Ok)
 }
 
-/// `cargo op store verify`: exit code 1 when an op does not load.
+/// `cargo op store verify`: exit code 1 when an op does not load or a blob's bytes do not
+/// hash to its name (every blob is re-hashed, also those no index entry names).
 pub(crate) fn store_verify(arg: &StoreArg, json: bool) -> Result<Status, Error> {
     let store = store(arg)?;
     let list = published(&store)?;
     let damaged = list.iter().filter(|p| p.error.is_some()).count();
+    let blobs = store.damaged_blobs()?;
     if json {
-        print_json(&serde_json::json!({ "store": store.dir(), "ops": list, "damaged": damaged }))?;
+        print_json(&serde_json::json!({ "store": store.dir(), "ops": list, "damaged": damaged, "damaged_blobs": blobs }))?;
     } else {
         print(&store, &list);
-        println!("{}", if damaged == 0 { "every op loads intact".to_string() } else { format!("{damaged} damaged") });
+        for b in &blobs {
+            println!("  DAMAGED blob {}", b.display());
+        }
+        println!(
+            "{}",
+            if damaged == 0 && blobs.is_empty() {
+                "every op loads intact, every blob hashes to its name".to_string()
+            } else {
+                format!("{damaged} damaged op(s), {} damaged blob(s)", blobs.len())
+            }
+        );
     }
-    Ok(if damaged == 0 { Status::Ok } else { Status::Failed })
+    Ok(if damaged == 0 && blobs.is_empty() { Status::Ok } else { Status::Failed })
 }

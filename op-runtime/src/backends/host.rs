@@ -35,7 +35,7 @@ impl Prepared for ShimPrepared {
     }
 }
 
-pub(crate) use crate::core::tensor::host_memory;
+pub(crate) use crate::core::hostmem::host_memory;
 
 /// The host device profile of `backend`, computed once.
 pub(crate) fn host_profile(cell: &OnceLock<Arc<DeviceProfile>>, backend: BackendKind) -> Arc<DeviceProfile> {

@@ -6,9 +6,15 @@
 
 use super::sum64::Sum64;
 use crate::backends::cpu::kernels::dtype::Elem;
-use crate::backends::cpu::kernels::matmul as mm_kern;
-use crate::backends::cpu::kernels::vjp as vjp_kern;
+use crate::backends::cpu::kernels::{matmul as mm_kern, vjp as vjp_kern};
+use crate::core::hostmem;
+use crate::core::tensor::{bf16, f16};
 use crate::{op, Real};
+use half::slice::HalfFloatSliceExt;
+
+#[cfg(test)]
+#[path = "matmul_kernel_tests.rs"]
+mod matmul_kernel_tests;
 
 /// Matrix product `a (m x k) * b (k x n)`, row-major.
 #[op(
@@ -25,6 +31,9 @@ use crate::{op, Real};
         cpu = matmul_vjp_cpu,
     ),
     cpu(matmul_cpu, dtypes(T: f32)),
+    cpu(matmul_cpu_f64, dtypes(T: f64)),
+    cpu(matmul_cpu_f16, dtypes(T: f16)),
+    cpu(matmul_cpu_bf16, dtypes(T: bf16)),
     kernel(wgsl = "kernels/matmul.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(m, k, n)), threads = ((m + 15) / 16) * ((n + 15) / 16) * 256),
     kernel(cuda = "kernels/linalg.cu", entry = "matmul", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(m, k, n)), threads = ((m + 15) / 16) * ((n + 15) / 16) * 256, block = 256),
     license = "MIT OR Apache-2.0",
@@ -57,14 +66,36 @@ pub fn matmul_vjp<T: Real>(a: &[T], b: &[T], m: usize, k: usize, n: usize, g: &[
     let round = |v: Vec<Sum64>| v.into_iter().map(|s| T::from_f64(s.compensated())).collect();
     (round(ga), round(gb))
 }
-/// `cpu` kernel of `matmul` (cache-blocked; see `kernels::matmul` for its summation order).
-/// Shapes the signature does not admit (never passed by dispatch, which validated
-/// `a: [m, k]`, `b: [k, n]`) run the reference, which is what they would run anyway.
+/// `cpu` kernel of `matmul` at f32 (cache-blocked; see `kernels::matmul` for its summation
+/// order).
 fn matmul_cpu(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
+    matmul_with(a, b, m, k, n, mm_kern::matmul)
+}
+/// `cpu` kernel of `matmul` at f64: the same blocked order, or the reference's own where a
+/// partial sum could overflow (see `kernels::matmul`).
+fn matmul_cpu_f64(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
+    matmul_with(a, b, m, k, n, mm_kern::matmul_f64)
+}
+/// `cpu` kernel of `matmul` at f16: computed in f32 (inputs widened exactly), rounded once.
+fn matmul_cpu_f16(a: &[f16], b: &[f16], m: usize, k: usize, n: usize) -> Vec<f16> {
+    matmul_in_f32(a, b, m, k, n)
+}
+/// `cpu` kernel of `matmul` at bf16: computed in f32 (inputs widened exactly), rounded once.
+fn matmul_cpu_bf16(a: &[bf16], b: &[bf16], m: usize, k: usize, n: usize) -> Vec<bf16> {
+    matmul_in_f32(a, b, m, k, n)
+}
+
+/// A matmul kernel: `(a, b, m, k, n, out)`, writing every element of `out`.
+type Kernel<T> = fn(&[T], &[T], usize, usize, usize, &mut [T]);
+
+/// The output of `kern` (which writes every element) in a buffer from the pool. Shapes the
+/// signature does not admit (never passed by dispatch, which validated `a: [m, k]`,
+/// `b: [k, n]`) run the reference, which is what they would run anyway.
+fn matmul_with<T: Real + bytemuck::Pod>(a: &[T], b: &[T], m: usize, k: usize, n: usize, kern: Kernel<T>) -> Vec<T> {
     match (m.checked_mul(k), k.checked_mul(n), m.checked_mul(n)) {
         (Some(mk), Some(kn), Some(mn)) if a.len() == mk && b.len() == kn => {
-            let mut out = vec![0f32; mn];
-            mm_kern::matmul(a, b, m, k, n, &mut out);
+            let mut out = hostmem::for_overwrite(mn);
+            kern(a, b, m, k, n, &mut out);
             out
         }
         _ => matmul(a, b, m, k, n),
@@ -82,6 +113,32 @@ fn matmul_vjp_cpu<T: Elem>(a: &[T], b: &[T], m: usize, k: usize, n: usize, g: &[
     let wide = |v: &[T]| -> Vec<f64> { v.iter().map(|x| x.to_f64()).collect() };
     let (da, db) = vjp_kern::matmul_vjp_f64(&wide(a), &wide(b), &wide(g), m, k, n);
     (da.into_iter().map(T::from_f64).collect(), db.into_iter().map(T::from_f64).collect())
+}
+
+/// A half-precision product through the f32 kernel: every input element widened exactly, the
+/// f32 result (within f32's `accum` bound, far inside the half type's) rounded once to nearest
+/// even. Overflow and NaN follow from the f32 result (its non-finite fix-up included).
+fn matmul_in_f32<H: Real>(a: &[H], b: &[H], m: usize, k: usize, n: usize) -> Vec<H>
+where
+    [H]: HalfFloatSliceExt,
+{
+    let (Some(mn), true) = (m.checked_mul(n), a.len() == m.saturating_mul(k) && b.len() == k.saturating_mul(n)) else {
+        return matmul(a, b, m, k, n);
+    };
+    let widen = |x: &[H]| {
+        let mut v = hostmem::for_overwrite::<f32>(x.len());
+        x.convert_to_f32_slice(&mut v);
+        v
+    };
+    let (a32, b32) = (widen(a), widen(b));
+    let mut o32 = hostmem::for_overwrite::<f32>(mn);
+    mm_kern::matmul(&a32, &b32, m, k, n, &mut o32);
+    let mut out = vec![H::zero(); mn];
+    out.convert_from_f32_slice(&o32);
+    for v in [a32, b32, o32] {
+        hostmem::keep(v);
+    }
+    out
 }
 
 /// Valid 1-D correlation of `x` with kernel `w`: `out[i] = sum_j x[i + j] w[j]`.

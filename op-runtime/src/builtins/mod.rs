@@ -4,18 +4,34 @@
 //! them. Conveniences that default to the process-wide registry (`Tape::new`, `gradcheck`) live
 //! here, so the floors below never name it.
 
+mod binary;
 #[cfg(test)]
 mod cpu_tests;
 mod elementwise;
 mod linalg;
 mod reduce;
+mod reduce_rows;
+mod rows;
+mod select;
+mod shape;
 mod sum64;
+mod unary;
 mod vjp_ops;
+mod vjp_ops_lib;
+mod windows;
 
+pub use binary::*;
 pub use elementwise::*;
 pub use linalg::*;
 pub use reduce::*;
+pub use reduce_rows::*;
+pub use rows::*;
+pub use select::*;
+pub use shape::*;
+pub use unary::*;
 pub use vjp_ops::*;
+pub use vjp_ops_lib::*;
+pub use windows::*;
 
 use crate::core::decl::OpDecl;
 use crate::core::error::KernelRegistrationError;
@@ -25,8 +41,8 @@ use crate::verify::gradcheck::{self, GradcheckError, GradcheckOptions, Gradcheck
 use std::sync::OnceLock;
 
 /// Every built-in declaration.
-pub fn decls() -> [&'static OpDecl; 15] {
-    [
+pub fn decls() -> Vec<&'static OpDecl> {
+    vec![
         &add::DECL,
         &sub::DECL,
         &mul::DECL,
@@ -42,6 +58,31 @@ pub fn decls() -> [&'static OpDecl; 15] {
         &matmul::DECL,
         &conv1d::DECL,
         &mse_loss::DECL,
+        &unfold::DECL,
+        &sort_rows::DECL,
+        &median_rows::DECL,
+        &abs::DECL,
+        &sqrt::DECL,
+        &square::DECL,
+        &sigmoid::DECL,
+        &maximum::DECL,
+        &minimum::DECL,
+        &greater::DECL,
+        &less::DECL,
+        &equal::DECL,
+        &where_::DECL,
+        &sum_rows::DECL,
+        &mean_rows::DECL,
+        &max_rows::DECL,
+        &min_rows::DECL,
+        &argmax_rows::DECL,
+        &reshape::DECL,
+        &flatten::DECL,
+        &transpose::DECL,
+        &slice::DECL,
+        &concat::DECL,
+        &gather::DECL,
+        &broadcast_to::DECL,
     ]
 }
 

@@ -7,6 +7,10 @@
 //! central differences of the first-order rule, like any backward. Host-only (no kernels): on a
 //! device tape the rules run on the host, their transfers counted.
 //!
+//! A broadcasting built-in's VJP op broadcasts too (`broadcast = numpy`): the tape hands it the
+//! operands, the cotangent and the second-order cotangents expanded to the broadcast shape and
+//! sums each gradient back to its operand's shape.
+//!
 //! Each rule below takes the VJP op's arguments `(inputs.., g)` and the cotangents `c_*` of its
 //! outputs (one per gradient), and returns one gradient per float argument: first those of
 //! the built-in's inputs (the second-derivative term), then that of `g` (the built-in's JVP
@@ -19,9 +23,10 @@ use super::{
 use crate::core::decl::OpDecl;
 use crate::{op, Real};
 
-/// Every built-in with a differentiable VJP op: (the built-in's name, its VJP op).
-pub fn vjp_decls() -> [(&'static str, &'static OpDecl); 15] {
-    [
+/// Every built-in with a differentiable VJP op: (the built-in's name, its VJP op); the op
+/// library's (`vjp_ops_lib`) after the first fifteen.
+pub fn vjp_decls() -> Vec<(&'static str, &'static OpDecl)> {
+    let first: [(&'static str, &'static OpDecl); 15] = [
         ("builtin/add", &add_vjp_op::DECL),
         ("builtin/sub", &sub_vjp_op::DECL),
         ("builtin/mul", &mul_vjp_op::DECL),
@@ -37,7 +42,8 @@ pub fn vjp_decls() -> [(&'static str, &'static OpDecl); 15] {
         ("builtin/matmul", &matmul_vjp_op::DECL),
         ("builtin/conv1d", &conv1d_vjp_op::DECL),
         ("builtin/mse_loss", &mse_loss_vjp_op::DECL),
-    ]
+    ];
+    first.into_iter().chain(super::vjp_ops_lib::lib_vjp_decls()).collect()
 }
 
 fn zeros<T: Real>(n: usize) -> Vec<T> {
@@ -45,7 +51,7 @@ fn zeros<T: Real>(n: usize) -> Vec<T> {
 }
 
 /// `builtin/add`'s VJP as an op: `(g, g)`.
-#[op(name = "builtin/add_vjp", version = 1, signature<T: f32 | f64>(a: T[n], b: T[n], d_out: T[n]) -> (d_a: T[n], d_b: T[n]),
+#[op(name = "builtin/add_vjp", version = 1, signature<T: f32 | f64>(a: T[n], b: T[n], d_out: T[n]) -> (d_a: T[n], d_b: T[n]), broadcast = numpy,
      category = elementwise, tolerance = ulp(1), backward = vjp(add_vjp_vjp), license = "MIT OR Apache-2.0")]
 pub fn add_vjp_op<T: Real>(a: &[T], b: &[T], d_out: &[T]) -> (Vec<T>, Vec<T>) {
     add_vjp(a, b, d_out)
@@ -56,7 +62,7 @@ pub fn add_vjp_vjp<T: Real>(a: &[T], b: &[T], _g: &[T], ca: &[T], cb: &[T]) -> (
 }
 
 /// `builtin/sub`'s VJP as an op: `(g, -g)`.
-#[op(name = "builtin/sub_vjp", version = 1, signature<T: f32 | f64>(a: T[n], b: T[n], d_out: T[n]) -> (d_a: T[n], d_b: T[n]),
+#[op(name = "builtin/sub_vjp", version = 1, signature<T: f32 | f64>(a: T[n], b: T[n], d_out: T[n]) -> (d_a: T[n], d_b: T[n]), broadcast = numpy,
      category = elementwise, tolerance = ulp(1), backward = vjp(sub_vjp_vjp), license = "MIT OR Apache-2.0")]
 pub fn sub_vjp_op<T: Real>(a: &[T], b: &[T], d_out: &[T]) -> (Vec<T>, Vec<T>) {
     sub_vjp(a, b, d_out)
@@ -67,7 +73,7 @@ pub fn sub_vjp_vjp<T: Real>(a: &[T], b: &[T], _g: &[T], ca: &[T], cb: &[T]) -> (
 }
 
 /// `builtin/mul`'s VJP as an op: `(g b, g a)`.
-#[op(name = "builtin/mul_vjp", version = 1, signature<T: f32 | f64>(a: T[n], b: T[n], d_out: T[n]) -> (d_a: T[n], d_b: T[n]),
+#[op(name = "builtin/mul_vjp", version = 1, signature<T: f32 | f64>(a: T[n], b: T[n], d_out: T[n]) -> (d_a: T[n], d_b: T[n]), broadcast = numpy,
      category = elementwise, tolerance = ulp(1), backward = vjp(mul_vjp_vjp), license = "MIT OR Apache-2.0")]
 pub fn mul_vjp_op<T: Real>(a: &[T], b: &[T], d_out: &[T]) -> (Vec<T>, Vec<T>) {
     mul_vjp(a, b, d_out)
@@ -81,7 +87,7 @@ pub fn mul_vjp_vjp<T: Real>(a: &[T], b: &[T], g: &[T], ca: &[T], cb: &[T]) -> (V
 }
 
 /// `builtin/div`'s VJP as an op: `(g / b, -g a / b^2)`.
-#[op(name = "builtin/div_vjp", version = 1, signature<T: f32 | f64>(a: T[n], b: T[n], d_out: T[n]) -> (d_a: T[n], d_b: T[n]),
+#[op(name = "builtin/div_vjp", version = 1, signature<T: f32 | f64>(a: T[n], b: T[n], d_out: T[n]) -> (d_a: T[n], d_b: T[n]), broadcast = numpy,
      category = elementwise, tolerance = ulp(4), backward = vjp(div_vjp_vjp), license = "MIT OR Apache-2.0")]
 pub fn div_vjp_op<T: Real>(a: &[T], b: &[T], d_out: &[T]) -> (Vec<T>, Vec<T>) {
     div_vjp(a, b, d_out)
@@ -128,12 +134,11 @@ pub fn scale_vjp_vjp<T: Real>(x: &[T], s: T, _g: &[T], c: &[T]) -> (Vec<T>, Vec<
 pub fn exp_vjp_op<T: Real>(x: &[T], d_out: &[T]) -> Vec<T> {
     exp_vjp(x, d_out)
 }
-/// Second order of `exp`: `c g e^x`, and `c e^x` for `g`.
+/// Second order of `exp`: `c g e^x`, and `c e^x` for `g`, each formed as `exp_vjp` forms
+/// `e^x g` (a zero `c g` is a zero product where `e^x` alone overflows).
 pub fn exp_vjp_vjp<T: Real>(x: &[T], g: &[T], c: &[T]) -> (Vec<T>, Vec<T>) {
-    let e: Vec<T> = x.iter().map(|v| v.exp()).collect();
-    let dx = (0..x.len()).map(|i| c[i] * g[i] * e[i]).collect();
-    let dg = (0..x.len()).map(|i| c[i] * e[i]).collect();
-    (dx, dg)
+    let cg: Vec<T> = c.iter().zip(g).map(|(c, g)| T::from_f64(c.to_f64() * g.to_f64())).collect();
+    (exp_vjp(x, &cg), exp_vjp(x, c))
 }
 
 /// `builtin/log`'s VJP as an op: `g / x`, on `x > 0` (the domain of `log`).
@@ -270,4 +275,17 @@ pub fn mse_loss_vjp_vjp<T: Real>(a: &[T], b: &[T], g: &[T], ca: &[T], cb: &[T]) 
         s += (a[i] - b[i]) * e[i];
     }
     (da, db, vec![s * two_n])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exp_second_order_is_zero_where_c_g_is_zero_and_e_x_overflows() {
+        let (dx, dg) = exp_vjp_vjp(&[800.0f64, 1.0], &[0.0, 2.0], &[1.0, 3.0]);
+        assert_eq!(dx, vec![0.0, 6.0 * 1f64.exp()]);
+        assert_eq!(dg[0], f64::INFINITY);
+        assert!((dg[1] - 3.0 * 1f64.exp()).abs() <= 1e-15 * dg[1]);
+    }
 }

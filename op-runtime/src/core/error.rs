@@ -349,6 +349,33 @@ pub enum DispatchError {
         /// The size passed.
         found: usize,
     },
+    /// The shapes of two inputs of an op declared `broadcast = numpy` do not broadcast.
+    #[error("op `{op}`: input `{first}` of shape {first_shape:?} and input `{second}` of shape {second_shape:?} do not broadcast (numpy's rules: aligned at the last axis, each axis equal or 1)")]
+    Broadcast {
+        /// The op's `name@version`.
+        op: String,
+        /// The first input's name.
+        first: String,
+        /// Its shape.
+        first_shape: Box<[usize]>,
+        /// The second input's name.
+        second: String,
+        /// Its shape.
+        second_shape: Box<[usize]>,
+    },
+    /// A broadcasting call that would have to expand a device tensor: expansion runs on the
+    /// host, and nothing is copied implicitly.
+    #[error("op `{op}`: input `{input}` of shape {shape:?} must be expanded to the broadcast shape {to:?}, and it lives on a device; broadcasting expands host tensors only: move it with `to_host()`, or pass operands of equal shapes (no implicit copy)")]
+    BroadcastOnDevice {
+        /// The op's `name@version`.
+        op: String,
+        /// The input's name.
+        input: String,
+        /// Its shape.
+        shape: Box<[usize]>,
+        /// The broadcast shape.
+        to: Box<[usize]>,
+    },
     /// A parameter has the wrong dtype.
     #[error("op `{op}`: parameter `{param}` must be `{expected}`, got `{found}`")]
     ParamDType {

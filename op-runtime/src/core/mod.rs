@@ -7,6 +7,7 @@
 //! nothing from `backends`, `train`, `verify` or `builtins`.
 
 pub mod backend;
+pub(crate) mod broadcast;
 pub mod catalog;
 pub mod decl;
 pub mod device;
@@ -14,6 +15,7 @@ pub mod error;
 pub mod files;
 pub mod generated;
 pub mod graph;
+pub mod hostmem;
 pub mod kind;
 pub mod nonfinite;
 pub mod op;

@@ -4,7 +4,9 @@
 
 use crate::core::error::DispatchError;
 use crate::core::tensor::{Scalar, Shape, Tensor};
-use op_contract::contract::{BinOp, Constraint, Contract, DType, Expr, FloatConstraint, FloatTerm, ShapeClass, Signature};
+use op_contract::contract::{
+    broadcast_shapes, BinOp, Broadcast, Constraint, Contract, DType, Expr, FloatConstraint, FloatTerm, ShapeClass, Signature,
+};
 use smallvec::SmallVec;
 
 /// An expression over symbol slots.
@@ -138,6 +140,9 @@ pub struct Plan {
     free: Vec<FreeAxis>,
     /// Output names in order.
     pub out_names: Vec<String>,
+    /// `broadcast = numpy`: inputs of any shapes that broadcast; `n` is the broadcast shape's
+    /// element count and every output has the broadcast shape.
+    broadcast: bool,
 }
 
 /// A validated call: symbol values and output shapes.
@@ -203,6 +208,7 @@ impl Plan {
             limit,
             free,
             out_names: sig.outputs.iter().map(|o| o.name.clone()).collect(),
+            broadcast: c.broadcast == Broadcast::Numpy,
         })
     }
 
@@ -221,14 +227,24 @@ impl Plan {
         let mut values: SmallVec<[i128; 4]> = smallvec::smallvec![0i128; self.syms.len()];
         self.bind_params(params, float_as, &mut values)?;
         self.check_float_constraints(params)?;
-        self.bind_dims(inputs, float_as, &mut values)?;
+        let broadcast = match self.broadcast {
+            true => Some(self.bind_broadcast(inputs, float_as, &mut values)?),
+            false => {
+                self.bind_dims(inputs, float_as, &mut values)?;
+                None
+            }
+        };
         self.check_constraints(&values)?;
         // Data-dependent dims take their bound (`bounded`) or 0 (`dynamic`) in `out_shapes`.
         let free_limit = self.free_limit(&values)?;
         for f in &self.free {
             values[f.slot] = free_limit.unwrap_or(0) as i128;
         }
-        let out_shapes = self.output_shapes(&values, float_as)?;
+        let mut out_shapes = self.output_shapes(&values, float_as)?;
+        if let Some(shape) = broadcast {
+            // Every output is `[n]` with `n` the broadcast shape's element count: same bytes.
+            out_shapes.iter_mut().for_each(|s| *s = Shape::from_slice(&shape));
+        }
         Ok(Bound { values, out_shapes, free: self.free.clone(), free_limit })
     }
 
@@ -316,6 +332,40 @@ impl Plan {
             }
         }
         Ok(())
+    }
+
+    /// Whether the op broadcasts its operands (`broadcast = numpy`).
+    pub fn broadcasts(&self) -> bool {
+        self.broadcast
+    }
+
+    /// `broadcast = numpy`: checks input dtypes (any rank), computes the broadcast shape of the
+    /// inputs (a typed error naming two inputs that do not broadcast) and binds `n` to its
+    /// element count.
+    fn bind_broadcast<S: Operand>(&self, inputs: &[S], float_as: Option<DType>, values: &mut [i128]) -> Result<Vec<usize>, DispatchError> {
+        for (ip, t) in self.inputs.iter().zip(inputs) {
+            let want = if ip.dtype.is_float() { float_as.unwrap_or(ip.dtype) } else { ip.dtype };
+            if t.dtype() != want {
+                return Err(DispatchError::InputDType { op: self.op.clone(), input: ip.name.clone(), expected: want, found: t.dtype() });
+            }
+        }
+        let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
+        let shape = broadcast_shapes(&shapes).map_err(|(i, j)| DispatchError::Broadcast {
+            op: self.op.clone(),
+            first: self.inputs[i].name.clone(),
+            first_shape: shapes[i].into(),
+            second: self.inputs[j].name.clone(),
+            second_shape: shapes[j].into(),
+        })?;
+        let n = shape.iter().try_fold(1i128, |acc, &d| acc.checked_mul(d as i128)).unwrap_or(i128::MAX);
+        for ip in &self.inputs {
+            for rule in &ip.dims {
+                if let DimRule::Sym { slot, .. } = rule {
+                    values[*slot] = n;
+                }
+            }
+        }
+        Ok(shape)
     }
 
     fn check_input_type<S: Operand>(&self, ip: &InputPlan, t: &S, float_as: Option<DType>) -> Result<(), DispatchError> {
@@ -482,6 +532,11 @@ fn input_plans(sig: &Signature, syms: &[String], compile: &Compile<'_>) -> Resul
         let mut dims = Vec::new();
         for (axis, d) in t.dims.iter().enumerate() {
             dims.push(match d {
+                // A bare dim named after an integer parameter checks against it (see
+                // `Signature::dim_symbols`).
+                Expr::Sym(s) if sig.params().any(|p| p.dtype.is_int() && p.name == *s) => {
+                    DimRule::Expr { expr: compile(d)?, text: d.to_string() }
+                }
                 Expr::Sym(s) => {
                     let slot = syms.iter().position(|x| x == s).ok_or("unbound")?;
                     let bound_by = first_sight[slot];

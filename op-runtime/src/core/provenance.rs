@@ -7,6 +7,8 @@
 use crate::core::device::DeviceProfile;
 use crate::core::kind::BackendKind;
 use crate::core::op::RegisteredOp;
+use crate::core::tensor::Tensor;
+use op_contract::contract::DType;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::sync::Arc;
@@ -89,11 +91,60 @@ impl fmt::Display for ProvenanceEntry {
     }
 }
 
-/// The provenance of a run: one entry per call, in order.
+/// A constant a run used (introduced by a composite graph, `Graph::constant`): pinned by its
+/// content hash, so a record tells runs whose constants differ apart.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConstantEntry {
+    /// The constant's name on its graph.
+    pub name: String,
+    /// Its dtype.
+    pub dtype: DType,
+    /// Its shape.
+    pub shape: Vec<usize>,
+    /// blake3 over its dtype, shape and little-endian element bytes.
+    #[serde(with = "hex32")]
+    pub content_hash: [u8; 32],
+}
+
+impl ConstantEntry {
+    /// The entry of a host tensor (`None` for a tensor on a device).
+    pub(crate) fn of(name: &str, t: &Tensor) -> Option<ConstantEntry> {
+        let bytes = t.host_data().ok()?.to_le_bytes();
+        let mut h = blake3::Hasher::new();
+        h.update(b"op-runtime constant\0");
+        h.update(t.dtype().to_string().as_bytes());
+        h.update(&[0]);
+        for d in t.shape() {
+            h.update(&(*d as u64).to_le_bytes());
+        }
+        h.update(&bytes);
+        Some(ConstantEntry { name: name.to_string(), dtype: t.dtype(), shape: t.shape().to_vec(), content_hash: *h.finalize().as_bytes() })
+    }
+}
+
+impl fmt::Display for ConstantEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shape = self.shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ");
+        // A received entry's name may hold any text: printed on this one line.
+        write!(
+            f,
+            "constant {:<30} {}  {}[{shape}]",
+            self.name.escape_debug(),
+            &op_contract::identity::hex(&self.content_hash)[..16],
+            self.dtype
+        )
+    }
+}
+
+/// The provenance of a run: one entry per call, in order, and the constants it used.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProvenanceRecord {
     /// The entries.
     pub entries: Vec<ProvenanceEntry>,
+    /// The constants the run's graphs introduced (each once per graph that holds it), with
+    /// their content hashes. Absent from the JSON when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub constants: Vec<ConstantEntry>,
 }
 
 impl ProvenanceRecord {
@@ -118,6 +169,9 @@ impl fmt::Display for ProvenanceRecord {
         writeln!(f, "provenance ({} calls)", self.entries.len())?;
         for e in &self.entries {
             writeln!(f, "  {e}")?;
+        }
+        for c in &self.constants {
+            writeln!(f, "  {c}")?;
         }
         Ok(())
     }

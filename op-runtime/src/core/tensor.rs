@@ -7,22 +7,11 @@
 //! [`TensorError`], never an abort or a panic.
 
 use crate::core::error::TensorError;
+use crate::core::hostmem::host_memory;
 use crate::core::placement::{DeviceId, DeviceStorage, Placement};
 pub use half::{bf16, f16};
 pub use op_contract::contract::DType;
-use std::sync::{Arc, OnceLock};
-
-/// The host's physical memory in bytes (Linux: `MemTotal` of `/proc/meminfo`), read once;
-/// `None` where it cannot be read (then only the allocator bounds a host tensor).
-pub(crate) fn host_memory() -> Option<u64> {
-    static MEM: OnceLock<Option<u64>> = OnceLock::new();
-    *MEM.get_or_init(|| {
-        let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-        let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
-        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        kib.checked_mul(1024)
-    })
-}
+use std::sync::Arc;
 
 /// Why `n` elements of `T` cannot be allocated on the host, if they cannot: their bytes overflow
 /// `usize`, exceed the host's physical memory, or the allocator refuses them. Never allocates.
@@ -35,24 +24,29 @@ fn host_room<T>(n: usize) -> Result<usize, String> {
     }
 }
 
-/// An empty vector with room for exactly `n` elements, allocated fallibly ([`host_room`], then
-/// `try_reserve_exact`): the reason as text when it cannot be.
-fn try_with_capacity<T>(n: usize) -> Result<Vec<T>, String> {
+/// An empty vector with room for `n` elements: a kept buffer of a dropped tensor where one fits,
+/// else allocated fallibly ([`host_room`], then `try_reserve_exact`) and advised for huge pages
+/// where large ([`crate::core::hostmem`]); the reason as text when it cannot be.
+fn try_with_capacity<T: Send + 'static>(n: usize) -> Result<Vec<T>, String> {
     let bytes = host_room::<T>(n)?;
+    if let Some(v) = crate::core::hostmem::take_empty(n) {
+        return Ok(v);
+    }
     let mut v = Vec::new();
     v.try_reserve_exact(n).map_err(|e| format!("{bytes} bytes could not be allocated ({e})"))?;
+    crate::core::hostmem::advise(&mut v);
     Ok(v)
 }
 
 /// The `n` items of `items` collected into a vector allocated fallibly (see [`try_with_capacity`]).
-fn try_collect<T>(n: usize, items: impl Iterator<Item = T>) -> Result<Vec<T>, String> {
+fn try_collect<T: Send + 'static>(n: usize, items: impl Iterator<Item = T>) -> Result<Vec<T>, String> {
     let mut v = try_with_capacity(n)?;
     v.extend(items.take(n));
     Ok(v)
 }
 
 /// `n` default (zero) elements, allocated fallibly.
-fn try_zeroed<T: Default + Clone>(n: usize) -> Result<Vec<T>, String> {
+fn try_zeroed<T: Default + Clone + Send + 'static>(n: usize) -> Result<Vec<T>, String> {
     let mut v = try_with_capacity(n)?;
     v.resize(n, T::default());
     Ok(v)
@@ -394,6 +388,25 @@ pub struct Tensor {
     device: Option<Arc<dyn DeviceStorage>>,
 }
 
+/// A large host tensor's storage goes to the buffer pool when the tensor is dropped
+/// ([`crate::core::hostmem`]): the next large output of its element type and size reuses it,
+/// without page faults. Small storage is freed as usual.
+impl Drop for Tensor {
+    fn drop(&mut self) {
+        if self.device.is_some() {
+            return;
+        }
+        macro_rules! keep {
+            ($($v:ident),*) => {
+                match &mut self.data {
+                    $(Data::$v(v) => crate::core::hostmem::keep(std::mem::take(v)),)*
+                }
+            };
+        }
+        keep!(Bool, U8, I8, U16, I16, U32, I32, U64, I64, F16, BF16, F32, F64)
+    }
+}
+
 /// Host tensors are equal when shapes and elements are; device tensors only when they share
 /// the same device buffer (their elements are not compared: that would need a transfer).
 impl PartialEq for Tensor {
@@ -572,8 +585,8 @@ impl Tensor {
         &self.data
     }
     /// Consumes the tensor into its host storage (empty for a device tensor, as [`Tensor::data`]).
-    pub fn into_data(self) -> Data {
-        self.data
+    pub fn into_data(mut self) -> Data {
+        std::mem::replace(&mut self.data, Data::Bool(Vec::new()))
     }
     /// Typed view; `None` if the dtype differs or the tensor lives on a device.
     pub fn as_slice<E: Element>(&self) -> Option<&[E]> {

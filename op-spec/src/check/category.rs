@@ -2,7 +2,7 @@
 //! results, float-rounding categories and tolerances need a float result to round, and NaN can
 //! only propagate from a float input to a float output. Reads only the attribute.
 
-use crate::contract::Category;
+use crate::contract::{Category, NanPolicy};
 use crate::ctxt::Ctxt;
 use crate::model::*;
 
@@ -58,15 +58,30 @@ pub(super) fn check_nan_policy_has_floats(cx: &Ctxt, attr: &OpAttr, sig: &SSigna
     }
     let float_in = sig.inputs().any(|t| t.dtype.value.is_float());
     let float_out = sig.outputs.iter().any(|o| o.dtype.value.is_float());
+    let word = match nan.value {
+        NanPolicy::Propagate => "propagate",
+        NanPolicy::Ordered => "ordered",
+    };
     let missing = match (float_in, float_out) {
-        (true, true) => return,
+        (true, true) => return check_ordered_is_selection(cx, attr, nan),
         (false, _) => "no float input, so no NaN can come in",
         (true, false) => "no float output, so no NaN can come out",
     };
     cx.error(
-        nan.span
-            .error(format!("`nan = propagate` says how NaN inputs reach the outputs, but this op has {missing}; remove `nan = propagate`")),
+        nan.span.error(format!("`nan = {word}` says how NaN inputs reach the outputs, but this op has {missing}; remove `nan = {word}`")),
     );
+}
+
+// Rule: `nan = ordered` (NaN ordered like any value, moved, never made) is a `selection` op's
+// policy: an op that computes with its values makes NaN (`0 / 0`), so it declares `propagate`.
+fn check_ordered_is_selection(cx: &Ctxt, attr: &OpAttr, nan: &Spanned<NanPolicy>) {
+    let Some(category) = &attr.category else { return };
+    if nan.value == NanPolicy::Ordered && category.value != Category::Selection {
+        cx.error(nan.span.error(format!(
+            "`nan = ordered` says the op moves NaN like any value by its total order, which only a `selection` op does; this op is `{}`: declare `nan = propagate`",
+            category.value
+        )));
+    }
 }
 
 #[cfg(test)]
@@ -115,5 +130,22 @@ mod tests {
         );
         assert_eq!(e.len(), 1, "{e:?}");
         assert!(e[0].starts_with("category `integer` is exact integer arithmetic, but output `out` is `f32`"), "{}", e[0]);
+    }
+
+    #[test]
+    fn nan_ordered_is_for_selection_ops() {
+        let f = quote!(
+            fn f<T: Real>(x: &[T]) -> Vec<T> {
+                todo!()
+            }
+        );
+        let base = |rest: proc_macro2::TokenStream| {
+            errs(quote!(name = "a/b", version = 1, signature(x: f32[n]) -> f32[n], backward = none, #rest), f.clone())
+        };
+        assert!(base(quote!(category = selection, tolerance = exact, nan = ordered)).is_empty());
+        assert!(base(quote!(category = selection, tolerance = exact, nan = propagate)).is_empty());
+        let e = base(quote!(category = elementwise, tolerance = ulp(1), nan = ordered));
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].starts_with("`nan = ordered` says the op moves NaN like any value by its total order, which only a `selection` op does; this op is `elementwise`"), "{}", e[0]);
     }
 }

@@ -4,6 +4,7 @@
 //! keys and the category x tolerance table; each submodule owns one family of rules.
 
 mod backward;
+mod broadcast;
 mod category;
 mod constraints;
 mod cuda;
@@ -29,6 +30,7 @@ use crate::plan::ShimPlan;
 use crate::reference::{check_reference_fn, RefFn, RefShape};
 use crate::wgsl::KernelInfo;
 use backward::{check_backward_fits_signature, check_differentiable_reference_is_generic, check_jvp_arity, check_subgradient};
+use broadcast::check_broadcast_signature;
 use category::{check_integer_category_outputs, check_nan_policy_has_floats, check_rounding_category_has_float_output};
 use constraints::{check_bound_nonnegative, check_constant_constraints, check_contradictory_constraints, check_division_by_zero};
 use constraints::{check_output_dims_nonnegative, Solver};
@@ -212,6 +214,7 @@ fn check_signature(cx: &Ctxt, input: &CheckInput<'_>, sig: &SSignature) -> RefSh
     check_jvp_arity(cx, attr, sig);
     check_domain_inputs(cx, attr, sig);
     check_magnitude_inputs(cx, attr, sig);
+    check_broadcast_signature(cx, attr, sig);
     let reference = check_reference_fn(cx, input.func, sig, &dims);
     check_differentiable_reference_is_generic(cx, attr, sig, &reference, input.func);
     reference

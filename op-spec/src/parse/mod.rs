@@ -55,10 +55,12 @@ pub mod keys {
     pub const DOMAIN: &str = "domain";
     /// `magnitude`.
     pub const MAGNITUDE: &str = "magnitude";
+    /// `broadcast`.
+    pub const BROADCAST: &str = "broadcast";
     /// `generated_tests`.
     pub const GENERATED_TESTS: &str = "generated_tests";
     /// Every key, in documentation order.
-    pub const ALL: [&str; 17] = [
+    pub const ALL: [&str; 18] = [
         NAME,
         VERSION,
         SIGNATURE,
@@ -70,6 +72,7 @@ pub mod keys {
         NAN,
         DOMAIN,
         MAGNITUDE,
+        BROADCAST,
         CPU,
         OUTPUT,
         KERNEL,
@@ -197,6 +200,7 @@ fn parse_entry(cx: &Ctxt, attr: &mut OpAttr, key: &str, chunk: TokenStream) -> s
         keys::SIGNED_ZERO => attr.signed_zero = Some(parse_kv(chunk, values::parse_signed_zero)?),
         keys::DOMAIN => attr.domain = Parser::parse2(values::parse_domain, chunk)?,
         keys::MAGNITUDE => attr.magnitude = Parser::parse2(magnitude::parse_magnitude, chunk)?,
+        keys::BROADCAST => attr.broadcast = Some(parse_kv(chunk, values::parse_broadcast)?),
         keys::CPU => attr.cpu.push(dtypes::parse_cpu(chunk)?),
         keys::OUTPUT => attr.output = Some(parse_kv(chunk, parse_shape_class)?),
         keys::KERNEL => {
@@ -258,10 +262,14 @@ pub(crate) fn parse_word(input: ParseStream, key: &str, valid: &[&str]) -> syn::
 }
 
 fn parse_nan(input: ParseStream) -> syn::Result<Spanned<NanPolicy>> {
-    let id = parse_word(input, keys::NAN, &["propagate"])?;
+    let id = parse_word(input, keys::NAN, &["propagate", "ordered"])?;
     match id.to_string().as_str() {
         "propagate" => Ok(Spanned::new(NanPolicy::Propagate, sr(id.span()))),
-        other => Err(syn::Error::new(id.span(), format!("unknown NaN policy `{other}`; the valid one is `propagate`"))),
+        "ordered" => Ok(Spanned::new(NanPolicy::Ordered, sr(id.span()))),
+        other => Err(syn::Error::new(
+            id.span(),
+            format!("unknown NaN policy `{other}`; valid: propagate (NaN in, NaN out), ordered (a selection op orders NaN like any value)"),
+        )),
     }
 }
 

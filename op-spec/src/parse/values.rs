@@ -1,7 +1,8 @@
-//! Parsing of the two keys about values: `signed_zero = exact | ignore` and `domain(x > 0, -1 <= y <= 1, ...)`, each input's
-//! interval of admissible values. Syntax only: which names are float inputs is `check`'s.
+//! Parsing of the keys about values: `signed_zero = exact | ignore`, `domain(x > 0, -1 <= y <= 1, ...)`, each input's
+//! interval of admissible values, and `broadcast = numpy`, how operands of different shapes
+//! combine. Syntax only: which names are float inputs, and which signatures broadcast, is `check`'s.
 
-use crate::contract::{CmpOp, DomainBound, SignedZero};
+use crate::contract::{Broadcast, CmpOp, DomainBound, SignedZero};
 use crate::model::{SDomain, SpanRange, Spanned};
 use proc_macro2::Span;
 use syn::parse::ParseStream;
@@ -23,6 +24,20 @@ pub fn parse_signed_zero(input: ParseStream) -> syn::Result<Spanned<SignedZero>>
         }
     };
     Ok(Spanned::new(v, SpanRange::single(id.span())))
+}
+
+/// The value of `broadcast = ...`.
+pub fn parse_broadcast(input: ParseStream) -> syn::Result<Spanned<Broadcast>> {
+    let id = super::parse_word(input, "broadcast", &["numpy"])?;
+    match id.to_string().as_str() {
+        "numpy" => Ok(Spanned::new(Broadcast::Numpy, SpanRange::single(id.span()))),
+        other => Err(syn::Error::new(
+            id.span(),
+            format!(
+                "unknown `broadcast` value `{other}`; valid: numpy (operands broadcast by numpy's rules; omit the key for equal shapes)"
+            ),
+        )),
+    }
 }
 
 /// One term of a domain chain: the input's name or a number (optionally negated).
@@ -216,6 +231,12 @@ mod tests {
         assert!(err(quote!(domain(x > 0, x < 1))).contains("declared twice"));
         assert!(err(quote!(domain())).contains("empty"));
         assert!(err(quote!(domain(x > "a"))).contains("number"));
+    }
+
+    #[test]
+    fn broadcast_values() {
+        assert_eq!(parse_broadcast.parse2(quote!(numpy)).unwrap().value, Broadcast::Numpy);
+        assert!(parse_broadcast.parse2(quote!(torch)).unwrap_err().to_string().contains("valid: numpy"));
     }
 
     #[test]

@@ -17,6 +17,10 @@ pub mod par;
 pub mod simd;
 pub mod simd64;
 
+/// Output buffers for kernels: [`hostmem::with_capacity`] and [`hostmem::zeroed`] advise large
+/// ones for transparent huge pages (one page fault per 2 MiB instead of per 4 KiB).
+pub use crate::core::hostmem;
+
 use super::host::{host_profile, run_forward};
 use crate::core::backend::{Backend, BackendError, ExecRequest, Prepared};
 use crate::core::decl::ShimFn;

@@ -5,6 +5,7 @@
 use super::memo::{CallKey, Choice, Memo};
 use super::{OpHandle, Registry, Slot};
 use crate::core::backend::{Backend, BackendError, ExecRequest, Prepared};
+use crate::core::broadcast;
 use crate::core::error::{DispatchError, KernelCompilationError, KernelFallbackExhaustedError};
 use crate::core::kind::BackendKind;
 use crate::core::op::RegisteredOp;
@@ -111,6 +112,13 @@ impl Registry {
             None => self.resolve(slot, key, placed.is_some(), inputs, params)?,
         };
         let (op, c) = (&memo.op, &memo.choice);
+        // An op declared `broadcast = numpy` runs on its operands expanded to one shape.
+        let expanded = match op.plan.broadcasts() {
+            true => memo.bound.out_shapes.first().map(|to| broadcast::expand_inputs(op, inputs, to)).transpose()?.flatten(),
+            false => None,
+        };
+        let expanded_refs: Vec<&Tensor> = expanded.iter().flatten().collect();
+        let inputs = if expanded.is_some() { &expanded_refs[..] } else { inputs };
         let req = ExecRequest { op, bound: &memo.bound, inputs, params, guard };
         let outputs = c.prepared.execute(&req).map_err(|source| DispatchError::Execution { op: op.id.clone(), backend: c.kind, source })?;
         let provenance = ProvenanceEntry::new(op, c.kind, c.device.clone()).noting(c.rejected.clone(), c.passed_over.clone());

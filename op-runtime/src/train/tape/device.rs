@@ -114,6 +114,16 @@ impl Tape {
         cots: &[&Tensor],
         provenance: &mut ProvenanceRecord,
     ) -> Result<Vec<Tensor>, TapeError> {
+        // A broadcasting op's VJP (its rule or its VJP op) runs on the operands expanded to the
+        // cotangent's (the broadcast) shape; the gradients are summed back to each operand's.
+        if let (true, Some(to)) = (op.plan.broadcasts(), cots.first().map(|c| c.shape().to_vec())) {
+            if let Some(expanded) = crate::core::broadcast::expand_inputs(op, ins, &to)? {
+                let refs: Vec<&Tensor> = expanded.iter().collect();
+                let gs = self.vjp(n, op, &refs, cots, provenance)?;
+                let host: Vec<Tensor> = gs.iter().map(|g| to_host(&op.id, g)).collect::<Result<_, _>>()?;
+                return exec::reduce_grads(op, ins, host).map_err(shim_err(op));
+            }
+        }
         if self.mode == super::Mode::Dispatch {
             let all: Vec<&Tensor> = ins.iter().chain(cots).copied().collect();
             if let Some(h) = n.handle.vjp_op().filter(|h| self.runs_here(h, &all, &n.params)) {

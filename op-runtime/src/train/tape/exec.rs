@@ -1,8 +1,11 @@
 //! Driving an op's generated shims outside a backend: the reference in f64 (gradcheck), and the
 //! declared VJP / JVP rules at either dtype, each through the one shim runner (`core::shim`). It validates
 //! every call with the op's plan first and never chooses a backend (forward calls at the
-//! declared dtype go through dispatch, not through this module).
+//! declared dtype go through dispatch, not through this module). An op declared `broadcast =
+//! numpy` runs its shims on its operands expanded to the broadcast shape, and its VJP's
+//! gradients are summed back to each operand's shape (`core::broadcast`).
 
+use crate::core::broadcast;
 use crate::core::op::RegisteredOp;
 use crate::core::plan::Bound;
 use crate::core::shim::{self, Rule};
@@ -67,11 +70,34 @@ pub(crate) fn diff_positions(op: &RegisteredOp) -> Vec<usize> {
     op.contract.signature.inputs().enumerate().filter(|(_, t)| t.dtype.is_float()).map(|(i, _)| i).collect()
 }
 
+/// A broadcasting op's inputs expanded to the call's broadcast shape; `None` where nothing is
+/// expanded (the op does not broadcast, or every input has the shape already).
+fn expanded(op: &RegisteredOp, inputs: &[&Tensor], bound: &Bound) -> Result<Option<Vec<Tensor>>, String> {
+    match (op.plan.broadcasts(), bound.out_shapes.first()) {
+        (true, Some(to)) => broadcast::expand_inputs(op, inputs, to).map_err(|e| e.to_string()),
+        _ => Ok(None),
+    }
+}
+
+/// Gradients of the expanded operands summed back to the shapes of `inputs` (the
+/// differentiable ones, in order).
+pub(crate) fn reduce_grads(op: &RegisteredOp, inputs: &[&Tensor], grads: Vec<Tensor>) -> Result<Vec<Tensor>, String> {
+    let shapes = grad_shapes(op, inputs);
+    grads
+        .into_iter()
+        .zip(shapes)
+        .map(|(g, shape)| if g.shape() == shape.as_slice() { Ok(g) } else { broadcast::reduce_host(&g, &shape).map_err(|e| e.to_string()) })
+        .collect()
+}
+
 /// Runs the op's f64 reference. Float inputs must be f64 tensors.
 pub(crate) fn forward_f64(op: &RegisteredOp, inputs: &[&Tensor], params: &[Scalar]) -> Result<Vec<Tensor>, String> {
     let shim = op.decl.reference_f64.ok_or_else(|| no_f64(op))?;
     let params = convert_params(op, params, Mode::ReferenceF64);
     let bound = bind(op, inputs, &params, Mode::ReferenceF64)?;
+    let ex = expanded(op, inputs, &bound)?;
+    let refs: Vec<&Tensor> = ex.iter().flatten().collect();
+    let inputs = if ex.is_some() { &refs[..] } else { inputs };
     shim::run(op, shim, inputs, &params, &bound, Rule::Forward).map_err(|e| e.0)
 }
 
@@ -107,11 +133,18 @@ pub(crate) fn vjp(
     .ok_or_else(|| format!("op `{}` declares no VJP at this dtype", op.id))?;
     let params = convert_params(op, params, mode);
     let bound = bind(op, inputs, &params, mode)?;
-    let gs = grad_shapes(op, inputs);
+    let ex = expanded(op, inputs, &bound)?;
+    let refs: Vec<&Tensor> = ex.iter().flatten().collect();
+    let operands = if ex.is_some() { &refs[..] } else { inputs };
+    let gs = grad_shapes(op, operands);
     if gs.is_empty() {
         return Ok(Vec::new());
     }
-    shim::run(op, shim, inputs, &params, &bound, Rule::Vjp { cotangents, grad_shapes: &gs }).map_err(|e| e.0)
+    let grads = shim::run(op, shim, operands, &params, &bound, Rule::Vjp { cotangents, grad_shapes: &gs }).map_err(|e| e.0)?;
+    match ex {
+        Some(_) => reduce_grads(op, inputs, grads),
+        None => Ok(grads),
+    }
 }
 
 /// Runs JVP rule `k` (for differentiable input `k`) with a tangent: one tangent per output.
@@ -131,5 +164,15 @@ pub(crate) fn jvp(
     let shim = *rules.get(k).ok_or_else(|| format!("op `{}` declares no JVP rule for differentiable input {k}", op.id))?;
     let params = convert_params(op, params, mode);
     let bound = bind(op, inputs, &params, mode)?;
-    shim::run(op, shim, inputs, &params, &bound, Rule::Jvp { tangent }).map_err(|e| e.0)
+    let ex = expanded(op, inputs, &bound)?;
+    let (Some(ex), Some(to)) = (ex, bound.out_shapes.first()) else {
+        return shim::run(op, shim, inputs, &params, &bound, Rule::Jvp { tangent }).map_err(|e| e.0);
+    };
+    // The tangent of an expanded operand is expanded with it.
+    let tangent = match tangent.shape() == to.as_slice() {
+        true => tangent.clone(),
+        false => broadcast::expand_host(tangent, to).map_err(|e| e.to_string())?,
+    };
+    let refs: Vec<&Tensor> = ex.iter().collect();
+    shim::run(op, shim, &refs, &params, &bound, Rule::Jvp { tangent: &tangent }).map_err(|e| e.0)
 }

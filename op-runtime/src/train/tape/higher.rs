@@ -110,7 +110,12 @@ impl Tape {
     ) -> Result<(Vec<Tensor>, Vec<Tensor>), TapeError> {
         let h = n.handle.differentiable_vjp_op().ok_or_else(|| self.no_vjp_op(n, op))?;
         let all: Vec<&Tensor> = ins.iter().chain(g).copied().collect();
-        let mut gs = self.op_vjp(&h, &all, &n.params, c, provenance)?;
+        let expanded = self.broadcast_cotangents(op, &h, g, c)?;
+        let c: Vec<&Tensor> = match &expanded {
+            Some(e) => e.iter().collect(),
+            None => c.to_vec(),
+        };
+        let mut gs = self.op_vjp(&h, &all, &n.params, &c, provenance)?;
         let k = exec::diff_positions(op).len();
         if gs.len() < k {
             let message = format!("its VJP op `{}` returned {} gradient(s), fewer than the op's {k} float input(s)", h.id(), gs.len());
@@ -118,6 +123,38 @@ impl Tape {
         }
         let jvp = gs.split_off(k);
         Ok((gs, jvp))
+    }
+
+    /// A broadcasting op's second-order cotangents (one per operand, in the operand's shape)
+    /// expanded to the broadcast shape (`g`'s), where its VJP op broadcasts too: that op sees the
+    /// operands expanded, and `<c, E^T h> = <E c, h>` for an operand's expansion `E`. `None` where
+    /// nothing is expanded; a VJP op that does not broadcast is a typed error naming both.
+    fn broadcast_cotangents(
+        &self,
+        op: &RegisteredOp,
+        h: &OpHandle,
+        g: &[&Tensor],
+        c: &[&Tensor],
+    ) -> Result<Option<Vec<Tensor>>, TapeError> {
+        let Some(to) = g.first().map(|t| t.shape().to_vec()) else { return Ok(None) };
+        if !op.plan.broadcasts() || c.iter().all(|t| t.shape() == to.as_slice()) {
+            return Ok(None);
+        }
+        if !h.op().plan.broadcasts() {
+            let reason = format!("its operands broadcast, and its VJP op `{}` does not declare `broadcast = numpy`", h.id());
+            return Err(TapeError::NoSecondOrder { op: op.id.clone(), reason });
+        }
+        let what = format!("the VJP rule of `{}` (it runs on the host)", h.id());
+        let hc = hosted(&what, c)?;
+        let expanded =
+            hc.iter()
+                .map(|t| match t.shape() == to.as_slice() {
+                    true => Ok(t.as_ref().clone()),
+                    false => crate::core::broadcast::expand_host(t, &to)
+                        .map_err(|e| TapeError::Shim { op: op.id.clone(), message: e.to_string() }),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+        self.placed_all(&what, expanded).map(Some)
     }
 
     /// Why node `n`'s op has no differentiable VJP op, naming what it has instead.

@@ -29,6 +29,7 @@
 //! # }
 //! ```
 
+mod constants;
 pub(crate) mod device;
 pub(crate) mod exec;
 mod forward;
@@ -232,12 +233,13 @@ pub enum TapeError {
 enum Kind {
     Input,
     Param(Tensor),
+    /// A constant with its provenance entry: one a graph introduces (`Tape::constant`) or a
+    /// recorded gradient's seed and zero cotangents (`record`).
+    Const(Tensor, crate::core::provenance::ConstantEntry),
     Output {
         node: usize,
         k: usize,
     },
-    /// A constant the tape holds (a recorded gradient's seed and zero cotangents, `record`).
-    Const(Tensor),
 }
 
 #[derive(Clone, Debug)]
@@ -656,11 +658,11 @@ impl Tape {
                 Kind::Output { node, k } => {
                     (&self.nodes[*node].op, self.nodes[*node].op.plan.out_names.get(*k).cloned().unwrap_or_default())
                 }
-                Kind::Const(_) => continue,
                 Kind::Param(_) | Kind::Input => match self.nodes.iter().find(|n| n.inputs.contains(&Var(i))) {
                     Some(n) => (&n.op, format!("d/d {}", v.name)),
                     None => continue,
                 },
+                Kind::Const(..) => continue,
             };
             out.push(entry(Var(i), op, &output, BufferKind::Gradient));
         }
@@ -702,11 +704,12 @@ impl Tape {
                 Kind::Input if values[k].is_none() => {
                     return Err(TapeError::Feed { name: i.name.clone(), var: Var(k), problem: "was not fed".into() })
                 }
-                Kind::Param(t) | Kind::Const(t) => values[k] = Some(device::place(self.device, &i.name, t)?),
+                Kind::Param(t) | Kind::Const(t, _) => values[k] = Some(device::place(self.device, &i.name, t)?),
                 _ => {}
             }
         }
         let mut provenance = ProvenanceRecord::default();
+        self.constant_entries(&mut provenance.constants);
         let mut ops = Vec::with_capacity(self.nodes.len());
         for n in &self.nodes {
             let ins: Vec<&Tensor> = n
@@ -831,6 +834,7 @@ impl Tape {
                     Rule::Composite => {
                         let sub = n.sub.as_ref().ok_or_else(|| TapeError::NoCompositeGraph { op: op.id.clone() })?;
                         let (gs, prov) = sub.graph_vjp(&op, &ins, cots)?;
+                        // (Its constants are in the record already: the forward run lists them.)
                         run.provenance.entries.extend(prov.entries);
                         gs
                     }
@@ -907,9 +911,22 @@ impl Tape {
     }
 }
 
-/// The tape records a composite op's graph: each call is recorded like any other.
+/// The tape records a composite op's graph: each call is recorded like any other, and each
+/// constant held like a parameter that is never differentiated.
 impl Graph for Tape {
     fn call(&mut self, name: &str, inputs: &[Var], params: &[Scalar]) -> Result<Vec<Var>, GraphError> {
         Tape::call(self, name, inputs, params).map_err(|e| GraphError(Box::new(e)))
+    }
+
+    fn constant(&mut self, name: &str, value: Tensor) -> Result<Var, GraphError> {
+        Tape::constant(self, name, value).map_err(|e| GraphError(Box::new(e)))
+    }
+
+    fn shape_of(&self, v: Var) -> Option<Vec<usize>> {
+        self.shape(v).map(<[usize]>::to_vec)
+    }
+
+    fn dtype_of(&self, v: Var) -> Option<DType> {
+        self.dtype(v)
     }
 }

@@ -54,14 +54,9 @@ impl Tape {
         }
         let (dtype, shape) = (i.dtype, i.shape.clone());
         let one = Tensor::from_f64(dtype, shape, &[1.0]).map_err(|e| TapeError::Shim { op: "-".into(), message: e.to_string() })?;
-        let seed = self.push_const("d loss", one);
+        let seed = self.constant("d loss", one)?;
         let cot = self.record_backward(0..self.nodes.len(), vec![(loss, seed)], &mask, 0)?;
         wrt.iter().map(|v| cot.get(v).copied().map_or_else(|| self.zeros_const(*v), Ok)).collect()
-    }
-
-    fn push_const(&mut self, name: &str, t: Tensor) -> Var {
-        let (dtype, shape) = (t.dtype(), t.shape().to_vec());
-        self.push_var(name.to_string(), dtype, shape, Kind::Const(t))
     }
 
     /// A constant of zeros shaped like `v`.
@@ -69,7 +64,7 @@ impl Tape {
         let i = &self.vars[v.0];
         let z = Tensor::zeros(i.dtype, i.shape.clone()).map_err(|e| TapeError::Shim { op: i.name.clone(), message: e.to_string() })?;
         let name = format!("0 like {}", i.name);
-        Ok(self.push_const(&name, z))
+        self.constant(&name, z)
     }
 
     /// Appends the backward of nodes `range` from cotangent values `seeds`; returns the
@@ -111,7 +106,9 @@ impl Tape {
                         reason: "its VJP is a rule only, so its gradient cannot be recorded as values: declare VJP kernels, or register a differentiable VJP op with `Registry::register_vjp_op`".into(),
                     })?;
                     let all: Vec<Var> = inputs.iter().chain(&gy).copied().collect();
-                    self.apply(&h, &all, &params)?.into_iter().map(Some).collect()
+                    let gx = self.apply(&h, &all, &params)?;
+                    self.same_shapes(&op, &inputs, &diff, &gx)?;
+                    gx.into_iter().map(Some).collect()
                 }
                 Rule::Composite => self.inline_composite(&op, &inputs, &params, &gy, depth)?,
             };
@@ -154,6 +151,23 @@ impl Tape {
         let seeds = outs.into_iter().zip(gy.iter().copied()).collect();
         let cot = self.record_backward(start..self.nodes.len(), seeds, &wrt, depth + 1)?;
         Ok(diff.iter().map(|&p| cot.get(&inputs[p]).copied()).collect())
+    }
+
+    /// Refuses gradients recorded in another shape than their operand's: a broadcasting op's VJP
+    /// op gives its gradients in the broadcast shape, and summing one back over the broadcast
+    /// axes has no built-in to record it with yet.
+    fn same_shapes(&self, op: &crate::core::op::RegisteredOp, inputs: &[Var], diff: &[usize], gx: &[Var]) -> Result<(), TapeError> {
+        for (&p, g) in diff.iter().zip(gx) {
+            let (x, g) = (&self.vars[inputs[p].0], &self.vars[g.0]);
+            if x.shape != g.shape {
+                let reason = format!(
+                    "the gradient of `{}` (shape {:?}) would be recorded in the broadcast shape {:?}; recording the sum over the broadcast axes is not supported (reverse mode, `Tape::jvp` and `Tape::hvp` handle it)",
+                    x.name, x.shape, g.shape
+                );
+                return Err(TapeError::NoSecondOrder { op: op.id.clone(), reason });
+            }
+        }
+        Ok(())
     }
 
     /// `cot[v] += g`, recorded as a `builtin/add` where `v` already has a cotangent.

@@ -21,7 +21,7 @@
 //!    dispatch, index or loop that breaks past a few thousand elements) is rejected. Each is
 //!    grown from a family-1 shape with every dim >= 1 (shape A from the one with the largest
 //!    integer parameters, shape B from one the seeded generator picks) by doubling one dim at
-//!    a time (`d -> 2d + 1`), then filling each dim up to its limit and making it odd (never
+//!    a time (`d -> 2d + 1`, or `2d` under a divisibility constraint), then filling each dim up to its limit and making it odd (never
 //!    a multiple of a power-of-two workgroup size: a rank-1 input gets `n = 131_071`).
 //!    Limits: every tensor (inputs and outputs) at most [`LARGE_NUMEL`] elements, and the
 //!    product of all dims and integer parameters at most [`LARGE_WORK`] (a proxy for the
@@ -497,7 +497,8 @@ impl<'a> Gen<'a> {
         out
     }
 
-    /// Grows `base` within the large caps: doubles (`d -> 2d + 1`) the dim whose doubling
+    /// Grows `base` within the large caps: doubles (`d -> 2d + 1`, or `2d` where only that is
+    /// admissible, as under `n % c == 0`) the dim whose doubling
     /// improves `score` most, while any does; then fills each dim up to the largest value that
     /// stays admissible without lowering the score, and makes it odd where admissible. `None`
     /// when nothing exceeds the small caps.
@@ -513,21 +514,26 @@ impl<'a> Gen<'a> {
             // Among the doublings that improve the score: the best first component, then the
             // smallest dim (balanced growth: `matmul`'s `m` and `n` take turns), then the best
             // second component.
-            let mut next: Option<(usize, (usize, i128, usize))> = None;
+            let mut next: Option<(usize, (usize, i128, usize), i128)> = None;
             for k in 0..self.space.n_dims() {
+                // `2d + 1`, else `2d` (a divisibility constraint, `n % c == 0`, admits only the
+                // even doubling).
                 let mut c = cur.clone();
                 c[k] = c[k] * 2 + 1;
                 if !adm(&c) {
-                    continue;
+                    c[k] -= 1;
+                    if c[k] == cur[k] || !adm(&c) {
+                        continue;
+                    }
                 }
                 let Some(s) = score_of(&c) else { continue };
                 let key = (s.0, -cur[k], s.1);
-                if s > best && next.is_none_or(|(_, t)| key > t) {
-                    next = Some((k, key));
+                if s > best && next.is_none_or(|(_, t, _)| key > t) {
+                    next = Some((k, key, c[k]));
                 }
             }
-            let Some((k, (s0, _, s1))) = next else { break };
-            cur[k] = cur[k] * 2 + 1;
+            let Some((k, (s0, _, s1), grown)) = next else { break };
+            cur[k] = grown;
             best = (s0, s1);
         }
         for k in 0..self.space.n_dims() {
@@ -794,13 +800,20 @@ mod tests {
                 assert!(numels.iter().any(|n| *n > 16 * 256), "{}: {c} is not large", op.id);
                 assert!(numels.iter().all(|n| *n <= LARGE_NUMEL), "{}: {c}", op.id);
                 assert!(gen.space().admissible(&c.shape.syms, LARGE) && !gen.admissible(&c.shape.syms), "{}: {c}", op.id);
-                for t in &c.inputs {
+                // Float inputs (masks and indices are drawn from their own domains).
+                for t in c.inputs.iter().filter(|t| t.dtype().is_float()) {
                     let v = t.data().to_f64_vec().expect("floats");
                     assert!(v.iter().all(|x| x.is_finite()), "{}: non-finite values in {c}", op.id);
                     assert!(c.pattern != Pattern::Positive || v.iter().all(|x| *x >= 0.0), "{}: {c}", op.id);
-                    if let [n] = t.shape() {
-                        assert!(*n <= 16 || n % 2 == 1, "{}: rank-1 length {n} is even in {c}", op.id);
-                    }
+                }
+                // Every dim is odd where it can be (a length that is a sum of dims, concat's
+                // `n + m`, may still be even): an even dim beyond 16 has no admissible odd
+                // neighbour below it.
+                for k in 0..gen.space().n_dims() {
+                    let d = c.shape.syms[k];
+                    let mut odd = c.shape.syms.clone();
+                    odd[k] -= 1;
+                    assert!(d <= 16 || d % 2 == 1 || !gen.space().admissible(&odd, LARGE), "{}: dim {k} = {d} is even in {c}", op.id);
                 }
             }
             // The small families keep their caps, and come first.

@@ -392,7 +392,11 @@ impl Ranked {
 /// all have the output's shape) include a NaN must be NaN, and for any other op, a case with a
 /// NaN input must give at least one NaN (where there are float outputs). `Err` names what broke.
 pub(crate) fn check_nan_policy(op: &RegisteredOp, case: &Case, outputs: &[Tensor]) -> Result<(), String> {
-    let Some(NanPolicy::Propagate) = op.contract.nan else { return Ok(()) };
+    match op.contract.nan {
+        Some(NanPolicy::Propagate) => {}
+        Some(NanPolicy::Ordered) => return super::nan_ordered::check(case, outputs),
+        None => return Ok(()),
+    }
     let float_inputs: Vec<Vec<f64>> = case.inputs.iter().filter(|t| t.dtype().is_float()).filter_map(|t| t.data().to_f64_vec()).collect();
     if !float_inputs.iter().flatten().any(|v| v.is_nan()) {
         return Ok(());

@@ -166,6 +166,7 @@ impl Report {
         }
         let policy = match self.nan {
             Some(NanPolicy::Propagate) => "the op declares `nan = propagate`",
+            Some(NanPolicy::Ordered) => "the op declares `nan = ordered`: NaN is moved by its total order",
             None => "the reference decides what NaN inputs give",
         };
         format!(

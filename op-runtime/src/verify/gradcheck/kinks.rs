@@ -11,6 +11,10 @@
 //!   the derivative of the earlier element from below and of the later one from above (the
 //!   limit from the side where the tie is already broken that way). Moving both together stays
 //!   on the kink, so along `e_i + e_j` the backward must match the (two-sided) difference too.
+//!   The partner's former value lies below the tied value on every other tie and above it on
+//!   the others (each case gets both), never the same pair twice: which of the pair an order
+//!   statistic selects depends on that side, and a rule that routes every tie to the later (or
+//!   the earlier) element agrees with the convention on one side only.
 //! - **zeros**: an element set to 0 (where its domain holds 0), the kink of `relu` and `abs`.
 //!   The backward's value must lie between the two one-sided derivatives (ends included: the
 //!   subgradients of a kink in one variable; relu's 0 and abs's 0 both qualify).
@@ -92,9 +96,16 @@ fn violation(ck: &Checker, at: String, analytic: f64, o: &OneSided, expected: &s
     GradcheckError::KinkConvention { op: ck.op.id.clone(), at, analytic, left: o.left, right: o.right, expected: expected.to_string() }
 }
 
-/// An element of differentiable input `k` equal to some output's value, and a neighbour to tie
-/// with it (only where the value occurs once, so no three-way tie results).
-fn tie_partner(ck: &Checker, k: usize, base: &[Tensor], rng: &mut Rng) -> Option<(usize, usize)> {
+/// An element of differentiable input `k` equal to some output's value, and a partner to tie
+/// with it (only where the value occurs once, so no three-way tie results), never a pair in
+/// `seen`. The partner's value lies below the tied value where `below`, above it otherwise
+/// (the nearest such element; the nearest of any value where none is): overwriting a smaller
+/// element with `v` puts the tied pair just below the rank `v` held (a median or other order
+/// statistic then selects the later of the pair), a larger one just above it (it selects the
+/// earlier). A rule routing every tie to one of the pair agrees with the convention in one of
+/// the two orientations only, so the kink check alternates them rather than leaving the
+/// orientation to the draw. Nearest first: a near partner shares most windows with `s`.
+fn tie_partner(ck: &Checker, k: usize, base: &[Tensor], below: bool, seen: &[(usize, usize)], rng: &mut Rng) -> Option<(usize, usize)> {
     let x = ck.inputs[ck.diff[k]].as_slice::<f64>()?;
     let outs: Vec<f64> = base.iter().filter_map(|o| o.as_slice::<f64>()).flatten().copied().collect();
     if x.len() < 2 || outs.is_empty() {
@@ -107,10 +118,14 @@ fn tie_partner(ck: &Checker, k: usize, base: &[Tensor], rng: &mut Rng) -> Option
         }
         let found: Vec<usize> = (0..x.len()).filter(|&i| x[i].to_bits() == v.to_bits()).collect();
         let [s] = found.as_slice() else { continue };
-        // Mostly the next element, which shares most windows with it.
-        let off = if rng.chance(0.5) { 1 } else { rng.int_in(2, 3) as usize };
-        let t = if (rng.chance(0.5) && *s >= off) || s + off >= x.len() { s.checked_sub(off)? } else { s + off };
-        return Some((*s, t));
+        let s = *s;
+        // Every other element, nearest first (either side of `s` first, at random).
+        let first_lo = rng.chance(0.5);
+        let mut others: Vec<usize> = (0..x.len()).filter(|&t| t != s && !seen.contains(&(s, t))).collect();
+        others.sort_by_key(|&t| (t.abs_diff(s), (t < s) != first_lo));
+        let side = |t: &usize| if below { x[*t] < v } else { x[*t] > v };
+        let Some(&t) = others.iter().find(|t| side(t)).or(others.first()) else { continue };
+        return Some((s, t));
     }
     None
 }
@@ -227,6 +242,10 @@ fn zero(ck: &mut Checker, k: usize, j: usize, sizes: &[usize], rng: &mut Rng) ->
 pub(crate) fn probe(ck: &mut Checker, cases: &[Vec<Tensor>], rng: &mut Rng) -> Result<Kinks, GradcheckError> {
     let sizes: Vec<usize> = ck.diff.iter().map(|&p| ck.inputs[p].numel()).collect();
     let mut found = Kinks::default();
+    let mut tried: Vec<(usize, usize, (usize, usize))> = Vec::new();
+    if cases.is_empty() {
+        return Ok(found);
+    }
     for p in 0..KINK_TRIES {
         let tie_turn = p % 2 == 0;
         if found.ties >= KINKS_WANTED && found.zeros >= KINKS_WANTED {
@@ -235,13 +254,23 @@ pub(crate) fn probe(ck: &mut Checker, cases: &[Vec<Tensor>], rng: &mut Rng) -> R
         if (tie_turn && found.ties >= KINKS_WANTED) || (!tie_turn && found.zeros >= KINKS_WANTED) {
             continue;
         }
-        ck.inputs = cases[p % cases.len()].clone();
+        // Ties and zeros each go through the cases in turn.
+        ck.inputs = cases[(p / 2) % cases.len()].clone();
         let Some(k) = (0..sizes.len()).filter(|k| sizes[*k] > 0).nth(rng.index(sizes.iter().filter(|n| **n > 0).count())) else {
             continue;
         };
         if tie_turn {
             let base = ck.forward(&ck.inputs)?;
-            if let Some((s, t)) = tie_partner(ck, k, &base, rng) {
+            // Both orientations of a tie in turn (see `tie_partner`), never the same pair of the
+            // same case twice.
+            // Every case gets both orientations in turn (with an even number of cases, the turn's
+            // parity alone would tie an orientation to a case).
+            let (turn, n) = (p / 2, cases.len());
+            let below = if n % 2 == 0 { (turn + turn / n) % 2 == 0 } else { turn % 2 == 0 };
+            let case = turn % n;
+            let seen: Vec<(usize, usize)> = tried.iter().filter(|(c, q, _)| *c == case && *q == k).map(|(_, _, st)| *st).collect();
+            if let Some((s, t)) = tie_partner(ck, k, &base, below, &seen, rng) {
+                tried.push((case, k, (s, t)));
                 found.ties += tie(ck, k, s, t, &sizes, rng)? as usize;
             }
         } else {

@@ -335,6 +335,28 @@ impl Store {
         cards.write(id, &name, json.as_bytes(), replace)
     }
 
+    /// Every blob whose bytes do not hash to its name (read-only: nothing is written or
+    /// deleted). Loading an op re-hashes only the blobs its index entry names; this re-hashes
+    /// all of them, the stored copies of index entries included.
+    pub fn damaged_blobs(&self) -> Result<Vec<PathBuf>, SharingError> {
+        let store_op = "(store)";
+        let blobs = self.blobs(store_op, false)?;
+        let mut damaged = Vec::new();
+        for name in blobs.names(store_op)? {
+            if !is_blob_name(&name) {
+                continue;
+            }
+            // Gone since the listing: nothing to verify. Unreadable (too large, not a regular
+            // file) or other bytes: damaged.
+            match blobs.read(store_op, &name, MAX_BLOB_BYTES) {
+                Ok(None) => {}
+                Ok(Some(bytes)) if super::card::blob_hash(&bytes) == name => {}
+                Ok(Some(_)) | Err(_) => damaged.push(blobs.path(&name)),
+            }
+        }
+        Ok(damaged)
+    }
+
     /// Rebuilds index entries from the blobs: every blob is re-hashed; those holding an index
     /// entry that loads (every blob present and intact, the identity recomputed) are candidates.
     /// An op whose index entry loads is kept; one whose entry is missing or corrupt gets the one

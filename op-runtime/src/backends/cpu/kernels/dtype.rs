@@ -250,9 +250,10 @@ fn as_uninit<T>(v: &mut [T]) -> &mut [MaybeUninit<T>] {
     unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut MaybeUninit<T>, v.len()) }
 }
 
-/// The `cpu` functions' output: `n` elements filled by `k`.
-pub(crate) fn filled<T>(n: usize, k: impl FnOnce(&mut [MaybeUninit<T>])) -> Vec<T> {
-    let mut out = Vec::with_capacity(n);
+/// The `cpu` functions' output: `n` elements filled by `k`, in a buffer from the host pool
+/// (`core::hostmem`).
+pub(crate) fn filled<T: Send + 'static>(n: usize, k: impl FnOnce(&mut [MaybeUninit<T>])) -> Vec<T> {
+    let mut out = crate::core::hostmem::with_capacity(n);
     k(&mut out.spare_capacity_mut()[..n]);
     // SAFETY: every kernel behind `Elem` writes every element of its output.
     unsafe { out.set_len(n) };

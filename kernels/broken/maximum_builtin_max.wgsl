@@ -1,0 +1,15 @@
+// Deliberately broken builtin/maximum: WGSL's `max`, which may return either zero of -0 and +0
+// and either operand (or anything) when one is NaN.
+struct Params { n: u32 }
+
+@group(0) @binding(0) var<storage, read> a: array<f32>;
+@group(0) @binding(1) var<storage, read> b: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<uniform> p: Params;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * 64u;
+    if (i >= p.n) { return; }
+    out[i] = max(a[i], b[i]);
+}

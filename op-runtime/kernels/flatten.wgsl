@@ -1,0 +1,13 @@
+// builtin/flatten: a copy of the r c elements. One invocation per element, linear launch.
+struct Params { r: u32, c: u32 }
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<uniform> p: Params;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * 64u;
+    if (i >= p.r * p.c) { return; }
+    out[i] = x[i];
+}
