@@ -4,7 +4,8 @@
 //! and a wrong VJP `cpu` kernel are rejected by conformance while the built-ins' kernels pass on
 //! the same inputs at every seed; a VJP op with only a `cpu` kernel is registered, conforms and
 //! runs the tape's backward on the CPU; the example median's f64 and VJP kernels equal their
-//! reference bit for bit on every path and thread count.
+//! reference bit for bit on every path and thread count, and the f64 kernel on every instruction
+//! set, window length and boundary of its lanes, tiles and chunks.
 
 #[path = "../examples/windowed_median/median.rs"]
 mod median;
@@ -224,7 +225,7 @@ fn awkward(n: usize, seed: u64) -> Vec<f64> {
         .collect()
 }
 
-/// The median's f64 kernel (networks for w <= 7, selection above) and its f32 VJP kernel equal
+/// The median's f64 kernel (networks for w <= 7, sorted windows above) and its f32 VJP kernel equal
 /// the reference and the rule bit for bit, on one thread and on all.
 #[test]
 fn the_example_medians_f64_and_vjp_kernels_equal_their_reference_on_every_path() {
@@ -256,4 +257,57 @@ fn the_example_medians_f64_and_vjp_kernels_equal_their_reference_on_every_path()
             }
         }
     }
+}
+
+/// Mostly specials: NaNs of both signs with the extreme payloads (the keys `i64::MAX`, the
+/// sorted window's sentinel, and `i64::MIN`), signed zeros, infinities and few distinct finite
+/// values (ties), with `nan_per_8` of every 8 draws a NaN.
+fn specials_heavy(n: usize, seed: u64, nan_per_8: u32) -> Vec<f64> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let nans = [f64::NAN, -f64::NAN, f64::from_bits(u64::MAX >> 1), f64::from_bits(u64::MAX), f64::from_bits(0x7ff0_0000_0000_0001)];
+    let others = [0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, 1.0, -1.0, f64::MAX, -f64::MIN_POSITIVE / 8.0];
+    (0..n)
+        .map(|_| {
+            let r = rng.random::<u32>();
+            if r % 8 < nan_per_8 {
+                nans[(r / 8) as usize % nans.len()]
+            } else {
+                others[(r / 8) as usize % others.len()]
+            }
+        })
+        .collect()
+}
+
+/// The median's f64 kernel called directly under every instruction set this CPU runs (portable
+/// 8 lanes, AVX2 4, AVX-512 8) equals the reference bit for bit at every odd `w` from 1 to 31, on
+/// output counts around its lane (4, 8), tile (2048 outputs) and chunk (16384) boundaries,
+/// `n == w`, and inputs from ordinary values with some specials to mostly NaN.
+#[test]
+fn the_example_medians_f64_kernel_equals_the_reference_at_every_window_and_isa() {
+    use op_runtime::cpu::simd::{with_isa_override, Isa};
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<u64>>();
+    let short = [1usize, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 63, 64, 65, 255, 257, 1023, 1025, 2047, 2048, 2049, 4097];
+    let mut checked = 0;
+    for w in (1u32..=31).step_by(2) {
+        let mut inputs: Vec<(String, Vec<f64>)> = Vec::new();
+        for (i, m) in short.iter().enumerate() {
+            let n = m + w as usize - 1;
+            let seed = u64::from(w) * 1000 + i as u64;
+            inputs.push((format!("awkward, {m} outputs"), awkward(n, seed)));
+            inputs.push((format!("half NaN, {m} outputs"), specials_heavy(n, seed, 4)));
+            inputs.push((format!("7/8 NaN, {m} outputs"), specials_heavy(n, seed, 7)));
+        }
+        for m in [16_385usize, 40_000] {
+            inputs.push((format!("awkward, {m} outputs"), awkward(m + w as usize - 1, u64::from(w) + 77)));
+        }
+        for (what, x) in &inputs {
+            let want = bits(&median::windowed_median(x, w));
+            for isa in Isa::available() {
+                let got = with_isa_override(isa, || median::windowed_median_cpu_f64(x, w)).expect("available");
+                assert_eq!(bits(&got), want, "w = {w}, {what}, {isa:?}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 16 * 68, "every window length and input ran on at least one instruction set");
 }
