@@ -32,7 +32,7 @@ use op_runtime::with_isa;
 /// Outputs per chunk handed to a thread (at least; see [`for_each_chunk`]).
 const GRAIN: usize = 16 * 1024;
 /// Outputs per key-buffer tile of the network path.
-const NET_TILE: usize = 2048;
+const NET_TILE: usize = 4096;
 /// Steps per lane in one tile of the sorted-window path (a tile covers `L * RMAX` outputs).
 const RMAX: usize = 256;
 
