@@ -177,7 +177,8 @@ fn a_generic_op_gradchecks_and_a_wrong_generic_vjp_is_rejected() {
 
 #[test]
 fn the_example_median_conforms_on_every_backend_and_dtype_it_has_a_kernel_for_and_refuses_the_rest() {
-    // Declared once over f16 | bf16 | f32 | f64; its cpu, WGSL and CUDA kernels serve f32.
+    // Declared once over f16 | bf16 | f32 | f64; its WGSL and CUDA kernels serve f32, its cpu
+    // kernels f32 and f64.
     let r = Registry::with_builtins();
     let h = r.register(&median::windowed_median::DECL).unwrap();
     let strict = std::env::var_os("OP_REQUIRE_GPU_ADAPTER").is_some();
@@ -187,7 +188,7 @@ fn the_example_median_conforms_on_every_backend_and_dtype_it_has_a_kernel_for_an
         let op = inst.op();
         let dtype = op.contract().signature.inputs().next().unwrap().dtype;
         for kind in [BackendKind::Reference, BackendKind::Cpu, BackendKind::Wgpu, BackendKind::Cuda] {
-            let served = kind == BackendKind::Reference || dtype == DType::f32;
+            let served = kind == BackendKind::Reference || dtype == DType::f32 || (kind == BackendKind::Cpu && dtype == DType::f64);
             let got = conform(&inst, kind);
             match (&got, served) {
                 (Ok(receipt), true) => assert_eq!(receipt.dtypes, format!("T = {}", dtype.name())),
@@ -199,13 +200,18 @@ fn the_example_median_conforms_on_every_backend_and_dtype_it_has_a_kernel_for_an
                 _ => panic!("{kind} at {}: served {served}, got {got:?}", dtype.name()),
             }
         }
-        // A call at a dtype the chosen backend has no kernel for is refused, never converted.
+        // A call at a dtype the chosen backend has no kernel for is refused, never converted;
+        // default selection runs the f64 instance's cpu kernel and the half ones' reference.
         if dtype != DType::f32 {
             let x = Tensor::from_f64(dtype, vec![9], &[3.0, 1.0, 2.0, 5.0, 4.0, 0.5, 7.0, 6.0, 8.0]).unwrap();
-            let e = inst.call_with(&[&x], &[op_runtime::Scalar::U32(3)], CallOptions::on(BackendKind::Cpu)).unwrap_err();
-            assert!(matches!(e, DispatchError::Unsupported { .. }), "{e}");
+            let on_cpu = inst.call_with(&[&x], &[op_runtime::Scalar::U32(3)], CallOptions::on(BackendKind::Cpu));
+            match dtype {
+                DType::f64 => assert_eq!(on_cpu.map(|o| o.provenance.backend).ok(), Some(BackendKind::Cpu)),
+                _ => assert!(matches!(on_cpu, Err(DispatchError::Unsupported { .. })), "{on_cpu:?}"),
+            }
             let out = inst.call(&[&x], &[op_runtime::Scalar::U32(3)]).unwrap();
-            assert_eq!(out.provenance.backend, BackendKind::Reference);
+            let want = if dtype == DType::f64 { BackendKind::Cpu } else { BackendKind::Reference };
+            assert_eq!(out.provenance.backend, want);
             assert_eq!(out.output().unwrap().data().to_f64_vec().unwrap(), vec![2.0, 2.0, 4.0, 4.0, 4.0, 6.0, 7.0]);
         }
     }

@@ -61,6 +61,91 @@ pub fn tanh_vjp_cancels<T: Real>(x: &[T]) -> Vec<T> {
     op_runtime::builtins::tanh(x)
 }
 
+/// Deliberately broken exp VJP kernels, WGSL and `cpu` (the form before the fix): `e^x`
+/// rounded first, then multiplied by `g`; where `e^x` is subnormal and `g` large, the normal
+/// result keeps only the subnormal's few bits.
+#[op(name = "test/broken/exp_vjp_subnormal_first", version = 1,
+     signature(x: f32[n]) -> f32[n],
+     category = transcendental, tolerance = ulp(16), nan = propagate, generated_tests = false,
+     backward = vjp(op_runtime::builtins::exp_vjp,
+         kernel(wgsl = "kernels/broken/exp_vjp_subnormal_first.wgsl", bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n),
+         cpu = exp_vjp_subnormal_first_cpu),
+     license = "MIT")]
+pub fn exp_vjp_subnormal_first<T: Real>(x: &[T]) -> Vec<T> {
+    op_runtime::builtins::exp(x)
+}
+
+/// The broken `cpu` twin: `f32::exp(x) * g`.
+fn exp_vjp_subnormal_first_cpu(x: &[f32], g: &[f32]) -> Vec<f32> {
+    x.iter().zip(g).map(|(x, g)| x.exp() * g).collect()
+}
+
+/// A hand-made case of a VJP op taking `(x, d_out)` of one length.
+fn xg_case(h: &op_runtime::OpHandle, x: Vec<f32>, g: Vec<f32>) -> conformance::Case {
+    let op = h.op();
+    conformance::Case {
+        index: 0,
+        family: "subnormal intermediates (hand-made)",
+        pattern: conformance::Pattern::Edge,
+        seed: 0,
+        shape: conformance::CaseShape { syms: vec![x.len() as i128], float_params: vec![] },
+        sym_names: op.symbols().to_vec(),
+        inputs: vec![Tensor::vector(x), Tensor::vector(g)],
+        params: vec![],
+        param_names: vec![],
+    }
+}
+
+/// `x` across `[lo, hi]` with cotangents that bring `g e^(c x)` back to about 1 (capped at the
+/// largest f32): every result normal while the intermediate `e^x` is subnormal.
+fn subnormal_first_inputs(lo: f64, hi: f64, c: f64) -> (Vec<f32>, Vec<f32>) {
+    let n = 4099;
+    let x: Vec<f32> = (0..n).map(|i| (lo + (hi - lo) * i as f64 / (n - 1) as f64) as f32).collect();
+    let g =
+        x.iter().enumerate().map(|(i, x)| ((-c * *x as f64).exp() * (0.5 + (i % 7) as f64 / 4.0)).min(f32::MAX as f64) as f32).collect();
+    (x, g)
+}
+
+/// The kernels in the family of the rejected one (the built-ins' exp and tanh VJP kernels) on
+/// the inputs where a subnormal intermediate meets a normal result: every backend here conforms.
+/// A VJP kernel rounding `e^x` to a subnormal first is rejected there, on the CPU and on wgpu.
+#[test]
+fn a_vjp_kernel_rounding_a_subnormal_intermediate_into_a_normal_result_is_rejected() {
+    let kinds: Vec<BackendKind> = [BackendKind::Cpu, BackendKind::Wgpu, BackendKind::Cuda]
+        .into_iter()
+        .filter(|k| match k {
+            BackendKind::Wgpu => common::wgpu_available(),
+            BackendKind::Cuda => common::cuda_available(),
+            _ => true,
+        })
+        .collect();
+    let r = op_runtime::registry();
+    let f32s = [op_runtime::DType::f32];
+    // exp: e^x subnormal for x < -87.34; tanh: e^-|x| subnormal for |x| > 87.34, its square
+    // scaled back by g.
+    for (name, (x, g)) in [
+        ("builtin/exp", subnormal_first_inputs(-103.9, -87.0, 1.0)),
+        ("builtin/tanh", subnormal_first_inputs(-88.8, -87.0, -2.0)),
+        ("builtin/tanh", subnormal_first_inputs(87.0, 88.8, 2.0)),
+    ] {
+        let v = r.lookup(name).expect("a built-in").vjp_op().expect("a VJP op").at(&f32s).expect("f32");
+        for kind in &kinds {
+            conformance::check_case(&v, *kind, &xg_case(&v, x.clone(), g.clone()))
+                .unwrap_or_else(|e| panic!("`{}` on {kind}: {e}", v.id()));
+        }
+    }
+    let broken = Registry::new().register(&exp_vjp_subnormal_first::DECL).expect("registers").vjp_op().expect("a VJP op");
+    let (x, g) = subnormal_first_inputs(-103.9, -87.0, 1.0);
+    for kind in kinds.iter().filter(|k| **k != BackendKind::Cuda) {
+        match conformance::check_case(&broken, *kind, &xg_case(&broken, x.clone(), g.clone())) {
+            Err(conformance::ConformanceFailure::Rejected(report)) => eprintln!("{report}"),
+            other => panic!("{kind}: the kernel that rounds e^x to a subnormal first must be rejected, got {other:?}"),
+        }
+    }
+    // The rule itself conforms there (its own bits), and so does a correct twin on the CPU.
+    conformance::check_case(&broken, BackendKind::Reference, &xg_case(&broken, x, g)).expect("the rule conforms to itself");
+}
+
 fn vjp_op() -> op_runtime::OpHandle {
     let h = Registry::new().register(&median::windowed_median::DECL).expect("registers");
     h.vjp_op().expect("the VJP op is registered with the op")

@@ -69,14 +69,14 @@ fn energy(a: &[f32], b: &[f32]) -> f64 {
 fn explain_default(registry: &Registry, h: &OpHandle) -> String {
     let op = h.op();
     let mut chosen: Option<String> = None;
-    for b in registry.default_order() {
+    for b in registry.default_order_for(&op) {
         let kind = b.kind();
         let device = b.profile().map(|p| p.to_string()).unwrap_or_default();
         let why = match (b.supports(&op), b.availability()) {
             (Err(e), _) => format!("passed over: {e}"),
             (_, Err(e)) => format!("passed over: {e}"),
             _ if chosen.is_some() && b.is_software() => {
-                format!("ranks below cpu: its adapter is a software rasteriser on the CPU ({device})")
+                format!("ranks below the host backends: its adapter is a software rasteriser on the CPU ({device})")
             }
             _ if chosen.is_some() => "ranks lower".to_string(),
             _ => {
@@ -161,17 +161,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("identity : {}", op.hash_hex());
 
     // 1. Conformance on every backend compiled in: the kernel is trusted only as far as it
-    //    matches the reference on engine-generated cases. The built-ins in the pipeline and the
-    //    VJP kernels (`backward = vjp(rule, kernel(...))`, conformed against their rules) go
-    //    through the same procedure; one table shows them all.
+    //    matches the reference on engine-generated cases, the median on every instance. The
+    //    pipeline below trains at f32: the built-ins it calls and the VJP kernels
+    //    (`backward = vjp(rule, kernel(...), cpu(...))`, conformed against their rules) go
+    //    through the same procedure at that instance (their own tests conform every instance);
+    //    one table shows them all.
     println!("\nconformance (engine-generated cases, every backend compiled in):");
-    let conv = registry.lookup("builtin/conv1d")?;
-    let mse = registry.lookup("builtin/mse_loss")?;
+    let conv = registry.lookup("builtin/conv1d")?.at(&[DType::f32])?;
+    let mse = registry.lookup("builtin/mse_loss")?.at(&[DType::f32])?;
     let mut conformance = summary::Summary::default();
-    for h in [&median, &conv, &mse] {
-        conformance.add(h);
+    conformance.add(&median);
+    conformance.add_instance(&conv);
+    conformance.add_instance(&mse);
+    for h in [&median.at(&[DType::f32])?, &conv, &mse] {
         if let Some(v) = h.vjp_op() {
-            conformance.add(&v);
+            conformance.add_instance(&v);
         }
     }
     conformance.print();

@@ -1,15 +1,15 @@
 //! The user's op: a sliding-window median the catalog lacks, declared in user code with no
-//! change to the engine, with a WGSL and a CUDA kernel and a fast CPU kernel
-//! (`median_cpu.rs`, written with the runtime's public `par` and `simd` helpers). Declared once
-//! over `f16 | bf16 | f32 | f64`: every instance has the reference (and its gradient); the
-//! kernels serve `f32`, so another dtype on a kernel backend is a typed refusal, never a
-//! conversion.
+//! change to the engine, with a WGSL and a CUDA kernel and fast CPU kernels, forward and
+//! backward (`median_cpu.rs`, written with the runtime's public `par` and `simd` helpers).
+//! Declared once over `f16 | bf16 | f32 | f64`: every instance has the reference (and its
+//! gradient); the GPU kernels serve `f32`, the CPU kernels `f32` and `f64` (the backward's
+//! `f32`), so another dtype on a kernel backend is a typed refusal, never a conversion.
 
 use op_runtime::{op, Real};
 
 #[path = "median_cpu.rs"]
 pub mod median_cpu;
-pub use median_cpu::windowed_median_cpu;
+pub use median_cpu::{windowed_median_cpu, windowed_median_cpu_f64, windowed_median_vjp_cpu};
 
 /// Median of every odd-sized window of `x` (`w` at most 31): out[i] = median(x[i .. i + w]).
 #[op(
@@ -20,13 +20,15 @@ pub use median_cpu::windowed_median_cpu;
         kernel(wgsl = "kernels/windowed_median_vjp.wgsl", dtypes(T: f32),
                bindings(x: read, d_out: read, d_x: read_write, uniform(n, w)), threads = n),
         kernel(cuda = "kernels/windowed_median_vjp.cu", dtypes(T: f32),
-               bindings(x: read, d_out: read, d_x: read_write, uniform(n, w)), threads = n, block = 128)),
+               bindings(x: read, d_out: read, d_x: read_write, uniform(n, w)), threads = n, block = 128),
+        cpu(windowed_median_vjp_cpu, dtypes(T: f32))),
     subgradient = "cotangent routed to the selected element",
     kernel(wgsl = "kernels/windowed_median.wgsl", dtypes(T: f32),
            bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1),
     kernel(cuda = "kernels/windowed_median.cu", dtypes(T: f32),
            bindings(x: read, out: read_write, uniform(n, w)), threads = (n - w + 17) / 17, block = 128),
     cpu(windowed_median_cpu, dtypes(T: f32)),
+    cpu(windowed_median_cpu_f64, dtypes(T: f64)),
     license = "MIT",
 )]
 pub fn windowed_median<T: Real>(x: &[T], w: u32) -> Vec<T> {

@@ -28,6 +28,10 @@
 #[path = "median_net.rs"]
 mod median_net;
 
+#[path = "median_cpu64.rs"]
+mod median_cpu64;
+pub use median_cpu64::windowed_median_cpu_f64;
+
 use op_runtime::cpu::hostmem;
 use op_runtime::cpu::par::for_each_chunk;
 use op_runtime::cpu::simd::{key, unkey, Isa, Vf, Vi};
@@ -54,6 +58,39 @@ pub fn windowed_median_cpu(x: &[f32], w: u32) -> Vec<f32> {
     let isa = Isa::current();
     for_each_chunk(&mut out, GRAIN, |off, o| median_chunk(isa, &x[off..off + o.len() + w - 1], w, o));
     out
+}
+
+/// The VJP's CPU kernel (`cpu(windowed_median_vjp_cpu, ...)` inside `vjp(...)` in `median.rs`):
+/// each output's cotangent routed to the element its window selected, bit-identical to the rule
+/// `windowed_median_vjp`. The medians come from [`windowed_median_cpu`]; the selected element
+/// of window `i` is then found without a sort: the reference's stable sort by total order puts
+/// the `c` keys below the median first and the keys equal to it in index order, so it selects
+/// the `(w / 2 - c)`-th equal key of the window. Those indices are found in parallel; the
+/// cotangents are then added in the rule's order (window by window, from `+0`). Arguments the
+/// signature does not admit run the rule.
+pub fn windowed_median_vjp_cpu(x: &[f32], w: u32, g: &[f32]) -> Vec<f32> {
+    let wu = w as usize;
+    if wu.is_multiple_of(2) || wu > 31 || wu > x.len() || g.len() != x.len() + 1 - wu {
+        return super::windowed_median_vjp(x, w, g);
+    }
+    let medians = windowed_median_cpu(x, w);
+    let mut selected = vec![0usize; medians.len()];
+    for_each_chunk(&mut selected, GRAIN, |off, sel| {
+        for (i, s) in sel.iter_mut().enumerate() {
+            let start = off + i;
+            let window = &x[start..start + wu];
+            let m = key(medians[start]);
+            let below = window.iter().filter(|v| key(**v) < m).count();
+            let rank = wu / 2 - below;
+            let at = window.iter().enumerate().filter(|(_, v)| key(**v) == m).nth(rank).map_or(0, |(j, _)| j);
+            *s = start + at;
+        }
+    });
+    let mut grad = vec![0f32; x.len()];
+    for (gi, j) in g.iter().zip(&selected) {
+        grad[*j] += *gi;
+    }
+    grad
 }
 
 /// One chunk on one thread: `x.len() == out.len() + w - 1`, `w` odd in `1..=31`.

@@ -2,7 +2,7 @@
 //! per backend and instance; every skip folded into one line per backend with its first
 //! reason; a rejection printed in full below the table.
 
-use op_runtime::conformance::{conform_all, ConformanceFailure};
+use op_runtime::conformance::{conform, conform_all, ConformanceFailure};
 use op_runtime::receipt::Receipt;
 use op_runtime::{BackendKind, OpHandle};
 use std::collections::BTreeMap;
@@ -44,10 +44,22 @@ fn reason(e: &ConformanceFailure) -> String {
 impl Summary {
     /// Conforms `h` (every instance) on every backend and adds its rows.
     pub fn add(&mut self, h: &OpHandle) {
-        let mut by_instance: Vec<(String, Vec<Cell>)> = Vec::new();
         let instances: Vec<String> = h.instances().iter().map(|x| x.op().binding_text()).collect();
         // `conform_all` runs every backend for each instance in turn.
-        for (i, (kind, result)) in conform_all(h).into_iter().enumerate() {
+        self.add_results(h, &instances, conform_all(h));
+    }
+
+    /// Conforms only the instance `h` is pinned to (`OpHandle::at`) on every backend and adds
+    /// its row.
+    pub fn add_instance(&mut self, h: &OpHandle) {
+        let results = BackendKind::PRIORITY.into_iter().map(|k| (k, conform(h, k))).collect();
+        self.add_results(h, &[h.op().binding_text()], results);
+    }
+
+    /// Adds the rows of `results`: every backend for each of `instances` in turn.
+    fn add_results(&mut self, h: &OpHandle, instances: &[String], results: Vec<(BackendKind, Result<Receipt, ConformanceFailure>)>) {
+        let mut by_instance: Vec<(String, Vec<Cell>)> = Vec::new();
+        for (i, (kind, result)) in results.into_iter().enumerate() {
             let instance = instances.get(i / BackendKind::PRIORITY.len()).cloned().unwrap_or_default();
             let cell = match result {
                 Ok(r) => {

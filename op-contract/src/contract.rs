@@ -739,6 +739,11 @@ pub enum Backward {
         /// empty, so contracts without one keep their encoding (and identity).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         vjp_kernels: Vec<Kernel>,
+        /// `cpu` kernels of the VJP (`vjp(rule, cpu(f, dtypes(...)))`): functions with the
+        /// rule's signature, run as the VJP op's `cpu` kernels, at the instances each serves.
+        /// Absent from the JSON when empty, so contracts without one keep their identity.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        vjp_cpu: Vec<CpuKernel>,
     },
 }
 

@@ -1,7 +1,7 @@
-//! The VJP op of an op whose backward declares GPU kernels (`backward = vjp(rule, kernel(...))`):
-//! an op in its own right, derived from the forward contract, whose reference is the VJP rule and
-//! whose kernels are the declared VJP kernels. Conformance, dispatch and device tensors then
-//! treat a backward kernel exactly like a forward one.
+//! The VJP op of an op whose backward declares kernels (`backward = vjp(rule, kernel(...),
+//! cpu(f))`): an op in its own right, derived from the forward contract, whose reference is the
+//! VJP rule and whose kernels (GPU and `cpu`) are the declared VJP kernels. Conformance, dispatch
+//! and device tensors then treat a backward kernel exactly like a forward one.
 //!
 //! The derivation is one rule (the checker applies the same rule to the spanned signature, so a
 //! kernel's bindings are checked at compile time against what runs):
@@ -10,14 +10,15 @@
 //! - outputs: one gradient `d_<input>` per float (differentiable) tensor input, with its dtype and
 //!   dims;
 //! - name `<name>/vjp`, the same version, constraints, dtype variables, category, tolerance,
-//!   domain, licence and visibility; `backward = none`, no NaN policy, no `cpu` kernel;
+//!   domain, licence and visibility; `backward = none`, no NaN policy; its `cpu` kernels the
+//!   backward's `cpu(...)` entries (none if it declares none);
 //! - under `exact`, gradients compare with `signed_zero = ignore` (IEEE equality, NaN equal to
 //!   NaN whatever its payload): a rule that sums cotangents leaves the payload of a NaN sum to
 //!   its compiler (IEEE 754 does not say which of two NaN operands an addition returns, and
 //!   LLVM may commute the operands), so no kernel could be held to it; every other bit stays
 //!   exact.
 
-use crate::contract::{Arg, Backward, Contract, Kernel, ShapeClass, SignedZero, TensorSig, Tolerance};
+use crate::contract::{Arg, Backward, Contract, CpuKernel, Kernel, ShapeClass, SignedZero, TensorSig, Tolerance};
 
 /// The name the VJP op gives the cotangent of output `output` or the gradient of input `input`.
 pub fn grad_name(tensor: &str) -> String {
@@ -33,24 +34,33 @@ impl Contract {
         }
     }
 
+    /// The declared `cpu` kernels of the VJP (empty unless `backward = vjp(rule, cpu(...))`).
+    pub fn vjp_cpu_kernels(&self) -> &[CpuKernel] {
+        match &self.backward {
+            Backward::Declared { vjp: Some(_), vjp_cpu, .. } => vjp_cpu,
+            _ => &[],
+        }
+    }
+
     /// Every kernel the declaration embeds, in embedding order: the op's own, then its VJP
     /// kernels (an op's description carries them in this order).
     pub fn embedded_kernels(&self) -> impl Iterator<Item = &Kernel> {
         self.kernels.iter().chain(self.vjp_kernels())
     }
 
-    /// The VJP op's contract, where the backward declares VJP kernels (`None` otherwise); an
-    /// error names what makes the derivation impossible (a data-dependent output shape, or a
-    /// derived name that an argument already has).
+    /// The VJP op's contract, where the backward declares VJP kernels, GPU or `cpu` (`None`
+    /// otherwise); an error names what makes the derivation impossible (a data-dependent output
+    /// shape, or a derived name that an argument already has).
     pub fn vjp_contract(&self) -> Option<Result<Contract, String>> {
         let kernels = self.vjp_kernels();
-        if kernels.is_empty() {
+        let cpu = self.vjp_cpu_kernels();
+        if kernels.is_empty() && cpu.is_empty() {
             return None;
         }
-        Some(self.derive_vjp(kernels.to_vec()))
+        Some(self.derive_vjp(kernels.to_vec(), cpu))
     }
 
-    fn derive_vjp(&self, kernels: Vec<Kernel>) -> Result<Contract, String> {
+    fn derive_vjp(&self, kernels: Vec<Kernel>, cpu: &[CpuKernel]) -> Result<Contract, String> {
         let sig = &self.signature;
         if sig.shape_class != ShapeClass::Static {
             return Err(format!("op `{}`: VJP kernels need outputs whose shapes the signature fixes (a static shape class)", self.id()));
@@ -70,9 +80,9 @@ impl Contract {
         derived.backward = Backward::None;
         derived.subgradient = None;
         derived.nan = None;
-        derived.cpu = None;
-        derived.cpu_dtypes = Vec::new();
-        derived.cpu_more = Vec::new();
+        derived.cpu = cpu.first().map(|k| k.path.clone());
+        derived.cpu_dtypes = cpu.first().map(|k| k.dtypes.clone()).unwrap_or_default();
+        derived.cpu_more = cpu.iter().skip(1).cloned().collect();
         derived.kernels = kernels;
         // A broadcasting op's VJP op broadcasts too (its operands of any shapes, its gradients
         // in the broadcast shape): the tape hands it operands expanded to the cotangents' shape
@@ -114,7 +124,7 @@ mod tests {
             },
             category: Category::Selection,
             tolerance: Tolerance::Exact,
-            backward: Backward::Declared { vjp: Some("median_vjp".into()), jvp: vec![], vjp_kernels: vec![kernel] },
+            backward: Backward::Declared { vjp: Some("median_vjp".into()), jvp: vec![], vjp_kernels: vec![kernel], vjp_cpu: vec![] },
             subgradient: Some("routed".into()),
             nan: None,
             cpu: None,
@@ -142,8 +152,28 @@ mod tests {
         assert_eq!((v.id().as_str(), v.kernels.len(), v.backward.clone()), ("user/median/vjp@1", 1, Backward::None));
         assert_eq!((v.tolerance, v.signed_zero), (Tolerance::Exact, SignedZero::Ignore), "NaN payloads of sums are not the rule's");
         let mut plain = c.clone();
-        plain.backward = Backward::Declared { vjp: Some("median_vjp".into()), jvp: vec![], vjp_kernels: vec![] };
+        plain.backward = Backward::Declared { vjp: Some("median_vjp".into()), jvp: vec![], vjp_kernels: vec![], vjp_cpu: vec![] };
         assert!(plain.vjp_contract().is_none());
+    }
+
+    /// A backward with only `cpu` kernels has a VJP op too, whose `cpu` kernels they are; the
+    /// forward's own `cpu` kernel is never the VJP op's; a contract without them keeps its JSON.
+    #[test]
+    fn the_vjp_ops_cpu_kernels_are_the_backwards() {
+        let mut c = median();
+        c.cpu = Some("median_cpu".into());
+        let json = serde_json::to_string(&c).unwrap();
+        assert!(!json.contains("vjp_cpu"), "{json}");
+        let v = c.vjp_contract().unwrap().unwrap();
+        assert_eq!((v.cpu.as_deref(), v.cpu_kernels().len()), (None, 0), "the forward's cpu kernel is not the VJP op's");
+        let sel = vec![DTypeVar { name: "T".into(), members: vec![DType::f32] }];
+        let vjp_cpu =
+            vec![CpuKernel { path: "median_vjp_cpu".into(), dtypes: vec![] }, CpuKernel { path: "other".into(), dtypes: sel.clone() }];
+        c.backward = Backward::Declared { vjp: Some("median_vjp".into()), jvp: vec![], vjp_kernels: vec![], vjp_cpu };
+        let v = c.vjp_contract().expect("cpu kernels alone make a VJP op").unwrap();
+        assert_eq!((v.cpu.as_deref(), v.kernels.len()), (Some("median_vjp_cpu"), 0));
+        assert_eq!(v.cpu_more, vec![CpuKernel { path: "other".into(), dtypes: sel }]);
+        assert!(serde_json::to_string(&c).unwrap().contains("median_vjp_cpu"));
     }
 
     /// A derived name that an argument already has, or a data-dependent output, is refused

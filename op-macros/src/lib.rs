@@ -138,7 +138,9 @@ mod tokens;
 /// backward    = "none" | "composite" [ "(" PATH ")" ]
 ///             | vjp [ "+" "jvp" "(" PATH { "," PATH } ")" ]
 ///             | "jvp" "(" PATH { "," PATH } ")" [ "+" vjp ] ;
-/// vjp         = "vjp" "(" PATH { "," kernel } ")" ;   (* the rule, then the VJP's GPU kernels *)
+/// vjp         = "vjp" "(" PATH { "," vjp_kernel } ")" ;   (* the rule, then the VJP op's kernels *)
+/// vjp_kernel  = "kernel" "(" kernel_item { "," kernel_item } ")"   (* a GPU kernel, repeatable *)
+///             | "cpu" "=" PATH | "cpu" "(" PATH "," selection ")" ;  (* the rule's signature; as `cpu` above *)
 /// ```
 ///
 /// # Meaning

@@ -60,6 +60,14 @@ fn reference(at: &At<'_>, fname: &syn::Ident) -> TokenStream {
     shim(&at.name("__reference"), quote!(), check, &Invoke::reference(at.c))
 }
 
+/// The instance's VJP `cpu` kernel shim (the `index`-th instance), if one serves it.
+fn vjp_cpu(at: &At<'_>, index: usize, items: &mut Vec<TokenStream>) -> Option<TokenStream> {
+    let p = at.c.plan.vjp_cpu_members.get(index)?.as_ref()?;
+    let name = at.name("__vjp_cpu");
+    items.push(path_shim(&name, p, at.vjp_type(), &Invoke::vjp(at.c)));
+    Some(quote!(#name))
+}
+
 /// The instance's rules: (VJP shim name, JVP shim names), their items pushed to `items`.
 fn rules(at: &At<'_>, items: &mut Vec<TokenStream>) -> (Option<syn::Ident>, Vec<syn::Ident>) {
     let plan = &at.c.plan;
@@ -78,8 +86,8 @@ fn rules(at: &At<'_>, items: &mut Vec<TokenStream>) -> (Option<syn::Ident>, Vec<
     (vjp, jvp)
 }
 
-/// An instance's shims as `OpDecl` field values: (reference, cpu, VJP, JVP rules).
-type First = (TokenStream, Option<TokenStream>, Option<TokenStream>, Vec<TokenStream>);
+/// An instance's shims as `OpDecl` field values: (reference, cpu, VJP, JVP rules, VJP cpu).
+type First = (TokenStream, Option<TokenStream>, Option<TokenStream>, Vec<TokenStream>, Option<TokenStream>);
 
 /// Every shim of an op with dtype variables and the `OpDecl` fields naming them: the legacy
 /// fields hold the first instance (and the f64 set), `members` every instance.
@@ -103,19 +111,24 @@ pub(crate) fn shims(c: &Checked, fname: &syn::Ident) -> Shims {
         };
         let (vjp, jvp) = rules(&at, &mut items);
         let vjp = vjp.map(|v| quote!(#v));
-        let (cpu_t, vjp_t) = (option(cpu.clone()), option(vjp.clone()));
+        let vcpu = vjp_cpu(&at, i, &mut items);
+        let (cpu_t, vjp_t, vcpu_t) = (option(cpu.clone()), option(vjp.clone()), option(vcpu.clone()));
         let dtypes = binding.iter().map(|d| {
             let id = format_ident!("{}", d.name());
             quote!(__rt::DType::#id)
         });
-        members.push(quote!(__rt::DeclMember { dtypes: &[#(#dtypes),*], reference: #r, cpu: #cpu_t, vjp: #vjp_t, jvp: &[#(#jvp),*] }));
-        first.get_or_insert((quote!(#r), cpu, vjp, jvp.iter().map(|j| quote!(#j)).collect()));
+        members.push(
+            quote!(__rt::DeclMember { dtypes: &[#(#dtypes),*], reference: #r, cpu: #cpu_t, vjp: #vjp_t, jvp: &[#(#jvp),*], vjp_cpu: #vcpu_t }),
+        );
+        first.get_or_insert((quote!(#r), cpu, vjp, jvp.iter().map(|j| quote!(#j)).collect(), vcpu));
     }
     let mut fields = Fields::default();
-    let (first_reference, cpu, vjp, jvp) = first.unwrap_or_else(|| (quote!(|_| ::core::result::Result::Ok(())), None, None, Vec::new()));
+    let (first_reference, cpu, vjp, jvp, vcpu) =
+        first.unwrap_or_else(|| (quote!(|_| ::core::result::Result::Ok(())), None, None, Vec::new(), None));
     fields.set("reference", first_reference);
     fields.some("cpu", cpu);
     fields.some("vjp", vjp);
+    fields.some("vjp_cpu", vcpu);
     fields.list("jvp", &jvp);
     if plan.f64 == F64Path::Member {
         let at = At { c, binding: &plan.f64_binding, tag: "f64".to_string() };

@@ -121,6 +121,13 @@ pub(crate) fn shims(c: &Checked, fname: &syn::Ident) -> Shims {
         fields.some("vjp", Some(g.declared(&name)));
         fields.some("vjp_f64", g.f64(&name));
     }
+    // The VJP's `cpu` kernel: the rule's signature at the declared dtype.
+    if let Some(p) = &plan.vjp_cpu {
+        let name = format_ident!("__vjp_cpu");
+        let concrete = g.concrete();
+        items.push(concrete.path_shim(&name, p, concrete.vjp_type(), &Invoke::vjp(c)));
+        fields.some("vjp_cpu", Some(quote!(#name)));
+    }
     // JVP rules: reference args + the tangent of differentiable input k -> output tangents.
     let (mut jvp, mut jvp_f64) = (Vec::new(), Vec::new());
     for (k, (p, t)) in plan.jvp.iter().zip(sig.differentiable_inputs()).enumerate() {

@@ -54,15 +54,17 @@ fn head(o: &OpRecords) -> String {
     b
 }
 
-/// The backward form in a line: `vjp(rule, kernel(path))`, `jvp(rules)`, `composite(graph)`.
+/// The backward form in a line: `vjp(rule, kernel(path), cpu(f))`, `jvp(rules)`,
+/// `composite(graph)`.
 fn backward_text(b: &Backward) -> String {
     match b {
         Backward::None => "none (not differentiable)".into(),
         Backward::Composite { graph } => format!("composite({})", graph.as_deref().unwrap_or("")),
-        Backward::Declared { vjp, jvp, vjp_kernels } => {
+        Backward::Declared { vjp, jvp, vjp_kernels, vjp_cpu } => {
             let mut parts = Vec::new();
             if let Some(v) = vjp {
-                let kernels: String = vjp_kernels.iter().map(|k| format!(", kernel({})", k.path)).collect();
+                let gpu = vjp_kernels.iter().map(|k| format!(", kernel({})", k.path));
+                let kernels: String = gpu.chain(vjp_cpu.iter().map(|k| format!(", cpu({})", k.path))).collect();
                 parts.push(format!("vjp({v}{kernels})"));
             }
             if !jvp.is_empty() {

@@ -137,9 +137,14 @@ extern "C" __global__ void matmul_vjp(const float* __restrict__ a, const float* 
 }
 
 // exp: d_x = e^x g, in double and rounded once (as the rule: e^x alone overflows or goes
-// subnormal in float where the product is an ordinary number).
+// subnormal in float where the product is an ordinary number). For a finite x, e^x is positive
+// and finite even where double's exp is infinite (x > 709.78) or zero (x < -745.13): a zero or
+// infinite g is then the product (inf * 0 and 0 * inf would make a NaN).
 extern "C" __global__ void exp_vjp(const float* __restrict__ x, const float* __restrict__ d_out, float* __restrict__ d_x, unsigned int n) {
-    ELEMENT d_x[i] = (float)(exp((double)x[i]) * (double)d_out[i]);
+    ELEMENT {
+        float v = x[i], g = d_out[i];
+        d_x[i] = (isfinite(v) && (g == 0.0f || isinf(g))) ? g : (float)(exp((double)v) * (double)g);
+    }
 }
 
 // log: d_x = g / x (correctly rounded, as the rule's division).

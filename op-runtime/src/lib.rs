@@ -164,9 +164,10 @@ pub mod backend {
 
 /// The toolkit `cpu = path` kernels are written with: chunks that do not depend on the thread
 /// count ([`cpu::par`]), portable vectors with the instruction set chosen at run time
-/// ([`cpu::simd`], [`with_isa!`]), vector `exp`/`ln`/`tanh` ([`cpu::math`]).
+/// ([`cpu::simd`] for f32, [`cpu::simd64`] for f64, [`with_isa!`]), vector `exp`/`ln`/`tanh` at
+/// f32 and f64 ([`cpu::math`]).
 pub mod cpu {
-    pub use crate::backends::cpu::{hostmem, math, par, simd, CpuBackend};
+    pub use crate::backends::cpu::{hostmem, math, par, simd, simd64, CpuBackend};
 }
 
 /// The wgpu (WGSL) backend: its engine on one adapter, device tensors, the buffer pool and the

@@ -461,6 +461,9 @@ pub enum SBackward {
         /// The VJP op's GPU kernels (`vjp(path, kernel(...), ...)`), checked against the VJP
         /// signature (`VjpSig`).
         vjp_kernels: Vec<SKernel>,
+        /// The VJP op's `cpu` kernels (`vjp(path, cpu(f, dtypes(...)), ...)` or `cpu = f`): the
+        /// rule's signature at the instances each serves, checked as the op's own `cpu` entries.
+        vjp_cpu: Vec<SCpuKernel>,
     },
 }
 
@@ -489,6 +492,11 @@ impl SCpuKernel {
     /// The selection's variables (empty: every member).
     pub fn selection(&self) -> &[SDTypeVar] {
         self.dtypes.as_ref().map(|(_, s)| s.as_slice()).unwrap_or_default()
+    }
+
+    /// The span-free kernel.
+    pub fn to_cpu_kernel(&self) -> contract::CpuKernel {
+        contract::CpuKernel { path: path_text(&self.path), dtypes: self.selection().iter().map(SDTypeVar::to_var).collect() }
     }
 }
 
@@ -601,10 +609,11 @@ impl OpAttr {
         let backward = match self.backward.as_ref()? {
             SBackward::None(_) => contract::Backward::None,
             SBackward::Composite { graph, .. } => contract::Backward::Composite { graph: graph.as_ref().map(path_text) },
-            SBackward::Declared { vjp, jvp, vjp_kernels, .. } => contract::Backward::Declared {
+            SBackward::Declared { vjp, jvp, vjp_kernels, vjp_cpu, .. } => contract::Backward::Declared {
                 vjp: vjp.as_ref().map(path_text),
                 jvp: jvp.as_ref().map(|(_, v)| v.iter().map(path_text).collect()).unwrap_or_default(),
                 vjp_kernels: vjp_kernels.iter().map(SKernel::to_kernel).collect(),
+                vjp_cpu: vjp_cpu.iter().map(SCpuKernel::to_cpu_kernel).collect(),
             },
         };
         Some(contract::Contract {
@@ -618,12 +627,7 @@ impl OpAttr {
             nan: self.nan.as_ref().map(|n| n.value),
             cpu: self.cpu.first().map(|k| path_text(&k.path)),
             cpu_dtypes: self.cpu.first().map(|k| k.selection().iter().map(SDTypeVar::to_var).collect()).unwrap_or_default(),
-            cpu_more: self
-                .cpu
-                .iter()
-                .skip(1)
-                .map(|k| contract::CpuKernel { path: path_text(&k.path), dtypes: k.selection().iter().map(SDTypeVar::to_var).collect() })
-                .collect(),
+            cpu_more: self.cpu.iter().skip(1).map(SCpuKernel::to_cpu_kernel).collect(),
             kernels: self.kernels.iter().map(SKernel::to_kernel).collect(),
             license: self.license.as_ref().map(|l| l.value.clone()),
             visibility: self.visibility.as_ref().map(|v| v.value).unwrap_or(Visibility::Private),

@@ -4,7 +4,7 @@
 //! gradcheck, and which user functions each shim calls. Derived data only; no rules.
 
 use crate::contract::{Contract, DType};
-use crate::model::{OpAttr, SBackward};
+use crate::model::{OpAttr, SBackward, SCpuKernel};
 use crate::reference::RefShape;
 
 /// The Rust element type of a value under the plan.
@@ -47,6 +47,9 @@ pub struct ShimPlan {
     pub cpu: Option<syn::Path>,
     /// The VJP rule.
     pub vjp: Option<syn::Path>,
+    /// The VJP's `cpu` kernel of an op without dtype variables (`vjp(rule, cpu(f))`), called
+    /// with the rule's signature at the declared dtype.
+    pub vjp_cpu: Option<syn::Path>,
     /// The JVP rules, one per differentiable input, in order.
     pub jvp: Vec<syn::Path>,
     /// The composite graph builder.
@@ -57,6 +60,8 @@ pub struct ShimPlan {
     /// The `cpu` kernel serving each instance, if any (several `cpu(path, dtypes(...))`
     /// entries serve disjoint instances).
     pub cpu_members: Vec<Option<syn::Path>>,
+    /// The VJP's `cpu` kernel serving each instance, if any.
+    pub vjp_cpu_members: Vec<Option<syn::Path>>,
     /// The binding the f64 path instantiates (variables with a float member at `f64`).
     pub f64_binding: Vec<DType>,
 }
@@ -82,18 +87,28 @@ impl ShimPlan {
             (false, false, false) => F64Path::None,
         };
         let vars = &c.signature.dtype_vars;
-        let cpu_members = members
-            .iter()
-            .map(|b| {
-                let serving = attr.cpu.iter().zip(c.cpu_kernels()).find(|(_, (_, sel))| op_contract::generic::serves(sel, vars, b));
-                serving.map(|(k, _)| k.path.clone())
-            })
-            .collect();
-        let (mut vjp, mut jvp, mut composite) = (None, Vec::new(), None);
+        // The kernel of `kernels` (in declaration order) serving each instance.
+        let serving = |kernels: &[SCpuKernel]| -> Vec<Option<syn::Path>> {
+            members
+                .iter()
+                .map(|b| {
+                    let found = kernels.iter().find(|k| {
+                        let sel: Vec<_> = k.selection().iter().map(|v| v.to_var()).collect();
+                        op_contract::generic::serves(&sel, vars, b)
+                    });
+                    found.map(|k| k.path.clone())
+                })
+                .collect()
+        };
+        let cpu_members = serving(&attr.cpu);
+        let (mut vjp, mut jvp, mut composite, mut vjp_cpu) = (None, Vec::new(), None, &[][..]);
         match &attr.backward {
-            Some(SBackward::Declared { vjp: v, jvp: j, .. }) => {
+            Some(SBackward::Declared { vjp: v, jvp: j, vjp_cpu: vc, .. }) => {
                 vjp = v.clone();
                 jvp = j.as_ref().map(|(_, rules)| rules.clone()).unwrap_or_default();
+                if vjp.is_some() {
+                    vjp_cpu = vc;
+                }
             }
             Some(SBackward::Composite { graph, .. }) => composite = graph.clone(),
             _ => {}
@@ -104,6 +119,8 @@ impl ShimPlan {
             f64,
             float_params: sig.params().any(|p| p.dtype.is_float()),
             cpu: if c.is_generic() { None } else { attr.cpu.first().map(|k| k.path.clone()) },
+            vjp_cpu: if c.is_generic() { None } else { vjp_cpu.first().map(|k| k.path.clone()) },
+            vjp_cpu_members: serving(vjp_cpu),
             vjp,
             jvp,
             composite,

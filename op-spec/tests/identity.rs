@@ -409,6 +409,33 @@ fn editing_a_vjp_body_or_a_cpu_kernels_helper_changes_identity_and_an_unrelated_
     assert_eq!(base, hash(lib("g.iter().map(|v| *v + *v).collect()", "v * 2.0", "2")), "an edit nothing reaches");
 }
 
+#[test]
+fn editing_a_helper_of_the_vjps_cpu_kernel_changes_identity() {
+    let attr = r#"name = "t/closure", version = 1, signature(x: f32[n]) -> f32[n], category = elementwise,
+                  tolerance = ulp(1), backward = vjp(twice_vjp, cpu = twice_vjp_cpu)"#;
+    let reference = "pub fn twice<T: Real>(x: &[T]) -> Vec<T> { x.iter().map(|v| *v + *v).collect() }";
+    let lib = |helper: &str, unrelated: &str| {
+        format!(
+            "use op_runtime::{{op, Real}};\n\
+             #[op]\n\
+             {reference}\n\
+             pub fn twice_vjp<T: Real>(_x: &[T], g: &[T]) -> Vec<T> {{ g.iter().map(|v| *v + *v).collect() }}\n\
+             fn double(v: f32) -> f32 {{ {helper} }}\n\
+             pub fn twice_vjp_cpu(_x: &[f32], g: &[f32]) -> Vec<f32> {{ g.iter().map(|v| double(*v)).collect() }}\n\
+             pub fn unrelated() -> u32 {{ {unrelated} }}\n"
+        )
+    };
+    let dir = kernel_dir();
+    let hash = |src: String| {
+        std::fs::create_dir_all(dir.join("src")).expect("src dir");
+        std::fs::write(dir.join("src/lib.rs"), src).expect("write lib.rs");
+        hash_in_crate(&dir, attr, reference)
+    };
+    let base = hash(lib("v * 2.0", "1"));
+    assert_ne!(base, hash(lib("v + v", "1")), "an edit of the VJP cpu kernel's helper");
+    assert_eq!(base, hash(lib("v * 2.0", "2")), "an edit nothing reaches");
+}
+
 const DOUBLE_INC_WGSL: &str = r#"// out = 2 x through an included helper.
 struct Params { n: u32 }
 

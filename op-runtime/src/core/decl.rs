@@ -90,6 +90,9 @@ pub struct OpDecl {
     /// VJP in f64.
     #[doc(hidden)]
     pub vjp_f64: Option<ShimFn>,
+    /// The VJP's `cpu` kernel (`vjp(rule, cpu(f))`): run as the VJP op's `cpu` kernel.
+    #[doc(hidden)]
+    pub vjp_cpu: Option<ShimFn>,
     /// JVP rules (one per differentiable input) at the declared dtype.
     #[doc(hidden)]
     pub jvp: &'static [ShimFn],
@@ -119,6 +122,8 @@ pub struct DeclMember {
     pub vjp: Option<ShimFn>,
     /// The JVP rules at this instance.
     pub jvp: &'static [ShimFn],
+    /// The VJP's `cpu` kernel, where it serves this instance.
+    pub vjp_cpu: Option<ShimFn>,
 }
 
 impl OpDecl {

@@ -31,6 +31,7 @@ pub const DECL_BASE: OpDecl = OpDecl {
     cpu: None,
     vjp: None,
     vjp_f64: None,
+    vjp_cpu: None,
     jvp: &[],
     jvp_f64: &[],
     composite: None,

@@ -66,6 +66,8 @@ pub(crate) struct Shims {
     pub vjp: Option<ShimFn>,
     /// The JVP rules.
     pub jvp: &'static [ShimFn],
+    /// The VJP's `cpu` kernel, where it serves the instance (the VJP op's `cpu` kernel).
+    pub vjp_cpu: Option<ShimFn>,
 }
 
 /// Where a call binds a dtype variable: the first tensor input or parameter it types.
@@ -144,7 +146,7 @@ impl RegisteredOp {
             op.binders = binders(&contract);
             for (i, (m, b)) in decl.members.iter().zip(contract.instances()).enumerate() {
                 let at = contract.instantiate(&b).map_err(|reason| KernelRegistrationError::BadContract { op: id.clone(), reason })?;
-                let shims = Shims { reference: m.reference, cpu: m.cpu, vjp: m.vjp, jvp: m.jvp };
+                let shims = Shims { reference: m.reference, cpu: m.cpu, vjp: m.vjp, jvp: m.jvp, vjp_cpu: m.vjp_cpu };
                 op.members.push(Arc::new(RegisteredOp::instance(decl, at, actual, source, shims, i)?));
             }
         }
@@ -381,7 +383,21 @@ fn check_description(decl: &OpDecl, c: &Contract) -> Result<(), String> {
     if c.cpu_serves() != decl.cpu.is_some() {
         return Err("the contract's `cpu` kernel and the embedded one disagree".into());
     }
+    if vjp_cpu_serves(c, None) != decl.vjp_cpu.is_some() {
+        return Err("the contract's VJP `cpu` kernel and the embedded one disagree".into());
+    }
     check_members(decl, c)
+}
+
+/// Whether a VJP `cpu` kernel serves the instance `binding` (`None`: the contract's own).
+fn vjp_cpu_serves(c: &Contract, binding: Option<&[DType]>) -> bool {
+    let kernels = c.vjp_cpu_kernels();
+    match binding {
+        _ if kernels.is_empty() => false,
+        None if !c.is_generic() => true,
+        None => kernels.iter().any(|k| op_contract::generic::serves(&k.dtypes, &c.signature.dtype_vars, &c.binding())),
+        Some(b) => kernels.iter().any(|k| op_contract::generic::serves(&k.dtypes, &c.signature.dtype_vars, b)),
+    }
 }
 
 /// The embedded instances against the contract's dtype variables: one per binding, in order,
@@ -392,12 +408,16 @@ fn check_description(decl: &OpDecl, c: &Contract) -> Result<(), String> {
 /// by dtype; the declaration itself otherwise.
 fn primary(decl: &OpDecl, contract: &Contract) -> Result<(Contract, Shims, usize), String> {
     if !contract.is_generic() {
-        return Ok((contract.clone(), Shims { reference: decl.reference, cpu: decl.cpu, vjp: decl.vjp, jvp: decl.jvp }, 0));
+        return Ok((
+            contract.clone(),
+            Shims { reference: decl.reference, cpu: decl.cpu, vjp: decl.vjp, jvp: decl.jvp, vjp_cpu: decl.vjp_cpu },
+            0,
+        ));
     }
     let instances = contract.instances();
     let i = instances.iter().position(|b| b.iter().all(|d| *d == DType::f32)).unwrap_or(0);
     let m = decl.members.get(i).ok_or_else(|| format!("instance {i} is not embedded"))?;
-    Ok((contract.instantiate(&instances[i])?, Shims { reference: m.reference, cpu: m.cpu, vjp: m.vjp, jvp: m.jvp }, i))
+    Ok((contract.instantiate(&instances[i])?, Shims { reference: m.reference, cpu: m.cpu, vjp: m.vjp, jvp: m.jvp, vjp_cpu: m.vjp_cpu }, i))
 }
 
 fn check_members(decl: &OpDecl, c: &Contract) -> Result<(), String> {
@@ -411,7 +431,12 @@ fn check_members(decl: &OpDecl, c: &Contract) -> Result<(), String> {
             return Err(format!("the embedded instance for `{text}` is for {:?}", m.dtypes));
         }
         let cpu = c.cpu_for(b).is_some();
-        if m.cpu.is_some() != cpu || m.vjp.is_some() != decl.vjp.is_some() || m.jvp.len() != decl.jvp.len() {
+        let vjp_cpu = vjp_cpu_serves(c, Some(b));
+        if m.cpu.is_some() != cpu
+            || m.vjp.is_some() != decl.vjp.is_some()
+            || m.jvp.len() != decl.jvp.len()
+            || m.vjp_cpu.is_some() != vjp_cpu
+        {
             return Err(format!("the embedded rules of instance `{text}` disagree with the contract"));
         }
     }

@@ -1,6 +1,7 @@
-//! The VJP op of an op whose backward declares GPU kernels (`backward = vjp(rule, kernel(...))`):
-//! derived at registration from the op's contract (`op_contract::vjp`), registered beside it
-//! under `<name>/vjp`, its reference the op's VJP rule and its kernels the declared VJP kernels.
+//! The VJP op of an op whose backward declares kernels (`backward = vjp(rule, kernel(...),
+//! cpu(f))`): derived at registration from the op's contract (`op_contract::vjp`), registered
+//! beside it under `<name>/vjp`, its reference the op's VJP rule and its kernels (GPU and `cpu`)
+//! the declared VJP kernels.
 //! Dispatch, device tensors and conformance then treat a backward kernel exactly as a forward
 //! one; the one runner (`core::shim`) hands the rule the op's inputs and the cotangents apart.
 
@@ -25,7 +26,9 @@ pub fn vjp_identity(forward: &[u8; 32]) -> [u8; 32] {
 
 /// The VJP op of `op` (`None` where its backward declares no VJP kernels).
 pub(crate) fn derive(op: &RegisteredOp) -> Option<Result<RegisteredOp, KernelRegistrationError>> {
-    op.contract.vjp_kernels().first()?;
+    if op.contract.vjp_kernels().is_empty() && op.contract.vjp_cpu_kernels().is_empty() {
+        return None;
+    }
     Some(build(op))
 }
 
@@ -39,7 +42,7 @@ fn build(op: &RegisteredOp) -> Result<RegisteredOp, KernelRegistrationError> {
     let inputs = op.contract.signature.inputs().count();
     let instance = |o: &RegisteredOp, contract| -> Result<RegisteredOp, KernelRegistrationError> {
         let reference = o.shims.vjp.ok_or_else(|| bad("declares VJP kernels but embeds no VJP rule".into()))?;
-        let shims = Shims { reference, cpu: None, vjp: None, jvp: &[] };
+        let shims = Shims { reference, cpu: o.shims.vjp_cpu, vjp: None, jvp: &[], vjp_cpu: None };
         RegisteredOp::derived(decl, contract, hash, o.source, shims, o.member, inputs)
     };
     let mut v = instance(op, primary)?;
@@ -66,9 +69,10 @@ fn derived_decl(decl: &'static OpDecl, forward_kernels: usize, contract_json: St
         kernels,
         reference,
         reference_f64: decl.vjp_f64,
-        cpu: None,
+        cpu: decl.vjp_cpu,
         vjp: None,
         vjp_f64: None,
+        vjp_cpu: None,
         jvp: &[],
         jvp_f64: &[],
         composite: None,

@@ -256,10 +256,16 @@ impl<'a> Claims<'a> {
 // (one kernel per instance), but no two serve the same instance (an op without dtype variables
 // has one instance, so one `cpu` kernel).
 pub(super) fn check_cpu_kernels(cx: &Ctxt, attr: &OpAttr, sig: &SSignature) {
+    check_cpu_set(cx, &attr.cpu, sig, "`cpu` kernel");
+}
+
+/// The rule of [`check_cpu_kernels`] for one list of `cpu` kernels computing one op (the
+/// forward's, or the VJP op's), named `kind` in messages.
+pub(super) fn check_cpu_set(cx: &Ctxt, kernels: &[SCpuKernel], sig: &SSignature, kind: &str) {
     let mut claims = Claims::new(sig);
-    for k in &attr.cpu {
+    for k in kernels {
         let path = path_text(&k.path);
-        let what = format!("`cpu` kernel `{path}`");
+        let what = format!("{kind} `{path}`");
         match &k.dtypes {
             Some((span, _)) if sig.vars.is_empty() => {
                 cx.error(selection_without_vars(*span, &what));
@@ -271,9 +277,9 @@ pub(super) fn check_cpu_kernels(cx: &Ctxt, attr: &OpAttr, sig: &SSignature) {
         if let Some((text, other)) = claims.claim(k.selection(), path) {
             let at = k.dtypes.as_ref().map_or(k.span, |(s, _)| *s);
             cx.error(at.error(if sig.vars.is_empty() {
-                format!("{what} and `cpu` kernel `{other}` both serve this op, which has no dtype variables and so one instance: an instance has one `cpu` kernel; keep one")
+                format!("{what} and {kind} `{other}` both serve this op, which has no dtype variables and so one instance: an instance has one {kind}; keep one")
             } else {
-                format!("{what} and `cpu` kernel `{other}` both serve `{text}`: an instance has one `cpu` kernel; narrow their `dtypes(...)` so that each instance has at most one")
+                format!("{what} and {kind} `{other}` both serve `{text}`: an instance has one {kind}; narrow their `dtypes(...)` so that each instance has at most one")
             }));
         }
     }

@@ -1,5 +1,5 @@
 //! The code an op runs beyond its reference's own tokens, folded into the identity: every
-//! crate-local item that the reference, its backward rules, its `cpu` kernel and its composite
+//! crate-local item that the reference, its backward rules, its `cpu` kernels (the VJP's too) and its composite
 //! builder reach, the values of the `cfg`s that code tests, and a pin of every other crate it
 //! names. Where it cannot tell what the code reaches, it covers the whole package instead.
 //!
@@ -254,16 +254,17 @@ fn finish(mut lines: Vec<String>, items: usize, files: Vec<PathBuf>, undecided: 
 }
 
 /// The canonical code an op runs: the reference's tokens, then (where the macro runs in a
-/// crate) the closure of what the reference, its backward rules, its `cpu` kernel and its
-/// composite builder reach (see [`closure`]), each on its own line after a `//~ closure` marker.
+/// crate) the closure of what the reference, its backward rules, its `cpu` kernels (the VJP's included)
+/// and its composite builder reach (see [`closure`]), each on its own line after a `//~ closure` marker.
 pub fn code_tokens(func: &RefFn, attr: &crate::model::OpAttr, site: Option<&Site>) -> Result<String, ClosureError> {
     let mut code = crate::canon::body_tokens(func);
     let Some(site) = site else { return Ok(code) };
     let mut paths: Vec<&syn::Path> = attr.cpu.iter().map(|k| &k.path).collect();
     match &attr.backward {
-        Some(crate::model::SBackward::Declared { vjp, jvp, .. }) => {
+        Some(crate::model::SBackward::Declared { vjp, jvp, vjp_cpu, .. }) => {
             paths.extend(vjp.iter());
             paths.extend(jvp.iter().flat_map(|(_, rules)| rules.iter()));
+            paths.extend(vjp_cpu.iter().map(|k| &k.path));
         }
         Some(crate::model::SBackward::Composite { graph: Some(g), .. }) => paths.push(g),
         _ => {}

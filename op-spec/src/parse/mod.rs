@@ -441,7 +441,7 @@ fn parse_backward(cx: &Ctxt, input: ParseStream) -> syn::Result<SBackward> {
         }
         "vjp" | "jvp" => {
             let mut vjp = None;
-            let mut vjp_kernels = Vec::new();
+            let (mut vjp_kernels, mut vjp_cpu) = (Vec::new(), Vec::new());
             let mut jvp = None;
             let mut cur = id;
             loop {
@@ -454,9 +454,9 @@ fn parse_backward(cx: &Ctxt, input: ParseStream) -> syn::Result<SBackward> {
                     if vjp.is_some() {
                         return Err(syn::Error::new(cur.span(), "`vjp` is declared twice; keep one `vjp(path)`"));
                     }
-                    let (path, kernels) = parse_vjp_content(cx, &cur, &c)?;
+                    let (path, kernels, cpu) = parse_vjp_content(cx, &cur, &c)?;
                     vjp = Some(path);
-                    vjp_kernels = kernels;
+                    (vjp_kernels, vjp_cpu) = (kernels, cpu);
                 } else {
                     let paths = c.parse_terminated(parse_jvp_rule, Token![,])?;
                     if jvp.is_some() {
@@ -477,7 +477,7 @@ fn parse_backward(cx: &Ctxt, input: ParseStream) -> syn::Result<SBackward> {
                     break;
                 }
             }
-            Ok(SBackward::Declared { span, vjp, jvp, vjp_kernels })
+            Ok(SBackward::Declared { span, vjp, jvp, vjp_kernels, vjp_cpu })
         }
         other => Err(syn::Error::new(
             span.first,
@@ -504,16 +504,20 @@ fn parse_jvp_rule(input: ParseStream) -> syn::Result<syn::Path> {
     ))
 }
 
-/// `vjp(path)` or `vjp(path, kernel(...), ...)`: the rule, then the VJP op's GPU kernels (each
-/// parsed like a forward `kernel(...)`; a malformed one is reported and dropped).
-fn parse_vjp_content(cx: &Ctxt, kw: &Ident, c: ParseStream) -> syn::Result<(syn::Path, Vec<SKernel>)> {
+/// The rule and the VJP op's kernels of `vjp(...)`.
+type VjpContent = (syn::Path, Vec<SKernel>, Vec<SCpuKernel>);
+
+/// `vjp(path)` or `vjp(path, kernel(...), cpu(f, dtypes(...)), ...)`: the rule, then the VJP
+/// op's GPU kernels (each parsed like a forward `kernel(...)`; a malformed one is reported and
+/// dropped) and `cpu` kernels (each parsed like a forward `cpu` entry).
+fn parse_vjp_content(cx: &Ctxt, kw: &Ident, c: ParseStream) -> syn::Result<VjpContent> {
     let tokens: TokenStream = c.parse()?;
     let mut chunks = split_commas(tokens).into_iter();
     let path = match chunks.next() {
         Some(first) => Parser::parse2(|i: ParseStream| syn::Path::parse_mod_style(i), first)?,
         None => return Err(syn::Error::new(kw.span(), "`vjp` takes the rule function's path, e.g. `vjp(my_op_vjp)`")),
     };
-    let mut kernels = Vec::new();
+    let (mut kernels, mut cpu) = (Vec::new(), Vec::new());
     for chunk in chunks {
         match chunk.clone().into_iter().next() {
             Some(TokenTree::Ident(k)) if k == keys::KERNEL => {
@@ -521,16 +525,20 @@ fn parse_vjp_content(cx: &Ctxt, kw: &Ident, c: ParseStream) -> syn::Result<(syn:
                     kernels.push(k);
                 }
             }
+            Some(TokenTree::Ident(k)) if k == keys::CPU => match dtypes::parse_cpu(chunk) {
+                Ok(k) => cpu.push(k),
+                Err(e) => cx.error(e),
+            },
             Some(t) => {
                 return Err(syn::Error::new(
                     t.span(),
-                    "after the rule, `vjp(...)` takes only the VJP's GPU kernels: `vjp(my_op_vjp, kernel(wgsl = \"...\", ...))`",
+                    "after the rule, `vjp(...)` takes only the VJP's kernels: `vjp(my_op_vjp, kernel(wgsl = \"...\", ...), cpu(my_op_vjp_cpu))`",
                 ))
             }
             None => {}
         }
     }
-    Ok((path, kernels))
+    Ok((path, kernels, cpu))
 }
 
 fn parse_shape_class(input: ParseStream) -> syn::Result<SShapeClass> {

@@ -15,6 +15,7 @@ pub(crate) mod kernels;
 pub mod math;
 pub mod par;
 pub mod simd;
+pub mod simd64;
 
 /// Output buffers for kernels: [`hostmem::with_capacity`] and [`hostmem::zeroed`] advise large
 /// ones for transparent huge pages (one page fault per 2 MiB instead of per 4 KiB).

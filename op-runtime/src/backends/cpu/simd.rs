@@ -149,8 +149,43 @@ pub fn unkey(k: i32) -> f32 {
 /// Rule for callers: vector code must not run in a closure defined outside `$body` (it would
 /// lack the target features, and every intrinsic would become a call). See the module
 /// example in [`simd`](crate::backends::cpu::simd).
+///
+/// A second form takes the enclosing function's type parameters that `$body` uses (inner
+/// functions cannot name them otherwise): `with_isa!(isa, V, <E: Bound>, (x: &[E]) -> (), ...)`.
 #[macro_export]
 macro_rules! with_isa {
+    ($isa:expr, $V:ident, <$($g:ident : $b:path),+>, ($($arg:ident : $ty:ty),*) -> $ret:ty, $body:expr) => {{
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f")]
+        #[allow(unused_unsafe, clippy::too_many_arguments)]
+        unsafe fn __avx512<$($g: $b),+>($($arg: $ty),*) -> $ret {
+            #[allow(dead_code)]
+            type $V = $crate::backends::cpu::simd::x86::F16;
+            $body
+        }
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma")]
+        #[allow(unused_unsafe, clippy::too_many_arguments)]
+        unsafe fn __avx2<$($g: $b),+>($($arg: $ty),*) -> $ret {
+            #[allow(dead_code)]
+            type $V = $crate::backends::cpu::simd::x86::F8;
+            $body
+        }
+        #[allow(unused_unsafe, clippy::too_many_arguments)]
+        fn __portable<$($g: $b),+>($($arg: $ty),*) -> $ret {
+            #[allow(dead_code)]
+            type $V = $crate::backends::cpu::simd::P8;
+            $body
+        }
+        match $isa {
+            // SAFETY: the CPU supports the target feature the function is compiled with.
+            #[cfg(target_arch = "x86_64")]
+            $crate::backends::cpu::simd::Isa::Avx512 if $crate::backends::cpu::simd::Isa::Avx512.supported() => unsafe { __avx512::<$($g),+>($($arg),*) },
+            #[cfg(target_arch = "x86_64")]
+            $crate::backends::cpu::simd::Isa::Avx2 if $crate::backends::cpu::simd::Isa::Avx2.supported() => unsafe { __avx2::<$($g),+>($($arg),*) },
+            _ => __portable::<$($g),+>($($arg),*),
+        }
+    }};
     ($isa:expr, $V:ident, ($($arg:ident : $ty:ty),*) -> $ret:ty, $body:expr) => {{
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx512f")]
@@ -197,6 +232,8 @@ pub trait Vf: Copy {
     type M: Copy;
     /// The i32 key vector of the same instruction set and width.
     type I: Vi;
+    /// The f64 vector of the same instruction set (see [`simd64`](super::simd64)).
+    type D: super::simd64::Vd;
     /// 16 f64 lanes (2 vectors on AVX-512, 4 on AVX2, an array otherwise): the unit of exact
     /// f64 accumulation of f32 terms, the same tree on every instruction set.
     type Row: Copy;
@@ -264,6 +301,8 @@ pub trait Vf: Copy {
     unsafe fn transpose_out(src: *const f32, dst: &[*mut f32; 16]);
     /// Loads 16 f32 at `p` and widens them (exactly) to f64.
     unsafe fn row_load(p: *const f32) -> Self::Row;
+    /// Loads 16 f64 at `p`.
+    unsafe fn row_load_f64(p: *const f64) -> Self::Row;
     /// `a + b` in f64, lane by lane.
     unsafe fn row_add(a: Self::Row, b: Self::Row) -> Self::Row;
     /// `a - b` in f64, lane by lane.
@@ -324,11 +363,16 @@ impl Vf for P8 {
     const L: usize = 8;
     type M = [bool; 8];
     type I = P8i;
+    type D = super::simd64::P8d;
     type Row = [f64; 16];
     #[inline(always)]
     unsafe fn row_load(p: *const f32) -> [f64; 16] {
         let v = unsafe { std::ptr::read_unaligned(p as *const [f32; 16]) };
         std::array::from_fn(|i| v[i] as f64)
+    }
+    #[inline(always)]
+    unsafe fn row_load_f64(p: *const f64) -> [f64; 16] {
+        unsafe { std::ptr::read_unaligned(p as *const [f64; 16]) }
     }
     #[inline(always)]
     unsafe fn row_add(a: [f64; 16], b: [f64; 16]) -> [f64; 16] {
@@ -524,6 +568,7 @@ pub mod x86 {
         const L: usize = 8;
         type M = __m256;
         type I = I8;
+        type D = super::super::simd64::x86::D4;
         type Row = [__m256d; 4];
         #[inline(always)]
         unsafe fn row_load(p: *const f32) -> [__m256d; 4] {
@@ -537,6 +582,10 @@ pub mod x86 {
                     _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(hi)),
                 ]
             }
+        }
+        #[inline(always)]
+        unsafe fn row_load_f64(p: *const f64) -> [__m256d; 4] {
+            unsafe { [_mm256_loadu_pd(p), _mm256_loadu_pd(p.add(4)), _mm256_loadu_pd(p.add(8)), _mm256_loadu_pd(p.add(12))] }
         }
         #[inline(always)]
         unsafe fn row_add(a: [__m256d; 4], b: [__m256d; 4]) -> [__m256d; 4] {
@@ -682,10 +731,15 @@ pub mod x86 {
         const L: usize = 16;
         type M = __mmask16;
         type I = I16;
+        type D = super::super::simd64::x86::D8;
         type Row = [__m512d; 2];
         #[inline(always)]
         unsafe fn row_load(p: *const f32) -> [__m512d; 2] {
             unsafe { [_mm512_cvtps_pd(_mm256_loadu_ps(p)), _mm512_cvtps_pd(_mm256_loadu_ps(p.add(8)))] }
+        }
+        #[inline(always)]
+        unsafe fn row_load_f64(p: *const f64) -> [__m512d; 2] {
+            unsafe { [_mm512_loadu_pd(p), _mm512_loadu_pd(p.add(8))] }
         }
         #[inline(always)]
         unsafe fn row_add(a: [__m512d; 2], b: [__m512d; 2]) -> [__m512d; 2] {

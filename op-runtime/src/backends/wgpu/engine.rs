@@ -556,10 +556,19 @@ impl WgpuEngine {
         let (buffer, failed) = self.scoped("upload", || {
             let (buffer, pooled) = self.tensor_buffer(size, Some("op-runtime tensor"), true);
             if pooled {
-                // The whole buffer is written: the padding too, so no stale byte stays.
-                let mut data = bytes.to_vec();
-                data.resize(size as usize, 0);
-                self.queue.write_buffer(&buffer, 0, &data);
+                // The whole buffer is written: the padding too, so no stale byte stays. Straight
+                // into the queue's staging memory (no intermediate copy of the tensor).
+                match std::num::NonZeroU64::new(size).and_then(|s| self.queue.write_buffer_with(&buffer, 0, s)) {
+                    Some(mut view) => {
+                        view.slice(..bytes.len()).copy_from_slice(bytes);
+                        view.slice(bytes.len()..).fill(0);
+                    }
+                    None => {
+                        let mut data = bytes.to_vec();
+                        data.resize(size as usize, 0);
+                        self.queue.write_buffer(&buffer, 0, &data);
+                    }
+                }
                 return (buffer, None);
             }
             let failed = match buffer.get_mapped_range_mut(..) {

@@ -198,7 +198,7 @@ impl Registry {
             return Ok(Chosen { backend: b, prepared, rejected, passed_over: None });
         }
         let mut tried: Vec<(BackendKind, BackendError)> = Vec::new();
-        for b in self.default_order() {
+        for b in self.default_order_for(op) {
             if let Err(why) = b.supports(op) {
                 tried.push((b.kind(), why));
                 continue;

@@ -112,11 +112,13 @@ impl OpHandle {
         &self.registry
     }
     /// The op's VJP op (`<name>/vjp@version`, registered with it where its backward declares
-    /// VJP kernels; see `core::vjp_op`), pinned to the same instance; `None` where it declares
-    /// none.
+    /// VJP kernels, GPU or `cpu`; see `core::vjp_op`), pinned to the same instance; `None` where
+    /// it declares none.
     pub fn vjp_op(&self) -> Option<OpHandle> {
         let op = self.op();
-        op.contract.vjp_kernels().first()?;
+        if op.contract.vjp_kernels().is_empty() && op.contract.vjp_cpu_kernels().is_empty() {
+            return None;
+        }
         let id = format!("{}/vjp@{}", op.contract.name, op.contract.version);
         let slot = self.registry.inner.slots.read().unwrap_or_else(|p| p.into_inner()).get(&id).cloned()?;
         Some(OpHandle { registry: self.registry.clone(), slot, member: self.member })
@@ -361,6 +363,20 @@ impl Registry {
             v.sort_by_key(|b| b.kind().rank(b.availability().is_ok() && b.is_software()));
             v
         })
+    }
+
+    /// The order default selection tries for `op`: [`Registry::default_order`], except that
+    /// where no native CPU backend serves the op (it has no `cpu` kernel for this instance), a
+    /// software adapter (a GPU emulated on the CPU, such as lavapipe) ranks below the
+    /// reference too: both run on the same CPU, and the emulation only adds its overhead.
+    pub fn default_order_for(&self, op: &RegisteredOp) -> Vec<&Arc<dyn Backend>> {
+        let order = self.default_order();
+        let native = order.iter().any(|b| b.kind() == BackendKind::Cpu && !b.is_software() && b.supports(op).is_ok());
+        if native {
+            return order.iter().collect();
+        }
+        let software = |b: &&Arc<dyn Backend>| b.availability().is_ok() && b.is_software();
+        order.iter().filter(|b| !software(b)).chain(order.iter().filter(software)).collect()
     }
 
     /// The backend of a kind, if compiled in.

@@ -443,6 +443,7 @@ mod tests {
             cpu: n.cpu,
             vjp: n.vjp,
             vjp_f64: n.vjp_f64,
+            vjp_cpu: n.vjp_cpu,
             jvp: n.jvp,
             jvp_f64: n.jvp_f64,
             composite: n.composite,

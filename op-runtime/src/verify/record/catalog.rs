@@ -10,7 +10,8 @@ use crate::core::op::{OpSource, RegisteredOp};
 use crate::core::receipt::Receipt;
 use crate::core::trust::TrustList;
 use crate::verify::sharing::{LocalDevices, OpCard};
-use op_contract::contract::KernelLang;
+use op_contract::contract::{Contract, CpuKernel, KernelLang};
+use op_contract::generic::{binding_text, serves};
 use serde::{Deserialize, Serialize};
 
 /// One kernel of an op, as a listing shows it.
@@ -60,7 +61,8 @@ pub struct CatalogEntry {
     /// Every instance of an op with dtype variables (`T = f16`); empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub instances: Vec<String>,
-    /// The reference, the `cpu` kernels and the GPU kernels, in card order.
+    /// The reference, the `cpu` kernels and the GPU kernels, in card order, then the VJP op's
+    /// `cpu` kernels.
     pub kernels: Vec<KernelInfo>,
     /// The canonical contract (JSON).
     pub contract: serde_json::Value,
@@ -94,7 +96,7 @@ impl CatalogEntry {
             site: op.decl.site.to_string(),
             module: op.decl.module.to_string(),
             instances: card.instances.clone(),
-            kernels: kernels(&card),
+            kernels: kernels(&card).into_iter().chain(vjp_cpu_kernels(c)).collect(),
             contract: serde_json::from_str(op.decl.contract_json).unwrap_or(serde_json::Value::Null),
             card,
             receipts: Vec::new(),
@@ -129,6 +131,29 @@ fn kernels(card: &OpCard) -> Vec<KernelInfo> {
         vjp: k.backward,
     }));
     out
+}
+
+/// The `cpu` kernels of the op's VJP op (`backward = vjp(rule, ..., cpu(...))`), each with the
+/// instances it serves.
+fn vjp_cpu_kernels(c: &Contract) -> Vec<KernelInfo> {
+    let served = |k: &CpuKernel| -> Vec<String> {
+        if !c.is_generic() {
+            return Vec::new();
+        }
+        let vars = &c.signature.dtype_vars;
+        c.instances().iter().filter(|b| serves(&k.dtypes, vars, b)).map(|b| binding_text(vars, b)).collect()
+    };
+    c.vjp_cpu_kernels()
+        .iter()
+        .map(|k| KernelInfo {
+            backend: BackendKind::Cpu,
+            kernel: k.path.clone(),
+            language: None,
+            blake3: None,
+            dtypes: served(k),
+            vjp: true,
+        })
+        .collect()
 }
 
 /// The catalog entry of every op linked into this binary that loads (an op that does not is a

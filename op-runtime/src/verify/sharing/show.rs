@@ -32,10 +32,11 @@ fn backward_text(b: &Backward) -> String {
         Backward::None => "none (not differentiable)".into(),
         Backward::Composite { graph: None } => "composite".into(),
         Backward::Composite { graph: Some(g) } => format!("composite({g})"),
-        Backward::Declared { vjp, jvp, vjp_kernels } => {
+        Backward::Declared { vjp, jvp, vjp_kernels, vjp_cpu } => {
             let mut parts = Vec::new();
             if let Some(v) = vjp {
-                let kernels: String = vjp_kernels.iter().map(|k| format!(", kernel({})", k.path)).collect();
+                let gpu = vjp_kernels.iter().map(|k| format!(", kernel({})", k.path));
+                let kernels: String = gpu.chain(vjp_cpu.iter().map(|k| format!(", cpu({})", k.path))).collect();
                 parts.push(format!("vjp({v}{kernels})"));
             }
             if !jvp.is_empty() {

@@ -21,6 +21,7 @@
 use crate::backends::cpu::math;
 use crate::backends::cpu::par::for_each_chunk;
 use crate::backends::cpu::simd::{map1_uninit, map2_uninit, Isa, Vf};
+use crate::backends::cpu::simd64::{map1d_uninit, map2d_uninit, Vd};
 use crate::with_isa;
 use std::mem::MaybeUninit;
 
@@ -135,4 +136,97 @@ pub(crate) fn relu(x: &[f32], out: &mut [MaybeUninit<f32>]) {
         out,
         |isa, x, o| with_isa!(isa, V, (x: &[f32], o: &mut [MaybeUninit<f32>]) -> (), map1_uninit::<V>(x, o, |v: V| unsafe { V::select(v.is_nan(), v, v.max(V::splat(0.0))) })),
     )
+}
+
+/// The binary elementwise ops (IEEE operations: bit-identical to the reference at every dtype).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Bin {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+/// The unary elementwise ops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Un {
+    /// Sign-bit flip.
+    Neg,
+    /// `e^x` (vector polynomial, within 1 ulp).
+    Exp,
+    /// `ln x` (vector polynomial, within 1 ulp).
+    Log,
+    /// `tanh x` (vector polynomial, within 2 ulp).
+    Tanh,
+    /// `x > 0 || x is NaN ? x : +0` (exact).
+    Relu,
+}
+
+/// `out[i] = a[i] op b[i]` in f32 (the kernels above).
+pub(crate) fn binary_f32(op: Bin, a: &[f32], b: &[f32], out: &mut [MaybeUninit<f32>]) {
+    match op {
+        Bin::Add => add(a, b, out),
+        Bin::Sub => sub(a, b, out),
+        Bin::Mul => mul(a, b, out),
+        Bin::Div => div(a, b, out),
+    }
+}
+
+/// `out[i] = op(x[i])` in f32 (the kernels above).
+pub(crate) fn unary_f32(op: Un, x: &[f32], out: &mut [MaybeUninit<f32>]) {
+    match op {
+        Un::Neg => neg(x, out),
+        Un::Exp => exp(x, out),
+        Un::Log => log(x, out),
+        Un::Tanh => tanh(x, out),
+        Un::Relu => relu(x, out),
+    }
+}
+
+/// `out[i] = a[i] op b[i]` in f64, chunked like the f32 kernels.
+pub(crate) fn binary_f64(op: Bin, a: &[f64], b: &[f64], out: &mut [MaybeUninit<f64>]) {
+    debug_assert!(a.len() == out.len() && b.len() == out.len());
+    let isa = Isa::current();
+    for_each_chunk(out, GRAIN, |off, o| {
+        let (a, b) = (&a[off..off + o.len()], &b[off..off + o.len()]);
+        with_isa!(isa, V, (op: Bin, a: &[f64], b: &[f64], o: &mut [MaybeUninit<f64>]) -> (), {
+            type D = <V as Vf>::D;
+            match op {
+                Bin::Add => map2d_uninit::<D>(a, b, o, |x: D, y: D| unsafe { x.add(y) }),
+                Bin::Sub => map2d_uninit::<D>(a, b, o, |x: D, y: D| unsafe { x.sub(y) }),
+                Bin::Mul => map2d_uninit::<D>(a, b, o, |x: D, y: D| unsafe { x.mul(y) }),
+                Bin::Div => map2d_uninit::<D>(a, b, o, |x: D, y: D| unsafe { x.div(y) }),
+            }
+        })
+    });
+}
+
+/// `out[i] = op(x[i])` in f64 (the vector polynomials of [`math`]'s `*_f64`).
+pub(crate) fn unary_f64(op: Un, x: &[f64], out: &mut [MaybeUninit<f64>]) {
+    debug_assert_eq!(x.len(), out.len());
+    let isa = Isa::current();
+    for_each_chunk(out, GRAIN, |off, o| {
+        let x = &x[off..off + o.len()];
+        with_isa!(isa, V, (op: Un, x: &[f64], o: &mut [MaybeUninit<f64>]) -> (), {
+            type D = <V as Vf>::D;
+            match op {
+                Un::Neg => map1d_uninit::<D>(x, o, |v: D| unsafe { v.xor(D::splat_bits(1 << 63)) }),
+                Un::Exp => map1d_uninit::<D>(x, o, |v: D| unsafe { math::exp_f64(v) }),
+                Un::Log => map1d_uninit::<D>(x, o, |v: D| unsafe { math::ln_f64(v) }),
+                Un::Tanh => map1d_uninit::<D>(x, o, |v: D| unsafe { math::tanh_f64(v) }),
+                Un::Relu => map1d_uninit::<D>(x, o, |v: D| unsafe { D::select(v.is_nan(), v, v.max(D::splat(0.0))) }),
+            }
+        })
+    });
+}
+
+/// `out[i] = x[i] * s` in f64.
+pub(crate) fn scale_f64(x: &[f64], s: f64, out: &mut [MaybeUninit<f64>]) {
+    debug_assert_eq!(x.len(), out.len());
+    let isa = Isa::current();
+    for_each_chunk(out, GRAIN, |off, o| {
+        let x = &x[off..off + o.len()];
+        with_isa!(isa, V, (x: &[f64], s: f64, o: &mut [MaybeUninit<f64>]) -> (),
+            map1d_uninit::<<V as Vf>::D>(x, o, |v: <V as Vf>::D| unsafe { v.mul(<V as Vf>::D::splat(s)) }))
+    });
 }

@@ -9,11 +9,15 @@
 #![allow(clippy::needless_range_loop)]
 
 pub(crate) mod conv1d;
+pub(crate) mod conv1d_f64;
+pub(crate) mod dtype;
 pub(crate) mod elementwise;
+pub(crate) mod half;
 pub(crate) mod matmul;
 pub(crate) mod pointwise;
 pub(crate) mod reduce;
 pub(crate) mod rows;
+pub(crate) mod vjp;
 pub(crate) mod windows;
 
 /// Whether any element is infinite or NaN (a vectorisable scan).
