@@ -68,7 +68,7 @@ fn every_builtin_conforms_on(kind: BackendKind, lang: &str) {
     let second_order: Vec<String> =
         op_runtime::builtins::vjp_decls().iter().map(|(_, d)| op_runtime::RegisteredOp::load(d).expect("loads").id().to_string()).collect();
     for op in reg.ops().into_iter().filter(|o| o.contract().name.starts_with("builtin/") && !second_order.contains(&o.id().to_string())) {
-        let h = reg.lookup(&op.id()).expect("registered");
+        let h = reg.lookup(op.id()).expect("registered");
         assert!(op.contract().kernels.iter().any(|k| k.path.ends_with(lang)), "built-in `{}` declares no {lang} kernel", op.id());
         let t = std::time::Instant::now();
         match conformance::conform(&h, kind) {
@@ -111,7 +111,7 @@ fn accum_kernels_stay_inside_the_bound_on(kind: BackendKind) {
     let reg = op_runtime::registry();
     let second_order = second_order_ops();
     for op in reg.ops().into_iter().filter(|o| o.contract().name.starts_with("builtin/") && !second_order.contains(&o.id().to_string())) {
-        let h = reg.lookup(&op.id()).expect("registered");
+        let h = reg.lookup(op.id()).expect("registered");
         let Some((worst, case)) = conformance::accum_margin(&h, kind).unwrap_or_else(|e| panic!("{e}")) else { continue };
         eprintln!("{:<22} {}: worst |{kind} - r64| / bound = {worst:.3} on {case}", op.id(), op.contract().tolerance);
         assert!(worst < 1.0, "{} on {kind}: {worst} on {case}", op.id());

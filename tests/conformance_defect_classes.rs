@@ -93,7 +93,7 @@ pub fn median_right_kernel(x: &[f32], w: u32) -> Vec<f32> {
 
 /// Wrong: `win[(w + 1) / 2]`, the element after the middle.
 pub fn median_wrong_middle_kernel(x: &[f32], w: u32) -> Vec<f32> {
-    median_by(x, w, |a, b| a.total_cmp(b), |w| (w + 1) / 2)
+    median_by(x, w, |a, b| a.total_cmp(b), |w| w.div_ceil(2))
 }
 
 /// Wrong: the window's largest element.

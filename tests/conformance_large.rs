@@ -49,7 +49,9 @@ fn a_reduction_of_the_first_workgroups_share_is_rejected_on_a_large_case() {
     assert!(d.case.size() > 4096, "the reported case still exceeds the first workgroup's share: {report}");
     assert!(d.case.size() < 131_071, "the shrunk case is smaller than the large one: {report}");
     match conformance::check_case(&h, BackendKind::Wgpu, &d.case) {
-        Err(conformance::ConformanceFailure::Rejected(r)) => assert!(r.first().class.same_kind(&d.class), "{} shrank to {r}", d.class.name()),
+        Err(conformance::ConformanceFailure::Rejected(r)) => {
+            assert!(r.first().class.same_kind(&d.class), "{} shrank to {r}", d.class.name())
+        }
         other => panic!("the shrunk case passes on its own: {other:?}"),
     }
     match &d.fault {

@@ -112,7 +112,7 @@ fn every_builtin_reference_conforms_at_every_dtype() {
     let reg = Registry::with_builtins();
     let mut failures = Vec::new();
     for op in reg.ops() {
-        let h = reg.lookup(&op.id()).expect("registered");
+        let h = reg.lookup(op.id()).expect("registered");
         for inst in h.instances() {
             match conformance::conform(&inst, BackendKind::Reference) {
                 Ok(r) => eprintln!("{:<24} {:<10} reference conforms on {} cases", op.id(), inst.op().binding_text(), r.cases),

@@ -257,13 +257,13 @@ fn random_shapes_dtypes_and_parameters_never_panic() {
                 })
                 .collect()
         };
-        let h = r.lookup(&op.id()).unwrap();
+        let h = r.lookup(op.id()).unwrap();
         let backend = backends[rng.random_range(0..backends.len())];
         let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.call_with(&refs, &params, CallOptions::on(backend))));
         match res {
             Ok(Ok(_)) => ok += 1,
             Ok(Err(e)) => {
-                assert!(e.to_string().contains(&op.id()), "error does not name the op: {e}");
+                assert!(e.to_string().contains(op.id()), "error does not name the op: {e}");
                 err += 1
             }
             Err(_) => panic!(
@@ -581,8 +581,8 @@ fn builtin_tanh_keeps_the_sign_of_zero_on_every_backend() {
             }
             let out = h.call_with(&[&x], &[], CallOptions::on(kind)).unwrap_or_else(|e| panic!("{kind} at {dtype}: {e}"));
             let y = out.outputs[0].to_host().unwrap();
-            for i in 0..zeros.len() {
-                assert_eq!(y.data().bits(i), x.data().bits(i), "{kind} at {dtype}: tanh({}) has the wrong sign at {i}", zeros[i]);
+            for (i, z) in zeros.iter().enumerate() {
+                assert_eq!(y.data().bits(i), x.data().bits(i), "{kind} at {dtype}: tanh({z}) has the wrong sign at {i}");
             }
             ran.push((kind, dtype));
         }

@@ -104,7 +104,7 @@ fn eight_threads_registering_at_once_lose_nothing() {
     assert_eq!(vjp_ops, r.ops().iter().filter(|o| !o.contract().vjp_kernels().is_empty()).count());
     for d in decls {
         let op = op_runtime::RegisteredOp::load(d).unwrap();
-        assert_eq!(r.lookup(&op.id()).unwrap().op().hash(), op.hash());
+        assert_eq!(r.lookup(op.id()).unwrap().op().hash(), op.hash());
     }
 }
 

@@ -473,7 +473,7 @@ fn eight_threads_by_thirty_rounds_lose_no_receipt_and_no_card() {
     assert_eq!(tags.len(), THREADS * ROUNDS, "missing: {:?}", want.difference(&tags).take(5).collect::<Vec<_>>());
     assert_eq!(tags, want);
     for (b, _) in &builtins {
-        t.store.load(&b.id()).unwrap_or_else(|e| panic!("{}: {e}", b.id()));
+        t.store.load(b.id()).unwrap_or_else(|e| panic!("{}: {e}", b.id()));
     }
     let stray: Vec<PathBuf> = store_files(&t.dir).into_iter().filter(|p| p.to_string_lossy().contains(".tmp-")).collect();
     assert!(stray.is_empty(), "temporary files left behind: {stray:?}");

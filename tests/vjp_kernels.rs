@@ -246,7 +246,7 @@ fn the_builtin_vjp_kernels_conform_where_they_run() {
         .filter(|k| if *k == BackendKind::Wgpu { common::wgpu_available() } else { common::cuda_available() })
         .collect();
     for op in r.ops().iter().filter(|o| o.id().starts_with("builtin/") && !o.id().contains("/vjp@")) {
-        let Some(v) = r.lookup(&op.id()).expect("registered").vjp_op() else { continue };
+        let Some(v) = r.lookup(op.id()).expect("registered").vjp_op() else { continue };
         let v = v.at(&[op_runtime::DType::f32]).expect("f32 instance");
         for kind in &kinds {
             let receipt = conformance::conform(&v, *kind).unwrap_or_else(|e| panic!("{kind}: {e}"));

@@ -76,6 +76,7 @@ pub(crate) fn store_verify(arg: &StoreArg, json: bool) -> Result<Status, Error> 
     let list = published(&store)?;
     let damaged = list.iter().filter(|p| p.error.is_some()).count();
     let blobs = store.damaged_blobs()?;
+    let intact = damaged == 0 && blobs.is_empty();
     if json {
         print_json(&serde_json::json!({ "store": store.dir(), "ops": list, "damaged": damaged, "damaged_blobs": blobs }))?;
     } else {
@@ -85,12 +86,12 @@ pub(crate) fn store_verify(arg: &StoreArg, json: bool) -> Result<Status, Error> 
         }
         println!(
             "{}",
-            if damaged == 0 && blobs.is_empty() {
+            if intact {
                 "every op loads intact, every blob hashes to its name".to_string()
             } else {
                 format!("{damaged} damaged op(s), {} damaged blob(s)", blobs.len())
             }
         );
     }
-    Ok(if damaged == 0 && blobs.is_empty() { Status::Ok } else { Status::Failed })
+    Ok(if intact { Status::Ok } else { Status::Failed })
 }

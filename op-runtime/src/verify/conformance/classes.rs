@@ -94,7 +94,7 @@ impl Class {
     /// How telling the class is of its cause, most telling first: where one failing case is
     /// consistent with several classes (on sorted data, a median taking the next element is
     /// also a shifted output), the more specific one names it. It only breaks ties between
-    /// classes that explain as many failing cases ([`cover`]).
+    /// classes that explain as many failing cases (the report orders classes by how many they explain).
     pub fn rank(&self) -> u8 {
         match self {
             Class::OutOfBounds(_) => 0,

@@ -63,16 +63,14 @@ pub struct DrawRange {
     pub narrowed: Vec<Narrowed>,
 }
 
+/// One value case and the range its magnitudes were drawn from (`None`: the defaults).
+pub(crate) type Draw = (Vec<Tensor>, Option<DrawRange>);
+
 /// `n` independent draws of the values (same binding), each from the widest rung of the ladder
 /// where the forward is finite, inside the widest float type's range, and resolved (see the
 /// module docs), with the range it came from (`None` where every float input declares its
 /// own). The checker's inputs are left at the last draw.
-pub(crate) fn draws(
-    ck: &mut Checker,
-    b: &Binding,
-    n: usize,
-    rng: &mut Rng,
-) -> Result<Vec<(Vec<Tensor>, Option<DrawRange>)>, GradcheckError> {
+pub(crate) fn draws(ck: &mut Checker, b: &Binding, n: usize, rng: &mut Rng) -> Result<Vec<Draw>, GradcheckError> {
     let sig = &ck.op.contract.signature;
     let declared: Vec<Option<Magnitudes>> =
         sig.inputs().map(|t| ck.op.contract.magnitude_of(&t.name).map(|m| Magnitudes { lo: m.lo, hi: m.hi })).collect();

@@ -255,19 +255,18 @@ pub(crate) fn probe(ck: &mut Checker, cases: &[Vec<Tensor>], rng: &mut Rng) -> R
             continue;
         }
         // Ties and zeros each go through the cases in turn.
-        ck.inputs = cases[(p / 2) % cases.len()].clone();
+        let (turn, n) = (p / 2, cases.len());
+        let case = turn % n;
+        ck.inputs = cases[case].clone();
         let Some(k) = (0..sizes.len()).filter(|k| sizes[*k] > 0).nth(rng.index(sizes.iter().filter(|n| **n > 0).count())) else {
             continue;
         };
         if tie_turn {
             let base = ck.forward(&ck.inputs)?;
-            // Both orientations of a tie in turn (see `tie_partner`), never the same pair of the
-            // same case twice.
-            // Every case gets both orientations in turn (with an even number of cases, the turn's
-            // parity alone would tie an orientation to a case).
-            let (turn, n) = (p / 2, cases.len());
+            // Both orientations of a tie in turn (see `tie_partner`), every case getting both
+            // (with an even number of cases, the turn's parity alone would tie an orientation
+            // to a case), never the same pair of the same case twice.
             let below = if n % 2 == 0 { (turn + turn / n) % 2 == 0 } else { turn % 2 == 0 };
-            let case = turn % n;
             let seen: Vec<(usize, usize)> = tried.iter().filter(|(c, q, _)| *c == case && *q == k).map(|(_, _, st)| *st).collect();
             if let Some((s, t)) = tie_partner(ck, k, &base, below, &seen, rng) {
                 tried.push((case, k, (s, t)));
