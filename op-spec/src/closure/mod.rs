@@ -232,7 +232,9 @@ fn whole_package(site: &Site, manifest: &Path, krate: Option<&tree::Crate>, reas
 }
 
 /// One line per `cfg` atom tested, with its value as the compiler was configured; where an atom
-/// is not a `--cfg` (a built-in cfg, or one not set), what decides the built-ins.
+/// is not a `--cfg` (a built-in cfg, or one not set), what decides it (see
+/// [`BuildConfig::deciding`]): `target_arch` enters with the target alone, so a kernel with an
+/// x86-only path keeps one identity under `cargo test` and `cargo run`; `test` with `--test`.
 fn cfg_lines(config: Option<&BuildConfig>, mut atoms: Vec<String>) -> Vec<String> {
     atoms.sort();
     atoms.dedup();
@@ -241,8 +243,9 @@ fn cfg_lines(config: Option<&BuildConfig>, mut atoms: Vec<String>) -> Vec<String
     };
     let mut out: Vec<String> =
         atoms.iter().map(|a| format!("//~ cfg {a} {}", if c.has(a) { "set by --cfg" } else { "not set by --cfg" })).collect();
-    if atoms.iter().any(|a| !c.has(a)) {
-        out.push(format!("//~ cfg built-in {}", c.builtin.join(" ")));
+    let unset: Vec<&str> = atoms.iter().filter(|a| !c.has(a)).map(String::as_str).collect();
+    if let Some(deciding) = c.deciding(&unset) {
+        out.push(format!("//~ cfg built-in {}", deciding.join(" ")));
     }
     out
 }
