@@ -7,7 +7,7 @@ pub use crate::core::error::BackendError;
 use crate::core::kind::BackendKind;
 use crate::core::op::RegisteredOp;
 use crate::core::plan::Bound;
-use crate::core::tensor::{Data, Scalar, Tensor};
+use crate::core::tensor::{DType, Data, Scalar, Tensor};
 use std::sync::Arc;
 
 /// One execution request.
@@ -67,6 +67,22 @@ pub trait Prepared: Send + Sync {
 /// The canary byte written around outputs in guarded runs.
 pub const CANARY_BYTE: u8 = 0xA5;
 
+/// The byte a guarded output of `dtype` is padded with: [`CANARY_BYTE`], except for `bool`,
+/// which has no value outside `{0, 1}` (a `bool` output comes only from a host backend, which
+/// cannot write out of bounds; its bands hold `false`).
+pub fn canary_byte(dtype: DType) -> u8 {
+    if dtype == DType::bool {
+        0
+    } else {
+        CANARY_BYTE
+    }
+}
+
+/// The bits of one canary element of `dtype` (as `Data::bits` reads an element).
+pub fn canary_bits(dtype: DType) -> u64 {
+    (0..dtype.size()).fold(0u64, |b, _| (b << 8) | canary_byte(dtype) as u64)
+}
+
 /// Wraps an output in `guard` canary elements on each side (host backends, which cannot write
 /// out of bounds, still return the same layout as GPU backends).
 pub fn pad_with_canaries(t: Tensor, guard: usize) -> Result<Tensor, BackendError> {
@@ -77,9 +93,10 @@ pub fn pad_with_canaries(t: Tensor, guard: usize) -> Result<Tensor, BackendError
     let too_large =
         || BackendError::TooLarge(format!("a guarded output of {} elements plus 2 x {guard} canaries overflows usize", t.numel()));
     let pad = guard.checked_mul(size).ok_or_else(too_large)?;
-    let mut bytes = vec![CANARY_BYTE; pad];
+    let canary = canary_byte(t.dtype());
+    let mut bytes = vec![canary; pad];
     bytes.extend(t.data().to_le_bytes());
-    bytes.extend(std::iter::repeat_n(CANARY_BYTE, pad));
+    bytes.extend(std::iter::repeat_n(canary, pad));
     let n = t.numel().checked_add(guard.checked_mul(2).ok_or_else(too_large)?).ok_or_else(too_large)?;
     let data = Data::from_le_bytes(t.dtype(), &bytes).map_err(|e| BackendError::Kernel(e.to_string()))?;
     Tensor::new(vec![n], data).map_err(|e| BackendError::Kernel(e.to_string()))

@@ -74,7 +74,7 @@
 
 pub use super::classes::Class;
 use super::classes::{ulps, Mismatches};
-use crate::core::backend::CANARY_BYTE;
+use crate::core::backend::canary_bits;
 use crate::core::tensor::{Data, Tensor};
 use op_contract::contract::{DType, SignedZero, Tolerance};
 
@@ -210,14 +210,6 @@ impl Rule<'_> {
     pub fn new(tol: Tolerance, guard: usize) -> Rule<'static> {
         Rule { tol, signed_zero: SignedZero::Exact, guard, alt: None, scale: None }
     }
-}
-
-fn canary_bits(dtype: DType) -> u64 {
-    let mut b = 0u64;
-    for _ in 0..dtype.size() {
-        b = (b << 8) | CANARY_BYTE as u64;
-    }
-    b
 }
 
 /// The machine epsilon of a float dtype (0 for the others).

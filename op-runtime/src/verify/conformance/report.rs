@@ -180,7 +180,7 @@ fn bits(b: u64, dtype: DType) -> String {
 }
 
 fn canary(dtype: DType) -> u64 {
-    (0..dtype.size()).fold(0u64, |b, _| (b << 8) | crate::core::backend::CANARY_BYTE as u64)
+    crate::core::backend::canary_bits(dtype)
 }
 
 /// The raw numbers of a fault, one line.
