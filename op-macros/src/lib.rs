@@ -289,13 +289,191 @@ pub fn op(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 #[cfg(test)]
 mod grammar_tests {
-    /// The macro's doc comment, grammar and forms.
-    fn doc() -> String {
+    use op_spec::contract::{Category, DType};
+    use op_spec::parse::keys;
+
+    /// The macro's doc comment as written in this file (its `///` lines and attributes).
+    fn doc_comment() -> &'static str {
         let lib = include_str!("lib.rs");
         let start = lib.find("/// Declares a compute op").expect("the op doc");
         let end = lib.find("#[proc_macro_attribute]").expect("the op fn");
-        lib[start..end].to_string() + include_str!("forms.md")
+        &lib[start..end]
     }
+
+    /// The macro's doc comment, grammar and forms, as written in the source.
+    fn doc() -> String {
+        doc_comment().to_string() + include_str!("forms.md")
+    }
+
+    /// The macro's docs as rustdoc reads them: the `///` lines without their prefix, then
+    /// the forms (`#[doc = include_str!("forms.md")]`).
+    fn doc_text() -> String {
+        let lines = doc_comment().lines().filter_map(|l| l.trim_start().strip_prefix("///"));
+        let mut text: String = lines.map(|l| format!("{}\n", l.strip_prefix(' ').unwrap_or(l))).collect();
+        text.push_str(include_str!("forms.md"));
+        text
+    }
+
+    /// The code of every fenced block of `doc` that rustdoc compiles and runs (info string
+    /// empty or `rust`); blocks in other languages (`text`) are skipped. A Rust block marked
+    /// `ignore`, `no_run`, `compile_fail` or `should_panic` is an error: it does not show that
+    /// its form runs.
+    fn doctests(doc: &str) -> Result<Vec<String>, String> {
+        let mut blocks = Vec::new();
+        let mut open: Option<(bool, String)> = None;
+        for line in doc.lines() {
+            let Some(info) = line.trim_start().strip_prefix("```") else {
+                if let Some((_, code)) = open.as_mut() {
+                    code.push_str(line);
+                    code.push('\n');
+                }
+                continue;
+            };
+            if let Some((runs, code)) = open.take() {
+                if runs {
+                    blocks.push(code);
+                }
+                continue;
+            }
+            let words: Vec<&str> = info.split([',', ' ']).map(str::trim).filter(|w| !w.is_empty()).collect();
+            if let Some(w) = words.iter().find(|w| ["ignore", "no_run", "compile_fail", "should_panic"].contains(w)) {
+                return Err(format!("a doctest marked `{w}` (```{info}): every example must compile and run"));
+            }
+            let runs = words.iter().all(|w| *w == "rust" || w.starts_with("edition"));
+            open = Some((runs, String::new()));
+        }
+        Ok(blocks)
+    }
+
+    /// The arguments of every `#[op(...)]` in `code`, whitespace collapsed to single spaces.
+    fn op_attrs(code: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut rest = code;
+        while let Some(at) = rest.find("#[op(") {
+            let body = &rest[at + "#[op(".len()..];
+            let (mut depth, mut in_str, mut end) = (1usize, false, body.len());
+            for (i, c) in body.char_indices() {
+                match c {
+                    '"' => in_str = !in_str,
+                    '(' if !in_str => depth += 1,
+                    ')' if !in_str => depth -= 1,
+                    _ => {}
+                }
+                if depth == 0 {
+                    end = i;
+                    break;
+                }
+            }
+            out.push(body[..end].split_whitespace().collect::<Vec<_>>().join(" "));
+            rest = &body[end..];
+        }
+        out
+    }
+
+    /// The forms no `#[op(...)]` of `attrs` shows, by what the grammar calls them.
+    fn missing_forms(attrs: &[String]) -> Vec<String> {
+        let has = |snippet: &str| attrs.iter().any(|a| a.contains(snippet));
+        let mut missing: Vec<String> = Vec::new();
+        // Every key of an entry and of `kernel(...)`, followed by what it takes.
+        for k in keys::ALL.iter().chain(keys::KERNEL_KEYS.iter()) {
+            if !["=", "(", "<"].iter().any(|after| has(&format!("{k} {after}")) || has(&format!("{k}{after}"))) {
+                missing.push(format!("the key `{k}`"));
+            }
+        }
+        for (_, name) in Category::ALL {
+            if !has(&format!("category = {name}")) {
+                missing.push(format!("`category = {name}`"));
+            }
+        }
+        // Every dtype, as a dtype: of a tensor, a parameter, or a variable's set.
+        for d in DType::ALL.map(DType::name) {
+            let as_dtype =
+                [format!(": {d}["), format!(": {d},"), format!(": {d})"), format!("| {d}"), format!(": {d} |"), format!("-> {d}[")];
+            if !as_dtype.iter().any(|p| has(p)) {
+                missing.push(format!("the dtype `{d}`"));
+            }
+        }
+        for (limit, _) in op_spec::wgsl::DEFAULT_LIMITS {
+            if !has(&format!("{limit} = ")) {
+                missing.push(format!("the limit `{limit}`"));
+            }
+        }
+        missing.extend(FORMS.iter().filter(|(_, snippet)| !has(snippet)).map(|(form, snippet)| format!("{form} (`{snippet}`)")));
+        missing
+    }
+
+    /// Each alternative of the grammar beyond a key's name, and an example of it in the forms.
+    const FORMS: &[(&str, &str)] = &[
+        ("dtype variables", "signature<T: "),
+        ("several dtype variables", "signature<T: f32 | f64, I: u32 | u64>"),
+        ("a scalar parameter", "s: f32"),
+        ("an unnamed output", ") -> f32[n],"),
+        ("several outputs, named", "-> (sq: f32[n], cube: f32[n])"),
+        ("a rank-0 output", "-> f32[]"),
+        ("a 2-D tensor", "f32[m, n]"),
+        ("a 3-D tensor", "T[b, m, n]"),
+        ("a constraint", "where"),
+        ("a chain", "1 <= bins <= 4096"),
+        ("a chain with `<` and a negative number", "-64 < step < 64"),
+        ("`!=`", "step != 0"),
+        ("`%` and `==`", "n % 2 == 0"),
+        ("`>`", "k > 0"),
+        ("`>=`", "n >= 1"),
+        ("`*` and `min`", "min(n, 2 * k)"),
+        ("`max`, unary `-`, parentheses and `/`", "(n + max(step, -step) - 1) / max(step, -step)"),
+        ("a float constraint", "where lo <= hi"),
+        ("a float constraint with a number", "0.0 < c"),
+        ("`tolerance = exact`", "tolerance = exact"),
+        ("`tolerance = ulp(k)`", "tolerance = ulp("),
+        ("`tolerance = accum(k)`", "tolerance = accum("),
+        ("`tolerance = loose(rtol, atol)`", "tolerance = loose("),
+        ("`signed_zero = exact`", "signed_zero = exact"),
+        ("`signed_zero = ignore`", "signed_zero = ignore"),
+        ("`nan = propagate`", "nan = propagate"),
+        ("`nan = ordered`", "nan = ordered"),
+        ("`broadcast = numpy`", "broadcast = numpy"),
+        ("a domain bound", "domain(x > -1)"),
+        ("a domain chain", "domain(-10 <= x <= 10)"),
+        ("a magnitude range", "magnitude(x: 1e-3..10)"),
+        ("`output = static`", "output = static"),
+        ("`output = bounded(e)`", "output = bounded("),
+        ("`output = dynamic`", "output = dynamic"),
+        ("`visibility = private`", "visibility = private"),
+        ("`visibility = workspace`", "visibility = workspace"),
+        ("`visibility = public`", "visibility = public"),
+        ("`generated_tests = true`", "generated_tests = true"),
+        ("`generated_tests = false`", "generated_tests = false"),
+        ("`backward = none`", "backward = none"),
+        ("`backward = composite`", "backward = composite,"),
+        ("`backward = composite(path)`", "backward = composite(dot_graph)"),
+        ("`backward = vjp(path)`", "backward = vjp("),
+        ("`backward = jvp(path)`", "backward = jvp("),
+        ("`vjp(...) + jvp(...)`", ") + jvp(mul_jvp_a, mul_jvp_b)"),
+        ("`jvp(...) + vjp(...)`", ") + vjp(scaled_square_vjp"),
+        ("a VJP kernel", "vjp(triple_vjp, kernel(wgsl = "),
+        ("a VJP `cpu = path`", "vjp(mul_vjp, cpu = mul_vjp_cpu)"),
+        ("a VJP `cpu(path, dtypes(...))`", "cpu(scaled_square_vjp_f32, dtypes(T: f32))"),
+        ("`cpu = path`", "cpu = "),
+        ("`cpu(path, dtypes(...))`", "cpu(cube_f32, dtypes(T: f32))"),
+        ("a WGSL kernel", "kernel(wgsl = \""),
+        ("a CUDA kernel", "kernel(cuda = \""),
+        ("`entry`", "entry = \""),
+        ("a `read` slot", ": read,"),
+        ("a `read_write` slot", ": read_write"),
+        ("an `accumulate` slot with `as`", "out: accumulate as counts"),
+        ("a uniform block", "uniform("),
+        ("1-D `threads`", "threads = n"),
+        ("2-D `threads`", "threads = (n, m)"),
+        ("3-D `threads`", "threads = (n, m, b)"),
+        ("`block = INT`", "block = 256"),
+        ("2-D `block`", "block = (16, 16)"),
+        ("3-D `block`", "block = (8, 8, 4)"),
+        ("a kernel's `dtypes(...)` of one variable", "dtypes(T: f32 | f64), bindings("),
+        ("a kernel's `dtypes(...)` of several variables", "dtypes(T: f32, I: u32), bindings("),
+        ("`limits(...)`", "limits("),
+        ("`subgradient`", "subgradient = \""),
+        ("`license`", "license = \""),
+    ];
 
     /// The grammar is written once, on the macro: every key the parser accepts appears in it
     /// as a quoted terminal, and every form has a runnable example.
@@ -303,27 +481,43 @@ mod grammar_tests {
     fn the_grammar_names_every_key_the_parser_accepts() {
         let doc = doc();
         let quoted = |k: &str| doc.contains(&format!("\"{k}\""));
-        let missing: Vec<&str> =
-            op_spec::parse::keys::ALL.iter().chain(op_spec::parse::keys::KERNEL_KEYS.iter()).copied().filter(|k| !quoted(k)).collect();
+        let missing: Vec<&str> = keys::ALL.iter().chain(keys::KERNEL_KEYS.iter()).copied().filter(|k| !quoted(k)).collect();
         assert!(missing.is_empty(), "keys the parser accepts but the grammar does not show: {missing:?}");
         assert!(!quoted("no_such_key"), "the check can fail");
-        for form in [
-            "signature<T:",
-            "dtypes(T:",
-            "cpu(cube_f32",
-            "vjp(triple_vjp, kernel(",
-            "threads = (n, m)",
-            "// @include",
-            "limits(",
-            "where lo <= hi",
-            "signed_zero = ignore",
-            "nan = propagate",
-            "domain(",
-            "magnitude(",
-            "jvp(",
-            "bounded(",
-        ] {
-            assert!(doc.contains(form), "no example of `{form}` on the macro");
+        // Shown by kernel files, which the prose names.
+        assert!(doc.contains("// @include"), "no example of `// @include` on the macro");
+    }
+
+    /// Every form of the grammar (every key, category, dtype, limit and alternative) appears in
+    /// an `#[op(...)]` of a doctest that rustdoc compiles and runs, and no example is marked
+    /// `ignore`, `no_run`, `compile_fail` or `should_panic`: a form that loses its running
+    /// example fails here.
+    #[test]
+    fn every_form_has_a_doctest_that_runs() {
+        let blocks = doctests(&doc_text()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(blocks.len() >= 10, "only {} doctests found on the macro", blocks.len());
+        let attrs: Vec<String> = blocks.iter().flat_map(|b| op_attrs(b)).collect();
+        let missing = missing_forms(&attrs);
+        assert!(missing.is_empty(), "forms with no running doctest on the macro:\n  {}", missing.join("\n  "));
+    }
+
+    /// The check reads only running Rust blocks: a form shown only in a `text` block, or only
+    /// in prose, is missing; a block marked not to run is an error; the attribute ends at its
+    /// closing parenthesis, not at one inside a string.
+    #[test]
+    fn the_form_check_can_fail() {
+        let doc = "```text\n#[op(nan = ordered)]\n```\nprose: #[op(output = dynamic)]\n```rust\n#[op(nan = propagate, subgradient = \"(\")]\nfn f() {}\n```\n";
+        let blocks = doctests(doc).expect("no block marked");
+        assert_eq!(blocks.len(), 1);
+        let attrs: Vec<String> = blocks.iter().flat_map(|b| op_attrs(b)).collect();
+        assert_eq!(attrs, ["nan = propagate, subgradient = \"(\""]);
+        let missing = missing_forms(&attrs);
+        assert!(missing.iter().any(|m| m.starts_with("`nan = ordered`")), "{missing:?}");
+        assert!(missing.iter().any(|m| m.starts_with("`output = dynamic`")), "{missing:?}");
+        assert!(!missing.iter().any(|m| m.starts_with("`nan = propagate`")), "{missing:?}");
+        for marked in ["```ignore", "```rust,no_run", "```compile_fail", "```rust, should_panic"] {
+            let e = doctests(&format!("{marked}\nfn main() {{}}\n```\n")).expect_err(marked);
+            assert!(e.contains("every example must compile and run"), "{e}");
         }
     }
 }

@@ -13,9 +13,10 @@ pub enum GradcheckError {
         /// The op's `name@version`.
         op: String,
     },
-    /// The declaration could not be loaded.
+    /// The declaration could not be loaded (boxed, as is [`GradcheckError::Tape`], so a
+    /// `Result` carrying a gradcheck error stays small).
     #[error(transparent)]
-    Load(#[from] KernelRegistrationError),
+    Load(Box<KernelRegistrationError>),
     /// The reference has no f64 instantiation.
     #[error("op `{op}`: gradcheck runs the reference in f64, but it is not generic; write it as `fn {rust}<T: Real>(..)`")]
     NoF64Reference {
@@ -134,9 +135,21 @@ pub enum GradcheckError {
         /// The shim's error message.
         message: String,
     },
-    /// Recording or running the composite graph failed.
+    /// Recording or running the composite graph failed (boxed).
     #[error(transparent)]
-    Tape(#[from] TapeError),
+    Tape(Box<TapeError>),
+}
+
+impl From<KernelRegistrationError> for GradcheckError {
+    fn from(e: KernelRegistrationError) -> Self {
+        GradcheckError::Load(Box::new(e))
+    }
+}
+
+impl From<TapeError> for GradcheckError {
+    fn from(e: TapeError) -> Self {
+        GradcheckError::Tape(Box::new(e))
+    }
 }
 
 impl GradcheckError {
