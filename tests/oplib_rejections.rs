@@ -289,6 +289,69 @@ pub fn slice_shifted_rule<T: Real>(x: &[T], start: u32, stop: u32, step: u32, g:
     gx
 }
 
+// ---- Indices along an axis and permutations: take_along, permute3, permute4. ----
+
+/// Deliberately broken take_along kernel: every row's indices read row 0.
+#[op(name = "test/broken/take_along_row_zero", version = 1, signature(x: f32[r, c], idx: u32[r, k] where c >= 1) -> f32[r, k],
+     category = selection, tolerance = exact, backward = none, generated_tests = false,
+     kernel(wgsl = "kernels/broken/take_along_row_zero.wgsl", bindings(x: read, idx: read, out: read_write, uniform(r, c, k)), threads = r * k))]
+pub fn take_along_row_zero<T: Real>(x: &[T], idx: &[u32], c: usize, k: usize) -> Vec<T> {
+    builtins::take_along(x, idx, c, k)
+}
+
+/// Deliberately broken take_along `cpu` kernel: the same mistake on the CPU.
+#[op(name = "test/broken/take_along_cpu_row_zero", version = 1, signature(x: f32[r, c], idx: u32[r, k] where c >= 1) -> f32[r, k],
+     category = selection, tolerance = exact, backward = none, generated_tests = false, cpu = take_along_first_row)]
+pub fn take_along_cpu_row_zero<T: Real>(x: &[T], idx: &[u32], c: usize, k: usize) -> Vec<T> {
+    builtins::take_along(x, idx, c, k)
+}
+/// Wrong on purpose: the row offset forgotten.
+pub fn take_along_first_row(x: &[f32], idx: &[u32], c: usize, _k: usize) -> Vec<f32> {
+    idx.iter().map(|i| x[(*i as usize).min(c - 1)]).collect()
+}
+
+/// Deliberately broken take_along VJP kernel: overwrites where it should add.
+#[op(name = "test/broken/take_along_vjp_overwrites", version = 1, signature(x: f32[r, c], idx: u32[r, k] where c >= 1) -> f32[r, k],
+     category = selection, tolerance = exact, generated_tests = false,
+     backward = vjp(builtins::take_along_vjp,
+         kernel(wgsl = "kernels/broken/take_along_vjp_overwrites.wgsl", bindings(x: read, idx: read, d_out: read, d_x: read_write, uniform(r, c, k)), threads = r * c)),
+     subgradient = "a copy")]
+pub fn take_along_vjp_overwrites<T: Real>(x: &[T], idx: &[u32], c: usize, k: usize) -> Vec<T> {
+    builtins::take_along(x, idx, c, k)
+}
+
+/// take_along with a VJP rule that scatters every row's cotangents into row 0. Declared for two
+/// rows or more, each reading at least one element: with one row the rule is right.
+#[op(name = "test/bad/take_along_into_row_zero", version = 1, signature(x: f32[r, c], idx: u32[r, k] where c >= 1, r >= 2, k >= 1) -> f32[r, k],
+     category = selection, tolerance = exact, generated_tests = false,
+     backward = vjp(take_along_into_row_zero_rule), subgradient = "row 0 (wrong on purpose)")]
+pub fn take_along_into_row_zero<T: Real>(x: &[T], idx: &[u32], c: usize, k: usize) -> Vec<T> {
+    builtins::take_along(x, idx, c, k)
+}
+/// Wrong on purpose: the row offset forgotten.
+pub fn take_along_into_row_zero_rule<T: Real>(x: &[T], idx: &[u32], c: usize, _k: usize, g: &[T]) -> Vec<T> {
+    let mut gx = vec![T::zero(); x.len()];
+    for (i, gi) in idx.iter().zip(g) {
+        gx[(*i as usize).min(c - 1)] += *gi;
+    }
+    gx
+}
+
+/// permute3 with a VJP rule that applies the permutation again instead of its inverse. Declared
+/// for one 3-cycle (a permutation that is not its own inverse) and dims of two or more.
+#[op(name = "test/bad/permute3_not_inverted", version = 1,
+     signature(x: f32[d0, d1, d2], p0: u32, p1: u32, p2: u32 where p0 == 1, p1 == 2, p2 == 0, d0 >= 2, d1 >= 2, d2 >= 2) -> f32[d1, d2, d0],
+     category = selection, tolerance = exact, generated_tests = false,
+     backward = vjp(permute3_not_inverted_rule), subgradient = "the permutation, not inverted (wrong on purpose)")]
+pub fn permute3_not_inverted<T: Real>(x: &[T], p0: u32, p1: u32, p2: u32, d0: usize, d1: usize, d2: usize) -> Vec<T> {
+    builtins::permute3(x, p0, p1, p2, d0, d1, d2)
+}
+/// Wrong on purpose: `g` (dims `d1, d2, d0`) permuted forward once more.
+#[allow(clippy::too_many_arguments)]
+pub fn permute3_not_inverted_rule<T: Real>(_x: &[T], p0: u32, p1: u32, p2: u32, d0: usize, d1: usize, d2: usize, g: &[T]) -> Vec<T> {
+    builtins::permute3(g, p0, p1, p2, d1, d2, d0)
+}
+
 // ---- The assertions. ----
 
 #[test]
@@ -373,4 +436,21 @@ fn wrong_vjp_rules_of_rows_elementwise_and_shapes_are_rejected_by_gradcheck() {
     rejected_at_every_salt(&max_rows_first_tie::DECL);
     rejected_at_every_salt(&sigmoid_plus::DECL);
     rejected_at_every_salt(&slice_shifted::DECL);
+}
+
+#[test]
+fn broken_take_along_kernels_are_rejected() {
+    common::wgpu_rejection(&take_along_row_zero::DECL);
+    let reports = assert_conformance_rejected(&take_along_cpu_row_zero::DECL);
+    assert!(reports.iter().any(|r| r.backend == BackendKind::Cpu), "the cpu kernel runs everywhere and must be rejected");
+    let reports = assert_vjp_conformance_rejected(&take_along_vjp_overwrites::DECL);
+    if common::wgpu_available() {
+        assert!(reports.iter().any(|r| r.backend == BackendKind::Wgpu), "wgpu ran and must have rejected it");
+    }
+}
+
+#[test]
+fn wrong_vjp_rules_of_take_along_and_permute_are_rejected_by_gradcheck() {
+    rejected_at_every_salt(&take_along_into_row_zero::DECL);
+    rejected_at_every_salt(&permute3_not_inverted::DECL);
 }
