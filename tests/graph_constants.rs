@@ -54,6 +54,20 @@ mod keep_second {
     }
 }
 
+mod keep_second_again {
+    use super::*;
+    /// `keep_second` again, word for word in its code: the control twin of the identity test.
+    #[op(name = "test/constants/keep_first", version = 1, signature(x: f32[n]) -> f32[n],
+         category = elementwise, tolerance = ulp(0), backward = composite(keep_graph), generated_tests = false)]
+    pub fn keep<T: Real>(x: &[T]) -> Vec<T> {
+        x.iter().enumerate().map(|(i, v)| if i % 3 == 0 { *v } else { *v * T::zero() }).collect()
+    }
+    /// The graph, keeping position 1 of every 3, as `keep_second`'s does.
+    pub fn keep_graph(g: &mut dyn Graph, x: &[Var], _p: &[Scalar]) -> Result<Vec<Var>, GraphError> {
+        masked_graph(g, x, 1)
+    }
+}
+
 /// The position the runtime-chosen mask keeps (read when the graph is recorded).
 static KEEP: AtomicU32 = AtomicU32::new(0);
 
@@ -109,6 +123,9 @@ fn a_composite_changes_identity_when_its_constant_changes() {
     // builders differ only in the constant's value.
     assert_ne!(a.hash, b.hash, "the constant's value is in the code identity");
     assert_ne!(a.identity(), b.identity());
+    // The control twin: the same code with the same constant has the same code identity, so
+    // the difference above is the constant's and nothing else's.
+    assert_eq!(b.hash, keep_second_again::keep::DECL.hash, "the same constant, the same code identity");
 }
 
 /// The constants of a run of `keep_chosen` recorded with `KEEP = keep`.

@@ -1,6 +1,7 @@
 //! The index page as a person sees it: headless Chromium (Debian's `chromium`, installed by
 //! `.ci/run`) loads it from disk, and the rendered DOM must list the ops and hold an SVG plot,
-//! and its screenshot must not be blank.
+//! each op's row must show a conformance verdict (a broken fixture's its rejection), and its
+//! screenshot must not be blank.
 //!
 //! By default the page is rendered here from real conformance runs (fixtures: the built-in
 //! `add`, a rejected kernel and its twin). With `OP_REPORT_INDEX` naming an index (CI sets it
@@ -82,6 +83,14 @@ fn page_and_ids(scratch: &Path) -> (PathBuf, Vec<String>) {
     (rendered.index, ids)
 }
 
+/// The table row (`<tr>` ... `</tr>`) of the rendered DOM whose op link reads `id`.
+fn row_of<'a>(dom: &'a str, id: &str) -> Option<&'a str> {
+    let at = dom.find(&format!(">{id}</a>"))?;
+    let start = dom[..at].rfind("<tr")?;
+    let end = at + dom[at..].find("</tr>")?;
+    Some(&dom[start..end])
+}
+
 #[test]
 fn the_index_renders_in_headless_chromium_with_the_ops_and_a_plot() {
     let Some(chromium) = chromium() else {
@@ -97,7 +106,11 @@ fn the_index_renders_in_headless_chromium_with_the_ops_and_a_plot() {
     let profile = scratch.path().join("profile");
     let dom = run(&chromium, &profile, &index, &["--dump-dom"]);
     for id in &ids {
-        assert!(dom.contains(id.as_str()), "the rendered page lists {id}");
+        let row = row_of(&dom, id).unwrap_or_else(|| panic!("the rendered page lists {id} in its table"));
+        assert!(row.contains("<b>conformed</b>") || row.contains("<b>REJECTED"), "the row of {id} shows a conformance verdict: {row}");
+        if id.contains("broken") {
+            assert!(row.contains("<b>REJECTED"), "the broken fixture's row shows its rejection: {row}");
+        }
     }
     assert!(dom.contains("<svg") && dom.contains("<circle"), "an SVG plot with points in the rendered page");
     let shot = scratch.path().join("index.png");
