@@ -71,8 +71,8 @@ fn admitted(x: usize, d: [usize; 4], perm: [usize; 4]) -> bool {
 }
 
 /// The axes of `x` (dims `d0, d1, d2`) permuted: output axis `k` is input axis `pk`
-/// (`out.shape[k] = x.shape[pk]`), numpy's `transpose(x, (p0, p1, p2))`. `(p0, p1, p2)` is a
-/// permutation of `(0, 1, 2)`; output dim `k` is `d[pk]`, written as steps (see the module doc).
+/// (`out.shape[k] = x.shape[pk]`), numpy's `transpose(x, (p0, p1, p2))`: `p0`, `p1`, `p2` are a
+/// permutation of `0, 1, 2`; output dim `k` is `d[pk]`, written as steps (see the module doc).
 #[op(name = "builtin/permute3", version = 1,
      signature<T: f16 | bf16 | f32 | f64>(x: T[d0, d1, d2], p0: u32, p1: u32, p2: u32
         where p0 < 3, p1 < 3, p2 < 3, p0 != p1, p0 != p2, p1 != p2)
@@ -104,8 +104,8 @@ fn permute3_cpu(x: &[f32], p0: u32, p1: u32, p2: u32, d0: usize, d1: usize, d2: 
 }
 
 /// The axes of `x` (dims `d0, d1, d2, d3`) permuted: output axis `k` is input axis `pk`
-/// (`out.shape[k] = x.shape[pk]`), numpy's `transpose(x, (p0, p1, p2, p3))`. `(p0, p1, p2, p3)`
-/// is a permutation of `(0, 1, 2, 3)`; output dim `k` is `d[pk]`, written as steps (see the
+/// (`out.shape[k] = x.shape[pk]`), numpy's `transpose(x, (p0, p1, p2, p3))`: `p0`, `p1`, `p2`,
+/// `p3` are a permutation of `0, 1, 2, 3`; output dim `k` is `d[pk]`, written as steps (see the
 /// module doc).
 #[op(name = "builtin/permute4", version = 1,
      signature<T: f16 | bf16 | f32 | f64>(x: T[d0, d1, d2, d3], p0: u32, p1: u32, p2: u32, p3: u32

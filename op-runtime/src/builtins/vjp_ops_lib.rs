@@ -387,7 +387,8 @@ pub fn take_along_vjp_vjp<T: Real>(x: &[T], idx: &[u32], _g: &[T], c: usize, k: 
     (zeros(x.len()), take_along(ct, idx, c, k))
 }
 
-/// `builtin/permute3`'s VJP as an op: the cotangent permuted back by the inverse permutation.
+/// `builtin/permute3`'s VJP as an op: the cotangent permuted back by the inverse of the
+/// permutation `p0`, `p1`, `p2` (output axis `k` of the forward is input axis `pk`).
 #[op(name = "builtin/permute3_vjp", version = 1,
      signature<T: f32 | f64>(x: T[d0, d1, d2], p0: u32, p1: u32, p2: u32,
         d_out: T[d0 + (d1 - d0) * min(p0, 1) + (d2 - d1) * (p0 / 2), d0 + (d1 - d0) * min(p1, 1) + (d2 - d1) * (p1 / 2), d0 + (d1 - d0) * min(p2, 1) + (d2 - d1) * (p2 / 2)]
@@ -414,7 +415,8 @@ pub fn permute3_vjp_vjp<T: Real>(
     (zeros(x.len()), permute3(ct, p0, p1, p2, d0, d1, d2))
 }
 
-/// `builtin/permute4`'s VJP as an op: the cotangent permuted back by the inverse permutation.
+/// `builtin/permute4`'s VJP as an op: the cotangent permuted back by the inverse of the
+/// permutation `p0`, `p1`, `p2`, `p3` (output axis `k` of the forward is input axis `pk`).
 #[op(name = "builtin/permute4_vjp", version = 1,
      signature<T: f32 | f64>(x: T[d0, d1, d2, d3], p0: u32, p1: u32, p2: u32, p3: u32,
         d_out: T[d0 + (d1 - d0) * min(p0, 1) + (d2 - d1) * (p0 / 2) + (d3 - d2) * (p0 / 3), d0 + (d1 - d0) * min(p1, 1) + (d2 - d1) * (p1 / 2) + (d3 - d2) * (p1 / 3),
