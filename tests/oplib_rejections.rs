@@ -289,6 +289,109 @@ pub fn slice_shifted_rule<T: Real>(x: &[T], start: u32, stop: u32, step: u32, g:
     gx
 }
 
+// ---- Indices along an axis and permutations: take_along, permute3, permute4. ----
+
+/// Deliberately broken take_along kernel: every row's indices read row 0.
+#[op(name = "test/broken/take_along_row_zero", version = 1, signature(x: f32[r, c], idx: u32[r, k] where c >= 1) -> f32[r, k],
+     category = selection, tolerance = exact, backward = none, generated_tests = false,
+     kernel(wgsl = "kernels/broken/take_along_row_zero.wgsl", bindings(x: read, idx: read, out: read_write, uniform(r, c, k)), threads = r * k))]
+pub fn take_along_row_zero<T: Real>(x: &[T], idx: &[u32], c: usize, k: usize) -> Vec<T> {
+    builtins::take_along(x, idx, c, k)
+}
+
+/// Deliberately broken take_along `cpu` kernel: the same mistake on the CPU.
+#[op(name = "test/broken/take_along_cpu_row_zero", version = 1, signature(x: f32[r, c], idx: u32[r, k] where c >= 1) -> f32[r, k],
+     category = selection, tolerance = exact, backward = none, generated_tests = false, cpu = take_along_first_row)]
+pub fn take_along_cpu_row_zero<T: Real>(x: &[T], idx: &[u32], c: usize, k: usize) -> Vec<T> {
+    builtins::take_along(x, idx, c, k)
+}
+/// Wrong on purpose: the row offset forgotten.
+pub fn take_along_first_row(x: &[f32], idx: &[u32], c: usize, _k: usize) -> Vec<f32> {
+    idx.iter().map(|i| x[(*i as usize).min(c - 1)]).collect()
+}
+
+/// Deliberately broken take_along VJP kernel: overwrites where it should add.
+#[op(name = "test/broken/take_along_vjp_overwrites", version = 1, signature(x: f32[r, c], idx: u32[r, k] where c >= 1) -> f32[r, k],
+     category = selection, tolerance = exact, generated_tests = false,
+     backward = vjp(builtins::take_along_vjp,
+         kernel(wgsl = "kernels/broken/take_along_vjp_overwrites.wgsl", bindings(x: read, idx: read, d_out: read, d_x: read_write, uniform(r, c, k)), threads = r * c)),
+     subgradient = "a copy")]
+pub fn take_along_vjp_overwrites<T: Real>(x: &[T], idx: &[u32], c: usize, k: usize) -> Vec<T> {
+    builtins::take_along(x, idx, c, k)
+}
+
+/// take_along with a VJP rule that scatters every row's cotangents into row 0. Declared for two
+/// rows or more, each reading at least one element: with one row the rule is right.
+#[op(name = "test/bad/take_along_into_row_zero", version = 1, signature(x: f32[r, c], idx: u32[r, k] where c >= 1, r >= 2, k >= 1) -> f32[r, k],
+     category = selection, tolerance = exact, generated_tests = false,
+     backward = vjp(take_along_into_row_zero_rule), subgradient = "row 0 (wrong on purpose)")]
+pub fn take_along_into_row_zero<T: Real>(x: &[T], idx: &[u32], c: usize, k: usize) -> Vec<T> {
+    builtins::take_along(x, idx, c, k)
+}
+/// Wrong on purpose: the row offset forgotten.
+pub fn take_along_into_row_zero_rule<T: Real>(x: &[T], idx: &[u32], c: usize, _k: usize, g: &[T]) -> Vec<T> {
+    let mut gx = vec![T::zero(); x.len()];
+    for (i, gi) in idx.iter().zip(g) {
+        gx[(*i as usize).min(c - 1)] += *gi;
+    }
+    gx
+}
+
+/// Deliberately broken permute4 kernel: decomposes the output index over the input's dims.
+#[op(name = "test/broken/permute4_unpermuted_dims", version = 1,
+     signature(x: f32[d0, d1, d2, d3], p0: u32, p1: u32, p2: u32, p3: u32
+        where p0 < 4, p1 < 4, p2 < 4, p3 < 4, p0 != p1, p0 != p2, p0 != p3, p1 != p2, p1 != p3, p2 != p3)
+        -> f32[d0 + (d1 - d0) * min(p0, 1) + (d2 - d1) * (p0 / 2) + (d3 - d2) * (p0 / 3), d0 + (d1 - d0) * min(p1, 1) + (d2 - d1) * (p1 / 2) + (d3 - d2) * (p1 / 3),
+               d0 + (d1 - d0) * min(p2, 1) + (d2 - d1) * (p2 / 2) + (d3 - d2) * (p2 / 3), d0 + (d1 - d0) * min(p3, 1) + (d2 - d1) * (p3 / 2) + (d3 - d2) * (p3 / 3)],
+     category = selection, tolerance = exact, backward = none, generated_tests = false,
+     kernel(wgsl = "kernels/broken/permute4_unpermuted_dims.wgsl", bindings(x: read, out: read_write, uniform(d0, d1, d2, d3, p0, p1, p2, p3)), threads = d0 * d1 * d2 * d3))]
+#[allow(clippy::too_many_arguments)]
+pub fn permute4_unpermuted_dims<T: Real>(
+    x: &[T],
+    p0: u32,
+    p1: u32,
+    p2: u32,
+    p3: u32,
+    d0: usize,
+    d1: usize,
+    d2: usize,
+    d3: usize,
+) -> Vec<T> {
+    builtins::permute4(x, p0, p1, p2, p3, d0, d1, d2, d3)
+}
+
+/// Deliberately broken permute3 `cpu` kernel: the inverse permutation (the VJP's) as the forward.
+#[op(name = "test/broken/permute3_cpu_inverse", version = 1,
+     signature(x: f32[d0, d1, d2], p0: u32, p1: u32, p2: u32 where p0 < 3, p1 < 3, p2 < 3, p0 != p1, p0 != p2, p1 != p2)
+        -> f32[d0 + (d1 - d0) * min(p0, 1) + (d2 - d1) * (p0 / 2), d0 + (d1 - d0) * min(p1, 1) + (d2 - d1) * (p1 / 2), d0 + (d1 - d0) * min(p2, 1) + (d2 - d1) * (p2 / 2)],
+     category = selection, tolerance = exact, backward = none, generated_tests = false, cpu = permute3_by_inverse)]
+pub fn permute3_cpu_inverse<T: Real>(x: &[T], p0: u32, p1: u32, p2: u32, d0: usize, d1: usize, d2: usize) -> Vec<T> {
+    builtins::permute3(x, p0, p1, p2, d0, d1, d2)
+}
+/// Wrong on purpose: `x` permuted by the inverse permutation (right only for an involution).
+pub fn permute3_by_inverse(x: &[f32], p0: u32, p1: u32, p2: u32, d0: usize, d1: usize, d2: usize) -> Vec<f32> {
+    let mut inv = [0u32; 3];
+    for (k, p) in [p0, p1, p2].into_iter().enumerate() {
+        inv[p as usize] = k as u32;
+    }
+    builtins::permute3(x, inv[0], inv[1], inv[2], d0, d1, d2)
+}
+
+/// permute3 with a VJP rule that applies the permutation again instead of its inverse. Declared
+/// for one 3-cycle (a permutation that is not its own inverse) and dims of two or more.
+#[op(name = "test/bad/permute3_not_inverted", version = 1,
+     signature(x: f32[d0, d1, d2], p0: u32, p1: u32, p2: u32 where p0 == 1, p1 == 2, p2 == 0, d0 >= 2, d1 >= 2, d2 >= 2) -> f32[d1, d2, d0],
+     category = selection, tolerance = exact, generated_tests = false,
+     backward = vjp(permute3_not_inverted_rule), subgradient = "the permutation, not inverted (wrong on purpose)")]
+pub fn permute3_not_inverted<T: Real>(x: &[T], p0: u32, p1: u32, p2: u32, d0: usize, d1: usize, d2: usize) -> Vec<T> {
+    builtins::permute3(x, p0, p1, p2, d0, d1, d2)
+}
+/// Wrong on purpose: `g` (dims `d1, d2, d0`) permuted forward once more.
+#[allow(clippy::too_many_arguments)]
+pub fn permute3_not_inverted_rule<T: Real>(_x: &[T], p0: u32, p1: u32, p2: u32, d0: usize, d1: usize, d2: usize, g: &[T]) -> Vec<T> {
+    builtins::permute3(g, p0, p1, p2, d1, d2, d0)
+}
+
 // ---- The assertions. ----
 
 #[test]
@@ -373,4 +476,28 @@ fn wrong_vjp_rules_of_rows_elementwise_and_shapes_are_rejected_by_gradcheck() {
     rejected_at_every_salt(&max_rows_first_tie::DECL);
     rejected_at_every_salt(&sigmoid_plus::DECL);
     rejected_at_every_salt(&slice_shifted::DECL);
+}
+
+#[test]
+fn broken_take_along_kernels_are_rejected() {
+    common::wgpu_rejection(&take_along_row_zero::DECL);
+    let reports = assert_conformance_rejected(&take_along_cpu_row_zero::DECL);
+    assert!(reports.iter().any(|r| r.backend == BackendKind::Cpu), "the cpu kernel runs everywhere and must be rejected");
+    let reports = assert_vjp_conformance_rejected(&take_along_vjp_overwrites::DECL);
+    if common::wgpu_available() {
+        assert!(reports.iter().any(|r| r.backend == BackendKind::Wgpu), "wgpu ran and must have rejected it");
+    }
+}
+
+#[test]
+fn wrong_vjp_rules_of_take_along_and_permute_are_rejected_by_gradcheck() {
+    rejected_at_every_salt(&take_along_into_row_zero::DECL);
+    rejected_at_every_salt(&permute3_not_inverted::DECL);
+}
+
+#[test]
+fn broken_permute_kernels_are_rejected() {
+    common::wgpu_rejection(&permute4_unpermuted_dims::DECL);
+    let reports = assert_conformance_rejected(&permute3_cpu_inverse::DECL);
+    assert!(reports.iter().any(|r| r.backend == BackendKind::Cpu), "the cpu kernel runs everywhere and must be rejected");
 }

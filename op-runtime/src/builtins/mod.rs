@@ -9,12 +9,14 @@ mod binary;
 mod cpu_tests;
 mod elementwise;
 mod linalg;
+mod permute;
 mod reduce;
 mod reduce_rows;
 mod rows;
 mod select;
 mod shape;
 mod sum64;
+mod take;
 mod unary;
 mod vjp_ops;
 mod vjp_ops_lib;
@@ -23,11 +25,13 @@ mod windows;
 pub use binary::*;
 pub use elementwise::*;
 pub use linalg::*;
+pub use permute::*;
 pub use reduce::*;
 pub use reduce_rows::*;
 pub use rows::*;
 pub use select::*;
 pub use shape::*;
+pub use take::*;
 pub use unary::*;
 pub use vjp_ops::*;
 pub use vjp_ops_lib::*;
@@ -83,6 +87,9 @@ pub fn decls() -> Vec<&'static OpDecl> {
         &concat::DECL,
         &gather::DECL,
         &broadcast_to::DECL,
+        &take_along::DECL,
+        &permute3::DECL,
+        &permute4::DECL,
     ]
 }
 

@@ -24,8 +24,9 @@
 
 use super::{
     abs_vjp, broadcast_to, broadcast_to_vjp, concat, concat_vjp, flatten_vjp, gather, gather_vjp, max_rows_vjp, maximum_vjp, mean_rows,
-    mean_rows_vjp, median_rows_vjp, min_rows_vjp, minimum_vjp, reshape_vjp, sigmoid_vjp, slice, slice_vjp, sort_rows_vjp, sqrt_vjp,
-    square_vjp, sum_rows, sum_rows_vjp, transpose, transpose_vjp, unfold, unfold_vjp, where_, where_vjp,
+    mean_rows_vjp, median_rows_vjp, min_rows_vjp, minimum_vjp, permute3, permute3_vjp, permute4, permute4_vjp, reshape_vjp, sigmoid_vjp,
+    slice, slice_vjp, sort_rows_vjp, sqrt_vjp, square_vjp, sum_rows, sum_rows_vjp, take_along, take_along_vjp, transpose, transpose_vjp,
+    unfold, unfold_vjp, where_, where_vjp,
 };
 use super::{reduce_rows::selected, rows::order};
 use crate::core::decl::OpDecl;
@@ -33,7 +34,7 @@ use crate::{op, Real};
 use std::cmp::Ordering;
 
 /// The op library's built-ins with a differentiable VJP op: (the built-in's name, its VJP op).
-pub(super) fn lib_vjp_decls() -> [(&'static str, &'static OpDecl); 21] {
+pub(super) fn lib_vjp_decls() -> [(&'static str, &'static OpDecl); 24] {
     [
         ("builtin/unfold", &unfold_vjp_op::DECL),
         ("builtin/sort_rows", &sort_rows_vjp_op::DECL),
@@ -56,6 +57,9 @@ pub(super) fn lib_vjp_decls() -> [(&'static str, &'static OpDecl); 21] {
         ("builtin/concat", &concat_vjp_op::DECL),
         ("builtin/gather", &gather_vjp_op::DECL),
         ("builtin/broadcast_to", &broadcast_to_vjp_op::DECL),
+        ("builtin/take_along", &take_along_vjp_op::DECL),
+        ("builtin/permute3", &permute3_vjp_op::DECL),
+        ("builtin/permute4", &permute4_vjp_op::DECL),
     ]
 }
 
@@ -367,4 +371,88 @@ pub fn broadcast_to_vjp_op<T: Real>(x: &[T], copies: u32, d_out: &[T], p: usize,
 /// Second order of `broadcast_to`: zero in `x`; `broadcast_to(c)` for `g`.
 pub fn broadcast_to_vjp_vjp<T: Real>(x: &[T], copies: u32, _g: &[T], p: usize, q: usize, ct: &[T]) -> (Vec<T>, Vec<T>) {
     (zeros(x.len()), broadcast_to(ct, copies, p, q))
+}
+
+/// `builtin/take_along`'s VJP as an op: each cotangent added to the element of its row that its
+/// output copies.
+#[op(name = "builtin/take_along_vjp", version = 1,
+     signature<T: f32 | f64>(x: T[r, c], idx: u32[r, k], d_out: T[r, k] where c >= 1) -> d_x: T[r, c],
+     category = selection, tolerance = exact, signed_zero = ignore, backward = vjp(take_along_vjp_vjp),
+     subgradient = "none needed: linear in `g`, constant in `x`", license = "MIT OR Apache-2.0")]
+pub fn take_along_vjp_op<T: Real>(x: &[T], idx: &[u32], d_out: &[T], c: usize, k: usize) -> Vec<T> {
+    take_along_vjp(x, idx, c, k, d_out)
+}
+/// Second order of `take_along`: zero in `x`; `take_along(c, idx)` for `g`.
+pub fn take_along_vjp_vjp<T: Real>(x: &[T], idx: &[u32], _g: &[T], c: usize, k: usize, ct: &[T]) -> (Vec<T>, Vec<T>) {
+    (zeros(x.len()), take_along(ct, idx, c, k))
+}
+
+/// `builtin/permute3`'s VJP as an op: the cotangent permuted back by the inverse of the
+/// permutation `p0`, `p1`, `p2` (output axis `k` of the forward is input axis `pk`).
+#[op(name = "builtin/permute3_vjp", version = 1,
+     signature<T: f32 | f64>(x: T[d0, d1, d2], p0: u32, p1: u32, p2: u32,
+        d_out: T[d0 + (d1 - d0) * min(p0, 1) + (d2 - d1) * (p0 / 2), d0 + (d1 - d0) * min(p1, 1) + (d2 - d1) * (p1 / 2), d0 + (d1 - d0) * min(p2, 1) + (d2 - d1) * (p2 / 2)]
+        where p0 < 3, p1 < 3, p2 < 3, p0 != p1, p0 != p2, p1 != p2) -> d_x: T[d0, d1, d2],
+     category = selection, tolerance = exact, signed_zero = ignore, backward = vjp(permute3_vjp_vjp),
+     subgradient = "none needed: linear in `g`, constant in `x`", license = "MIT OR Apache-2.0")]
+#[allow(clippy::too_many_arguments)]
+pub fn permute3_vjp_op<T: Real>(x: &[T], p0: u32, p1: u32, p2: u32, d_out: &[T], d0: usize, d1: usize, d2: usize) -> Vec<T> {
+    permute3_vjp(x, p0, p1, p2, d0, d1, d2, d_out)
+}
+/// Second order of `permute3`: zero in `x`; `permute3(c)` for `g`.
+#[allow(clippy::too_many_arguments)]
+pub fn permute3_vjp_vjp<T: Real>(
+    x: &[T],
+    p0: u32,
+    p1: u32,
+    p2: u32,
+    _g: &[T],
+    d0: usize,
+    d1: usize,
+    d2: usize,
+    ct: &[T],
+) -> (Vec<T>, Vec<T>) {
+    (zeros(x.len()), permute3(ct, p0, p1, p2, d0, d1, d2))
+}
+
+/// `builtin/permute4`'s VJP as an op: the cotangent permuted back by the inverse of the
+/// permutation `p0`, `p1`, `p2`, `p3` (output axis `k` of the forward is input axis `pk`).
+#[op(name = "builtin/permute4_vjp", version = 1,
+     signature<T: f32 | f64>(x: T[d0, d1, d2, d3], p0: u32, p1: u32, p2: u32, p3: u32,
+        d_out: T[d0 + (d1 - d0) * min(p0, 1) + (d2 - d1) * (p0 / 2) + (d3 - d2) * (p0 / 3), d0 + (d1 - d0) * min(p1, 1) + (d2 - d1) * (p1 / 2) + (d3 - d2) * (p1 / 3),
+                 d0 + (d1 - d0) * min(p2, 1) + (d2 - d1) * (p2 / 2) + (d3 - d2) * (p2 / 3), d0 + (d1 - d0) * min(p3, 1) + (d2 - d1) * (p3 / 2) + (d3 - d2) * (p3 / 3)]
+        where p0 < 4, p1 < 4, p2 < 4, p3 < 4, p0 != p1, p0 != p2, p0 != p3, p1 != p2, p1 != p3, p2 != p3) -> d_x: T[d0, d1, d2, d3],
+     category = selection, tolerance = exact, signed_zero = ignore, backward = vjp(permute4_vjp_vjp),
+     subgradient = "none needed: linear in `g`, constant in `x`", license = "MIT OR Apache-2.0")]
+#[allow(clippy::too_many_arguments)]
+pub fn permute4_vjp_op<T: Real>(
+    x: &[T],
+    p0: u32,
+    p1: u32,
+    p2: u32,
+    p3: u32,
+    d_out: &[T],
+    d0: usize,
+    d1: usize,
+    d2: usize,
+    d3: usize,
+) -> Vec<T> {
+    permute4_vjp(x, p0, p1, p2, p3, d0, d1, d2, d3, d_out)
+}
+/// Second order of `permute4`: zero in `x`; `permute4(c)` for `g`.
+#[allow(clippy::too_many_arguments)]
+pub fn permute4_vjp_vjp<T: Real>(
+    x: &[T],
+    p0: u32,
+    p1: u32,
+    p2: u32,
+    p3: u32,
+    _g: &[T],
+    d0: usize,
+    d1: usize,
+    d2: usize,
+    d3: usize,
+    ct: &[T],
+) -> (Vec<T>, Vec<T>) {
+    (zeros(x.len()), permute4(ct, p0, p1, p2, p3, d0, d1, d2, d3))
 }

@@ -421,12 +421,18 @@ impl<'a> Gen<'a> {
             (Some(a), Some(b)) => ((*a - 1).max(0), (*b + 1).max(4)),
             _ => (0, 64),
         };
-        let how = Draw { dims: (1, MAX_DIM), params: (lo, hi) };
         let (mut distinct, mut tied): (Vec<Shape>, Vec<Shape>) = (Vec::new(), Vec::new());
-        for _ in 0..2000 {
-            if distinct.len() >= RANDOM_CASES {
+        for k in 0..4000 {
+            if distinct.len() >= RANDOM_CASES || (k == 2000 && distinct.len() + tied.len() >= RANDOM_CASES) {
                 break;
             }
+            // Dims up to MAX_DIM and parameters around the literals first; where those 2000
+            // draws leave the family short (several dims under the numel cap, parameters
+            // confined jointly from 0 up, a permutation's `p0 < 4, p0 != p1, ..`), 2000 more
+            // with dims up to 16 and parameters from 0. Ops whose family the first draws fill
+            // are unchanged.
+            let how =
+                if k < 2000 { Draw { dims: (1, MAX_DIM), params: (lo, hi) } } else { Draw { dims: (1, 16), params: (lo.min(0), hi) } };
             let values = self.space.draw(rng, how, &[]);
             if !self.admissible(&values) || distinct.iter().chain(&tied).any(|s| s.syms == values) {
                 continue;

@@ -14,9 +14,9 @@ use op_contract::contract::{DType, Domain};
 use op_contract::sample::{in_domain, Caps, Draw, Magnitudes, Rng, Space};
 use std::collections::{BTreeMap, HashMap};
 
-/// Draws of a binding tried before giving up (the first half over small dims, the second over
-/// wider ones).
-pub(crate) const BINDING_TRIES: usize = 4000;
+/// Draws of a binding tried before giving up (a third over small dims, a third over wider ones,
+/// a third over small dims with parameters no larger than the constraints' literals).
+pub(crate) const BINDING_TRIES: usize = 6000;
 
 /// Size limits of a gradcheck binding: small draws, but a pinned dim may be large.
 const CAPS: Caps = Caps { max_dim: 1 << 40, max_numel: 1 << 28, max_work: None };
@@ -125,11 +125,20 @@ pub(crate) fn binding(op: &RegisteredOp, pin: &[(String, i128)], rng: &mut Rng) 
 /// One admissible binding, distinct symbols with distinct values where the constraints allow:
 /// dims log-uniform over 2..=24 first, then over 1..=64 with wider parameters; checked by the
 /// oracle, then by the planner's shape-only validation, so nothing large is ever built.
+///
+/// Integer parameters that the constraints confine jointly to a small set (a permutation's
+/// axes `p0..p3`, each below 4 and pairwise distinct: one draw in some 50,000 from `0..=32`)
+/// are rarely drawn together from those ranges; where both found nothing, a last round draws
+/// the parameters no larger than the constraints' largest literal. Reached only after the first
+/// two found nothing, so it moves no binding they find.
 fn sample(op: &RegisteredOp, space: &Space<'_>, pin: &[(usize, i128)], rng: &mut Rng) -> Option<Vec<i128>> {
     let signed = space.int_params().iter().any(|(_, dt)| matches!(dt, DType::i8 | DType::i16 | DType::i32 | DType::i64));
     let lo = if signed { -8 } else { 0 };
-    for how in [Draw { dims: (2, 24), params: (lo, 32) }, Draw { dims: (1, 64), params: (lo, 256) }] {
-        for _ in 0..BINDING_TRIES / 2 / 200 {
+    let top = space.literals().iter().copied().max().unwrap_or(0).max(lo + 1);
+    for how in
+        [Draw { dims: (2, 24), params: (lo, 32) }, Draw { dims: (1, 64), params: (lo, 256) }, Draw { dims: (2, 24), params: (lo, top) }]
+    {
+        for _ in 0..BINDING_TRIES / 3 / 200 {
             let Some(values) = space.sample(rng, how, CAPS, 200, pin) else { continue };
             if admitted(op, space, &values) {
                 return Some(values);
