@@ -19,10 +19,9 @@ __device__ unsigned int block_flags[MAX_BLOCKS];
 __device__ unsigned int blocks_done;
 
 // The sum of `term(i)` over i < n, finished (NaN or an infinity where the terms say so); valid
-// in thread 0 of the last block only, where `*last` is set (and `*flags_out`, where given, holds
-// the terms' non-finite flags). At most MAX_BLOCKS blocks.
+// in thread 0 of the last block only, where `*last` is set. At most MAX_BLOCKS blocks.
 template <typename Term>
-__device__ float grid_total(unsigned int n, Term term, bool* last, unsigned int* flags_out = nullptr) {
+__device__ float grid_total(unsigned int n, Term term, bool* last) {
     __shared__ float part[WG];
     __shared__ unsigned int wflags[WG];
     __shared__ bool is_last;
@@ -53,39 +52,13 @@ __device__ float grid_total(unsigned int n, Term term, bool* last, unsigned int*
         flags |= ((volatile unsigned int*)block_flags)[b];
     }
     block_tree<WG>(blocks.total(), flags, part, wflags);
-    if (flags_out != nullptr) *flags_out = wflags[0];
     return finish_sum(wflags[0], part[0]);
 }
 
-// The sum of `x[i] * down` over i < n by this block alone, finished; valid in thread 0.
-__device__ float block_total_scaled(const float* __restrict__ x, unsigned int n, float down) {
-    __shared__ float part[WG];
-    __shared__ unsigned int wflags[WG];
-    Pairwise acc;
-    NonFinite nf;
-    for (unsigned int i = threadIdx.x; i < n; i += WG) acc.push(nf.fin(__fmul_rn(x[i], down)));
-    block_tree<WG>(acc.total(), nf.flags, part, wflags);
-    return finish_sum(wflags[0], part[0]);
-}
-
-// A sum of finite terms whose partial sums overflowed where the exact sum is finite (MAX + MAX
-// - MAX) is summed again by the last block, scaled by 2^-s as in `mean_kernel`, and scaled back
-// (see sum.wgsl's sum_main). `grid_total` reports whether any term was infinite or NaN.
 extern "C" __global__ void sum_kernel(const float* __restrict__ x, float* __restrict__ out, unsigned int n) {
-    __shared__ bool again;
     bool last;
-    unsigned int flags = 0u;
-    float t = grid_total(n, [&](unsigned int i) { return x[i]; }, &last, &flags);
-    if (!last) return;
-    if (threadIdx.x == 0u) again = !isfinite(t) && flags == 0u;
-    __syncthreads();
-    if (!again) {
-        if (threadIdx.x == 0u) out[0] = t;
-        return;
-    }
-    const unsigned int s = n > 1u ? 32u - __clz(n - 1u) : 0u;
-    float scaled = block_total_scaled(x, n, __int_as_float((int)((127u - s) << 23)));
-    if (threadIdx.x == 0u) out[0] = __fmul_rn(scaled, __int_as_float((int)((127u + s) << 23)));
+    float t = grid_total(n, [&](unsigned int i) { return x[i]; }, &last);
+    if (last && threadIdx.x == 0u) out[0] = t;
 }
 
 extern "C" __global__ void mean_kernel(const float* __restrict__ x, float* __restrict__ out, unsigned int n) {

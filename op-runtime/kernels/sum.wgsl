@@ -51,29 +51,10 @@ fn total(lid: u32, sc: f32) -> f32 {
     return finish(wflags[0], part[0]);
 }
 
-// Set by invocation 0 when the sum is summed again, scaled (read with workgroupUniformLoad).
-var<workgroup> again: u32;
-
-// The sum of finite terms can overflow in a partial sum where the exact sum is finite (MAX +
-// MAX - MAX): when the terms hold no infinity or NaN and the sum came out non-finite, the terms
-// are summed again scaled by 2^-s as in `mean_main` (no partial sum overflows then), and the
-// result scaled back by 2^s (infinite only where the sum itself overflows). Only that rare case
-// pays the second pass; its scaling is exact but for terms below 2^(s - 126), whose loss is
-// nothing beside accum's bound on a sum whose terms reach MAX.
 @compute @workgroup_size(256)
 fn sum_main(@builtin(local_invocation_index) lid: u32) {
     let t = total(lid, 1.0);
     if (lid == 0u) {
-        again = select(0u, 1u, !is_finite_(t) && wflags[0] == 0u);
-    }
-    if (workgroupUniformLoad(&again) == 1u) {
-        let s = 32u - countLeadingZeros(max(p.n, 1u) - 1u);
-        units = 0u;
-        let scaled = total(lid, bitcast<f32>((127u - s) << 23u));
-        if (lid == 0u) {
-            out[0] = scaled * bitcast<f32>((127u + s) << 23u);
-        }
-    } else if (lid == 0u) {
         out[0] = t;
     }
 }
