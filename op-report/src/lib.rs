@@ -7,6 +7,8 @@
 //! network: the pages read the same in any browser or none.
 //!
 //! ```no_run
+//! // Not run as a doctest: it reads the records a `cargo op report` run (or the generated
+//! // tests with `OP_REPORT_DIR` set) wrote under `target/`, which a doctest does not have.
 //! let records = op_report::Records::load(std::path::Path::new("target/op-report/records"))?;
 //! let rendered = op_report::render(&records, std::path::Path::new("target/op-report"))?;
 //! println!("{}", rendered.index.display());
