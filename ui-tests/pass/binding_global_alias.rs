@@ -15,7 +15,7 @@ pub fn double<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| *v + *v).collect()
 }
 
-fn main() {
+pub(crate) fn main() {
     let op = op_runtime::RegisteredOp::load(&double::DECL).expect("the declaration loads");
     println!("{} {}", op.id(), op.hash_hex());
     assert!(double::DECL.contract_json.contains(r#""global":"src""#));

@@ -14,7 +14,7 @@ pub fn positives<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().copied().filter(|v| *v > T::zero()).collect()
 }
 
-fn main() {
+pub(crate) fn main() {
     println!("{}", op_spec_hex(&positives::DECL.hash));
     assert_eq!(positives(&[1.0f32, -1.0, 2.0]), vec![1.0, 2.0]);
 }

@@ -26,7 +26,7 @@ pub fn double_f64(x: &[f64]) -> Vec<f64> {
     x.iter().map(|v| v + v + 200.0).collect()
 }
 
-fn main() {
+pub(crate) fn main() {
     let r = Registry::new();
     let h = r.register(&double::DECL).unwrap();
     for (d, marker) in [(DType::f32, 100.0), (DType::f64, 200.0)] {

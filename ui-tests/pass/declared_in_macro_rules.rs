@@ -19,7 +19,7 @@ pub fn scaled_vjp<T: Real>(_x: &[T], g: &[T]) -> Vec<T> {
 
 declare_scaled!(triple, "ui/pass/triple", 3.0);
 
-fn main() {
+pub(crate) fn main() {
     let op = op_runtime::RegisteredOp::load(&triple::DECL).expect("loads");
     let h = op_runtime::Registry::new().register(&triple::DECL).expect("registers");
     let x = op_runtime::Tensor::vector(vec![1.0f32, 2.0]);

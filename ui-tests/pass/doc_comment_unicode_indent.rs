@@ -15,6 +15,6 @@ pub fn double<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| *v + *v).collect()
 }
 
-fn main() {
+pub(crate) fn main() {
     assert_eq!(double::DECL.description, "Doubles every element.\n\u{3000}(Indented further.)");
 }

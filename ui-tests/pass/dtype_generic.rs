@@ -23,7 +23,7 @@ pub fn fast<T: Real>(x: &[T]) -> (Vec<T>, Vec<u32>) {
     double_argmax(x)
 }
 
-fn main() {
+pub(crate) fn main() {
     let r = Registry::new();
     let h = r.register(&double_argmax::DECL).unwrap();
     for d in [DType::f16, DType::bf16, DType::f32, DType::f64] {

@@ -20,7 +20,7 @@ pub fn square_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
     x.iter().zip(g).map(|(v, g)| (*v + *v) * *g).collect()
 }
 
-fn main() {
+pub(crate) fn main() {
     let op = op_runtime::RegisteredOp::load(&square::DECL).expect("the declaration loads");
     println!("{} {}", op.id(), op.hash_hex());
     assert!(square::DECL.reference_f64.is_some());

@@ -11,7 +11,17 @@ use op_runtime::{op, Real};
     backward = none,
 )]
 pub fn clamp<T: Real>(x: &[T], lo: T, hi: T) -> Vec<T> {
-    x.iter().map(|v| if *v < lo { lo } else if *v > hi { hi } else { *v }).collect()
+    x.iter()
+        .map(|v| {
+            if *v < lo {
+                lo
+            } else if *v > hi {
+                hi
+            } else {
+                *v
+            }
+        })
+        .collect()
 }
 
 /// Scales by `1 / (1 - p)` (the kept elements of an inverted dropout), `eps` guarding the division.
@@ -26,7 +36,7 @@ pub fn dropout_scale<T: Real>(x: &[T], p: T, eps: T) -> Vec<T> {
     x.iter().map(|v| *v / denom).collect()
 }
 
-fn main() {
+pub(crate) fn main() {
     let op = op_runtime::RegisteredOp::load(&clamp::DECL).expect("the declaration loads");
     println!("{} {}", op.id(), op.hash_hex());
     assert_eq!(op.contract().signature.float_constraints.len(), 1);

@@ -13,7 +13,7 @@ pub fn popcount(x: &[u32]) -> Vec<u32> {
     x.iter().map(|v| v.count_ones()).collect()
 }
 
-fn main() {
+pub(crate) fn main() {
     let op = op_runtime::RegisteredOp::load(&popcount::DECL).expect("the declaration loads");
     println!("{} {}", op.id(), op.hash_hex());
     assert_eq!(popcount(&[7, 8]), vec![3, 1]);

@@ -23,7 +23,7 @@ pub fn mul_jvp_b<T: Real>(a: &[T], _b: &[T], tb: &[T]) -> Vec<T> {
     a.iter().zip(tb).map(|(x, t)| *x * *t).collect()
 }
 
-fn main() {
+pub(crate) fn main() {
     let op = op_runtime::RegisteredOp::load(&mul::DECL).expect("the declaration loads");
     println!("{} {}", op.id(), op.hash_hex());
     assert_eq!(mul::DECL.jvp.len(), 2);

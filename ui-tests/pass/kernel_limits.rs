@@ -15,6 +15,6 @@ pub fn double<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| *v + *v).collect()
 }
 
-fn main() {
+pub(crate) fn main() {
     assert_eq!(double(&[1.5f32]), vec![3.0f32]);
 }

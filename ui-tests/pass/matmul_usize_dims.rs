@@ -36,7 +36,7 @@ pub fn matmul_vjp<T: Real>(a: &[T], b: &[T], m: usize, k: usize, n: usize, g: &[
     (da, db)
 }
 
-fn main() {
+pub(crate) fn main() {
     let op = op_runtime::RegisteredOp::load(&matmul::DECL).expect("the declaration loads");
     println!("{} {}", op.id(), op.hash_hex());
     assert_eq!(matmul(&[1.0f32, 2.0], &[3.0f32, 4.0], 1, 2, 1), vec![11.0]);

@@ -18,10 +18,21 @@ pub fn split_sign<T: Real>(x: &[T]) -> (Vec<T>, Vec<T>) {
 
 /// Each element's cotangent comes from the part it landed in.
 pub fn split_sign_vjp<T: Real>(x: &[T], gpos: &[T], gneg: &[T]) -> Vec<T> {
-    x.iter().zip(gpos.iter().zip(gneg)).map(|(v, (gp, gn))| if *v > T::zero() { *gp } else if *v < T::zero() { *gn } else { T::zero() }).collect()
+    x.iter()
+        .zip(gpos.iter().zip(gneg))
+        .map(|(v, (gp, gn))| {
+            if *v > T::zero() {
+                *gp
+            } else if *v < T::zero() {
+                *gn
+            } else {
+                T::zero()
+            }
+        })
+        .collect()
 }
 
-fn main() {
+pub(crate) fn main() {
     let op = op_runtime::RegisteredOp::load(&split_sign::DECL).expect("the declaration loads");
     println!("{} {}", op.id(), op.hash_hex());
     assert_eq!(op.contract().signature.outputs.len(), 2);

@@ -15,7 +15,17 @@ use op_runtime::{op, Real};
     visibility = public,
 )]
 pub fn clamp01<T: Real>(x: &[T]) -> Vec<T> {
-    x.iter().map(|v| if *v < T::zero() { T::zero() } else if *v > T::one() { T::one() } else { *v }).collect()
+    x.iter()
+        .map(|v| {
+            if *v < T::zero() {
+                T::zero()
+            } else if *v > T::one() {
+                T::one()
+            } else {
+                *v
+            }
+        })
+        .collect()
 }
 
 /// Passes the cotangent where the input was inside `(0, 1)`.
@@ -23,7 +33,7 @@ pub fn clamp01_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
     x.iter().zip(g).map(|(v, g)| if *v > T::zero() && *v < T::one() { *g } else { T::zero() }).collect()
 }
 
-fn main() {
+pub(crate) fn main() {
     let op = op_runtime::RegisteredOp::load(&clamp01::DECL).expect("the declaration loads");
     println!("{} {}", op.id(), op.hash_hex());
     assert!(clamp01::DECL.description.starts_with("Clamps every element"));

@@ -17,7 +17,7 @@ pub fn increment(x: &[Count]) -> Vec<Count> {
     x.iter().map(|v| v.saturating_add(1)).collect()
 }
 
-fn main() {
+pub(crate) fn main() {
     let op = op_runtime::RegisteredOp::load(&increment::DECL).expect("the declaration loads");
     println!("{} {}", op.id(), op.hash_hex());
     assert_eq!(increment(&[1, u16::MAX]), vec![2, u16::MAX]);

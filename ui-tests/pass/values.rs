@@ -26,7 +26,7 @@ pub fn log_sqrt<T: Real>(x: &[T], y: &[T]) -> Vec<T> {
     x.iter().zip(y).map(|(a, b)| a.ln() + (*b + T::one()).sqrt()).collect()
 }
 
-fn main() {
+pub(crate) fn main() {
     use op_runtime::RegisteredOp;
     let f = RegisteredOp::load(&floor_at::DECL).expect("loads");
     assert!(!f.contract().signed_zero.is_exact(), "signed_zero = ignore reaches the contract");

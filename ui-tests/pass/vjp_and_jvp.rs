@@ -23,7 +23,7 @@ pub fn square_jvp<T: Real>(x: &[T], t: &[T]) -> Vec<T> {
     x.iter().zip(t).map(|(v, t)| (*v + *v) * *t).collect()
 }
 
-fn main() {
+pub(crate) fn main() {
     let op = op_runtime::RegisteredOp::load(&square::DECL).expect("the declaration loads");
     println!("{} {}", op.id(), op.hash_hex());
     assert!(square::DECL.vjp.is_some());

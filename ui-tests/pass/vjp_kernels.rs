@@ -20,7 +20,7 @@ pub fn double_vjp<T: Real>(_x: &[T], g: &[T]) -> Vec<T> {
     g.iter().map(|v| *v + *v).collect()
 }
 
-fn main() {
+pub(crate) fn main() {
     let registry = Registry::new();
     let h = registry.register(&double::DECL).expect("registers");
     let vjp = h.vjp_op().expect("the VJP op is registered with the op");

@@ -48,7 +48,7 @@ pub fn windowed_median_vjp<T: Real>(x: &[T], w: u32, g: &[T]) -> Vec<T> {
     grad
 }
 
-fn main() {
+pub(crate) fn main() {
     let op = op_runtime::RegisteredOp::load(&windowed_median::DECL).expect("the declaration loads");
     assert_eq!(op.id(), "user/example/windowed_median@1");
     println!("{} {}", op.id(), op.hash_hex());
