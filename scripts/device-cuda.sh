@@ -26,8 +26,10 @@ for line in sys.stdin:
         print(m["executable"])' | tail -1
 }
 
-TESTS="conformance_builtins conformance_median dtype_generic accumulate training cuda_device_tensors vjp_kernels device_training launch_grid"
-WGPU_TESTS="device_tensors launch_any_size launch_grid vjp_kernels"
+# Test binaries; the tests of the example's median are one binary (tests/example_median), run by
+# module (`training::` and so on).
+TESTS="conformance_builtins accumulate launch_grid example_median"
+WGPU_TESTS="device_tensors launch_grid"
 WGPU_BENCHES="device_chain conformance_wgpu"
 
 case "${1:-}" in
@@ -40,7 +42,7 @@ prepare)
     cp "$(exe_of bench --no-run --bench cuda_kernels)" device-bin/cuda_kernels
     cp "$(exe_of bench --no-run --bench device_tape)" device-bin/device_tape
     # wgpu on the NVIDIA Vulkan driver too, where the Vulkan loader is carried in `.gl` (see run).
-    for t in $WGPU_TESTS; do cp "$(exe_of test --release --no-run --test "$t")" "device-bin/$t"; done
+    for t in $WGPU_TESTS; do [ -e "device-bin/$t" ] || cp "$(exe_of test --release --no-run --test "$t")" "device-bin/$t"; done
     for b in $WGPU_BENCHES; do cp "$(exe_of bench --no-run --bench "$b")" "device-bin/$b"; done
     strip device-bin/*
     xz -6 -T2 device-bin/*   # about 8 MB each unpacked; the carried tree must stay under 64 MiB
@@ -86,13 +88,13 @@ run)
     }
     step lib device-bin/op_runtime_lib cuda --test-threads=1
     step builtins device-bin/conformance_builtins cuda --nocapture
-    step median device-bin/conformance_median --nocapture
-    step generic device-bin/dtype_generic
+    step median device-bin/example_median conformance_median:: --nocapture
+    step generic device-bin/example_median dtype_generic::
     step accumulate device-bin/accumulate
-    step training device-bin/training
-    step resident device-bin/cuda_device_tensors --nocapture
-    step vjp device-bin/vjp_kernels --nocapture
-    step device-training device-bin/device_training --nocapture --test-threads=1
+    step training device-bin/example_median training:: --skip device_training::
+    step resident device-bin/example_median cuda_device_tensors:: --nocapture
+    step vjp device-bin/example_median vjp_kernels:: --nocapture
+    step device-training device-bin/example_median device_training:: --nocapture --test-threads=1
     step grid device-bin/launch_grid --nocapture
     step example device-bin/windowed_median
     tail -20 /tmp/op-step-example.log
@@ -113,6 +115,7 @@ run)
           ldconfig -p | grep -E 'libvulkan|libGLX_nvidia|libGLdispatch' || true; } | tee -a "$out/all.log"
         export OP_REQUIRE_GPU_ADAPTER=1
         for t in $WGPU_TESTS; do step "wgpu-$t" "device-bin/$t"; done
+        for m in launch_any_size vjp_kernels; do step "wgpu-$m" device-bin/example_median "$m::"; done
         for b in $WGPU_BENCHES; do step "wgpu-$b" "device-bin/$b"; cat "/tmp/op-step-wgpu-$b.log"; done
     fi
     exit $status

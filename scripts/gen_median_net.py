@@ -6,7 +6,7 @@ For each odd w: Batcher's odd-even merge sort on the next power of two >= w, inp
 +inf (comparators touching them are dropped: min(x, +inf) = x), then backward pruning to the
 comparators (and, per comparator, the min/max outputs) that influence wire w // 2. Verified
 exhaustively on 0/1 inputs here (0-1 principle) and bit-exactly against the reference by the
-test suite (tests/cpu_kernels.rs).
+test suite (tests/example_median/cpu_kernels.rs).
 Usage: python3 scripts/gen_median_net.py > examples/windowed_median/median_net.rs
 """
 import itertools, sys

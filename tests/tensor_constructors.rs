@@ -1,7 +1,7 @@
 //! Public tensor constructors never abort or panic on a size they cannot allocate: a shape
 //! whose element or byte count overflows is `ShapeOverflow`, one this host cannot hold is
 //! `TooLarge`, and a shape that does not match the data given is `ShapeMismatch` (the call path
-//! refuses such outputs too: `tests/runtime_dispatch.rs`).
+//! refuses such outputs too: `tests/example_median/runtime_dispatch.rs`).
 
 use op_runtime::Data;
 use op_runtime::TensorError;

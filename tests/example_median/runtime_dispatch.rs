@@ -13,8 +13,7 @@ use rand::{RngExt, SeedableRng};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-#[path = "../examples/windowed_median/median.rs"]
-mod median;
+use crate::median;
 
 /// A user op with a fast CPU kernel.
 #[op(name = "test/dispatch/double", version = 1, signature(x: f32[n]) -> f32[n],

@@ -8,10 +8,9 @@
 //! wgpu tests skip with a printed reason when no adapter exists, unless
 //! `OP_REQUIRE_GPU_ADAPTER=1` (CI); CUDA ones unless `OP_REQUIRE_CUDA=1` (the device check).
 
-mod common;
+use crate::common;
 
-#[path = "../examples/windowed_median/median.rs"]
-mod median;
+use crate::median;
 
 use op_runtime::conformance;
 use op_runtime::testing::assert_vjp_conformance_rejected;

@@ -5,10 +5,9 @@
 //! are typed errors before any work. Conformance launches linear kernels in rows one
 //! workgroup wide, so a kernel that linearises wrongly is rejected on small cases.
 
-mod common;
+use crate::common;
 
-#[path = "../examples/windowed_median/median.rs"]
-mod median;
+use crate::median;
 
 use op_runtime::conformance::{self, Class, ConformanceFailure};
 use op_runtime::{op, BackendKind, CallOptions, Real, Scalar, Tensor};

@@ -13,10 +13,9 @@
 //! wgpu tests skip with a printed reason when no adapter exists, unless
 //! `OP_REQUIRE_GPU_ADAPTER=1` (CI), where that is a failure.
 
-mod common;
+use crate::common;
 
-#[path = "../examples/windowed_median/median.rs"]
-mod median;
+use crate::median;
 
 use op_runtime::conformance::{self, Class, ConformanceFailure, Fault};
 use op_runtime::receipt::{Receipt, ReceiptError};

@@ -6,10 +6,9 @@
 //! op on the path differentiates through its VJP op's kernel there. A tape without a device
 //! refuses device feeds, and a tape on one device refuses another's tensors.
 
-mod common;
+use crate::common;
 
-#[path = "../examples/windowed_median/median.rs"]
-mod median;
+use crate::median;
 
 use op_runtime::cuda::CudaEngine;
 use op_runtime::train::Sgd;

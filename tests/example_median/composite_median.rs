@@ -5,12 +5,10 @@
 //! tape's plan shows the `(n - w + 1) x w` window buffer; and a composite whose graph takes each
 //! window's maximum instead is rejected by gradcheck.
 
-mod common;
+use crate::common;
 
-#[path = "../examples/windowed_median/composite.rs"]
-mod composite;
-#[path = "../examples/windowed_median/median.rs"]
-mod median;
+use crate::composite;
+use crate::median;
 
 use op_runtime::conformance::corpus;
 use op_runtime::graph::{Graph, GraphError, Var};

@@ -3,12 +3,10 @@
 //! a mis-batched input is a typed error (never a folded, plausible number), and a batch of
 //! device tensors on a device tape equals the host's, its tangents kept on the device.
 
-mod common;
+use crate::common;
 
-#[path = "../examples/windowed_median/median.rs"]
-mod median;
-#[path = "../examples/autodiff/median_vjp.rs"]
-mod median_vjp;
+use crate::median;
+use crate::median_vjp;
 
 use op_runtime::train::{vmap, InAxis, SharedDevice, Tape, TapeError, TensorFn, Var};
 use op_runtime::{DType, Registry, Scalar, Tensor};

@@ -4,9 +4,8 @@
 //! unknown-key and tampered receipts are refused with distinct typed errors; received receipts,
 //! cards and provenance never make the runtime panic.
 
-mod common;
-#[path = "../examples/windowed_median/median.rs"]
-mod median;
+use crate::common;
+use crate::median;
 
 use op_runtime::conformance::conform;
 use op_runtime::device::{fingerprint, DeviceProfile};

@@ -5,10 +5,8 @@
 //! of gradients, and a wrong second derivative is caught by that comparison and by gradcheck of
 //! the VJP op; an op whose VJP op is not differentiable is a typed error naming it.
 
-#[path = "../examples/windowed_median/median.rs"]
-mod median;
-#[path = "../examples/autodiff/median_vjp.rs"]
-mod median_vjp;
+use crate::median;
+use crate::median_vjp;
 
 use op_runtime::graph::{Graph, GraphError};
 use op_runtime::testing::assert_gradcheck_rejected;

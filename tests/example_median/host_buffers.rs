@@ -8,8 +8,7 @@
 //! The pool is one per process: every test here holds [`SERIAL`], and the stale-data test
 //! empties the pool before it plants its buffer, so no other buffer can be taken instead.
 
-#[path = "../examples/windowed_median/median.rs"]
-mod median;
+use crate::median;
 
 use op_runtime::backend::{CpuBackend, ReferenceBackend};
 use op_runtime::conformance::accum_bound;

@@ -4,10 +4,9 @@
 //! shown as unverified text), loses no receipt and no card to concurrent publishers (threads
 //! and processes), never follows a planted symlink (a file's or any store directory's), never
 //! panics on a damaged file, and `repair` rebuilds index entries from the blobs. (Cards and
-//! trust: `tests/trust.rs`.)
+//! trust: `tests/example_median/trust.rs`.)
 
-#[path = "../examples/windowed_median/median.rs"]
-mod median;
+use crate::median;
 
 use op_runtime::conformance::conform;
 use op_runtime::receipt::Receipt;
@@ -515,10 +514,15 @@ fn four_processes_publishing_concurrently_lose_no_receipt() {
     let base = t.dir.with_extension("base.json");
     std::fs::write(&base, reference_receipt(&handle(&shared_median::DECL)).to_json()).unwrap();
     let exe = std::env::current_exe().unwrap();
+    // The child's test by its full name in this binary (`sharing::child_publisher_role`).
+    let child_test = match module_path!().split_once("::") {
+        Some((_, module)) => format!("{module}::child_publisher_role"),
+        None => "child_publisher_role".to_string(),
+    };
     let children: Vec<_> = (0..PROCESSES)
         .map(|k| {
             std::process::Command::new(&exe)
-                .args(["--exact", "child_publisher_role", "--test-threads=1", "--nocapture"])
+                .args(["--exact", child_test.as_str(), "--test-threads=1", "--nocapture"])
                 .env(CHILD_ENV, format!("{}|{k}|{ROUNDS}|{}|{}", t.dir.display(), go.display(), base.display()))
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())

@@ -2,10 +2,9 @@
 //! geometry, outputs stacked; mismatched batches are typed errors; a batched tensor is never
 //! silently folded into one launch.
 
-mod common;
+use crate::common;
 
-#[path = "../examples/windowed_median/median.rs"]
-mod median;
+use crate::median;
 
 use op_runtime::BatchError;
 use op_runtime::{BackendKind, CallOptions, DispatchError, Registry, Scalar, Tensor};

@@ -6,8 +6,7 @@
 //! checks can fail. Sizes are capped for debug builds on two cores (the kernel's own tile and
 //! chunk boundaries are still crossed: 4096-output tiles, 16_384-output chunks).
 
-#[path = "../examples/windowed_median/median.rs"]
-mod median;
+use crate::median;
 
 use op_runtime::backend::{CpuBackend, ReferenceBackend};
 use op_runtime::cpu::simd::{key, unkey, with_isa_override, Isa};

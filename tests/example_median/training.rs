@@ -3,8 +3,7 @@
 //! updates the parameters, the planner budgets memory before anything runs, and every run
 //! yields a provenance record where user and built-in ops look alike.
 
-#[path = "../examples/windowed_median/median.rs"]
-mod median;
+use crate::median;
 
 use op_runtime::graph::{Graph, GraphError};
 use op_runtime::provenance::ProvenanceRecord;

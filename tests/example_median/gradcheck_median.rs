@@ -6,8 +6,7 @@
 //! rejects them. The wrong backwards declare `generated_tests = false`: the tests below assert
 //! each rejection.
 
-#[path = "../examples/windowed_median/median.rs"]
-mod median;
+use crate::median;
 
 use op_runtime::gradcheck;
 use op_runtime::gradcheck::GradcheckError;

@@ -70,8 +70,7 @@ pub fn affine_bad_vjp<T: Real>(_x: &[T], g: &[T]) -> Vec<T> {
     g.iter().map(|g| *g * T::from_f64(3.0)).collect()
 }
 
-#[path = "../examples/windowed_median/median.rs"]
-mod median;
+use crate::median;
 
 fn registry() -> Registry {
     let r = Registry::with_builtins();

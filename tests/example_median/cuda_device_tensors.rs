@@ -7,9 +7,8 @@
 //! and the input. One test function: the engine's transfer counters are process-wide, and
 //! concurrent tests would move them.
 
-mod common;
-#[path = "../examples/windowed_median/median.rs"]
-mod median;
+use crate::common;
+use crate::median;
 
 use op_runtime::cuda::CudaEngine;
 use op_runtime::device::Device;

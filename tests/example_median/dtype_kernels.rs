@@ -7,8 +7,7 @@
 //! reference bit for bit on every path and thread count, and the f64 kernel on every instruction
 //! set, window length and boundary of its lanes, tiles and chunks.
 
-#[path = "../examples/windowed_median/median.rs"]
-mod median;
+use crate::median;
 
 use op_runtime::conformance::{self, Case, CaseShape, ConformanceFailure, Pattern};
 use op_runtime::train::Tape;
