@@ -5,6 +5,7 @@
 
 use super::cases::Case;
 use super::compare::{Class, Fault, Mismatch};
+use crate::core::backend::canary_bits;
 use crate::core::device::DeviceProfile;
 use crate::core::kind::BackendKind;
 use op_contract::contract::{Category, DType, NanPolicy, SignedZero, Tolerance};
@@ -92,7 +93,7 @@ impl Report {
             ),
             (Class::Unwritten, Some(m)) => format!(
                 "element never written (canary intact): mismatching elements still hold the canary {}: the kernel's guard or launch geometry skips them ({} element(s) differ in all)",
-                bits(canary(d.dtype), d.dtype),
+                bits(canary_bits(d.dtype), d.dtype),
                 m.count
             ),
             (Class::OutOfBounds(side), _) => format!(
@@ -177,10 +178,6 @@ impl Report {
 
 fn bits(b: u64, dtype: DType) -> String {
     format!("{:#0w$x}", b, w = dtype.size() * 2 + 2)
-}
-
-fn canary(dtype: DType) -> u64 {
-    crate::core::backend::canary_bits(dtype)
 }
 
 /// The raw numbers of a fault, one line.
