@@ -1,4 +1,5 @@
-//! Helpers shared by the integration tests (each test file includes this with `mod common;`).
+//! Helpers shared by the integration tests (a test binary includes this with `mod common;`; the
+//! modules of `tests/example_median` reach its one copy as `crate::common`).
 
 use op_runtime::conformance::Report;
 use op_runtime::testing::{assert_conformance_rejected, REQUIRE_CUDA_ENV, REQUIRE_GPU_ENV};
