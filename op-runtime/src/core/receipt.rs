@@ -21,6 +21,12 @@ use serde::{Deserialize, Serialize};
 /// device profiles (details and instance) and optional signatures.
 pub const RECEIPT_FORMAT: u32 = 2;
 
+/// The prefix of a device profile's details that name what conformance cannot test on that
+/// device (`untested.termination`, ...): each one's value is a sentence saying what and why
+/// (`termination not tested: the adapter ends every loop after 65535 turns ...`). A backend
+/// puts them in its profile; [`Receipt::untested`] lists them.
+pub(crate) const UNTESTED_DETAIL: &str = "untested.";
+
 /// Domain separator of the signed message (followed by the receipt's digest, hex).
 const SIGNATURE_CONTEXT: &[u8] = b"op-runtime receipt signature v1\0";
 
@@ -56,6 +62,12 @@ pub struct Receipt {
     pub corpus_digest: String,
     /// Engine version.
     pub engine_version: String,
+    /// What conformance could not test on this device, one sentence each (e.g. `termination
+    /// not tested: the adapter ends every loop after 65535 turns ...`): the device profile's
+    /// `untested.*` details, in key order. Empty (and absent from the JSON) where everything
+    /// was tested, and in receipts minted before the field existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub untested: Vec<String>,
     /// blake3 over every field above (hex).
     pub digest: String,
     /// An ed25519 signature over the digest, if the receipt was signed.
@@ -217,11 +229,16 @@ struct Body<'a> {
     cases: usize,
     corpus_digest: &'a str,
     engine_version: &'a str,
+    // Absent when empty, so a receipt without notes has the digest it had before the field.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    untested: &'a [String],
 }
 
 impl Receipt {
-    /// Mints a receipt (conformance only).
+    /// Mints a receipt (conformance only). What could not be tested comes from the device
+    /// profile (its `untested.*` details).
     pub(crate) fn mint(op: &RegisteredOp, backend: BackendKind, device: DeviceProfile, cases: usize, corpus_digest: &[u8; 32]) -> Receipt {
+        let untested = device.details.iter().filter(|(k, _)| k.starts_with(UNTESTED_DETAIL)).map(|(_, v)| v.clone()).collect();
         let mut r = Receipt {
             format: RECEIPT_FORMAT,
             op: op.id.clone(),
@@ -233,6 +250,7 @@ impl Receipt {
             cases,
             corpus_digest: op_contract::identity::hex(corpus_digest),
             engine_version: engine_version(),
+            untested,
             digest: String::new(),
             signature: None,
         };
@@ -253,6 +271,7 @@ impl Receipt {
             cases: self.cases,
             corpus_digest: &self.corpus_digest,
             engine_version: &self.engine_version,
+            untested: &self.untested,
         };
         let bytes = serde_json::to_vec(&body).unwrap_or_default();
         let mut h = blake3::Hasher::new();
@@ -427,4 +446,49 @@ fn parse_hex_bytes<const N: usize>(s: &str) -> Option<[u8; N]> {
         *o = (digit(b[2 * i])? << 4) | digit(b[2 * i + 1])?;
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn receipt(untested: Vec<String>) -> Receipt {
+        let mut r = Receipt {
+            format: RECEIPT_FORMAT,
+            op: "test/receipt@1".into(),
+            content_hash: "00".repeat(32),
+            dtypes: String::new(),
+            backend: BackendKind::Cpu,
+            device: DeviceProfile::host(BackendKind::Cpu),
+            tolerance: Tolerance::Exact,
+            cases: 3,
+            corpus_digest: "11".repeat(32),
+            engine_version: engine_version(),
+            untested,
+            digest: String::new(),
+            signature: None,
+        };
+        r.digest = r.compute_digest();
+        r
+    }
+
+    #[test]
+    fn what_was_not_tested_is_covered_by_the_digest_and_absent_when_empty() {
+        let plain = receipt(vec![]);
+        assert!(!plain.to_json().contains("untested"), "{}", plain.to_json());
+        // A receipt written before the field existed parses and keeps its digest.
+        let parsed = Receipt::from_json(&plain.to_json()).expect("parses");
+        assert_eq!(parsed, plain);
+        assert!(parsed.check_intact().is_ok());
+
+        let noted = receipt(vec!["termination not tested: the adapter ends every loop after 65535 turns".into()]);
+        assert_ne!(noted.digest, plain.digest);
+        let parsed = Receipt::from_json(&noted.to_json()).expect("parses");
+        assert_eq!(parsed.untested, noted.untested);
+        assert!(parsed.check_intact().is_ok());
+        // Dropping a note is tampering.
+        let mut stripped = noted.clone();
+        stripped.untested.clear();
+        assert!(matches!(stripped.check_intact(), Err(ReceiptError::Digest { .. })));
+    }
 }

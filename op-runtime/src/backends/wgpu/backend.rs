@@ -3,9 +3,14 @@
 //! prepared kernel holds; a call marshals through the plan (inputs read-only storage, outputs
 //! read-write storage, one 4-byte uniform field per dim or param in descriptor order) and
 //! launches `ceil(threads / workgroup_size)` workgroups. Guarded runs (conformance) bind each
-//! output as a window after an aligned front guard, with the back guard inside the binding, so
-//! a write past the end lands on canaries instead of being clamped by wgpu's bounds checks.
+//! output as a window after an aligned front guard (which no WGSL index can reach), with the
+//! back guard and a far band of canaries ([`FAR_GUARD_BYTES`]) inside the binding: a write past
+//! the end lands on canaries, whether the adapter discards writes past a binding (then up to
+//! the far band's end) or clamps them into it (then anywhere: onto the last canary). A write in
+//! the far band is reported on the back guard's last canary, so conformance sees a write past
+//! the end. What no band can catch is in the device profile (`behaviour`).
 
+use super::behaviour::FAR_GUARD_BYTES;
 use super::engine::{Geometry, Pipeline, Slot, SlotKind, WgpuEngine, WgpuError};
 use super::resident::WgpuBuffer;
 use crate::backends::launch::{Arg, LaunchPlan};
@@ -142,29 +147,49 @@ fn needs_f16(op: &RegisteredOp, k: usize) -> bool {
 }
 
 /// Where a guarded output lives in its device buffer: `front` bytes before the data (a multiple
-/// of the storage offset alignment, at least the front guard), `data` bytes, then the back
-/// guard; the binding window starts at `front` and covers data and back guard.
+/// of the storage offset alignment, at least the front guard), `data` bytes, the back guard,
+/// then `far` canary bytes; the binding window starts at `front` and covers data, back guard
+/// and far band, to the buffer's end.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct GuardLayout {
     pub front: u64,
     pub data: u64,
     pub guard: u64,
+    pub far: u64,
     pub total: u64,
     pub window: u64,
 }
 
 impl GuardLayout {
-    pub(crate) fn new(data: u64, guard: u64, align: u64) -> GuardLayout {
+    /// The layout of `data` bytes with `guard` bytes of guard band on each side and a far band
+    /// of up to [`FAR_GUARD_BYTES`], within a binding of at most `max_window` bytes (the far
+    /// band shrinks to fit; a window too large even without it is the engine's to refuse).
+    pub(crate) fn new(data: u64, guard: u64, align: u64, max_window: u64) -> GuardLayout {
         let align = align.max(4);
         let front = guard.div_ceil(align) * align;
-        let window = (data + guard).div_ceil(4) * 4;
-        GuardLayout { front, data, guard, total: front + window, window }
+        let near = (data + guard).div_ceil(4) * 4;
+        let far = FAR_GUARD_BYTES.min(max_window.saturating_sub(near) / 4 * 4);
+        let window = near + far;
+        GuardLayout { front, data, guard, far, total: front + window, window }
     }
     /// The bytes returned to the caller: `guard` canary bytes, data, `guard` canary bytes.
     pub(crate) fn visible<'a>(&self, all: &'a [u8]) -> Option<&'a [u8]> {
         let start = usize::try_from(self.front - self.guard).ok()?;
         let end = usize::try_from(self.front + self.data + self.guard).ok()?;
         all.get(start..end)
+    }
+    /// [`GuardLayout::visible`], with the back guard's last element (`elem` bytes) replaced by
+    /// the first element past it (in the far band) that is not all `canary` bytes, if any: a
+    /// write however far past the end shows as a write into the back guard.
+    pub(crate) fn folded(&self, all: &[u8], elem: usize, canary: u8) -> Option<Vec<u8>> {
+        let mut out = self.visible(all)?.to_vec();
+        let past = usize::try_from(self.front + self.data + self.guard).ok()?;
+        let hit = all.get(past..)?.chunks_exact(elem.max(1)).find(|e| e.iter().any(|b| *b != canary));
+        if let Some(hit) = hit.filter(|h| usize::try_from(self.guard).is_ok_and(|g| g >= h.len())) {
+            let start = out.len() - hit.len(); // the back guard (at least `hit.len()`) ends `out`
+            out[start..].copy_from_slice(hit);
+        }
+        Some(out)
     }
 }
 
@@ -188,10 +213,10 @@ impl WgpuPrepared {
     }
 }
 
-/// An output slot's bytes and how the returned part sits in them.
+/// An output slot's bytes and how the returned part sits in them (`elem`: bytes per element).
 enum OutBuf {
     Plain { len: usize },
-    Guarded { init: Vec<u8>, layout: GuardLayout },
+    Guarded { init: Vec<u8>, layout: GuardLayout, elem: usize },
 }
 
 impl Prepared for WgpuPrepared {
@@ -209,12 +234,17 @@ impl Prepared for WgpuPrepared {
         let engine = self.engine;
         let (args, threads) = self.plan.marshal(req)?;
         let align = engine.storage_offset_alignment();
+        let max_window =
+            engine.raw().limits().max_storage_buffer_binding_size.min(engine.raw().limits().max_buffer_size.saturating_sub(align));
+        let elem = |guard: u64| usize::try_from(guard).unwrap_or(0).checked_div(req.guard).unwrap_or(1);
         let mut uniforms: Vec<Vec<u8>> = Vec::new();
         let mut outs: Vec<(usize, OutBuf)> = Vec::new();
         for a in &args {
             match a {
                 Arg::Scalars(v) => uniforms.push(v.iter().flat_map(|f| f.to_le_bytes()).collect()),
-                Arg::Output { index, data, guard, accumulate } => outs.push((*index, out_buf(*data, *guard, *accumulate, align)?)),
+                Arg::Output { index, data, guard, accumulate } => {
+                    outs.push((*index, out_buf(*data, *guard, *accumulate, (align, max_window), elem(*guard))?))
+                }
                 Arg::Input(_) => {}
             }
         }
@@ -225,7 +255,7 @@ impl Prepared for WgpuPrepared {
                 Arg::Input(b) => Slot::Read(b),
                 Arg::Scalars(_) => Slot::Uniform(u.next().map(Vec::as_slice).unwrap_or_default()),
                 Arg::Output { .. } => match o.next() {
-                    Some((_, OutBuf::Guarded { init, layout })) => Slot::Guarded { init, offset: layout.front, size: layout.window },
+                    Some((_, OutBuf::Guarded { init, layout, .. })) => Slot::Guarded { init, offset: layout.front, size: layout.window },
                     Some((_, OutBuf::Plain { len })) => Slot::Output { len: *len },
                     None => Slot::Output { len: 0 },
                 },
@@ -238,10 +268,9 @@ impl Prepared for WgpuPrepared {
                 *index,
                 match buf {
                     OutBuf::Plain { .. } => bytes,
-                    OutBuf::Guarded { layout, .. } => layout
-                        .visible(&bytes)
-                        .ok_or_else(|| BackendError::Kernel("guarded readback is shorter than its layout".into()))?
-                        .to_vec(),
+                    OutBuf::Guarded { layout, elem, .. } => layout
+                        .folded(&bytes, *elem, CANARY_BYTE)
+                        .ok_or_else(|| BackendError::Kernel("guarded readback is shorter than its layout".into()))?,
                 },
             ));
         }
@@ -311,13 +340,14 @@ impl WgpuPrepared {
 }
 
 /// The device buffer of one output: plain (zero-filled by wgpu) or guarded with canaries (an
-/// accumulating output keeps its data zero between the canary guards).
-fn out_buf(data: u64, guard: u64, accumulate: bool, align: u64) -> Result<OutBuf, BackendError> {
+/// accumulating output keeps its data zero between the canary guards), laid out for the
+/// device's `(storage offset alignment, largest window)`; `elem` bytes per element.
+fn out_buf(data: u64, guard: u64, accumulate: bool, (align, max_window): (u64, u64), elem: usize) -> Result<OutBuf, BackendError> {
     let too_large = || BackendError::TooLarge(format!("an output buffer of {data} bytes does not fit this host's address space"));
     if guard == 0 {
         return Ok(OutBuf::Plain { len: usize::try_from(data).map_err(|_| too_large())? });
     }
-    let layout = GuardLayout::new(data, guard, align);
+    let layout = GuardLayout::new(data, guard, align, max_window);
     let len = usize::try_from(layout.total).map_err(|_| too_large())?;
     let mut init = vec![CANARY_BYTE; len];
     if accumulate {
@@ -325,20 +355,40 @@ fn out_buf(data: u64, guard: u64, accumulate: bool, align: u64) -> Result<OutBuf
         let end = usize::try_from(layout.front + layout.data).map_err(|_| too_large())?;
         init[start..end].fill(0);
     }
-    Ok(OutBuf::Guarded { init, layout })
+    Ok(OutBuf::Guarded { init, layout, elem })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::GuardLayout;
+    use super::{GuardLayout, CANARY_BYTE, FAR_GUARD_BYTES};
 
     #[test]
     fn guard_layout_aligns_front_and_covers_back() {
-        let l = GuardLayout::new(12, 64, 256);
-        assert_eq!((l.front, l.window, l.total), (256, 76, 332));
+        // No room for a far band: the window is data and back guard.
+        let l = GuardLayout::new(12, 64, 256, 76);
+        assert_eq!((l.front, l.window, l.total, l.far), (256, 76, 332, 0));
         let all: Vec<u8> = (0..332u32).map(|i| i as u8).collect();
         assert_eq!(l.visible(&all).map(|v| v.len()), Some(64 + 12 + 64));
-        let l = GuardLayout::new(0, 4, 256);
-        assert_eq!((l.front, l.window), (256, 4));
+        let l = GuardLayout::new(0, 4, 256, 1 << 30);
+        assert_eq!((l.front, l.window, l.far), (256, 4 + FAR_GUARD_BYTES, FAR_GUARD_BYTES));
+        // The far band shrinks to fit the largest window, in whole words.
+        let l = GuardLayout::new(10, 8, 256, 31);
+        assert_eq!((l.window, l.far), (28, 8));
+    }
+
+    #[test]
+    fn a_write_in_the_far_band_shows_on_the_last_canary() {
+        let c = CANARY_BYTE;
+        let l = GuardLayout::new(8, 8, 16, 8 + 8 + 16);
+        assert_eq!((l.front, l.window, l.far), (16, 32, 16));
+        let mut all = vec![c; 48];
+        all[16..24].fill(0); // the data
+        let visible = l.visible(&all).map(<[u8]>::to_vec);
+        assert_eq!(l.folded(&all, 4, c), visible, "canaries intact: nothing folded");
+        all[40..44].copy_from_slice(&7f32.to_le_bytes()); // the third far element
+        let folded = l.folded(&all, 4, c).expect("folds");
+        assert_eq!(folded.len(), 24);
+        assert_eq!(&folded[20..], &7f32.to_le_bytes(), "the far write is on the back guard's last element");
+        assert_eq!(&folded[..20], &visible.expect("visible")[..20]);
     }
 }

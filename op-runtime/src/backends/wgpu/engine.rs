@@ -8,9 +8,11 @@
 //! uncaptured-error handler is installed as well (wgpu's default one panics); errors it sees
 //! are recorded and can be drained with [`WgpuEngine::take_uncaptured_errors`].
 
+use super::behaviour::{self, Behaviour};
 use super::bind_cache::{BindCache, BindCounters, BindStats, Binding};
 use super::pool::PoolStats;
 use super::resident::{padded, Link, Transfers, WgpuBuffer, TENSOR_USAGE};
+use super::wait::Stall;
 use crate::core::decl::Launch;
 use crate::core::device::DeviceProfile;
 use crate::core::error::TensorError;
@@ -209,6 +211,30 @@ pub enum WgpuError {
     /// The device was lost (driver reset, crash); the engine cannot be used any more.
     #[error("wgpu device lost: {0}")]
     DeviceLost(String),
+    /// The device did not finish `what` within its wait limit: the kernel may never end. The
+    /// device is hung until it does ([`WgpuError::Hung`]).
+    #[error("the device timed out: {what} (the kernel may never end; `WgpuEngine::set_wait_timeout` changes the limit)")]
+    TimedOut {
+        /// The launch or transfer waited for, and the limit it exceeded.
+        what: String,
+        /// The limit.
+        limit: std::time::Duration,
+    },
+    /// An earlier wait timed out and its submission is still running: the device's queue is
+    /// blocked behind it, so nothing more is submitted until it finishes.
+    #[error("the device is hung: it is still running {0}; nothing more runs on this engine until it finishes")]
+    Hung(String),
+}
+
+impl From<Stall> for WgpuError {
+    fn from(s: Stall) -> WgpuError {
+        match s {
+            Stall::TimedOut { what, limit } => WgpuError::TimedOut { what, limit },
+            Stall::Hung(what) => WgpuError::Hung(what),
+            Stall::Poll(msg) => WgpuError::Map(format!("device poll: {msg}")),
+            Stall::Panicked(msg) => WgpuError::DeviceLost(msg),
+        }
+    }
 }
 
 /// A compiled compute pipeline with its bind-group layout, as `prepare` built it. Held by the
@@ -431,7 +457,7 @@ impl WgpuEngine {
         let (uncaptured, lost, lost_flag) = watch_errors(&device);
         let profile = wgpu_profile(&info);
         let link = Arc::new(Link::new(&device, &queue));
-        Ok(WgpuEngine {
+        let mut engine = WgpuEngine {
             _instance: instance,
             _adapter: adapter,
             device,
@@ -447,7 +473,29 @@ impl WgpuEngine {
             lost_flag,
             link,
             binds: BindCounters::default(),
-        })
+        };
+        // What the adapter does with loops that never end and writes past a binding is part of
+        // the profile (`untested.*`: what conformance cannot test here). The probes' transfers
+        // are the engine's own: a fresh link starts the counters at zero.
+        let measured = engine.measure_behaviour().map_err(|e| e.to_string());
+        engine.profile.details.extend(behaviour::untested(&measured));
+        engine.link = Arc::new(Link::new(&engine.device, &engine.queue));
+        Ok(engine)
+    }
+
+    /// Runs the probes of `behaviour` (pipelines built outside the cache).
+    fn measure_behaviour(&self) -> Result<Behaviour, WgpuError> {
+        let kinds = [SlotKind::ReadWrite, SlotKind::Uniform];
+        let run = |source: &str, slot: Slot<'_>, uniform: u32| -> Result<Vec<u8>, WgpuError> {
+            let pipeline = self.build(source, "main", &kinds)?;
+            let mut out = self.run_pipeline(&pipeline, Geometry::flat([1, 1, 1], 1), &[slot, Slot::Uniform(&uniform.to_le_bytes())])?;
+            out.pop().ok_or_else(|| WgpuError::Map("a behaviour probe read back nothing".into()))
+        };
+        let turns = run(behaviour::LOOP_PROBE, Slot::ReadWrite(&[0; 4]), behaviour::LOOP_TURNS)?;
+        let init = [0u8; behaviour::PAST_BINDING_BUFFER];
+        let window = Slot::Guarded { init: &init, offset: 0, size: behaviour::PAST_BINDING_WINDOW };
+        let past = run(behaviour::PAST_BINDING_PROBE, window, behaviour::PAST_BINDING_AT)?;
+        Ok(Behaviour::from_probes(&turns, &past))
     }
 
     /// A process-wide shared engine, created once (the outcome, error included, is cached).
@@ -651,12 +699,13 @@ impl WgpuEngine {
         Ok(out)
     }
 
+    /// `Ok` unless the device is lost or hung (a launch that timed out is still running).
     fn check_lost(&self) -> Result<(), WgpuError> {
         if self.lost_flag.load(Ordering::Acquire) {
             let msg = lock(&self.lost).clone().unwrap_or_default();
             return Err(WgpuError::DeviceLost(msg));
         }
-        Ok(())
+        self.link.waits.check(&self.device).map_err(WgpuError::from)
     }
 
     /// Finds or builds the pipeline for `(key, entry)`.
@@ -680,6 +729,7 @@ impl WgpuEngine {
         }
         // Built outside the lock; a concurrent build of the same key keeps the first insert.
         let built = Arc::new(self.build(source, entry, kinds)?);
+        self.built.fetch_add(1, Ordering::Relaxed);
         let mut cache = lock(&self.pipelines);
         let entries = cache.entry(key).or_default();
         if let Some((_, p)) = entries.iter().find(|(e, _)| e == entry) {
@@ -689,6 +739,8 @@ impl WgpuEngine {
         Ok(built)
     }
 
+    /// Compiles a pipeline (uncached, uncounted: [`WgpuEngine::pipelines_built`] counts the
+    /// cache's builds).
     fn build(&self, source: &str, entry: &str, kinds: &[SlotKind]) -> Result<Pipeline, WgpuError> {
         let count = kinds.iter().filter(|k| **k != SlotKind::Uniform).count() as u64;
         let max = u64::from(self.limits.max_storage_buffers_per_shader_stage);
@@ -739,7 +791,6 @@ impl WgpuEngine {
             });
             (layout, pipeline)
         })?;
-        self.built.fetch_add(1, Ordering::Relaxed);
         Ok(Pipeline { pipeline, layout, kinds: kinds.to_vec(), source: source.to_string(), binds: BindCache::default() })
     }
 
@@ -796,7 +847,7 @@ impl WgpuEngine {
         }
         let bound = self.bind(pipeline, slots, &sizes, true)?;
         let (submission, maps) = self.dispatch(pipeline, &bound, Some(groups), &sizes)?;
-        self.wait(submission)?;
+        self.wait(submission, geometry)?;
         self.read_back(&bound, maps, slots)
     }
 
@@ -821,6 +872,7 @@ impl WgpuEngine {
         let bound = self.bind(pipeline, slots, &sizes, false)?;
         if !geometry.is_empty() || !bound.clear.is_empty() {
             self.dispatch(pipeline, &bound, (!geometry.is_empty()).then_some(groups), &sizes)?;
+            self.link.waits.submitted(invocations(geometry));
         }
         Ok(slots
             .iter()
@@ -1067,23 +1119,35 @@ impl WgpuEngine {
         Ok((submission, rx))
     }
 
-    /// Waits for a submission; a panic inside wgpu's poll becomes `DeviceLost`.
-    fn wait(&self, submission: wgpu::SubmissionIndex) -> Result<(), WgpuError> {
-        let poll =
-            catch_unwind(AssertUnwindSafe(|| self.device.poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None })));
-        match poll {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(WgpuError::Map(format!("device poll: {e}"))),
-            Err(panic) => {
+    /// Waits for the submission of a launch of `geometry`, for at most the engine's wait limit
+    /// for its invocations (`wait::Waits`): past it, `TimedOut` and the device is hung. A
+    /// panic inside wgpu's poll becomes `DeviceLost`.
+    fn wait(&self, submission: wgpu::SubmissionIndex, geometry: Geometry) -> Result<(), WgpuError> {
+        let invocations = invocations(geometry);
+        let what = format!("a launch of {invocations} invocation(s)");
+        match self.link.waits.wait(&self.device, submission, invocations, &what) {
+            Err(Stall::Panicked(msg)) => {
                 self.check_lost()?;
-                let msg = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_else(|| "panic in Device::poll".to_string());
                 Err(WgpuError::DeviceLost(msg))
             }
+            other => other.map_err(WgpuError::from),
         }
+    }
+
+    /// How long a wait on the device lasts before it is a [`WgpuError::TimedOut`], for a launch
+    /// of up to 2^24 invocations: 30 s unless set. A wait lasts this long per 2^24 invocations
+    /// begun, counting the launches on device tensors submitted before it without a wait (a
+    /// readback waits for them too).
+    pub fn wait_timeout(&self) -> std::time::Duration {
+        self.link.waits.timeout()
+    }
+
+    /// Sets [`WgpuEngine::wait_timeout`] (at least 1 ms) for every later wait on this engine and
+    /// its device tensors: longer for kernels known to run long, shorter to give up sooner on a
+    /// kernel that may never end. After a wait times out the engine refuses new work
+    /// ([`WgpuError::Hung`]) until the late launch finishes.
+    pub fn set_wait_timeout(&self, timeout: std::time::Duration) {
+        self.link.waits.set_timeout(timeout);
     }
 
     /// The read-back slots' bytes, once every staging map has completed.
@@ -1131,6 +1195,11 @@ impl Device for WgpuEngine {
     fn upload(&self, t: &Tensor) -> Result<Tensor, TensorError> {
         crate::backends::resident::upload_to(self.link().device_id(), t, |bytes| self.upload_bytes(bytes).map_err(|e| e.to_string()))
     }
+}
+
+/// The invocations of a launch.
+fn invocations(g: Geometry) -> u64 {
+    g.threads.saturating_mul(g.yz[0]).saturating_mul(g.yz[1])
 }
 
 /// What each slot binds: its buffer and window (`size` 0: the whole buffer).

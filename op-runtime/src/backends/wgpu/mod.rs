@@ -1,10 +1,12 @@
 //! wgpu (WGSL compute): the backend and its low-level engine.
 
 pub mod backend;
+mod behaviour;
 mod bind_cache;
 pub mod engine;
 pub mod pool;
 pub mod resident;
+mod wait;
 
 pub use backend::WgpuBackend;
 pub use bind_cache::BindStats;

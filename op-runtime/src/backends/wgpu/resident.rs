@@ -7,6 +7,7 @@
 //! counted).
 
 use super::pool::BufferPool;
+use super::wait::Waits;
 use crate::backends::transfers::Counters;
 pub use crate::backends::transfers::Transfers;
 use crate::core::error::TensorError;
@@ -17,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 
 /// What a buffer needs of its engine to be read back, recognised and recycled: the engine's
-/// identity, device, queue, counters and buffer pool.
+/// identity, device, queue, counters, buffer pool and wait limit.
 #[derive(Debug)]
 pub(crate) struct Link {
     pub(crate) id: u64,
@@ -25,6 +26,7 @@ pub(crate) struct Link {
     pub(crate) queue: wgpu::Queue,
     pub(crate) counters: Counters,
     pub(crate) pool: BufferPool,
+    pub(crate) waits: Waits,
 }
 
 impl Link {
@@ -36,6 +38,7 @@ impl Link {
             queue: queue.clone(),
             counters: Counters::default(),
             pool: BufferPool::default(),
+            waits: Waits::default(),
         }
     }
     pub(crate) fn device_id(&self) -> DeviceId {
@@ -95,6 +98,8 @@ impl DeviceStorage for WgpuBuffer {
         let len = usize::try_from(self.bytes).map_err(|_| fail("the buffer does not fit the host's address space".into()))?;
         let size = self.buffer.size();
         let link = &self.link;
+        // A hung device would run the copy only after the launch that never ends.
+        link.waits.check(&link.device).map_err(|e| fail(e.to_string()))?;
         let staging = link.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("op-runtime to_host"),
             size,
@@ -108,9 +113,8 @@ impl DeviceStorage for WgpuBuffer {
         staging.map_async(wgpu::MapMode::Read, .., move |r| {
             let _ = tx.send(r);
         });
-        link.device
-            .poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None })
-            .map_err(|e| fail(format!("device poll: {e}")))?;
+        let what = format!("a readback of {} bytes (with the launches queued before it)", self.bytes);
+        link.waits.wait(&link.device, submission, 0, &what).map_err(|e| fail(e.to_string()))?;
         // The callback may run on another thread polling the device: wait for it, bounded.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         loop {
