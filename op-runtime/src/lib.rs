@@ -142,7 +142,8 @@ pub mod trust {
 pub mod sharing {
     pub use crate::verify::sharing::{
         blob_hash, public_bar, CpuEntry, HeaderEntry, IndexEntry, IndexHeader, IndexKernel, KernelEntry, KernelTrust, LoadedCard,
-        LoadedKernel, LocalDevices, Missing, OpCard, PublishedId, RepairReport, SharingError, Store, Trust, CARD_FORMAT, INDEX_FORMAT,
+        LoadedKernel, LocalDevices, Missing, OpCard, PublishedId, RepairReport, SharingError, Store, Trust, UnreadableBlob, CARD_FORMAT,
+        INDEX_FORMAT,
     };
 }
 

@@ -7,8 +7,7 @@
 use op_spec::canon::{body_tokens, contract_json, identity, KernelBytes};
 use op_spec::check::check_tokens;
 use proc_macro2::TokenStream;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::Path;
 
 const MEDIAN_WGSL: &str = r#"// Sliding-window median.
 struct Params { n: u32, w: u32 }
@@ -95,10 +94,25 @@ const MUL_ENTRIES: [&str; 7] = [
 
 const MUL_FN: &str = "pub fn mul<T: Real>(a: &[T], b: &[T]) -> Vec<T> { a.iter().zip(b).map(|(x, y)| *x * *y).collect() }";
 
+/// A scratch directory, removed when dropped (also when the test panics); it derefs to its path.
+struct Scratch(tempfile::TempDir);
+
+impl Scratch {
+    fn new(prefix: &str) -> Scratch {
+        Scratch(tempfile::Builder::new().prefix(prefix).tempdir().expect("create a scratch directory"))
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        self.0.path()
+    }
+}
+
 /// A fresh directory holding the kernels (and header) the declarations name.
-fn kernel_dir() -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!("op-spec-identity-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
+fn kernel_dir() -> Scratch {
+    let dir = Scratch::new("op-spec-identity-");
     std::fs::create_dir_all(dir.join("kernels")).expect("create temp kernel dir");
     write(&dir, "kernels/windowed_median.wgsl", MEDIAN_WGSL.as_bytes());
     write(&dir, "kernels/mul.cu", MUL_CU.as_bytes());
@@ -461,7 +475,7 @@ const DOUBLE_ATTR: &str = r#"name = "t/double", version = 1, signature(x: f32[n]
 const DOUBLE_FN: &str = "pub fn double<T: Real>(x: &[T]) -> Vec<T> { x.iter().map(|v| *v + *v).collect() }";
 
 /// A kernel directory with the WGSL kernel that includes `lib/twice.wgsl`, the helper as given.
-fn include_dir(twice: &str) -> PathBuf {
+fn include_dir(twice: &str) -> Scratch {
     let dir = kernel_dir();
     std::fs::create_dir_all(dir.join("kernels/lib")).expect("lib dir");
     write(&dir, "kernels/double_inc.wgsl", DOUBLE_INC_WGSL.as_bytes());
@@ -471,7 +485,7 @@ fn include_dir(twice: &str) -> PathBuf {
 
 #[test]
 fn a_wgsl_include_is_a_header_of_the_kernel_and_its_bytes_are_in_the_identity() {
-    let (checked, _) = check_tokens(tokens(DOUBLE_ATTR), tokens(DOUBLE_FN), &[include_dir(TWICE_WGSL)]).expect("checks");
+    let (checked, _) = check_tokens(tokens(DOUBLE_ATTR), tokens(DOUBLE_FN), &[include_dir(TWICE_WGSL).to_path_buf()]).expect("checks");
     let headers: Vec<&str> = checked.kernels[0].headers.iter().map(|(p, _, _)| p.as_str()).collect();
     assert_eq!(headers, ["kernels/lib/twice.wgsl"]);
     let base = hash_of(DOUBLE_ATTR, DOUBLE_FN, &include_dir(TWICE_WGSL));
@@ -486,20 +500,19 @@ fn a_wgsl_include_is_a_header_of_the_kernel_and_its_bytes_are_in_the_identity() 
 fn a_wgsl_include_that_is_missing_or_breaks_the_kernel_is_a_compile_error() {
     let dir = include_dir(TWICE_WGSL);
     std::fs::remove_file(dir.join("kernels/lib/twice.wgsl")).expect("remove");
-    let errs = check_tokens(tokens(DOUBLE_ATTR), tokens(DOUBLE_FN), &[dir]).map(|_| ()).expect_err("missing header");
+    let errs = check_tokens(tokens(DOUBLE_ATTR), tokens(DOUBLE_FN), &[dir.to_path_buf()]).map(|_| ()).expect_err("missing header");
     let msg = errs.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n");
     assert!(msg.contains("header `lib/twice.wgsl` included by this kernel (as `kernels/lib/twice.wgsl`)"), "{msg}");
     // The included text is checked with the kernel: a helper that does not compile is an error.
     let broken = include_dir("fn twice_(v: f32) -> f32 { return v + ; }\n");
-    let errs = check_tokens(tokens(DOUBLE_ATTR), tokens(DOUBLE_FN), &[broken]).map(|_| ()).expect_err("broken header");
+    let errs = check_tokens(tokens(DOUBLE_ATTR), tokens(DOUBLE_FN), &[broken.to_path_buf()]).map(|_| ()).expect_err("broken header");
     assert!(!errs.is_empty());
 }
 
 /// The identity of an op in crate `app` of a workspace whose path dependency `helpers` holds
 /// the helper the reference calls (`body` is that helper's body).
 fn hash_with_path_dependency(body: &str) -> [u8; 32] {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let ws = std::env::temp_dir().join(format!("op-spec-identity-ws-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
+    let ws = Scratch::new("op-spec-identity-ws-");
     let write = |rel: &str, text: &str| {
         let p = ws.join(rel);
         std::fs::create_dir_all(p.parent().expect("parent")).expect("dir");
@@ -514,9 +527,7 @@ fn hash_with_path_dependency(body: &str) -> [u8; 32] {
     write("app/src/lib.rs", &format!("#[op]\n{reference}\n"));
     let attr =
         r#"name = "t/path_dep", version = 1, signature(x: f32[n]) -> f32[n], category = elementwise, tolerance = ulp(1), backward = none"#;
-    let hash = hash_in_crate(&ws.join("app"), attr, reference);
-    let _ = std::fs::remove_dir_all(&ws);
-    hash
+    hash_in_crate(&ws.join("app"), attr, reference)
 }
 
 #[test]

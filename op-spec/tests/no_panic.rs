@@ -147,20 +147,18 @@ fn mutate(ts: TokenStream, rng: &mut Rng, pool: &[TokenTree]) -> TokenStream {
     v.into_iter().collect()
 }
 
-/// The seeds' kernel files, written once per process: the tests run in parallel, and a file
-/// rewritten while another test reads it was once read truncated (a seed then failed to check).
-fn kernel_dir() -> PathBuf {
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("op-spec-no-panic-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("kernels")).expect("temp dir");
-        std::fs::write(dir.join("kernels/median.wgsl"), MEDIAN_WGSL).expect("write");
-        std::fs::write(dir.join("kernels/mul.cu"), MUL_CU).expect("write");
-        std::fs::write(dir.join("kernels/pick.cu"), PICK_CU).expect("write");
-        std::fs::write(dir.join("kernels/common.cuh"), "#pragma once\n").expect("write");
-        dir
-    })
-    .clone()
+/// The seeds' kernel files in a scratch directory of the calling test's own (removed when the
+/// guard drops): the tests run in parallel, and a file rewritten while another test reads it was
+/// once read truncated (a seed then failed to check).
+fn kernel_dir() -> tempfile::TempDir {
+    let scratch = tempfile::Builder::new().prefix("op-spec-no-panic-").tempdir().expect("temp dir");
+    let dir = scratch.path();
+    std::fs::create_dir_all(dir.join("kernels")).expect("temp dir");
+    std::fs::write(dir.join("kernels/median.wgsl"), MEDIAN_WGSL).expect("write");
+    std::fs::write(dir.join("kernels/mul.cu"), MUL_CU).expect("write");
+    std::fs::write(dir.join("kernels/pick.cu"), PICK_CU).expect("write");
+    std::fs::write(dir.join("kernels/common.cuh"), "#pragma once\n").expect("write");
+    scratch
 }
 
 fn run(attr: &TokenStream, item: &TokenStream, bases: &[PathBuf]) {
@@ -173,7 +171,8 @@ fn run(attr: &TokenStream, item: &TokenStream, bases: &[PathBuf]) {
 
 #[test]
 fn seeds_check_cleanly() {
-    let bases = [kernel_dir()];
+    let kernels = kernel_dir();
+    let bases = [kernels.path().to_path_buf()];
     for (attr, item) in SEEDS {
         let r = check_tokens(attr.parse().expect("lexes"), item.parse().expect("lexes"), &bases);
         if let Err(errs) = r {
@@ -184,7 +183,8 @@ fn seeds_check_cleanly() {
 
 #[test]
 fn single_token_drops_and_swaps_never_panic() {
-    let bases = [kernel_dir()];
+    let kernels = kernel_dir();
+    let bases = [kernels.path().to_path_buf()];
     for (attr, item) in SEEDS {
         let attr: TokenStream = attr.parse().expect("lexes");
         let item: TokenStream = item.parse().expect("lexes");
@@ -295,8 +295,10 @@ fn fuzz_budget() -> (u64, Duration) {
     (seed, Duration::from_secs(secs))
 }
 
-fn mutated_kernel_dir(round: usize, rng: &mut Rng) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("op-spec-no-panic-src-{}-{}", std::process::id(), round % 4));
+/// Mutated kernel sources in one of four directories under `scratch` (the seeds' kernel
+/// directory, whose own files stay as written).
+fn mutated_kernel_dir(scratch: &Path, round: usize, rng: &mut Rng) -> PathBuf {
+    let dir = scratch.join(format!("src-{}", round % 4));
     std::fs::create_dir_all(dir.join("kernels")).expect("temp dir");
     let write = |rel: &str, text: String| std::fs::write(Path::new(&dir).join(rel), text).expect("write");
     write("kernels/median.wgsl", mutate_source(MEDIAN_WGSL, rng));
@@ -307,8 +309,14 @@ fn mutated_kernel_dir(round: usize, rng: &mut Rng) -> PathBuf {
 }
 
 /// One random case: a mutated seed, a stress expression in a slot, or a seed against mutated
-/// kernel sources.
-fn random_case(round: usize, rng: &mut Rng, pool: &[TokenTree], bases: &[PathBuf]) -> (TokenStream, TokenStream, Vec<PathBuf>) {
+/// kernel sources (written under `scratch`).
+fn random_case(
+    round: usize,
+    rng: &mut Rng,
+    pool: &[TokenTree],
+    bases: &[PathBuf],
+    scratch: &Path,
+) -> (TokenStream, TokenStream, Vec<PathBuf>) {
     match round % 5 {
         0 => {
             let (attr, item) = EXPR_SLOTS[rng.below(EXPR_SLOTS.len())];
@@ -317,7 +325,7 @@ fn random_case(round: usize, rng: &mut Rng, pool: &[TokenTree], bases: &[PathBuf
         }
         1 if round % 25 == 1 => {
             let (attr, item) = SEEDS[rng.below(2)];
-            (attr.parse().expect("lexes"), item.parse().expect("lexes"), vec![mutated_kernel_dir(round, rng)])
+            (attr.parse().expect("lexes"), item.parse().expect("lexes"), vec![mutated_kernel_dir(scratch, round, rng)])
         }
         _ => {
             let (attr, item) = SEEDS[round % SEEDS.len()];
@@ -338,14 +346,15 @@ fn random_case(round: usize, rng: &mut Rng, pool: &[TokenTree], bases: &[PathBuf
 
 #[test]
 fn random_mutations_never_panic() {
-    let bases = [kernel_dir(), PathBuf::from("/nonexistent")];
+    let kernels = kernel_dir();
+    let bases = [kernels.path().to_path_buf(), PathBuf::from("/nonexistent")];
     let pool = pool();
     let (seed, budget) = fuzz_budget();
     let mut rng = Rng(seed);
     let start = Instant::now();
     let mut round = 0;
     while start.elapsed() < budget {
-        let (attr, item, bases) = random_case(round, &mut rng, &pool, &bases);
+        let (attr, item, bases) = random_case(round, &mut rng, &pool, &bases, kernels.path());
         let (a, i) = (attr.clone(), item.clone());
         if catch_unwind(AssertUnwindSafe(|| check_tokens(a, i, &bases).map(|_| ()))).is_err() {
             panic!("check_tokens panicked (OP_FUZZ_SEED={seed}, round {round}) on\n#[op({attr})]\n{item}");
@@ -430,15 +439,17 @@ fn check_in_file(dir: &Path, before: &str, after: &str, module: &str, line_shift
     }
 }
 
-fn file_dir(tag: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("op-spec-no-panic-file-{}-{tag}", std::process::id()))
+/// A scratch crate directory, removed when the guard drops (also when a case panics).
+fn file_dir(tag: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("op-spec-no-panic-file-{tag}-")).tempdir().expect("temp dir")
 }
 
 /// Deep nesting (256 and far beyond) in code, strings, comments, raw strings and macro bodies,
 /// unbalanced and unterminated files, in the declaring file and in a module it declares.
 #[test]
 fn deep_and_unbalanced_whole_files_never_panic() {
-    let dir = file_dir("fixed");
+    let scratch = file_dir("fixed");
+    let dir = scratch.path();
     let deep = |open: &str, close: &str, n: usize| format!("{}{}", open.repeat(n), close.repeat(n));
     let mut cases: Vec<(String, String)> = Vec::new();
     for n in [255, 256, 257, 1_000, 20_000] {
@@ -458,11 +469,10 @@ fn deep_and_unbalanced_whole_files_never_panic() {
     for (before, after) in &cases {
         for module in ["", "(((", &"{".repeat(300), "pub fn helper(v: f32) -> f32 { v }"] {
             for shift in [0, -1, 1, 1_000] {
-                check_in_file(&dir, before, after, module, shift);
+                check_in_file(dir, before, after, module, shift);
             }
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Random whole files: pieces of Rust (brackets, quotes, comment markers, generics, prefix
@@ -471,7 +481,8 @@ fn deep_and_unbalanced_whole_files_never_panic() {
 /// (`OP_FUZZ_SEED`) and bounded in time (`OP_FUZZ_SECONDS`).
 #[test]
 fn random_whole_files_never_panic() {
-    let dir = file_dir("random");
+    let scratch = file_dir("random");
+    let dir = scratch.path();
     let (seed, budget) = fuzz_budget();
     let mut rng = Rng(seed ^ 0x9E37_79B9_7F4A_7C15);
     let start = Instant::now();
@@ -494,9 +505,8 @@ fn random_whole_files_never_panic() {
             };
         }
         let shift = [0isize, 0, 0, -1, 1, 7][rng.below(6)];
-        check_in_file(&dir, &parts[0], &parts[1], &parts[2], shift);
+        check_in_file(dir, &parts[0], &parts[1], &parts[2], shift);
         round += 1;
     }
     assert!(round >= 20, "only {round} files in {budget:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -20,7 +20,6 @@ use op_runtime::{op, BackendKind, DType, OpHandle, Real, Registry};
 use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Windowed median shared with the workspace: the example's reference and kernels (the CUDA one
@@ -84,24 +83,19 @@ pub fn bare<T: Real>(x: &[T], factor: T) -> Vec<T> {
     x.iter().map(|v| *v * factor).collect()
 }
 
-/// A store in a unique temp directory, removed on drop.
+/// A store at `<scratch>/store` (not yet created), with room beside it for a test's other files
+/// (`dir.with_extension(..)`); the scratch directory is removed on drop, also when a test panics.
 struct TempStore {
     dir: PathBuf,
     store: Store,
+    _scratch: tempfile::TempDir,
 }
 
 impl TempStore {
     fn new(tag: &str) -> TempStore {
-        static SEQ: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!("op-sharing-{}-{tag}-{}", std::process::id(), SEQ.fetch_add(1, Ordering::Relaxed)));
-        let _ = std::fs::remove_dir_all(&dir);
-        TempStore { store: Store::open(&dir), dir }
-    }
-}
-
-impl Drop for TempStore {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+        let scratch = tempfile::Builder::new().prefix(&format!("op-sharing-{tag}-")).tempdir().expect("a scratch directory");
+        let dir = scratch.path().join("store");
+        TempStore { store: Store::open(&dir), dir, _scratch: scratch }
     }
 }
 
@@ -723,6 +717,45 @@ fn repair_rebuilds_lost_and_corrupt_index_entries_from_the_blobs() {
     let report = t.store.repair().unwrap();
     assert_eq!(report.damaged_blobs, vec![t.store.blob_path(&loaded.index.contract)], "{report:?}");
     assert!(report.unrecoverable.iter().any(|(f, why)| f.ends_with("builtin~add@1.json") && why.contains("tampered")), "{report:?}");
+}
+
+/// An intact store repairs with nothing reported but the ops it kept; a blob that cannot be
+/// read (tests run as root, so permissions stop no read: a directory and a dangling symlink
+/// named as blobs) is reported by `repair` with its error and counted by `damaged_blobs`, one
+/// walk giving both the same blobs.
+#[cfg(unix)]
+#[test]
+fn repair_reports_the_blobs_it_could_not_read_and_nothing_for_an_intact_store() {
+    use op_runtime::sharing::{RepairReport, UnreadableBlob};
+    let t = TempStore::new("unreadable");
+    t.store.publish(&RegisteredOp::load(&double_a::DECL).unwrap(), &[]).unwrap();
+    let intact = RepairReport { kept: vec!["test/sharing/double@1".to_string()], ..RepairReport::default() };
+    assert_eq!(t.store.repair().unwrap(), intact);
+    assert_eq!(t.store.damaged_blobs().unwrap(), Vec::<PathBuf>::new());
+
+    let (dir_blob, link_blob) = (t.store.blob_path(&blob_hash(b"a directory")), t.store.blob_path(&blob_hash(b"a dangling link")));
+    std::fs::create_dir(&dir_blob).unwrap();
+    std::os::unix::fs::symlink(t.dir.with_extension("nowhere"), &link_blob).unwrap();
+    assert!(std::fs::read(&dir_blob).is_err() && std::fs::read(&link_blob).is_err(), "the reads really fail");
+    let tampered = t.store.blob_path(&blob_hash(b"these bytes"));
+    std::fs::write(&tampered, b"other bytes").unwrap();
+
+    let report = t.store.repair().unwrap();
+    let mut unreadable: Vec<PathBuf> = report.unreadable_blobs.iter().map(|u| u.path.clone()).collect();
+    unreadable.sort();
+    let mut want = vec![dir_blob.clone(), link_blob.clone()];
+    want.sort();
+    assert_eq!(unreadable, want, "{report:?}");
+    for UnreadableBlob { path, error } in &report.unreadable_blobs {
+        assert!(matches!(error, SharingError::Corrupt { file, .. } if file == path), "{error:?}");
+    }
+    assert_eq!(report.damaged_blobs, vec![tampered.clone()], "{report:?}");
+    assert_eq!(report.kept, intact.kept, "the op's own blobs are intact: {report:?}");
+    let mut counted = t.store.damaged_blobs().unwrap();
+    counted.sort();
+    let mut all = [want, vec![tampered]].concat();
+    all.sort();
+    assert_eq!(counted, all, "damaged_blobs counts the damaged and the unreadable blobs repair reports");
 }
 
 /// Every directory the store creates or writes into (`blobs`, `receipts`, `receipts/<hash>`,

@@ -269,8 +269,8 @@ fn stranger_signed(r: &Receipt, key: &SigningKey) -> Receipt {
 
 #[test]
 fn signed_receipts_travel_through_a_store_and_count_only_with_the_signer_trusted() {
-    let dir = tempfile_dir("travel");
-    let store = Store::open(&dir);
+    let scratch = tempfile::Builder::new().prefix("op-trust-travel-").tempdir().expect("a scratch directory");
+    let store = Store::open(scratch.path().join("store"));
     let h = handle();
     let key = SigningKey::from_secret_bytes(&[3; 32]);
     let signed = conform(&h, BackendKind::Reference).unwrap().signed(&key).unwrap();
@@ -284,13 +284,6 @@ fn signed_receipts_travel_through_a_store_and_count_only_with_the_signer_trusted
     trust.trust(key.public_key(), "publisher");
     assert!(loaded.verified(BackendKind::Reference, &elsewhere, &trust));
     assert!(!loaded.verified(BackendKind::Cpu, &elsewhere, &trust), "a reference receipt verifies only the reference");
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-fn tempfile_dir(tag: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("op-trust-{tag}-{}-{:?}", std::process::id(), std::thread::current().id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
 }
 
 // ---- received JSON never panics ------------------------------------------------------------

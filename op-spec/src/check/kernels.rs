@@ -333,8 +333,8 @@ mod tests {
 
     #[test]
     fn a_broken_descriptor_is_not_compared_with_its_source() {
-        let dir = std::env::temp_dir().join(format!("op-spec-check-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let scratch = tempfile::Builder::new().prefix("op-spec-check-").tempdir().unwrap();
+        let dir = scratch.path().to_path_buf();
         std::fs::write(
             dir.join("k.wgsl"),
             "@group(0) @binding(0) var<storage, read> x: array<f32>;\n@group(0) @binding(1) var<storage, read_write> out: array<f32>;\n@compute @workgroup_size(64) fn main(@builtin(global_invocation_id) g: vec3<u32>) { out[g.x] = x[g.x]; }\n",
@@ -368,9 +368,12 @@ mod tests {
         assert!(e[0].starts_with("kernel source `nope.wgsl` does not exist relative to the crate's Cargo.toml"), "{}", e[0]);
     }
 
-    /// A fresh crate directory (with a `Cargo.toml`) holding `kernels/k.wgsl` and `kernels/k.cu`.
-    fn crate_dir(tag: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("op-spec-kernels-{tag}-{}", std::process::id()));
+    /// A fresh crate directory `<scratch>/krate` (with a `Cargo.toml`) holding `kernels/k.wgsl`
+    /// and `kernels/k.cu`; the scratch directory (room for files beside the crate) goes when the
+    /// guard drops.
+    fn crate_dir(tag: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let scratch = tempfile::Builder::new().prefix(&format!("op-spec-kernels-{tag}-")).tempdir().unwrap();
+        let dir = scratch.path().join("krate");
         std::fs::create_dir_all(dir.join("kernels")).unwrap();
         std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"k\"\n").unwrap();
         std::fs::write(
@@ -383,7 +386,7 @@ mod tests {
             "extern \"C\" __global__ void k(const float* x, float* out, unsigned int n) { unsigned int i = threadIdx.x; if (i < n) out[i] = undefined_helper(x[i]); }\n",
         )
         .unwrap();
-        dir
+        (scratch, dir)
     }
 
     fn errors(kernel: proc_macro2::TokenStream, bases: &[std::path::PathBuf]) -> Vec<String> {
@@ -398,7 +401,7 @@ mod tests {
 
     #[test]
     fn kernel_paths_are_relative_and_inside_the_crate() {
-        let dir = crate_dir("paths");
+        let (_scratch, dir) = crate_dir("paths");
         let bases = [dir.clone()];
         assert!(
             errors(quote!(kernel(wgsl = "kernels/k.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n)), &bases).is_empty()
@@ -410,8 +413,8 @@ mod tests {
         let e =
             errors(quote!(kernel(wgsl = "kernels/../kernels/k.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n)), &bases);
         assert!(e.is_empty(), "{e:?}");
-        let sibling = format!("op-spec-kernels-outside-{}.wgsl", std::process::id());
-        std::fs::copy(dir.join("kernels/k.wgsl"), std::env::temp_dir().join(&sibling)).unwrap();
+        let sibling = "outside.wgsl";
+        std::fs::copy(dir.join("kernels/k.wgsl"), dir.parent().unwrap().join(sibling)).unwrap();
         let outside = format!("../{sibling}");
         let e = errors(quote!(kernel(wgsl = #outside, bindings(x: read, out: read_write, uniform(n)), threads = n)), &bases);
         assert!(e[0].contains("leaves the crate"), "{e:?}");
@@ -421,8 +424,8 @@ mod tests {
     /// kernel's own base and may not leave the crate either, even where the file exists.
     #[test]
     fn include_paths_stay_inside_the_crate() {
-        let dir = crate_dir("includes");
-        let outside = dir.parent().unwrap().join(format!("op-spec-outside-{}.wgsl", std::process::id()));
+        let (_scratch, dir) = crate_dir("includes");
+        let outside = dir.parent().unwrap().join("outside.wgsl");
         std::fs::write(&outside, "fn twice(v: f32) -> f32 { return v + v; }\n").unwrap();
         std::fs::copy(&outside, outside.with_extension("cuh")).unwrap();
         let name = outside.file_name().unwrap().to_string_lossy().to_string();
@@ -455,7 +458,7 @@ mod tests {
     /// The kernel file the checker reads is the absolute path the expansion embeds.
     #[test]
     fn the_loaded_kernel_is_the_absolute_file_read() {
-        let dir = crate_dir("embed");
+        let (_scratch, dir) = crate_dir("embed");
         let attr = quote!(name = "a/b", version = 1, signature(x: f32[n]) -> f32[n], category = elementwise, tolerance = ulp(0), backward = none,
             kernel(wgsl = "kernels/./k.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n));
         let item = quote!(
@@ -472,7 +475,7 @@ mod tests {
     /// be (lexical and lenient: no correct kernel is refused).
     #[test]
     fn a_cuda_output_never_used_is_refused() {
-        let dir = crate_dir("cuda-written");
+        let (_scratch, dir) = crate_dir("cuda-written");
         let good = "extern \"C\" __global__ void k(const float* x, float* out, unsigned int n) { unsigned int i = threadIdx.x; if (i < n) out[i] = x[i]; }\n";
         std::fs::write(dir.join("kernels/good.cu"), good).unwrap();
         std::fs::write(dir.join("kernels/unused.cu"), good.replace("out[i] = x[i];", "(void)x[i];")).unwrap();
@@ -494,14 +497,16 @@ mod tests {
 
     #[test]
     fn an_empty_extent_is_reported_on_that_extent() {
-        let bases = [crate_dir("extent")];
+        let (_scratch, dir) = crate_dir("extent");
+        let bases = [dir];
         let e = errors(quote!(kernel(wgsl = "kernels/k.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = (n, 0))), &bases);
         assert!(e[0].starts_with("`0`, the y extent of `threads = (n, 0)`, is 0 with n = 1 (admissible under the constraints) while output `out` has 1 element(s)"), "{e:?}");
     }
 
     #[test]
     fn launch_geometry_covers_non_empty_outputs() {
-        let bases = [crate_dir("threads")];
+        let (_scratch, dir) = crate_dir("threads");
+        let bases = [dir];
         let e = errors(quote!(kernel(wgsl = "kernels/k.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n / 2)), &bases);
         assert_eq!(e.len(), 1, "{e:?}");
         assert!(
@@ -523,7 +528,8 @@ mod tests {
     /// reported on its path (`OP_REQUIRE_NVRTC=1` makes a missing NVRTC a failure).
     #[test]
     fn cuda_kernels_compile_where_nvrtc_loads() {
-        let bases = [crate_dir("nvrtc")];
+        let (_scratch, dir) = crate_dir("nvrtc");
+        let bases = [dir];
         let e = errors(quote!(kernel(cuda = "kernels/k.cu", bindings(x: read, out: read_write, uniform(n)), threads = n)), &bases);
         if crate::nvrtc::version().is_none() {
             assert!(std::env::var("OP_REQUIRE_NVRTC").is_err(), "OP_REQUIRE_NVRTC is set but NVRTC does not load");
@@ -540,7 +546,7 @@ mod tests {
     /// kernel with a header skip the compile silently).
     #[test]
     fn cuda_kernels_with_headers_compile_where_nvrtc_loads() {
-        let dir = crate_dir("nvrtc-headers");
+        let (_scratch, dir) = crate_dir("nvrtc-headers");
         std::fs::write(dir.join("kernels/twice.cuh"), "#pragma once\n__device__ inline float twice(float v) { return v + v; }\n").unwrap();
         let good = "#include \"twice.cuh\"\nextern \"C\" __global__ void k(const float* x, float* out, unsigned int n) { unsigned int i = threadIdx.x; if (i < n) out[i] = twice(x[i]); }\n";
         std::fs::write(dir.join("kernels/h.cu"), good).unwrap();

@@ -5,12 +5,13 @@
 use super::check_tokens;
 use proc_macro2::TokenStream;
 use quote::quote;
-use std::path::PathBuf;
 
 /// A crate directory holding the kernels of a generic doubling op and of its VJP: correct ones,
-/// ones that never write their output, one whose workgroup exceeds WebGPU's defaults.
-fn crate_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("op-spec-parity-{}", std::process::id()));
+/// ones that never write their output, one whose workgroup exceeds WebGPU's defaults; it is
+/// removed when the returned guard drops.
+fn crate_dir() -> tempfile::TempDir {
+    let scratch = tempfile::Builder::new().prefix("op-spec-parity-").tempdir().unwrap();
+    let dir = scratch.path();
     std::fs::create_dir_all(dir.join("kernels")).unwrap();
     std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"parity\"\n").unwrap();
     let kernel = |bufs: &str, body: &str, wg: u32| {
@@ -30,7 +31,7 @@ fn crate_dir() -> PathBuf {
     ] {
         std::fs::write(dir.join(format!("kernels/{name}.wgsl")), kernel(bufs, body, wg)).unwrap();
     }
-    dir
+    scratch
 }
 
 /// Where a kernel goes: the op's own kernels, or the VJP op's.
@@ -83,7 +84,8 @@ impl Case {
 
 #[test]
 fn forward_and_vjp_kernels_go_through_the_same_checks() {
-    let dir = crate_dir();
+    let scratch = crate_dir();
+    let dir = scratch.path();
     let f32_only = || quote!(dtypes(T: f32),);
     let cases: Vec<(&str, Case, &str)> = vec![
         ("unbound symbol in `threads`", Case { threads: quote!(m), ..Case::ok() }, "symbol `m` in the kernel's `threads` is never bound"),
@@ -126,11 +128,11 @@ fn forward_and_vjp_kernels_go_through_the_same_checks() {
         ),
     ];
     for role in [Role::Forward, Role::Vjp] {
-        let e = Case::ok().errors(role, &dir);
+        let e = Case::ok().errors(role, dir);
         assert!(e.is_empty(), "{role:?}: the correct kernel is refused: {e:?}");
     }
     for (what, case, expected) in &cases {
-        let (f, v) = (case.errors(Role::Forward, &dir), case.errors(Role::Vjp, &dir));
+        let (f, v) = (case.errors(Role::Forward, dir), case.errors(Role::Vjp, dir));
         assert!(f.iter().any(|m| m.contains(expected)), "forward, {what}: {f:#?}");
         assert!(v.iter().any(|m| m.contains(expected)), "VJP, {what}: {v:#?}");
         assert_eq!(f.len(), v.len(), "{what}: forward {f:#?} VJP {v:#?}");
@@ -141,18 +143,19 @@ fn forward_and_vjp_kernels_go_through_the_same_checks() {
 /// kernels with disjoint `dtypes(...)`.
 #[test]
 fn the_correct_twins_pass_as_forward_and_vjp_kernels() {
-    let dir = crate_dir();
+    let scratch = crate_dir();
+    let dir = scratch.path();
     let wide_declared = Case {
         file: "_wide",
         threads: quote!(n, limits(max_compute_invocations_per_workgroup = 512, max_compute_workgroup_size_x = 512)),
         ..Case::ok()
     };
     for role in [Role::Forward, Role::Vjp] {
-        let e = wide_declared.errors(role, &dir);
+        let e = wide_declared.errors(role, dir);
         assert!(e.is_empty(), "{role:?}: {e:?}");
         // Declared for the total but not for x: still refused, naming only what is missing.
         let half = Case { file: "_wide", threads: quote!(n, limits(max_compute_invocations_per_workgroup = 512)), ..Case::ok() };
-        let e = half.errors(role, &dir);
+        let e = half.errors(role, dir);
         assert_eq!(e.len(), 1, "{role:?}: {e:?}");
         assert!(e[0].contains("512 along x, above `max_compute_workgroup_size_x` = 256 (WebGPU's default)"), "{}", e[0]);
         assert!(!e[0].contains("invocations in all"), "{}", e[0]);

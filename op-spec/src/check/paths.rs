@@ -153,22 +153,22 @@ pub(super) fn read_in(base: &Base, rel: &str) -> Result<Found, PathError> {
 mod tests {
     use super::*;
 
-    /// A crate directory `<tmp>/<tag>/krate` (with a `Cargo.toml`, `src/` and `kernels/k.wgsl`)
-    /// beside a file `<tmp>/<tag>/outside.wgsl`.
-    fn layout(tag: &str) -> PathBuf {
-        let top = std::env::temp_dir().join(format!("op-spec-paths-{tag}-{}", std::process::id()));
-        let krate = top.join("krate");
+    /// A crate directory `<scratch>/krate` (with a `Cargo.toml`, `src/` and `kernels/k.wgsl`)
+    /// beside a file `<scratch>/outside.wgsl`; the scratch directory goes when dropped.
+    fn layout(tag: &str) -> (tempfile::TempDir, PathBuf) {
+        let top = tempfile::Builder::new().prefix(&format!("op-spec-paths-{tag}-")).tempdir().unwrap();
+        let krate = top.path().join("krate");
         std::fs::create_dir_all(krate.join("src")).unwrap();
         std::fs::create_dir_all(krate.join("kernels")).unwrap();
         std::fs::write(krate.join("Cargo.toml"), "[package]\nname = \"k\"\n").unwrap();
         std::fs::write(krate.join("kernels/k.wgsl"), "inside").unwrap();
-        std::fs::write(top.join("outside.wgsl"), "outside").unwrap();
-        krate
+        std::fs::write(top.path().join("outside.wgsl"), "outside").unwrap();
+        (top, krate)
     }
 
     #[test]
     fn a_path_inside_the_crate_resolves_to_one_absolute_file() {
-        let krate = layout("inside");
+        let (_scratch, krate) = layout("inside");
         let b = bases(&[krate.clone(), krate.join("src")]);
         assert_eq!(b[1].root, krate, "the source directory belongs to the crate");
         let f = find(&b, "kernels/./sub/../k.wgsl").unwrap();
@@ -181,7 +181,7 @@ mod tests {
 
     #[test]
     fn a_path_that_leaves_the_crate_is_refused_even_if_the_file_exists() {
-        let krate = layout("leaves");
+        let (_scratch, krate) = layout("leaves");
         let b = bases(&[krate.clone(), krate.join("src")]);
         // From the crate root it names the file beside the crate: refused as leaving (though
         // from `src/` it would name a missing file inside).
@@ -212,7 +212,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_symbolic_link_out_of_the_crate_is_refused() {
-        let krate = layout("link");
+        let (_scratch, krate) = layout("link");
         let link = krate.join("kernels/linked.wgsl");
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink(krate.parent().unwrap().join("outside.wgsl"), &link).unwrap();

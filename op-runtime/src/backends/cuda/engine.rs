@@ -372,18 +372,10 @@ mod tests {
     use super::super::grid::CudaGrid;
     use super::super::launch::CudaArg;
     use super::*;
-    use std::sync::atomic::AtomicU64;
 
-    fn scratch_dir(tag: &str) -> PathBuf {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "op-runtime-cuda-{tag}-{}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed),
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
-        ));
-        fs::create_dir_all(&dir).unwrap();
-        dir
+    /// A scratch directory, removed when the guard drops (also when a test panics or skips).
+    fn scratch_dir(tag: &str) -> tempfile::TempDir {
+        tempfile::Builder::new().prefix(&format!("op-runtime-cuda-{tag}-")).tempdir().unwrap()
     }
 
     fn dir_entries(dir: &Path) -> Vec<String> {
@@ -460,7 +452,8 @@ extern "C" __global__ void axpb(const float* a, const float* b, float* out, floa
 
     #[test]
     fn gpu_add_kernel_end_to_end() {
-        let cache = scratch_dir("gpu-e2e");
+        let scratch = scratch_dir("gpu-e2e");
+        let cache = scratch.path().to_path_buf();
         let Some(engine) = gpu_engine("gpu_add_kernel_end_to_end", &cache) else { return };
         let profile = engine.profile();
         assert_eq!(profile.backend, crate::core::kind::BackendKind::Cuda);
@@ -499,12 +492,12 @@ extern "C" __global__ void axpb(const float* a, const float* b, float* out, floa
         assert!(matches!(err, CudaError::InvalidArgument(_)), "{err}");
         let err = engine.launch(&kernel, &[], CudaGrid::linear(1, 0)).unwrap_err();
         assert!(matches!(err, CudaError::InvalidArgument(_)), "{err}");
-        let _ = fs::remove_dir_all(&cache);
     }
 
     #[test]
     fn gpu_second_compile_hits_the_caches() {
-        let cache = scratch_dir("gpu-cache");
+        let scratch = scratch_dir("gpu-cache");
+        let cache = scratch.path().to_path_buf();
         let Some(engine) = gpu_engine("gpu_second_compile_hits_the_caches", &cache) else { return };
         let headers = add_headers();
         let k1 = engine.compile([9; 32], ADD_SRC, &headers, "axpb", &[]).expect("compile");
@@ -535,12 +528,12 @@ extern "C" __global__ void axpb(const float* a, const float* b, float* out, floa
         let k4 = third.compile([9; 32], ADD_SRC, &headers, "axpb", &[]).expect("recompile");
         assert_eq!(third.compiles(), 1);
         run_axpb(&third, &k4, 10);
-        let _ = fs::remove_dir_all(&cache);
     }
 
     #[test]
     fn gpu_compile_errors_carry_the_nvrtc_log() {
-        let cache = scratch_dir("gpu-error");
+        let scratch = scratch_dir("gpu-error");
+        let cache = scratch.path().to_path_buf();
         let Some(engine) = gpu_engine("gpu_compile_errors_carry_the_nvrtc_log", &cache) else { return };
         let bad = "extern \"C\" __global__ void broken(float* x) { x[0] = undefined_symbol; }";
         match engine.compile([1; 32], bad, &[], "broken", &[]) {
@@ -564,6 +557,5 @@ extern "C" __global__ void axpb(const float* a, const float* b, float* out, floa
             Err(CudaError::MissingEntry { entry }) => assert_eq!(entry, "absent"),
             other => panic!("expected CudaError::MissingEntry, got {other:?}"),
         }
-        let _ = fs::remove_dir_all(&cache);
     }
 }

@@ -233,7 +233,6 @@ mod tests {
     use super::*;
     use std::cell::Cell;
     use std::fs;
-    use std::sync::atomic::AtomicU64;
 
     const PTX_A: &str = ".version 8.4\n.target sm_90\n.address_size 64\n.visible .entry k() { ret; }\n";
     const PTX_B: &str = ".version 8.4\n.target sm_90\n.address_size 64\n.visible .entry k() { exit; }\n";
@@ -360,16 +359,9 @@ mod tests {
         assert_eq!(std::fs::read(&outside).unwrap(), encode_entry(&key, PTX_B), "the symlink's target is untouched");
     }
 
-    fn scratch_dir(tag: &str) -> PathBuf {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "op-runtime-cuda-{tag}-{}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed),
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
-        ));
-        fs::create_dir_all(&dir).unwrap();
-        dir
+    /// A scratch directory, removed when the guard drops (also when a test panics or skips).
+    fn scratch_dir(tag: &str) -> tempfile::TempDir {
+        tempfile::Builder::new().prefix(&format!("op-runtime-cuda-{tag}-")).tempdir().unwrap()
     }
 
     fn dir_entries(dir: &Path) -> Vec<String> {
@@ -420,7 +412,8 @@ mod tests {
 
     #[test]
     fn publish_atomically_leaves_only_the_target() {
-        let dir = scratch_dir("publish");
+        let scratch = scratch_dir("publish");
+        let dir = scratch.path().to_path_buf();
         let path = dir.join("nested").join("k.ptx");
         publish_atomically(&path, b"first").unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"first");
@@ -436,12 +429,12 @@ mod tests {
         assert!(publish_atomically(&blocked, b"x").is_err() || blocked.is_file());
         assert!(dir_entries(&dir).iter().all(|e| !e.ends_with(".tmp")), "{:?}", dir_entries(&dir));
         assert!(publish_atomically(Path::new("/"), b"x").is_err());
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn concurrent_publishes_leave_a_complete_file() {
-        let dir = scratch_dir("concurrent");
+        let scratch = scratch_dir("concurrent");
+        let dir = scratch.path().to_path_buf();
         let path = dir.join("same.ptx");
         const LEN: usize = 256 * 1024;
         for round in 0..4u8 {
@@ -479,7 +472,6 @@ mod tests {
             assert!(bytes.iter().all(|&b| b == first), "file mixes contents of several writers");
             assert_eq!(dir_entries(&dir), vec!["same.ptx".to_string()], "temporary files left behind");
         }
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

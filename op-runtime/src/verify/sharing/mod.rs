@@ -37,6 +37,7 @@ mod blobs;
 mod card;
 mod error;
 mod load;
+mod repair;
 mod show;
 mod store;
 
@@ -44,4 +45,5 @@ pub use bar::public_bar;
 pub use card::{blob_hash, CpuEntry, HeaderEntry, KernelEntry, KernelTrust, LocalDevices, OpCard, Trust, CARD_FORMAT};
 pub use error::{Missing, SharingError};
 pub use load::{LoadedCard, LoadedKernel};
-pub use store::{IndexEntry, IndexHeader, IndexKernel, PublishedId, RepairReport, Store, INDEX_FORMAT};
+pub use repair::{RepairReport, UnreadableBlob};
+pub use store::{IndexEntry, IndexHeader, IndexKernel, PublishedId, Store, INDEX_FORMAT};

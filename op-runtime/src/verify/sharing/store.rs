@@ -1,6 +1,6 @@
 //! The content-addressed store: publishing an op (refusing private and unlicensed ones) writes
-//! its blobs, one file per receipt, and an index entry; `repair` rebuilds index entries from
-//! the blobs. Loading lives in `load`.
+//! its blobs, one file per receipt, and an index entry. Loading lives in `load`; the walk over
+//! the blobs, `damaged_blobs` and `repair` (index entries rebuilt from the blobs) in `repair`.
 //!
 //! Layout (every file written atomically through `core::files`):
 //! ```text
@@ -16,14 +16,13 @@
 //! one `name@version` cannot both succeed. A crash at any point leaves a readable store:
 //! at worst an orphan blob or receipt, or an index entry `repair` can restore.
 
-use super::blobs::{is_blob_name, text, Area, MAX_BLOB_BYTES};
+use super::blobs::{is_blob_name, text, Area};
 use super::card::{intact, OpCard};
 use super::error::SharingError;
 use crate::core::files::Replace;
 use crate::core::op::RegisteredOp;
 use crate::core::receipt::Receipt;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Version of the index entry format. Format 2: receipts live in their own files.
@@ -115,22 +114,6 @@ impl IndexEntry {
     }
 }
 
-/// What [`Store::repair`] did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RepairReport {
-    /// Ops whose index entry loads and was kept.
-    pub kept: Vec<String>,
-    /// Ops whose index entry was missing or corrupt and was rebuilt from the blobs.
-    pub rebuilt: Vec<String>,
-    /// Ops with several loadable contents in the blobs and no valid index entry to choose
-    /// between them: (op, content hashes). Nothing is written for them.
-    pub conflicts: Vec<(String, Vec<String>)>,
-    /// Index entries that are corrupt and could not be rebuilt: (file, why).
-    pub unrecoverable: Vec<(PathBuf, String)>,
-    /// Blobs whose bytes do not hash to their name (left in place).
-    pub damaged_blobs: Vec<PathBuf>,
-}
-
 /// Splits and checks `name@version`; the name may hold only `[A-Za-z0-9_.-/]`.
 pub(crate) fn parse_id(id: &str) -> Result<(&str, u32), SharingError> {
     let bad = |reason: &str| SharingError::BadId { op: id.to_string(), reason: reason.to_string() };
@@ -163,7 +146,7 @@ impl Store {
     }
 
     /// The `cards` directory (index entries and their locks).
-    fn cards(&self, op: &str, create: bool) -> Result<Area, SharingError> {
+    pub(super) fn cards(&self, op: &str, create: bool) -> Result<Area, SharingError> {
         Area::open(&self.dir, "cards", op, create)
     }
 
@@ -180,7 +163,7 @@ impl Store {
 
     /// The file names of the index entry of `name@version` (`/` in the name becomes `~`) and
     /// of its lock, in `cards/`.
-    fn index_names(id: &str) -> Result<(String, String), SharingError> {
+    pub(super) fn index_names(id: &str) -> Result<(String, String), SharingError> {
         let (name, version) = parse_id(id)?;
         let stem = format!("{}@{version}", name.replace('/', "~"));
         Ok((format!("{stem}.json"), format!("{stem}.lock")))
@@ -333,105 +316,5 @@ impl Store {
             Ok(Some(_)) | Err(_) => Replace::Yes,
         };
         cards.write(id, &name, json.as_bytes(), replace)
-    }
-
-    /// Every blob whose bytes do not hash to its name (read-only: nothing is written or
-    /// deleted). Loading an op re-hashes only the blobs its index entry names; this re-hashes
-    /// all of them, the stored copies of index entries included.
-    pub fn damaged_blobs(&self) -> Result<Vec<PathBuf>, SharingError> {
-        let store_op = "(store)";
-        let blobs = self.blobs(store_op, false)?;
-        let mut damaged = Vec::new();
-        for name in blobs.names(store_op)? {
-            if !is_blob_name(&name) {
-                continue;
-            }
-            // Gone since the listing: nothing to verify. Unreadable (too large, not a regular
-            // file) or other bytes: damaged.
-            match blobs.read(store_op, &name, MAX_BLOB_BYTES) {
-                Ok(None) => {}
-                Ok(Some(bytes)) if super::card::blob_hash(&bytes) == name => {}
-                Ok(Some(_)) | Err(_) => damaged.push(blobs.path(&name)),
-            }
-        }
-        Ok(damaged)
-    }
-
-    /// Rebuilds index entries from the blobs: every blob is re-hashed; those holding an index
-    /// entry that loads (every blob present and intact, the identity recomputed) are candidates.
-    /// An op whose index entry loads is kept; one whose entry is missing or corrupt gets the one
-    /// loadable candidate, and is reported as a conflict (nothing written) when there are
-    /// several contents. Never deletes anything.
-    pub fn repair(&self) -> Result<RepairReport, SharingError> {
-        let mut report = RepairReport::default();
-        let store_op = "(store)";
-        let blobs = self.blobs(store_op, false)?;
-        let mut candidates: BTreeMap<String, BTreeMap<String, (IndexEntry, String)>> = BTreeMap::new();
-        for name in blobs.names(store_op)? {
-            if !is_blob_name(&name) {
-                continue;
-            }
-            let path = blobs.path(&name);
-            let Ok(Some(bytes)) = blobs.read(store_op, &name, MAX_BLOB_BYTES) else { continue };
-            if super::card::blob_hash(&bytes) != name {
-                report.damaged_blobs.push(path);
-                continue;
-            }
-            let Ok(json) = std::str::from_utf8(&bytes) else { continue };
-            let Ok(index) = IndexEntry::from_json(json) else { continue };
-            if parse_id(&index.op).is_err() || self.load_entry(&index.op, &index).is_err() {
-                continue;
-            }
-            candidates.entry(index.op.clone()).or_default().insert(index.content_hash.clone(), (index, json.to_string()));
-        }
-
-        // Every op with an index file or a candidate.
-        let mut ids: Vec<String> = candidates.keys().cloned().collect();
-        let cards = self.cards(store_op, false)?;
-        for name in cards.names(store_op)? {
-            if let Some(stem) = name.strip_suffix(".json") {
-                let id = stem.replace('~', "/");
-                if parse_id(&id).is_ok() && !ids.contains(&id) {
-                    ids.push(id);
-                } else if parse_id(&id).is_err() {
-                    report.unrecoverable.push((cards.path(&name), "not the index entry of a valid `name@version`".into()));
-                }
-            }
-        }
-        ids.sort();
-        for id in ids {
-            let path = self.index_path(&id)?;
-            let current = self.read_index(&id);
-            if let Ok(Some(index)) = &current {
-                if self.load_entry(&id, index).is_ok() {
-                    report.kept.push(id);
-                    continue;
-                }
-            }
-            let found = candidates.remove(&id).unwrap_or_default();
-            match found.len() {
-                0 => {
-                    let why = match current {
-                        Err(e) => e.to_string(),
-                        Ok(Some(index)) => self.load_entry(&id, &index).err().map(|e| e.to_string()).unwrap_or_default(),
-                        Ok(None) => continue,
-                    };
-                    report.unrecoverable.push((path, format!("{why}; no loadable copy of an index entry for `{id}` is in the blobs")));
-                }
-                1 => {
-                    let Some((_, (_, json))) = found.into_iter().next() else { continue };
-                    let (name, lock) = Store::index_names(&id)?;
-                    let cards = self.cards(&id, true)?;
-                    let _lock = cards.lock(&id, &lock)?;
-                    // Another publisher may have fixed it meanwhile.
-                    if !matches!(self.read_index(&id), Ok(Some(ref now)) if self.load_entry(&id, now).is_ok()) {
-                        cards.write(&id, &name, json.as_bytes(), Replace::Yes)?;
-                    }
-                    report.rebuilt.push(id);
-                }
-                _ => report.conflicts.push((id, found.into_keys().collect())),
-            }
-        }
-        Ok(report)
     }
 }
