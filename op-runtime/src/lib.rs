@@ -80,7 +80,7 @@ pub mod prelude {
 pub mod conformance {
     pub use crate::verify::conformance::{
         accum_bound, accum_margin, check_case, conform, conform_all, corpus, AccumScale, Case, CaseShape, Class, ConformanceFailure,
-        Corpus, Defect, Fault, Mismatch, OutOfBounds, Pattern, Report,
+        Corpus, Death, Defect, Fault, Flaky, Isolation, Mismatch, OutOfBounds, Pattern, Report, RunLimits,
     };
 }
 
@@ -89,8 +89,8 @@ pub mod conformance {
 pub mod gradcheck {
     pub use crate::builtins::gradcheck;
     pub use crate::verify::gradcheck::{
-        gradcheck_with, BackwardForm, ControlOutcome, Corruption, DrawRange, GradcheckError, GradcheckOptions, GradcheckReport, Narrowed,
-        ProbePoint,
+        gradcheck_with, BackwardForm, ControlOutcome, Corruption, DrawRange, GradcheckError, GradcheckOptions, GradcheckReport, Locus,
+        Narrowed, ProbePoint,
     };
 }
 

@@ -6,5 +6,6 @@
 
 pub mod conformance;
 pub mod gradcheck;
+pub(crate) mod isolate;
 pub mod record;
 pub mod sharing;

@@ -32,9 +32,50 @@ use std::sync::{Arc, OnceLock};
 
 /// The CPU backend.
 pub struct CpuBackend {
-    threads: usize,
-    pool: OnceLock<Result<Arc<rayon::ThreadPool>, BackendError>>,
+    pool: Arc<PoolCell>,
     profile: OnceLock<Arc<DeviceProfile>>,
+}
+
+/// The backend's thread pool, started once per process generation (`core::process`): a child
+/// forked to run a kernel under test has none of its parent's threads, so it starts its own.
+struct PoolCell {
+    threads: usize,
+    /// The pool of the process as started (generation 0): no lock on the call path.
+    first: OnceLock<Result<Arc<rayon::ThreadPool>, BackendError>>,
+    /// The pool of a forked child, with the generation it was started in.
+    child: std::sync::Mutex<Option<(u64, Result<Arc<rayon::ThreadPool>, BackendError>)>>,
+}
+
+impl PoolCell {
+    fn new(threads: usize) -> PoolCell {
+        PoolCell { threads, first: OnceLock::new(), child: std::sync::Mutex::new(None) }
+    }
+
+    fn get(&self) -> Result<Arc<rayon::ThreadPool>, BackendError> {
+        let generation = crate::core::process::generation();
+        if generation == 0 {
+            return self.first.get_or_init(|| start_pool(self.threads)).clone();
+        }
+        let mut slot = self.child.lock().unwrap_or_else(|p| p.into_inner());
+        match &*slot {
+            Some((g, pool)) if *g == generation => pool.clone(),
+            _ => {
+                let pool = start_pool(self.threads);
+                *slot = Some((generation, pool.clone()));
+                pool
+            }
+        }
+    }
+}
+
+fn start_pool(threads: usize) -> Result<Arc<rayon::ThreadPool>, BackendError> {
+    let n = if threads == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) } else { threads };
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .thread_name(|i| format!("op-cpu-{i}"))
+        .build()
+        .map(Arc::new)
+        .map_err(|e| BackendError::Unavailable(format!("cannot start {n} CPU worker threads: {e}")))
 }
 
 impl Default for CpuBackend {
@@ -46,7 +87,7 @@ impl Default for CpuBackend {
 impl CpuBackend {
     /// A CPU backend running kernels on `threads` threads (`0`: one per available core).
     pub fn with_threads(threads: usize) -> CpuBackend {
-        CpuBackend { threads, pool: OnceLock::new(), profile: OnceLock::new() }
+        CpuBackend { pool: Arc::new(PoolCell::new(threads)), profile: OnceLock::new() }
     }
 
     /// The number of threads kernels run on.
@@ -58,17 +99,7 @@ impl CpuBackend {
     }
 
     fn pool(&self) -> Result<Arc<rayon::ThreadPool>, BackendError> {
-        self.pool
-            .get_or_init(|| {
-                let n = if self.threads == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) } else { self.threads };
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(n)
-                    .thread_name(|i| format!("op-cpu-{i}"))
-                    .build()
-                    .map(Arc::new)
-                    .map_err(|e| BackendError::Unavailable(format!("cannot start {n} CPU worker threads: {e}")))
-            })
-            .clone()
+        self.pool.get()
     }
 }
 
@@ -97,14 +128,15 @@ impl Backend for CpuBackend {
     }
     fn prepare(&self, op: &Arc<RegisteredOp>) -> Result<Arc<dyn Prepared>, BackendError> {
         let shim = op.shims.cpu.ok_or_else(|| no_kernel(op))?;
-        Ok(Arc::new(CpuPrepared { hash: op.hash, shim, pool: self.pool()? }))
+        self.pool()?;
+        Ok(Arc::new(CpuPrepared { hash: op.hash, shim, pool: self.pool.clone() }))
     }
 }
 
 struct CpuPrepared {
     hash: [u8; 32],
     shim: ShimFn,
-    pool: Arc<rayon::ThreadPool>,
+    pool: Arc<PoolCell>,
 }
 
 impl Prepared for CpuPrepared {
@@ -113,7 +145,7 @@ impl Prepared for CpuPrepared {
     }
     fn execute(&self, req: &ExecRequest<'_>) -> Result<Vec<Tensor>, BackendError> {
         // On the calling thread; only chunks of a call large enough to split go to the pool.
-        par::run_in(&self.pool, || run_forward(self.shim, req))
+        par::run_in(&self.pool.get()?, || run_forward(self.shim, req))
     }
 }
 

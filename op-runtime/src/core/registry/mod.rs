@@ -7,6 +7,7 @@
 
 pub mod batch;
 pub mod dispatch;
+mod limits;
 mod memo;
 mod rejected;
 mod vjp_link;
@@ -156,6 +157,8 @@ pub(crate) struct Inner {
     pub(crate) rejected: rejected::Rejections,
     /// Differentiable VJP ops by the `name@version` of the op they differentiate (see `vjp_link`).
     pub(crate) vjp_links: RwLock<HashMap<String, String>>,
+    /// Limits on kernel runs under test, per op `name@version` (see `limits`).
+    pub(crate) run_limits: RwLock<HashMap<String, crate::core::limits::RunLimits>>,
 }
 
 /// The op registry. Cheap to clone (shared).
@@ -204,6 +207,7 @@ impl Registry {
                 stats: Stats::default(),
                 rejected: rejected::Rejections::default(),
                 vjp_links: RwLock::new(HashMap::new()),
+                run_limits: RwLock::new(HashMap::new()),
             }),
         }
     }

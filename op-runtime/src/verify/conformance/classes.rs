@@ -57,8 +57,20 @@ pub enum Class {
     ReferenceBits,
     /// None of the above: wrong values.
     Value,
+    /// `accum` only, where nothing above explains it: every mismatching element is finite and
+    /// outside the bound, by at most the ratio held (`|actual - r64| / bound`, over them all).
+    AccumBound(f64),
     /// The backend failed, or returned the wrong number or length of outputs.
     Failed,
+    /// The kernel's process died on the case: a signal (`SIGSEGV`, `SIGABRT`, ...) or an exit
+    /// in the middle of the call (it ran in a child process, so the verifier went on).
+    Crashed,
+    /// The kernel ran out of memory on the case: an allocation failed under the memory limit.
+    OutOfMemory,
+    /// The kernel ran past its time limit on the case, in two fresh runs.
+    TimedOut,
+    /// The kernel returned different results for the same case in two runs.
+    NonDeterministic,
 }
 
 impl Class {
@@ -82,7 +94,12 @@ impl Class {
             Class::Permuted => "right values in the wrong order",
             Class::ReferenceBits => "the reference's own bits, outside the bound",
             Class::Value => "wrong values",
+            Class::AccumBound(_) => "exceeds the accum bound",
             Class::Failed => "the backend failed",
+            Class::Crashed => "crashed",
+            Class::OutOfMemory => "out of memory",
+            Class::TimedOut => "timed out",
+            Class::NonDeterministic => "non-deterministic",
         }
     }
 
@@ -111,8 +128,11 @@ impl Class {
             Class::Permuted => 11,
             Class::OneUlp => 12,
             Class::SignOfZero => 13,
-            Class::Value => 14,
+            Class::Value | Class::AccumBound(_) => 14,
             Class::Failed => 15,
+            // A case that crashed, ran out of memory or timed out has no other class; a
+            // non-deterministic one is named so whatever its values also show.
+            Class::Crashed | Class::OutOfMemory | Class::TimedOut | Class::NonDeterministic => 0,
         }
     }
 }

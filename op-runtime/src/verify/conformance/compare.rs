@@ -18,12 +18,23 @@
 //!   infinities must match exactly; NaN matches only NaN.
 //! - `accum(k)`: anchored on the reference evaluated in f64 and on a model of summation error
 //!   that does not depend on how the f32 reference happens to sum. For each output element,
-//!   with `r64` the reference in f64 (the nearly exact result), `S` the sum of the magnitudes
-//!   of the element's terms (the reference run in f64 on the absolute values of the inputs:
-//!   for matmul `sum |a_ip b_pj|`), `len` the reduction length and `eps` the dtype's machine
-//!   epsilon:
+//!   with `r64` the reference in f64 (the nearly exact result), `S` the element's error scale,
+//!   `len` the reduction length and `eps` the dtype's machine epsilon:
 //!
 //!   `|actual - r64| <= k * max(1, ceil(log2 len)) * eps * S + 2 * len * min_normal`
+//!
+//!   `S` comes from what the reference computes (`scale`): the largest of `|r64|`, the
+//!   reference in f64 on the absolute values of the inputs (the sum of the magnitudes of the
+//!   element's terms: for matmul `sum |a_ip b_pj|`), and the reference's measured sensitivity,
+//!   `max |r64(x') - r64(x)| / δ` over inputs and float parameters moved relatively by `±δ`
+//!   (`δ = 2^-20`) in a few sign patterns seeded from the case: the componentwise condition
+//!   number `sum_j |d r64 / d x_j| |x_j|`, exactly for ops that grow with every input, in order
+//!   of magnitude for the others. A backward-stable kernel (its result is the exact one of
+//!   inputs moved by a few eps) is off by at most a few eps times it. It is what the op on
+//!   `|x|` misses where the computation cancels or is clipped: a prefix sum whose running value
+//!   is clipped to `[lo, hi]` each step carries values as large as the terms since the last
+//!   clip, while the op on `|x|` stays within `[lo, hi]`; a softmax of large inputs rounds
+//!   `x - max` at the inputs' magnitude.
 //!
 //!   Why: pairwise summation (a balanced tree, or a binary counter over blocks, as the
 //!   built-in kernels sum) rounds each term at most `ceil(log2 len)` times, so its error is at
@@ -67,7 +78,8 @@
 //! Every mismatch is classified ([`Class`], `classes`) from all of its elements, before the raw
 //! numbers are reported: an element never written (canary intact), only the sign of zero, only
 //! NaN (payload, or NaN against a number), within 1 ulp, the output shifted by `k` elements,
-//! the right values in another order, the reference's own bits (`accum`), or wrong values;
+//! the right values in another order, the reference's own bits (`accum`), or else how far the
+//! `accum` bound is exceeded (finite values only: "exceeds the accum bound by N") or wrong values;
 //! under `accum`, against the f64 reference rounded to the dtype. (`explain` adds the classes
 //! that need the reference run again, and the report's class is decided over every failing
 //! case.)
@@ -76,6 +88,7 @@ pub use super::classes::Class;
 use super::classes::{ulps, Mismatches};
 use crate::core::backend::canary_bits;
 use crate::core::tensor::{Data, Tensor};
+use crate::verify::isolate::Death;
 use op_contract::contract::{DType, SignedZero, Tolerance};
 
 /// A mismatch at one output element.
@@ -97,7 +110,8 @@ pub struct Mismatch {
     pub count: usize,
     /// Whether the actual bits are the canary pattern (the element was never written).
     pub unwritten: bool,
-    /// What every mismatching element has in common: the first of `classes`, or wrong values.
+    /// What every mismatching element has in common: the first of `classes`; where it is empty,
+    /// under `accum`, how far the bound is exceeded ([`Class::AccumBound`]), else wrong values.
     pub class: Class,
     /// Every class the mismatching elements' data shows, most telling first (empty: wrong
     /// values); the conformance run adds those that need the reference run again.
@@ -145,6 +159,23 @@ pub enum Fault {
         /// Outputs the backend returned.
         actual: usize,
     },
+    /// The kernel's process died on the case (it ran in a child process): a crash, an exit,
+    /// memory, or a timeout.
+    Died(Death),
+    /// Two runs of the kernel on the case returned different results.
+    NonDeterministic(Box<Flaky>),
+}
+
+/// Two runs of a kernel on one case that disagree.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Flaky {
+    /// The output and element where the runs first differ, where both returned outputs of the
+    /// same shape.
+    pub at: Option<(usize, usize)>,
+    /// The first run's result there (a value and its bits, or how it failed).
+    pub first: String,
+    /// The second run's.
+    pub second: String,
 }
 
 impl Fault {
@@ -154,6 +185,11 @@ impl Fault {
             Fault::Mismatch(m) => m.class.clone(),
             Fault::OutOfBounds(o) => Class::OutOfBounds(o.side),
             Fault::Length { .. } | Fault::Execution(_) | Fault::Scale(_) | Fault::OutputCount { .. } => Class::Failed,
+            Fault::Died(Death::OutOfMemory { .. }) => Class::OutOfMemory,
+            Fault::Died(Death::TimedOut { .. } | Death::DeviceTimedOut(_)) => Class::TimedOut,
+            Fault::Died(Death::Lost(_)) => Class::Failed,
+            Fault::Died(_) => Class::Crashed,
+            Fault::NonDeterministic(_) => Class::NonDeterministic,
         }
     }
 }
@@ -165,7 +201,8 @@ impl Fault {
 pub struct AccumScale {
     /// Reduction length.
     pub len: usize,
-    /// Sum of the magnitudes of each output element's terms (`S`).
+    /// The error scale `S` of each output element (see the module doc): at least the sum of the
+    /// magnitudes of its terms.
     pub magnitude: Vec<f64>,
     /// The reference evaluated in f64 (the nearly exact result `r64`).
     pub exact: Vec<f64>,
@@ -179,7 +216,7 @@ impl AccumScale {
     fn covers(&self, n: usize) -> Result<(), String> {
         if self.magnitude.len() < n || self.exact.len() < n {
             return Err(format!(
-                "the reference path produced {} sum(|terms|) value(s) and {} f64 result(s) for an output of {n} element(s)",
+                "the reference path produced {} error scale(s) S and {} f64 result(s) for an output of {n} element(s)",
                 self.magnitude.len(),
                 self.exact.len()
             ));
@@ -344,7 +381,7 @@ fn accum_within(k: u32, dtype: DType, len: usize, s: f64, x: f64, a: f64, ab: u6
         return if ab == rounded_bits(x, dtype) {
             Ok(())
         } else {
-            Err(format!("{tol}: sum(|terms|) is {s:e} for a finite f64 reference {x:e}: only that value rounded to {dtype} conforms"))
+            Err(format!("{tol}: the error scale S is {s:e} for a finite f64 reference {x:e}: only that value rounded to {dtype} conforms"))
         };
     }
     let bound = accum_bound(k, dtype, len, s);
@@ -361,11 +398,34 @@ fn accum_within(k: u32, dtype: DType, len: usize, s: f64, x: f64, a: f64, ab: u6
         Ok(())
     } else {
         Err(format!(
-            "{tol}: |actual - f64 reference {x:e}| = {d:e} (relative {:.2e}) exceeds {k} * ceil(log2 len {len}) = {} * eps * sum|terms| {s:e} + flush = {bound:e}",
+            "{tol}: |actual - f64 reference {x:e}| = {d:e} (relative {:.2e}) exceeds the bound by {}: {k} * ceil(log2 len {len}) = {} * eps * S {s:e} + flush = {bound:e}",
             d / x.abs().max(f64::MIN_POSITIVE),
+            ratio_text(d / bound),
             k * pairwise_depth(len),
         ))
     }
+}
+
+/// `r` (a ratio above 1) with three significant digits, or in exponent form from 10,000 on:
+/// `1.04`, `37.5`, `812`, `2.3e7`.
+pub(crate) fn ratio_text(r: f64) -> String {
+    if !r.is_finite() || r >= 1e4 {
+        return format!("{r:.1e}");
+    }
+    let decimals = (2 - r.max(1.0).log10().floor() as i32).max(0) as usize;
+    format!("{r:.decimals$}")
+}
+
+/// The largest `|actual - r64| / bound` over the mismatching elements `bad` of a float output
+/// under `accum(k)` (the kernel's `actual`, `guard` canaries each side), where each of them is
+/// a finite value against a finite `r64` and `S`: a non-finite mismatch is another defect than
+/// the size of an error. `None` otherwise.
+fn accum_excess(k: u32, dtype: DType, s: &AccumScale, actual: &Data, guard: usize, bad: &[usize]) -> Option<f64> {
+    bad.iter().try_fold(0.0f64, |worst, &i| {
+        let (x, m, a) = (*s.exact.get(i)?, *s.magnitude.get(i)?, actual.get_f64(guard + i)?);
+        let finite = x.is_finite() && m.is_finite() && a.is_finite();
+        finite.then(|| worst.max((a - x).abs() / accum_bound(k, dtype, s.len, m)))
+    })
 }
 
 /// Checks the guard bands of a guarded output (`guard` canaries, `n` elements, `guard`
@@ -438,7 +498,7 @@ pub fn check_output(rule: &Rule<'_>, expected: &Tensor, actual: &Tensor) -> Resu
             Some((k, s))
         }
         (Tolerance::Accum(_), None) if dtype.is_float() => {
-            return Err(Fault::Scale(format!("{}: no sum(|terms|) or f64 reference for this output", rule.tol)))
+            return Err(Fault::Scale(format!("{}: no error scale S or f64 reference for this output", rule.tol)))
         }
         _ => None,
     };
@@ -457,6 +517,12 @@ pub fn check_output(rule: &Rule<'_>, expected: &Tensor, actual: &Tensor) -> Resu
     let rounded = accum.map(|(_, s)| super::cases::to_data(dtype, &s.exact[..n]));
     let anchor = rounded.as_ref().unwrap_or(e);
     let classes = Mismatches { dtype, anchor, reference: rounded.as_ref().map(|_| e), actual: a, guard, bad: &bad, canary }.classes();
+    // Where nothing more specific explains it, an `accum` mismatch of finite values is named by
+    // how far it exceeds the bound, not as wrong values.
+    let unexplained = match accum.and_then(|(k, s)| accum_excess(k, dtype, s, a, guard, &bad)) {
+        Some(r) => Class::AccumBound(r),
+        None => Class::Value,
+    };
     Err(Fault::Mismatch(Box::new(Mismatch {
         index: i,
         expected: e.get_f64(i).unwrap_or(f64::NAN),
@@ -466,7 +532,7 @@ pub fn check_output(rule: &Rule<'_>, expected: &Tensor, actual: &Tensor) -> Resu
         detail,
         count: bad.len(),
         unwritten: actual_bits == canary,
-        class: classes.first().cloned().unwrap_or(Class::Value),
+        class: classes.first().cloned().unwrap_or(unexplained),
         classes,
         bad,
     })))
@@ -665,6 +731,33 @@ mod tests {
             let a = (x + err * eps) as f32;
             assert_eq!(check_accum(2, &e, &guarded(&[a], 1), &s).is_ok(), ok, "{err} eps");
         }
+    }
+
+    #[test]
+    fn an_accum_excess_of_finite_values_is_named_by_its_ratio() {
+        // Two elements off by 40 and 10 eps of S = 1 at len 4 (bound 4 eps): the class holds the
+        // worst ratio, 10, and the detail of the first element says by how much it exceeds.
+        let eps = f32::EPSILON as f64;
+        let e = Tensor::vector(vec![1.0f32, 1.0]);
+        let s = AccumScale { len: 4, magnitude: vec![1.0; 2], exact: vec![1.0; 2], flushed_exact: vec![] };
+        let a = guarded(&[(1.0 + 10.0 * eps) as f32, (1.0 + 40.0 * eps) as f32], 1);
+        let Fault::Mismatch(m) = check_accum(2, &e, &a, &s).unwrap_err() else { panic!("a mismatch") };
+        let worst = 40.0 * eps / accum_bound(2, DType::f32, 4, 1.0);
+        assert!(matches!(m.class, Class::AccumBound(r) if (r - worst).abs() < 1e-9 * worst), "{:?}", m.class);
+        assert!(m.detail.contains("exceeds the bound by 2.50"), "{}", m.detail);
+        // A NaN among them is another defect than the size of an error: not named by a ratio.
+        let a = guarded(&[f32::NAN, (1.0 + 40.0 * eps) as f32], 1);
+        let Fault::Mismatch(m) = check_accum(2, &e, &a, &s).unwrap_err() else { panic!("a mismatch") };
+        assert_eq!(m.class, Class::Value);
+        // Outside `accum`, wrong values stay wrong values.
+        let f = check(Tolerance::Ulp(1), &e, &guarded(&[3.0, 1.0], 1), 1).unwrap_err();
+        assert_eq!(class(f), Class::Value);
+    }
+
+    #[test]
+    fn ratios_read_with_three_significant_digits() {
+        let text: Vec<String> = [1.0412, 2.5, 37.54, 812.3, 4567.0, 2.3e7].into_iter().map(ratio_text).collect();
+        assert_eq!(text, ["1.04", "2.50", "37.5", "812", "4567", "2.3e7"]);
     }
 
     #[test]

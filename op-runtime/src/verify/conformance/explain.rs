@@ -27,7 +27,7 @@ const ORDER_SAMPLES: usize = 4;
 const ORDER_STEPS: usize = 40;
 
 /// Every class failing case `case` is consistent with on output `output` (the kernel's guarded
-/// `actual`, `guard` canaries each side), most telling first; `[Value]` where none is. Faults
+/// `actual`, `guard` canaries each side), most telling first; `[Value]` (or `[AccumBound]`) where none is. Faults
 /// other than a mismatch have their own class. The re-runs are skipped on cases beyond the small
 /// families' size, where they cost more than they tell; with `want` (shrinking a case that
 /// shows that class), only the re-runs that can show it are made.
@@ -71,7 +71,8 @@ pub(crate) fn diagnose(
         }
     }
     if classes.is_empty() {
-        classes.push(Class::Value);
+        // Wrong values, or under `accum` how far the bound is exceeded (`Mismatch::class`).
+        classes.push(m.class.clone());
     }
     classes.sort_by_key(Class::rank);
     classes.dedup_by(|a, b| a.same_kind(b));

@@ -43,10 +43,14 @@ pub(crate) mod compare;
 mod explain;
 mod nan_ordered;
 pub(crate) mod report;
+mod run;
+mod scale;
 
+pub use crate::core::limits::{Isolation, RunLimits};
+pub use crate::verify::isolate::Death;
 pub use cases::{Case, Corpus, Pattern, Shape as CaseShape};
 pub use classes::Class;
-pub use compare::{accum_bound, AccumScale, Fault, Mismatch, OutOfBounds};
+pub use compare::{accum_bound, AccumScale, Fault, Flaky, Mismatch, OutOfBounds};
 pub use op_contract::contract::Tolerance;
 pub use report::{Defect, Report};
 
@@ -57,6 +61,7 @@ use crate::core::receipt::Receipt;
 use crate::core::registry::OpHandle;
 use crate::core::tensor::{Scalar, Tensor};
 use op_contract::contract::DType;
+use scale::accum_scales;
 use std::sync::Arc;
 
 /// Canary elements on each side of every output in conformance runs.
@@ -153,49 +158,6 @@ pub fn corpus(op: &RegisteredOp) -> Corpus {
     cases::Gen::new(op).corpus()
 }
 
-/// Symbols of input dims that no output dim mentions: the contracted ones.
-fn contracted(op: &RegisteredOp) -> Vec<usize> {
-    let sig = &op.contract.signature;
-    let mut in_out: Vec<&str> = Vec::new();
-    for o in &sig.outputs {
-        for d in &o.dims {
-            d.symbols(&mut in_out);
-        }
-    }
-    sig.dim_symbols().iter().filter(|s| !in_out.contains(&s.as_str())).filter_map(|s| op.plan.syms.iter().position(|x| x == s)).collect()
-}
-
-/// Reduction length of a case for `accum` (only `ceil(log2 len)` enters the bound, so an
-/// estimate off by a small factor changes the bound little):
-/// - the product of the contracted dims (input dim symbols no output dim mentions: `matmul`'s
-///   `k`, `sum`'s `n`), capped by the largest input;
-/// - when every symbol also shapes an output (`conv1d`'s `n - m + 1`, a scan), the smallest
-///   input whose shape mentions a symbol: an output element of such an op combines at most a
-///   window of each input, and the window is no longer than the shortest of them (`conv1d`: `m`
-///   terms; a scan over one input: `n`). Inputs of fixed shape (`f32[3]` coefficients, rank-0
-///   scalars) are left out: they are parameters of the terms, not the terms. Before, this fell
-///   back to the largest input (`n` for `conv1d`), which overstated the length by `n / m`.
-fn reduction_len(op: &RegisteredOp, case: &Case) -> usize {
-    let largest = case.inputs.iter().map(Tensor::numel).max().unwrap_or(1).max(1);
-    let k = contracted(op);
-    if k.is_empty() {
-        let shaped = op.contract.signature.inputs().zip(&case.inputs).filter(|(sig, _)| {
-            let mut syms: Vec<&str> = Vec::new();
-            sig.dims.iter().for_each(|d| d.symbols(&mut syms));
-            !syms.is_empty()
-        });
-        return shaped.map(|(_, t)| t.numel()).min().unwrap_or(largest).max(1);
-    }
-    let prod = k.iter().map(|&i| case.shape.syms[i].max(1) as usize).fold(1usize, usize::saturating_mul);
-    prod.min(largest).max(1)
-}
-
-fn to_f64_tensor(t: &Tensor, abs: bool) -> Result<Tensor, String> {
-    let v: Vec<f64> =
-        t.data().to_f64_vec().ok_or("a float input has no f64 view")?.into_iter().map(|x| if abs { x.abs() } else { x }).collect();
-    Tensor::new(t.shape().to_vec(), crate::core::tensor::Data::F64(v)).map_err(|e| e.to_string())
-}
-
 /// Runs a forward shim on host tensors (validating with `float_as`). A panicking reference or
 /// shim is turned into an error, never propagated.
 pub(crate) fn run_shim(
@@ -248,62 +210,12 @@ fn shapes_of(op: &RegisteredOp, case: &Case) -> String {
     }
 }
 
-/// The op's reference in f64 on `inputs` (floats widened, optionally to their absolute
-/// values), each output as f64 values.
-fn reference_f64(op: &RegisteredOp, inputs: &[Tensor], params: &[Scalar], abs: bool) -> Result<Vec<Vec<f64>>, String> {
-    let shim = op.decl.reference_f64.ok_or("`accum` needs the reference in f64, and the reference is not float-generic (`<T: Real>`)")?;
-    let widened = inputs
-        .iter()
-        .map(|t| if t.dtype().is_float() { to_f64_tensor(t, abs) } else { Ok(t.clone()) })
-        .collect::<Result<Vec<Tensor>, String>>()?;
-    let params: Vec<Scalar> = params.iter().map(|p| if let Scalar::F32(v) = p { Scalar::F64(*v as f64) } else { *p }).collect();
-    let out = run_shim(op, shim, &widened, &params, Some(DType::f64))
-        .map_err(|e| format!("the f64 reference failed{}: {e}", if abs { " on the absolute values" } else { "" }))?;
-    out.iter().map(|t| t.data().to_f64_vec().ok_or_else(|| "the f64 reference returned a non-numeric output".to_string())).collect()
-}
-
-/// The `accum` scale of every output: `r64` (the reference in f64) and `S` (the reference in
-/// f64 on the absolute values of the inputs: the sum of |terms|, or the magnitude of `r64`
-/// where that is larger, e.g. `mse_loss`, whose terms are squares of differences), each one
-/// value per element of the reference's output; `flushed` are the inputs with subnormals
-/// flushed, if the case has any (their f64 result anchors the flushed-input allowance). A
-/// failure is an error (a typed [`ConformanceFailure::Scale`]), never a default. Integer
-/// outputs need no scale (they compare bit for bit).
-fn accum_scales(op: &RegisteredOp, case: &Case, expected: &[Tensor], flushed: Option<&[Tensor]>) -> Result<Vec<AccumScale>, String> {
-    let len = reduction_len(op, case);
-    if !expected.iter().any(|e| e.dtype().is_float()) {
-        return Ok(expected.iter().map(|_| AccumScale { len, ..AccumScale::default() }).collect());
-    }
-    let abs = reference_f64(op, &case.inputs, &case.params, true)?;
-    let plain = reference_f64(op, &case.inputs, &case.params, false)?;
-    // The flushed-input allowance is optional: without its anchor, it is not granted.
-    let flushed = flushed.and_then(|f| reference_f64(op, f, &case.params, false).ok());
-    if abs.len() != expected.len() || plain.len() != expected.len() {
-        return Err(format!("the f64 reference returned {} and {} output(s), the reference {}", abs.len(), plain.len(), expected.len()));
-    }
-    expected
-        .iter()
-        .enumerate()
-        .map(|(i, e)| {
-            let (a, p) = (&abs[i], &plain[i]);
-            if a.len() != e.numel() || p.len() != e.numel() {
-                return Err(format!(
-                    "output {i}: the f64 reference returned {} and {} element(s), the reference {}",
-                    a.len(),
-                    p.len(),
-                    e.numel()
-                ));
-            }
-            let flushed_exact = flushed.as_ref().and_then(|f| f.get(i)).filter(|f| f.len() == e.numel()).cloned().unwrap_or_default();
-            Ok(AccumScale { len, magnitude: a.iter().zip(p).map(|(x, y)| x.abs().max(y.abs())).collect(), exact: p.clone(), flushed_exact })
-        })
-        .collect()
-}
-
 struct Checker<'a> {
-    handle: &'a OpHandle,
     op: Arc<RegisteredOp>,
     kind: BackendKind,
+    /// Where and how the kernel runs (`run`).
+    runner: crate::verify::isolate::Runner<'a>,
+    limits: crate::core::limits::RunLimits,
 }
 
 enum CaseError {
@@ -381,29 +293,57 @@ impl Checker<'_> {
     /// `explain::diagnose`).
     fn run_for(&self, case: &Case, want: Option<&Class>) -> Result<(), CaseError> {
         let op = &*self.op;
+        let started = std::time::Instant::now();
         let (expected, alt) = self.reference(case)?;
+        let reference_time = started.elapsed();
         let scales = match op.contract.tolerance {
             Tolerance::Accum(_) => {
                 Some(accum_scales(op, case, &expected, alt.as_ref().map(|(_, f)| f.as_slice())).map_err(CaseError::Scale)?)
             }
             _ => None,
         };
-        let refs: Vec<&Tensor> = case.inputs.iter().collect();
-        let actual = match self.handle.call_guarded(&refs, &case.params, self.kind, GUARD) {
-            Ok(o) => o.outputs,
-            Err(e) => return Err(CaseError::fault(0, Fault::Execution(e.to_string()))),
+        let actual = match self.execute(case, reference_time) {
+            Ok(outputs) => outputs,
+            Err(fault @ Fault::Died(_)) => return Err(CaseError::fault(0, fault)),
+            Err(fault) => {
+                let fault = self.rerun(case, reference_time, Err(&fault)).unwrap_or(fault);
+                return Err(CaseError::fault(0, fault));
+            }
         };
+        let verdict = self.compare(case, want, &expected, alt.as_ref().map(|(v, _)| v.as_slice()), scales.as_deref(), &actual);
+        match verdict {
+            Err(CaseError::Fault { output, .. }) if output < actual.len() => match self.rerun(case, reference_time, Ok(&actual)) {
+                Some(fault) => Err(CaseError::fault(output, fault)),
+                None => verdict,
+            },
+            other => other,
+        }
+    }
+
+    /// Compares the kernel's outputs on a case with the reference's (`alt`: the reference on
+    /// flushed inputs; `scales`: the `accum` scales), diagnosing a failure as far as it can
+    /// show `want`.
+    fn compare(
+        &self,
+        case: &Case,
+        want: Option<&Class>,
+        expected: &[Tensor],
+        alt: Option<&[Tensor]>,
+        scales: Option<&[AccumScale]>,
+        actual: &[Tensor],
+    ) -> Result<(), CaseError> {
+        let op = &*self.op;
         if actual.len() != expected.len() {
             let fault = Fault::OutputCount { expected: expected.len(), actual: actual.len() };
             return Err(CaseError::fault(0, fault));
         }
-        for (i, (e, a)) in expected.iter().zip(&actual).enumerate() {
+        for (i, (e, a)) in expected.iter().zip(actual).enumerate() {
             let rule = compare::Rule {
                 tol: op.contract.tolerance,
                 signed_zero: op.contract.signed_zero,
                 guard: GUARD,
-                alt: alt.as_ref().and_then(|(v, _)| v.get(i)),
-                scale: scales.as_ref().and_then(|s| s.get(i)),
+                alt: alt.and_then(|v| v.get(i)),
+                scale: scales.and_then(|s| s.get(i)),
             };
             compare::check_output(&rule, e, a).map_err(|fault| match fault {
                 Fault::Scale(m) => CaseError::Scale(format!("output {i}: {m}")),
@@ -419,6 +359,10 @@ impl Checker<'_> {
     /// Shrinks a failing case to a smaller one that fails with the same class of defect.
     fn shrink(&self, gen: &cases::Gen<'_>, found: Found) -> (Found, bool) {
         let class = found.fault.class();
+        if class == Class::TimedOut {
+            // Each step could take two time limits: the case that timed out is the one reported.
+            return (found, false);
+        }
         debug_assert!(found.classes.iter().any(|k| k.same_kind(&class)));
         let mut found = found;
         let mut steps = 0;
@@ -471,7 +415,12 @@ impl Checker<'_> {
                 Ok(()) => {}
                 Err(CaseError::Fault { output, fault, classes }) => {
                     passed_before = passed_before.min(i);
+                    // A confirmed timeout ends the survey: each further case could cost two limits.
+                    let timed_out = fault.class() == Class::TimedOut;
                     failing.push(Failing { index: i, output, fault, classes });
+                    if timed_out {
+                        break;
+                    }
                 }
                 Err(e) => return Err(self.contract_defect(case, e)),
             }
@@ -580,7 +529,7 @@ pub fn conform(handle: &OpHandle, kind: BackendKind) -> Result<Receipt, Conforma
     if corpus.cases.is_empty() {
         return Err(ConformanceFailure::NoCases { op: op.id.clone() });
     }
-    let checker = Checker { handle, op: op.clone(), kind };
+    let checker = Checker::new(handle, kind);
     let (found, failed, passed_before) = checker.survey(&corpus.cases)?;
     if found.is_empty() {
         return Ok(Receipt::mint(&op, kind, device, corpus.cases.len(), &corpus.digest));
@@ -603,7 +552,7 @@ fn rejected(handle: &OpHandle, report: Report) -> ConformanceFailure {
 /// For targeted checks of inputs the generator does not produce; the case must be admissible.
 pub fn check_case(handle: &OpHandle, kind: BackendKind, case: &Case) -> Result<(), ConformanceFailure> {
     let device = ready(handle, kind)?;
-    let checker = Checker { handle, op: handle.op(), kind };
+    let checker = Checker::new(handle, kind);
     let (found, failed, _) = checker.survey(std::slice::from_ref(case))?;
     if found.is_empty() {
         return Ok(());
@@ -619,14 +568,13 @@ pub fn accum_margin(handle: &OpHandle, kind: BackendKind) -> Result<Option<(f64,
     let op = handle.op();
     let Tolerance::Accum(k) = op.contract.tolerance else { return Ok(None) };
     ready(handle, kind)?;
-    let checker = Checker { handle, op: op.clone(), kind };
+    let checker = Checker::new(handle, kind);
     let mut worst = (0.0f64, String::new());
     for case in &corpus(&op).cases {
         let (expected, _) = checker.reference(case).map_err(|e| checker.contract_defect(case, e))?;
         let scales = accum_scales(&op, case, &expected, None).map_err(|m| checker.contract_defect(case, CaseError::Scale(m)))?;
-        let refs: Vec<&Tensor> = case.inputs.iter().collect();
-        let Ok(actual) = handle.call_guarded(&refs, &case.params, kind, GUARD) else { continue };
-        for ((e, a), s) in expected.iter().zip(&actual.outputs).zip(&scales) {
+        let Ok(actual) = checker.execute(case, std::time::Duration::ZERO) else { continue };
+        for ((e, a), s) in expected.iter().zip(&actual).zip(&scales) {
             for i in 0..e.numel().min(s.exact.len()) {
                 let (x, v) = (s.exact[i], a.data().get_f64(GUARD + i).unwrap_or(f64::NAN));
                 if !x.is_finite() || !v.is_finite() {
@@ -750,35 +698,5 @@ mod tests {
         let logs = corpus(&log).cases.iter().flat_map(|k| k.inputs[0].data().to_f64_vec().unwrap_or_default()).collect::<Vec<f64>>();
         assert!(logs.iter().all(|v| v.is_nan() || *v > 0.0), "log's domain `x > 0` holds in every case");
         assert!(logs.contains(&f64::INFINITY) && logs.iter().any(|v| *v < 1e-38), "+inf and subnormals inside the domain");
-    }
-
-    #[test]
-    fn reduction_length_is_the_contracted_dim() {
-        let reg = Registry::with_builtins();
-        let mm = reg.lookup("builtin/matmul").unwrap().op();
-        let case = corpus(&mm).cases.into_iter().find(|c| c.sym("k").unwrap_or(0) > 1 && c.sym("m").unwrap_or(0) > 1).expect("a case");
-        assert_eq!(reduction_len(&mm, &case) as i128, case.sym("k").unwrap());
-        let sum = reg.lookup("builtin/sum").unwrap().op();
-        let case = corpus(&sum).cases.into_iter().find(|c| c.sym("n").unwrap_or(0) > 3).expect("a case");
-        assert_eq!(reduction_len(&sum, &case) as i128, case.sym("n").unwrap());
-        // conv1d: every symbol shapes the output (`n - m + 1`); each output sums `m` terms.
-        let conv = reg.lookup("builtin/conv1d").unwrap().op();
-        for case in corpus(&conv).cases.iter().filter(|c| c.sym("n") > c.sym("m")) {
-            assert_eq!(reduction_len(&conv, case) as i128, case.sym("m").unwrap().max(1), "{case}");
-        }
-    }
-
-    #[test]
-    fn a_reference_without_an_f64_scale_is_a_typed_failure() {
-        let sum = handle("builtin/sum").op();
-        let case = corpus(&sum).cases.into_iter().find(|c| c.sym("n").unwrap_or(0) > 3).expect("a case");
-        let expected = run_shim(&sum, sum.shims.reference, &case.inputs, &case.params, None).expect("runs");
-        let scales = accum_scales(&sum, &case, &expected, None).expect("scales");
-        assert_eq!((scales.len(), scales[0].exact.len(), scales[0].magnitude.len()), (1, 1, 1));
-        // The same op with its f64 reference taken away: a typed error, not an accept-all.
-        let decl: &'static crate::core::decl::OpDecl = Box::leak(Box::new(crate::core::decl::OpDecl { reference_f64: None, ..*sum.decl }));
-        let op = RegisteredOp::load(decl).expect("loads");
-        let e = accum_scales(&op, &case, &expected, None).unwrap_err();
-        assert!(e.contains("float-generic"), "{e}");
     }
 }

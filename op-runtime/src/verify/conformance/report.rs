@@ -131,7 +131,27 @@ impl Report {
                 "the reference's own bits, outside the bound: at every one of the {} mismatch(es) the output is bit for bit the reference's, and both are outside `{}` of the reference evaluated in f64: the reference accumulates in its own precision (a running sum in f16 or f32) and the output copies it; accumulate in f64 (`T::to_f64`) and round once",
                 m.count, self.tolerance
             ),
+            (Class::AccumBound(r), Some(m)) => format!(
+                "exceeds the accum bound by {}: {} finite element(s) are off the f64 reference by up to that multiple of `{}`'s bound (scaled by what the reference computes: |r64|, the op on |x|, and how far it moves when the inputs move by a few eps), and nothing more specific explains them: a term lost or counted twice, a wrong coefficient, or an accumulation in too low a precision",
+                super::compare::ratio_text(*r),
+                m.count,
+                self.tolerance
+            ),
             (Class::Failed, _) => "the backend failed or returned the wrong outputs".to_string(),
+            (Class::Crashed | Class::OutOfMemory | Class::TimedOut, _) => match &d.fault {
+                Fault::Died(death @ crate::verify::isolate::Death::DeviceTimedOut(_)) => {
+                    format!("{death} on case #{}: the survey stopped there (the device is busy with that launch)", d.case.index)
+                }
+                Fault::Died(death) => format!(
+                    "{death} on case #{}: the kernel ran in a child process, so the verifier and every other verdict went on",
+                    d.case.index
+                ),
+                _ => d.class.name().to_string(),
+            },
+            (Class::NonDeterministic, _) => format!(
+                "non-deterministic: two runs of the kernel on case #{} returned different results (a race, uninitialised memory, or state kept between calls); the case is not a rounding defect",
+                d.case.index
+            ),
             _ => "wrong values: not explained by the sign of zero, NaN, 1 ulp, a shift, an unwritten element, a write past the end, another window, order statistic or extreme, tie order, NaN ordering or a permutation".to_string(),
         }
     }
@@ -187,6 +207,11 @@ fn numbers(f: &mut fmt::Formatter<'_>, d: &Defect) -> fmt::Result {
         Fault::Length { expected, actual } => write!(f, "{actual} element(s) came back, {expected} expected (guard bands included)"),
         Fault::OutputCount { expected, actual } => write!(f, "{actual} output(s) came back, {expected} expected"),
         Fault::Execution(msg) => write!(f, "the backend failed: {msg}"),
+        Fault::Died(death) => write!(f, "{death}"),
+        Fault::NonDeterministic(k) => match k.at {
+            Some((o, i)) => write!(f, "output {o}, element {i}: first run {}, second run {}", k.first, k.second),
+            None => write!(f, "first run: {}; second run: {}", k.first, k.second),
+        },
         Fault::Scale(msg) => write!(f, "no accum scale from the reference path: {msg}"),
         Fault::OutOfBounds(o) => write!(
             f,
