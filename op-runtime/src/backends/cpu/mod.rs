@@ -38,12 +38,15 @@ pub struct CpuBackend {
 
 /// The backend's thread pool, started once per process generation (`core::process`): a child
 /// forked to run a kernel under test has none of its parent's threads, so it starts its own.
+/// A started pool, or why it could not start.
+type Pool = Result<Arc<rayon::ThreadPool>, BackendError>;
+
 struct PoolCell {
     threads: usize,
     /// The pool of the process as started (generation 0): no lock on the call path.
-    first: OnceLock<Result<Arc<rayon::ThreadPool>, BackendError>>,
+    first: OnceLock<Pool>,
     /// The pool of a forked child, with the generation it was started in.
-    child: std::sync::Mutex<Option<(u64, Result<Arc<rayon::ThreadPool>, BackendError>)>>,
+    child: std::sync::Mutex<Option<(u64, Pool)>>,
 }
 
 impl PoolCell {

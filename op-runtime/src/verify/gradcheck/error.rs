@@ -155,7 +155,7 @@ pub enum GradcheckError {
         op: String,
         /// Rounds of draws made (each with its own binding and values, seeded from the content
         /// hash and the salt of the round).
-        rounds: usize,
+        rounds: u32,
         /// Why no more rounds were drawn, with the salts they used.
         why: String,
         /// Probes skipped, for any reason.

@@ -171,7 +171,7 @@ fn inconclusive(s: &Setup, pool: &Pool, opts: &GradcheckOptions, stop: &str) -> 
     }
     GradcheckError::Inconclusive {
         op: s.op_id.clone(),
-        rounds: pool.salts.len(),
+        rounds: u32::try_from(pool.salts.len()).unwrap_or(u32::MAX),
         why,
         skipped,
         probes: pool.measured(),
