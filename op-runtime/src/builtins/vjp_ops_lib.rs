@@ -30,7 +30,7 @@ use super::{
 };
 use super::{reduce_rows::selected, rows::order};
 use crate::core::decl::OpDecl;
-use crate::{op, Real};
+use crate::{op, Element, Real};
 use std::cmp::Ordering;
 
 /// The op library's built-ins with a differentiable VJP op: (the built-in's name, its VJP op).
@@ -219,15 +219,16 @@ fn pick<T: Real>(a: &[T], b: &[T], ca: &[T], cb: &[T], side: Ordering) -> Vec<T>
 }
 
 /// `builtin/where`'s VJP as an op: the cotangent to `a` where `cond` is non-zero, else to `b`.
+/// The mask is `u32`, `bool` or `u8`, as `where`'s.
 #[op(name = "builtin/where_vjp", version = 1,
-     signature<T: f32 | f64>(cond: u32[n], a: T[n], b: T[n], d_out: T[n]) -> (d_a: T[n], d_b: T[n]), broadcast = numpy,
+     signature<T: f32 | f64, M: u32 | bool | u8>(cond: M[n], a: T[n], b: T[n], d_out: T[n]) -> (d_a: T[n], d_b: T[n]), broadcast = numpy,
      category = selection, tolerance = exact, backward = vjp(where_vjp_vjp),
      subgradient = "none needed: linear in `g`, constant in `a` and `b`", license = "MIT OR Apache-2.0")]
-pub fn where_vjp_op<T: Real>(cond: &[u32], a: &[T], b: &[T], d_out: &[T]) -> (Vec<T>, Vec<T>) {
+pub fn where_vjp_op<T: Real, M: Element>(cond: &[M], a: &[T], b: &[T], d_out: &[T]) -> (Vec<T>, Vec<T>) {
     where_vjp(cond, a, b, d_out)
 }
 /// Second order of `where`: zero in `a` and `b`; `where(cond, c_a, c_b)` for `g`.
-pub fn where_vjp_vjp<T: Real>(cond: &[u32], a: &[T], b: &[T], _g: &[T], ca: &[T], cb: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
+pub fn where_vjp_vjp<T: Real, M: Element>(cond: &[M], a: &[T], b: &[T], _g: &[T], ca: &[T], cb: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
     (zeros(a.len()), zeros(b.len()), where_(cond, ca, cb))
 }
 
