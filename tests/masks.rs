@@ -201,13 +201,9 @@ fn the_vjp_of_where_routes_the_cotangent_by_a_bool_or_u8_mask() {
     }
 }
 
-// Ignored until `verify/conformance/explain.rs` handles 1-byte inputs: explaining a rejection,
-// `nan_order` asks `is_nan_bits` whether each input element is a NaN, the `bool` mask too, and
-// `is_nan_bits` computes `w - 1 - exp_bits` (8 - 1 - 11) before it checks that the dtype is a
-// float: an overflow panic in debug builds. Any op with a `bool`, `u8` or `i8` input and a float
-// output whose kernel is rejected hits it. Run it with `-- --ignored` once that is fixed.
+// Explaining this rejection asks whether each input element is a NaN, the `bool` mask's too:
+// conformance once overflowed there on 1-byte inputs (an overflow panic in debug builds).
 #[test]
-#[ignore = "verify/conformance/explain.rs:111 is_nan_bits overflows on a bool/u8/i8 input while explaining the rejection"]
 fn a_where_kernel_that_inverts_a_bool_mask_is_rejected() {
     let reports = op_runtime::testing::assert_conformance_rejected(&where_inverted::DECL);
     assert!(reports.iter().any(|r| r.backend == BackendKind::Cpu), "the cpu kernel's rejection");

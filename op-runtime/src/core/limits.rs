@@ -47,17 +47,17 @@ impl Default for RunLimits {
 }
 
 impl RunLimits {
-    /// The default limits with a fixed time limit per case.
+    /// These limits with a fixed time limit per case.
     pub fn with_time(self, limit: Duration) -> RunLimits {
         RunLimits { time: Some(limit), ..self }
     }
 
-    /// The default limits with another isolation.
+    /// These limits with another isolation.
     pub fn with_isolation(self, isolation: Isolation) -> RunLimits {
         RunLimits { isolation, ..self }
     }
 
-    /// The default limits with another memory limit (bytes a child may add).
+    /// These limits with another memory limit (bytes a child may add).
     pub fn with_memory(self, bytes: u64) -> RunLimits {
         RunLimits { memory: bytes, ..self }
     }

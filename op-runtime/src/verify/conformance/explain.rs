@@ -102,6 +102,11 @@ fn map_bits(t: &Tensor, f: impl Fn(usize, u64) -> u64) -> Option<Tensor> {
 
 /// Whether the bits are a NaN of the float dtype.
 fn is_nan_bits(b: u64, dtype: DType) -> bool {
+    // An integer or bool element is never NaN (and its width leaves no room for the float
+    // layout below: a bool mask input is 8 bits).
+    if !dtype.is_float() {
+        return false;
+    }
     let w = dtype.size() as u32 * 8;
     let exp_bits = match dtype {
         DType::f16 => 5,
@@ -110,7 +115,7 @@ fn is_nan_bits(b: u64, dtype: DType) -> bool {
     };
     let mant = (1u64 << (w - 1 - exp_bits)) - 1;
     let exp = ((1u64 << exp_bits) - 1) << (w - 1 - exp_bits);
-    dtype.is_float() && b & exp == exp && b & mant != 0
+    b & exp == exp && b & mant != 0
 }
 
 /// [`Class::OverflowNan`]: every mismatch is a NaN the kernel returned, no input is NaN, and a
