@@ -218,9 +218,9 @@ fn every_verdict_of_one_sweep_is_kept() {
 
 #[test]
 fn correct_kernels_are_not_accused_when_isolated() {
-    // The correct op in a child, on every case, over several identities of its corpus: the
-    // registry's seed is the content hash, so each built-in's cpu kernel run in a child (the
-    // policy's `Child`) must conform exactly as in process.
+    // The correct op in a child on every case of its corpus, and four built-ins' cpu kernels
+    // (every instance) run in a child under the policy's `Child`: each conforms as it does in
+    // process, so the child's own pools, the pipe and the rerun accuse nobody.
     cpu_verdict(&good::DECL, None).expect("conforms in a child");
     let reg = Registry::with_builtins();
     for name in ["builtin/exp", "builtin/sum", "builtin/matmul", "builtin/add"] {

@@ -125,9 +125,9 @@ pub enum GradcheckError {
         /// The bound it exceeds.
         allowed: f64,
         /// Probes over the bound.
-        failing: usize,
+        failing: u32,
         /// Probes checked (kinks skipped).
-        checked: usize,
+        checked: u32,
         /// The element, its shape, the case's dims and parameters, and the seed that reproduce
         /// the rejection.
         locus: Box<Locus>,
@@ -167,7 +167,7 @@ pub enum GradcheckError {
         /// Skipped below the outputs' resolution.
         unresolved: usize,
         /// Skipped where the forward is not finite.
-        nonfinite: usize,
+        nonfinite: u32,
         /// What to do about it (empty where nothing applies).
         hint: String,
     },

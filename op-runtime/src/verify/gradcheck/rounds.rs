@@ -177,7 +177,7 @@ fn inconclusive(s: &Setup, pool: &Pool, opts: &GradcheckOptions, stop: &str) -> 
         probes: pool.measured(),
         kinks: pool.kinks,
         unresolved: pool.unresolved,
-        nonfinite: pool.nonfinite,
+        nonfinite: u32::try_from(pool.nonfinite).unwrap_or(u32::MAX),
         hint,
     }
 }

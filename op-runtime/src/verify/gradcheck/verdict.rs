@@ -81,8 +81,8 @@ pub(super) fn judge(s: &mut Setup, probes: &[&Probe]) -> Result<(), GradcheckErr
         numeric: reported.numeric,
         diff: (reported.analytic - reported.numeric).abs(),
         allowed: reported.allowed(reported.analytic),
-        failing: failing.len(),
-        checked: probes.len(),
+        failing: u32::try_from(failing.len()).unwrap_or(u32::MAX),
+        checked: u32::try_from(probes.len()).unwrap_or(u32::MAX),
         locus: Box::new(locate::locus(s, k, j)),
     })
 }
