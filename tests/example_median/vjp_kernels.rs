@@ -246,7 +246,8 @@ fn the_builtin_vjp_kernels_conform_where_they_run() {
         .collect();
     for op in r.ops().iter().filter(|o| o.id().starts_with("builtin/") && !o.id().contains("/vjp@")) {
         let Some(v) = r.lookup(op.id()).expect("registered").vjp_op() else { continue };
-        let v = v.at(&[op_runtime::DType::f32]).expect("f32 instance");
+        // `T = f32` (and, for `where`'s VJP op, its u32 mask: `M = u32`).
+        let v = v.at(&[op_runtime::DType::f32]).or_else(|_| v.at(&[op_runtime::DType::f32, op_runtime::DType::u32])).expect("f32 instance");
         for kind in &kinds {
             let receipt = conformance::conform(&v, *kind).unwrap_or_else(|e| panic!("{kind}: {e}"));
             println!("conformance: `{}` on {kind}: {} cases conform", v.id(), receipt.cases);
