@@ -9,7 +9,7 @@ struct Params { n: u32 }
 @group(0) @binding(2) var<storage, read_write> d_x: array<f32>;
 @group(0) @binding(3) var<uniform> p: Params;
 
-// @include "../../op-runtime/kernels/lib/exp.wgsl"
+// @include "../../op-builtins/kernels/lib/exp.wgsl"
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {

@@ -3,7 +3,7 @@
 // (256 x 16 = 4096 elements); everything past element 4095 is never read. Right for every
 // n <= 4096, which covers every small case (rank-1 dims stop at 512), so only the `large`
 // family can reject it. Non-finite terms are kept out of the sum and decide it at the end, as
-// in the built-in sum (`op-runtime/kernels/sum.wgsl`): otherwise an infinity could meet the
+// in the built-in sum (`op-builtins/kernels/sum.wgsl`): otherwise an infinity could meet the
 // opposite infinity from a partial sum that overflowed in this order but not in the
 // reference's, a small-case defect that would hide the one this fixture is for.
 struct Params { n: u32 }
@@ -18,7 +18,7 @@ var<workgroup> part: array<f32, 256>;
 var<workgroup> wflags: array<u32, 256>;
 // Non-finite terms kept out of the sum (`fin`), the exact-arithmetic result from their flags
 // (`finish`): the built-ins' own helpers.
-// @include "../../op-runtime/kernels/lib/nonfinite_flags.wgsl"
+// @include "../../op-builtins/kernels/lib/nonfinite_flags.wgsl"
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lid: u32) {

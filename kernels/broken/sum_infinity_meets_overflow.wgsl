@@ -19,7 +19,7 @@ struct Params { n: u32 }
 const WG: u32 = 256u;
 var<workgroup> part: array<f32, 256>;
 
-// @include "../../op-runtime/kernels/lib/pairwise.wgsl"
+// @include "../../op-builtins/kernels/lib/pairwise.wgsl"
 
 /// The sum of x, returned to every invocation of the workgroup (call in uniform control flow).
 fn total(lid: u32) -> f32 {

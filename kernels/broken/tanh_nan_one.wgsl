@@ -9,7 +9,7 @@ struct Params { n: u32 }
 @group(0) @binding(2) var<uniform> p: Params;
 
 // The shared written-out exp_ (the bug is in tanh_ below).
-// @include "../../op-runtime/kernels/lib/exp.wgsl"
+// @include "../../op-builtins/kernels/lib/exp.wgsl"
 
 fn tanh_(v: f32) -> f32 {
     let a = abs(v);

@@ -34,33 +34,46 @@
 //! crate is built in floors, each importing only those below it (`docs/ARCHITECTURE.md`):
 //! core, backends, train, verify, builtins.
 
-extern crate self as op_runtime;
-
 pub use op_macros::op;
+/// Runs a body with the portable vector type of the best instruction set found at run time (the
+/// `cpu` toolkit's dispatch; see [`cpu::simd`]).
+pub use op_backends::with_isa;
 
-mod backends;
-pub mod builtins;
-mod core;
-pub mod testing;
-pub mod train;
-mod verify;
+/// The built-in ops (each op's module holds its `DECL`; its function is the reference), the list
+/// of their declarations and what installs them into a registry.
+pub mod builtins {
+    pub use op_builtins::*;
+}
+
+/// Test support: the tests `#[op]` generates for every declaration, and the helpers a fixture's
+/// own tests call to assert a rejection (fixtures declaring `generated_tests = false`).
+pub mod testing {
+    pub use op_builtins::testing::*;
+}
+
+/// Training: the tape (reverse mode, forward mode, second order, batches through it), its
+/// errors and memory planning, and the optimisers.
+pub mod train {
+    pub use op_train::*;
+}
 
 // What every user touches, at the root (candle's convention); the rest in the modules below,
 // each named after what a user does with it.
-pub use crate::builtins::{gradcheck, register, registry};
-pub use crate::core::decl::OpDecl;
-pub use crate::core::error::{
+pub use op_builtins::gradcheck;
+pub use op_core::registry::defaults::{register, registry};
+pub use op_core::decl::OpDecl;
+pub use op_core::error::{
     BackendError, DispatchError, KernelCompilationError, KernelFallbackExhaustedError, KernelRegistrationError, TensorError,
 };
-pub use crate::core::kind::BackendKind;
-pub use crate::core::op::{OpSource, RegisteredOp};
-pub use crate::core::real::Real;
-pub use crate::core::registry::batch::{BatchError, BatchOutcome};
-pub use crate::core::registry::dispatch::{CallOptions, Outcome};
-pub use crate::core::registry::{OpHandle, Registry, Rejection, Stats};
-pub use crate::core::tensor::{Data, Element, ParamValue, Scalar, Shape, Tensor};
-pub use crate::train::tape::{Tape, Var};
-pub use crate::verify::conformance::{conform, conform_all};
+pub use op_core::kind::BackendKind;
+pub use op_core::op::{OpSource, RegisteredOp};
+pub use op_core::real::Real;
+pub use op_core::registry::batch::{BatchError, BatchOutcome};
+pub use op_core::registry::dispatch::{CallOptions, Outcome};
+pub use op_core::registry::{OpHandle, Registry, Rejection, Stats};
+pub use op_core::tensor::{Data, Element, ParamValue, Scalar, Shape, Tensor};
+pub use op_train::tape::{Tape, Var};
+pub use op_verify::conformance::{conform, conform_all};
 /// The 16-bit float types (from `half`), for `f16`/`bf16` tensors and kernels.
 pub use half::{bf16, f16};
 /// The span-free contract an `#[op]` declaration compiles to (from `op-contract`): its
@@ -78,7 +91,7 @@ pub mod prelude {
 /// Conformance: every kernel of an op against its reference on engine-generated cases, ending
 /// in a receipt; the failure classes and reports when a kernel disagrees.
 pub mod conformance {
-    pub use crate::verify::conformance::{
+    pub use op_verify::conformance::{
         accum_bound, accum_margin, check_case, conform, conform_all, corpus, AccumScale, Case, CaseShape, Class, ConformanceFailure,
         Corpus, Death, Defect, Fault, Flaky, Isolation, Mismatch, OutOfBounds, Pattern, Report, RunLimits,
     };
@@ -87,8 +100,8 @@ pub mod conformance {
 /// Gradcheck: an op's declared backward against central differences of its reference in `f64`,
 /// with kink checks and a negative control.
 pub mod gradcheck {
-    pub use crate::builtins::gradcheck;
-    pub use crate::verify::gradcheck::{
+    pub use op_builtins::gradcheck;
+    pub use op_verify::gradcheck::{
         gradcheck_with, BackwardForm, ControlOutcome, Corruption, DrawRange, GradcheckError, GradcheckOptions, GradcheckReport, Narrowed,
         ProbePoint,
     };
@@ -96,28 +109,28 @@ pub mod gradcheck {
 
 /// The graph a composite backward is written against (`backward = composite(builder)`).
 pub mod graph {
-    pub use crate::core::decl::CompositeFn;
-    pub use crate::core::graph::{Graph, GraphError, Var};
+    pub use op_core::decl::CompositeFn;
+    pub use op_core::graph::{Graph, GraphError, Var};
 }
 
 /// The catalog: every op description linked into this binary (each `#[op]` adds its own), and
 /// what a listing shows of each, without registering any.
 pub mod catalog {
-    pub use crate::core::catalog::decls;
-    pub use crate::verify::record::{CatalogEntry, KernelInfo};
+    pub use op_core::catalog::decls;
+    pub use op_verify::record::{CatalogEntry, KernelInfo};
 
     /// The catalog entry of every op linked into this binary ([`decls`]), each loaded, not
     /// registered, the built-ins labelled as such; sorted by id then identity. An op that does
     /// not load (a tampered build) is left out and returned with its error.
     pub fn entries() -> (Vec<CatalogEntry>, Vec<crate::KernelRegistrationError>) {
-        crate::verify::record::entries(&crate::builtins::decls())
+        op_verify::record::entries(&op_builtins::decls())
     }
 }
 
 /// Records for reports: what the tests `#[op]` generates write when [`report::REPORT_DIR_ENV`]
 /// names a directory (`cargo op report` sets it), and what a report is rendered from.
 pub mod report {
-    pub use crate::verify::record::{
+    pub use op_verify::record::{
         dir_from_env, measure, record_name, write_record, BackendRecord, ConformanceRecord, ControlRecord, DefectRecord, ErrorPoint,
         GradcheckRecord, Verdict, CATALOG_DIR, CONFORMANCE_DIR, GRADCHECK_DIR, MAX_ERROR_CASES, RECORD_FORMAT, REPORT_DIR_ENV,
     };
@@ -125,22 +138,22 @@ pub mod report {
 
 /// Records of what ran: each call's provenance (op, content hash, backend, device, receipt).
 pub mod provenance {
-    pub use crate::core::provenance::{ConstantEntry, ProvenanceEntry, ProvenanceRecord};
+    pub use op_core::provenance::{ConstantEntry, ProvenanceEntry, ProvenanceRecord};
 }
 
 /// Receipts: what conformance mints for a kernel on an exact device, and their signatures.
 pub mod receipt {
-    pub use crate::core::receipt::{engine_version, Attestation, Receipt, ReceiptError, ReceiptSignature, RECEIPT_FORMAT};
+    pub use op_core::receipt::{engine_version, Attestation, Receipt, ReceiptError, ReceiptSignature, RECEIPT_FORMAT};
 }
 
 /// Signing keys and the trust list that says whose receipts count.
 pub mod trust {
-    pub use crate::core::trust::{KeyError, PublicKey, SigningKey, TrustList, SIGNING_KEY_HEADER};
+    pub use op_core::trust::{KeyError, PublicKey, SigningKey, TrustList, SIGNING_KEY_HEADER};
 }
 
 /// Sharing: op cards (trust per declared kernel and device) and the content-addressed store.
 pub mod sharing {
-    pub use crate::verify::sharing::{
+    pub use op_verify::sharing::{
         blob_hash, public_bar, CpuEntry, HeaderEntry, IndexEntry, IndexHeader, IndexKernel, KernelEntry, KernelTrust, LoadedCard,
         LoadedKernel, LocalDevices, Missing, OpCard, PublishedId, RepairReport, SharingError, Store, Trust, UnreadableBlob, CARD_FORMAT,
         INDEX_FORMAT,
@@ -150,17 +163,17 @@ pub mod sharing {
 /// Devices and where tensors live: exact device profiles, placements, and the seam a device
 /// implements to take tensors (`Tensor::to_device`).
 pub mod device {
-    pub use crate::core::device::{fingerprint, machine_fingerprint, DeviceProfile};
-    pub use crate::core::placement::{DeviceId, DeviceStorage, Placement};
-    pub use crate::core::tensor::Device;
+    pub use op_core::device::{fingerprint, machine_fingerprint, DeviceProfile};
+    pub use op_core::placement::{DeviceId, DeviceStorage, Placement};
+    pub use op_core::tensor::Device;
 }
 
 /// The typed seam a backend implements, and the two host backends (a registry is built from a
 /// list of backends: `Registry::new`).
 pub mod backend {
-    pub use crate::backends::{all, CpuBackend, ReferenceBackend};
-    pub use crate::core::backend::{Backend, ExecRequest, Prepared};
-    pub use crate::core::error::BackendError;
+    pub use op_backends::{all, CpuBackend, ReferenceBackend};
+    pub use op_core::backend::{Backend, ExecRequest, Prepared};
+    pub use op_core::error::BackendError;
 }
 
 /// The toolkit `cpu = path` kernels are written with: chunks that do not depend on the thread
@@ -168,15 +181,15 @@ pub mod backend {
 /// ([`cpu::simd`] for f32, [`cpu::simd64`] for f64, [`with_isa!`]), vector `exp`/`ln`/`tanh` at
 /// f32 and f64 ([`cpu::math`]).
 pub mod cpu {
-    pub use crate::backends::cpu::{hostmem, math, par, simd, simd64, CpuBackend};
+    pub use op_backends::cpu::{hostmem, math, par, simd, simd64, CpuBackend};
 }
 
 /// The wgpu (WGSL) backend: its engine on one adapter, device tensors, the buffer pool and the
 /// transfer counters. wgpu's own types appear only through [`wgpu::WgpuEngine::raw`].
 #[cfg(feature = "wgpu")]
 pub mod wgpu {
-    pub use crate::backends::transfers::Transfers;
-    pub use crate::backends::wgpu::{
+    pub use op_backends::transfers::Transfers;
+    pub use op_backends::wgpu::{
         BindStats, Geometry, Pipeline, PoolStats, Slot, SlotKind, WgpuBackend, WgpuBuffer, WgpuEngine, WgpuError, WgpuRaw,
         DEFAULT_POOL_LIMIT,
     };
@@ -186,30 +199,18 @@ pub mod wgpu {
 /// tensors, compiled kernels and their launches, the verified PTX disk cache.
 #[cfg(feature = "cuda")]
 pub mod cuda {
-    pub use crate::backends::cuda::{
+    pub use op_backends::cuda::{
         choose_ptx_arch, default_ptx_cache_dir, ptx_cache_key, publish_atomically, resolve_ptx_cache_dir, CudaArg, CudaBackend, CudaBuffer,
         CudaEngine, CudaError, CudaGrid, CudaKernel, CACHE_DIR_ENV, NVIDIA_VENDOR_ID,
     };
-    pub use crate::backends::transfers::Transfers;
+    pub use op_backends::transfers::Transfers;
 }
+
+#[cfg(test)]
+mod size_tests;
 
 /// Items generated code refers to. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::__op_catalog as op_catalog;
-    pub use crate::__op_tests as op_tests;
-    pub use crate::core::catalog::CATALOG;
-    pub use crate::core::decl::{Call, CompositeFn, DeclMember, KernelSource, Launch, OpDecl, ShimFn};
-    pub use crate::core::error::ShimError;
-    pub use crate::core::generated::{
-        arg, call0, call1, call10, call11, call12, call2, call3, call4, call5, call6, call7, call8, call9, Dest, ShimResult, Src, DECL_BASE,
-    };
-    pub use crate::core::real::Real;
-    pub use crate::core::tensor::ParamValue;
-    pub use crate::testing::catalog_test;
-    pub use crate::testing::{conformance_test, gradcheck_test};
-    pub use ::core::option::Option::{None, Some};
-    pub use half::{bf16, f16};
-    pub use linkme;
-    pub use op_contract::contract::DType;
+    pub use op_builtins::__private::*;
 }

@@ -117,7 +117,7 @@ fn training_on_cuda_matches_the_host_and_moves_48_bytes_a_step() {
 /// Negation whose VJP has a CUDA kernel only: on a wgpu device tape its rule runs on the host.
 #[op(name = "test/train/neg_cuda_vjp", version = 1, signature(x: f32[n]) -> f32[n],
      category = elementwise, tolerance = ulp(0), generated_tests = false,
-     backward = vjp(neg_cuda_vjp_rule, kernel(cuda = "op-runtime/kernels/vjp.cu", entry = "neg_vjp",
+     backward = vjp(neg_cuda_vjp_rule, kernel(cuda = "op-builtins/kernels/vjp.cu", entry = "neg_vjp",
          bindings(x: read, d_out: read, d_x: read_write, uniform(n)), threads = n, block = 256)),
      kernel(wgsl = "kernels/flat_neg.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n),
      license = "MIT")]

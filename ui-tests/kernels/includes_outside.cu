@@ -1,5 +1,5 @@
 // Includes a header outside the ui-tests crate.
-#include "../../op-runtime/kernels/vjp.cu"
+#include "../../op-builtins/kernels/vjp.cu"
 
 extern "C" __global__ void double_kernel(const float* x, float* out, unsigned int n) {
     unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -25,8 +25,8 @@ pub(super) fn check_license(cx: &Ctxt, attr: &OpAttr) {
     }
 }
 
-/// The crate allowed to declare ops under `builtin/`.
-pub const BUILTIN_CRATE: &str = "op_runtime";
+/// The crate allowed to declare ops under `builtin/` (op-runtime's built-ins floor).
+pub const BUILTIN_CRATE: &str = "op_builtins";
 
 /// The first segment of op names reserved for op-runtime.
 pub const BUILTIN_SEGMENT: &str = "builtin";

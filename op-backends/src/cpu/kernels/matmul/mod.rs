@@ -1,0 +1,509 @@
+//! The matmul kernel of the built-in `matmul`, f32 and f64: cache-blocked (B packed into
+//! column strips per panel of `k`, into a buffer kept for the next call; A read in place, `MR`
+//! rows at a time; a register tile of `MR x 2L` outputs). Owns its blocking and summation
+//! orders; must not allocate the output or validate shapes.
+//!
+//! f32 summation order of `out[i][j] = sum_p a[i][p] b[p][j]` (fixed: independent of the
+//! thread count, of the instruction set and of where the element falls in a tile; the x86
+//! paths fuse multiply-adds, the portable path rounds products separately): `p` is cut into
+//! panels of [`KC`] = 256 and each panel into blocks of [`KB`] = 16. A block is accumulated
+//! sequentially from `+0` (`s = fma(a, b, s)`), the blocks of a panel are added sequentially,
+//! and the panels of a super-panel of [`SP`] = 16 panels (4096 terms) are added sequentially
+//! into the output; super-panels are combined by the pairwise tree of `reduce` (a binary
+//! counter). A term goes through at most `16 + 15 + 15 + ceil(log2 ceil(k / 4096))` roundings,
+//! within `4 * max(1, ceil(log2 k))` half-ulps for every `k`: the `accum(2)` bound
+//! `2 * ceil(log2 k) * eps * S`, anchored on the reference evaluated in f64, holds to first order
+//! on every input, the biased ones included (a sequential sum of the panels of a long reduction
+//! does not: it drifts by up to `k / 256` roundings).
+//!
+//! f32 non-finite fix-up: an f32 accumulation in another order than the reference's can
+//! overflow where the reference and the exact result do not (or turn `+inf` into NaN by adding
+//! an overflowed `-inf`), which conformance rejects. So every output element that comes out
+//! non-finite is recomputed in f64 (products of f32 are exact in f64 and no partial sum can
+//! overflow), rounded once: infinities and NaNs of the inputs then propagate exactly as in the
+//! engine's f64 reference. A finite result implies finite inputs and no overflow, so the fix-up
+//! never touches it; the scan costs one pass over the output.
+//!
+//! f64 order: the f32 order above, on the same tile code over the f64 lanes (`MR` rows by
+//! `2L` columns), fused on every x86 path: the same `accum(2)` bound holds, anchored on the
+//! reference (products in f64, summed in order with compensation, rounded once: within an f64
+//! rounding of the exact sum). The reference's own sequential order would not: on long biased
+//! sums its error grows with `k`, not `log2 k` (see `builtins/matmul_kernel_tests.rs`).
+//!
+//! f64 overflow guard (`overflow`): where the inputs' magnitudes allow a partial sum to overflow
+//! in some order (or hold an infinity or NaN), the element is recomputed in the reference's own
+//! arithmetic: the f64 reference is the anchor, and its overflows (`MAX + MAX - MAX` in order)
+//! are not the blocked order's. Elsewhere no order overflows and nothing is recomputed; the test
+//! costs one pass over A and B.
+//!
+//! Preconditions (the built-in's `cpu` functions check them; dispatch validated the shapes):
+//! `a.len() == m * k`, `b.len() == k * n`, `out.len() == m * n`.
+
+mod lanes;
+mod overflow;
+
+use super::{any_non_finite, dot_f64};
+use crate::cpu::par::for_each_chunk;
+use crate::cpu::simd::Isa;
+use op_core::hostmem;
+use crate::with_isa;
+use lanes::{Elem, Lanes, Tile, Wide, NV};
+
+/// p-panel length (fixed: part of the summation order).
+pub const KC: usize = 256;
+/// p-block length inside a panel (fixed: part of the summation order).
+pub const KB: usize = 16;
+/// Panels per super-panel (fixed: part of the summation order).
+pub const SP: usize = 16;
+/// Panels per cache block of the work (see [`panels`]): not part of the summation order.
+const PB: usize = 4;
+/// Largest packed copy of B shared by all row chunks, in bytes (64 MB); beyond it each chunk
+/// packs panel by panel.
+pub const SHARED_PACK_MAX_BYTES: usize = 64 << 20;
+
+/// Row-major `out (m x n) = a (m x k) * b (k x n)` in f32, parallel over blocks of output rows.
+pub fn matmul(a: &[f32], b: &[f32], m: usize, k: usize, n: usize, out: &mut [f32]) {
+    run(a, b, m, k, n, out);
+}
+
+/// Row-major `out (m x n) = a (m x k) * b (k x n)` in f64, in the blocked order with the
+/// overflow guard (see the module doc), parallel over blocks of output rows.
+pub fn matmul_f64(a: &[f64], b: &[f64], m: usize, k: usize, n: usize, out: &mut [f64]) {
+    run(a, b, m, k, n, out);
+}
+
+/// What every row chunk reads: the operands, B packed whole (or empty: pack per panel), B's
+/// column scales (f64: see `overflow`; f32: empty), the shape.
+struct Operands<'a, E> {
+    a: &'a [E],
+    b: &'a [E],
+    bpack: &'a [E],
+    scales: &'a [E],
+    k: usize,
+    n: usize,
+}
+
+impl<E> Clone for Operands<'_, E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<E> Copy for Operands<'_, E> {}
+
+/// A dtype's vector code on each instruction set (one `with_isa!` per entry point).
+trait Kernel: Elem + bytemuck::Pod {
+    /// The tile `(MR, NV * L)` of the implementation `isa` runs.
+    fn tile(isa: Isa) -> (usize, usize);
+    /// What [`Kernel::fix_non_finite`] needs to know of B, computed once per call.
+    fn scales(b: &[Self], n: usize) -> Vec<Self>;
+    /// Packs the B strips `off ..` (see [`pack_b_shared`]) into `units`.
+    fn pack(isa: Isa, b: &[Self], k: usize, n: usize, off: usize, units: &mut [&mut [Self]]);
+    /// Output rows `r0 .. r1` as blocks of `MR` rows (see [`rows_kernel`]).
+    fn rows(isa: Isa, ops: Operands<'_, Self>, r0: usize, r1: usize, blocks: &mut [&mut [Self]]);
+    /// Repairs the elements of `blocks` (rows from `r0`, `mr` per block) the blocked order
+    /// cannot be trusted with (see the module doc).
+    fn fix_non_finite(ops: Operands<'_, Self>, r0: usize, mr: usize, blocks: &mut [&mut [Self]]);
+}
+
+impl Kernel for f32 {
+    fn tile(isa: Isa) -> (usize, usize) {
+        with_isa!(isa, V, () -> (usize, usize), (<V as Tile>::MR, NV * <V as Lanes>::L))
+    }
+    fn scales(_: &[f32], _: usize) -> Vec<f32> {
+        Vec::new()
+    }
+    fn pack(isa: Isa, b: &[f32], k: usize, n: usize, off: usize, units: &mut [&mut [f32]]) {
+        with_isa!(isa, V, (b: &[f32], k: usize, n: usize, off: usize, units: &mut [&mut [f32]]) -> (),
+            pack_units::<V>(b, k, n, off, units))
+    }
+    fn rows(isa: Isa, ops: Operands<'_, f32>, r0: usize, r1: usize, blocks: &mut [&mut [f32]]) {
+        with_isa!(isa, V, (ops: Operands<'_, f32>, r0: usize, r1: usize, blocks: &mut [&mut [f32]]) -> (),
+            rows_kernel::<V, { <V as Tile>::MR }>(ops, r0, r1, blocks))
+    }
+    fn fix_non_finite(ops: Operands<'_, f32>, r0: usize, mr: usize, blocks: &mut [&mut [f32]]) {
+        let (k, n) = (ops.k, ops.n);
+        for (ib, blk) in blocks.iter_mut().enumerate() {
+            if any_non_finite(blk) {
+                for (i, row) in blk.chunks_mut(n).enumerate() {
+                    let r = r0 + ib * mr + i;
+                    for (j, o) in row.iter_mut().enumerate() {
+                        if !o.is_finite() {
+                            *o = dot_f64(&ops.a[r * k..(r + 1) * k], ops.b[j..].iter().step_by(n));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Kernel for f64 {
+    fn tile(isa: Isa) -> (usize, usize) {
+        with_isa!(isa, V, () -> (usize, usize), (<<V as Wide>::D as Tile>::MR, NV * <<V as Wide>::D as Lanes>::L))
+    }
+    fn scales(b: &[f64], n: usize) -> Vec<f64> {
+        overflow::column_scales(b, n)
+    }
+    fn pack(isa: Isa, b: &[f64], k: usize, n: usize, off: usize, units: &mut [&mut [f64]]) {
+        with_isa!(isa, V, (b: &[f64], k: usize, n: usize, off: usize, units: &mut [&mut [f64]]) -> (),
+            pack_units::<<V as Wide>::D>(b, k, n, off, units))
+    }
+    fn rows(isa: Isa, ops: Operands<'_, f64>, r0: usize, r1: usize, blocks: &mut [&mut [f64]]) {
+        with_isa!(isa, V, (ops: Operands<'_, f64>, r0: usize, r1: usize, blocks: &mut [&mut [f64]]) -> (),
+            rows_kernel::<<V as Wide>::D, { <<V as Wide>::D as Tile>::MR }>(ops, r0, r1, blocks))
+    }
+    /// The overflow guard (see the module doc): elements at risk in the reference's arithmetic.
+    fn fix_non_finite(ops: Operands<'_, f64>, r0: usize, mr: usize, blocks: &mut [&mut [f64]]) {
+        overflow::repair(ops, r0, mr, blocks);
+    }
+}
+
+/// The blocked kernel: B packed, row chunks in parallel, each chunk's rows by
+/// [`Kernel::rows`].
+fn run<E: Kernel>(a: &[E], b: &[E], m: usize, k: usize, n: usize, out: &mut [E]) {
+    debug_assert!(a.len() == m * k && b.len() == k * n && out.len() == m * n);
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        out.fill(E::ZERO);
+        return;
+    }
+    let isa = Isa::current();
+    // The tile of the very implementation `with_isa!` runs below.
+    let (mr, nr) = E::tile(isa);
+    let bpack = pack_b_shared(isa, b, k, n, nr);
+    let scales = E::scales(b, n);
+    let ops = Operands { a, b, bpack: &bpack, scales: &scales, k, n };
+    // Row blocks of `mr` rows; chunks of at least ~64 rows and ~2^20 multiply-adds.
+    let mut rows: Vec<&mut [E]> = out.chunks_mut(mr * n).collect();
+    let grain = 64usize.div_ceil(mr).max((1usize << 20).div_ceil((mr * n * k).max(1)));
+    for_each_chunk(&mut rows, grain, |off, blocks| {
+        let r0 = off * mr;
+        let r1 = (r0 + blocks.len() * mr).min(m);
+        E::rows(isa, ops, r0, r1, blocks);
+    });
+    // The next call of a similar size packs into the same pages (no page faults).
+    hostmem::keep(bpack);
+}
+
+/// B packed once, in parallel, for all row chunks: panel after panel, `[strip][p][nr]` inside
+/// a panel, columns zero-padded to whole strips. Empty when the copy would exceed
+/// [`SHARED_PACK_MAX_BYTES`] (narrow `n` with huge `k`): each chunk then packs panel by panel.
+fn pack_b_shared<E: Kernel>(isa: Isa, b: &[E], k: usize, n: usize, nr: usize) -> Vec<E> {
+    let strips = n.div_ceil(nr);
+    let len = k * strips * nr;
+    if len * std::mem::size_of::<E>() > SHARED_PACK_MAX_BYTES {
+        return Vec::new();
+    }
+    // Every element is written below (padding included).
+    let mut bpack = hostmem::for_overwrite::<E>(len);
+    let mut units: Vec<&mut [E]> = Vec::with_capacity(k.div_ceil(KC) * strips);
+    let mut rest: &mut [E] = &mut bpack;
+    let mut pc = 0;
+    while pc < k {
+        let kc = KC.min(k - pc);
+        for _ in 0..strips {
+            let (u, r) = rest.split_at_mut(kc * nr);
+            units.push(u);
+            rest = r;
+        }
+        pc += kc;
+    }
+    let grain = (1usize << 16).div_ceil(KC * nr);
+    for_each_chunk(&mut units, grain, |off, us| E::pack(isa, b, k, n, off, us));
+    bpack
+}
+
+/// Packs the strips `off .. off + units.len()` of the shared B copy (strip `s` is strip
+/// `s % strips` of panel `s / strips`).
+#[inline(always)]
+fn pack_units<W: Lanes>(b: &[W::E], k: usize, n: usize, off: usize, units: &mut [&mut [W::E]]) {
+    let strips = n.div_ceil(NV * W::L);
+    for (i, u) in units.iter_mut().enumerate() {
+        let (panel, st) = ((off + i) / strips, (off + i) % strips);
+        let pc = panel * KC;
+        pack_b::<W>(b, n, pc, KC.min(k - pc), st, u);
+    }
+}
+
+/// Packs `b[pc .. pc + kc][st * nr .. (st + 1) * nr]` (zero-padded columns) into `dst`
+/// (`kc * nr`, layout `[p][nr]`), `nr = NV * L`.
+#[inline(always)]
+fn pack_b<W: Lanes>(b: &[W::E], n: usize, pc: usize, kc: usize, st: usize, dst: &mut [W::E]) {
+    let nr = NV * W::L;
+    let c0 = st * nr;
+    let w = nr.min(n - c0);
+    // Internal invariant (keeps the unchecked loads below in bounds); the callers size both.
+    assert!(dst.len() >= kc * nr && (pc + kc - 1) * n + c0 + w <= b.len());
+    for p in 0..kc {
+        // SAFETY: row `pc + p` of b has `w` elements from column `c0` (asserted above), and
+        // `dst` has `nr` from `p * nr`.
+        unsafe {
+            let src = b.as_ptr().add((pc + p) * n + c0);
+            let d = dst.as_mut_ptr().add(p * nr);
+            if w == nr {
+                for v in 0..NV {
+                    W::load(src.add(v * W::L)).store(d.add(v * W::L));
+                }
+            } else {
+                for j in 0..nr {
+                    *d.add(j) = if j < w { *src.add(j) } else { W::E::ZERO };
+                }
+            }
+        }
+    }
+}
+
+/// A row chunk's own packed copy of B when B is not packed whole (one cache block of panels;
+/// else empty).
+struct Scratch<E> {
+    b: Vec<E>,
+}
+
+impl<E: Elem> Scratch<E> {
+    fn new<W: Lanes<E = E>>(ops: Operands<'_, E>) -> Self {
+        let strips = ops.n.div_ceil(NV * W::L);
+        let b = if ops.bpack.is_empty() { vec![E::ZERO; (PB * KC).min(ops.k) * strips * NV * W::L] } else { Vec::new() };
+        Scratch { b }
+    }
+}
+
+/// Output rows `r0 .. r1`, given as blocks of `MR` rows (the last may be shorter): the panels
+/// of one super-panel straight into the output, or super-panels combined by the pairwise tree
+/// (see the module doc); then the dtype's non-finite fix-up.
+#[inline(always)]
+fn rows_kernel<W: Tile, const MR: usize>(ops: Operands<'_, W::E>, r0: usize, r1: usize, blocks: &mut [&mut [W::E]])
+where
+    W::E: Kernel,
+{
+    let mut own = Scratch::new::<W>(ops);
+    if ops.k <= SP * KC {
+        panels::<W, MR>(ops, r0, r1, 0, ops.k, &mut own, blocks);
+    } else {
+        super_panels::<W, MR>(ops, r0, r1, &mut own, blocks);
+    }
+    W::E::fix_non_finite(ops, r0, MR, blocks);
+}
+
+/// The B panels `kb .. kb1` as `[panel][strip][p][nr]`: a slice of the shared copy, or packed
+/// here into `own` when B is not packed whole.
+#[inline(always)]
+fn b_panels<'a, W: Lanes>(ops: Operands<'a, W::E>, kb: usize, kb1: usize, own: &'a mut [W::E]) -> &'a [W::E] {
+    let nr = NV * W::L;
+    let strips = ops.n.div_ceil(nr);
+    if !ops.bpack.is_empty() {
+        return &ops.bpack[kb * strips * nr..kb1 * strips * nr];
+    }
+    let (mut pc, mut at) = (kb, 0);
+    while pc < kb1 {
+        let kc = KC.min(kb1 - pc);
+        for st in 0..strips {
+            pack_b::<W>(ops.b, ops.n, pc, kc, st, &mut own[at..at + kc * nr]);
+            at += kc * nr;
+        }
+        pc += kc;
+    }
+    &own[..at]
+}
+
+/// `dst = sum_{p in p0 .. p1} a[r][p] b[p][j]` for rows `r0 .. r1` (`dst` as blocks of `MR`
+/// rows of `n`), in the f32 order: panel by panel, each panel summed by [`micro`], the first
+/// stored, the rest added (`p1 - p0 <= SP * KC`).
+/// Cache blocking (the order of the work, not of any sum): [`PB`] panels at a time; for each
+/// strip of B (`PB` panels of it, L2-resident) and each row block, the `PB` panels one after
+/// the other into the same output tile (L1-resident).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // the chunk's rows and p-range, both given as bounds
+fn panels<W: Tile, const MR: usize>(
+    ops: Operands<'_, W::E>,
+    r0: usize,
+    r1: usize,
+    p0: usize,
+    p1: usize,
+    own: &mut Scratch<W::E>,
+    dst: &mut [&mut [W::E]],
+) {
+    let (a, k, n) = (ops.a, ops.k, ops.n);
+    let nr = NV * W::L;
+    let strips = n.div_ceil(nr);
+    // Internal invariant: A's rows `r0 .. r1` hold the columns `p0 .. p1` (the raw reads of
+    // `micro` rely on it).
+    assert!(r1 <= a.len() / k && p1 <= k);
+    let mut kb = p0;
+    while kb < p1 {
+        let kb1 = (kb + PB * KC).min(p1);
+        let bpanels = b_panels::<W>(ops, kb, kb1, &mut own.b);
+        assert!(bpanels.len() == (kb1 - kb) * strips * nr);
+        for st in 0..strips {
+            let c0 = st * nr;
+            let w = nr.min(n - c0);
+            for (ib, blk) in dst.iter_mut().enumerate() {
+                let rows_here = blk.len() / n;
+                // Rows past the block's end read the block's last row (their sums are dropped).
+                let rows: [usize; MR] = std::array::from_fn(|i| (r0 + ib * MR + i.min(rows_here - 1)).min(r1 - 1));
+                let mut pc = kb;
+                while pc < kb1 {
+                    let kc = KC.min(kb1 - pc);
+                    let arows: [*const W::E; MR] = std::array::from_fn(|i| a[rows[i] * k + pc..].as_ptr());
+                    let bp = bpanels[(pc - kb) * strips * nr + st * kc * nr..].as_ptr();
+                    // SAFETY: each A row pointer has `kc` elements (`pc + kc <= p1 <= k`), the B
+                    // strip `kc * nr` (inside the panel, asserted above); the tile writes
+                    // `rows_here x w` elements of `blk` from column `c0` (row stride n).
+                    unsafe { micro::<W, MR>(kc, &arows, bp, blk.as_mut_ptr().add(c0), n, rows_here, w, pc > p0) };
+                    pc += kc;
+                }
+            }
+        }
+        kb = kb1;
+    }
+}
+
+/// `k > SP * KC`: each super-panel into a scratch copy of the chunk's rows, combined by the
+/// pairwise tree (a binary counter, as `reduce` combines its blocks), the total copied out.
+#[inline(always)]
+#[allow(clippy::assign_op_pattern)] // `left + right`, written in the tree's order
+fn super_panels<W: Tile, const MR: usize>(
+    ops: Operands<'_, W::E>,
+    r0: usize,
+    r1: usize,
+    own: &mut Scratch<W::E>,
+    blocks: &mut [&mut [W::E]],
+) {
+    let len = (r1 - r0) * ops.n;
+    let mut levels: Vec<Option<Vec<W::E>>> = Vec::new();
+    let mut free: Vec<Vec<W::E>> = Vec::new();
+    let mut count: u64 = 0;
+    let mut p0 = 0;
+    while p0 < ops.k {
+        let p1 = (p0 + SP * KC).min(ops.k);
+        let mut node = free.pop().unwrap_or_else(|| vec![W::E::ZERO; len]);
+        let mut dst: Vec<&mut [W::E]> = node.chunks_mut(MR * ops.n).collect();
+        panels::<W, MR>(ops, r0, r1, p0, p1, own, &mut dst);
+        let (mut c, mut lvl) = (count, 0);
+        while c & 1 == 1 {
+            if let Some(left) = levels[lvl].take() {
+                add_into::<W>(&left, &mut node);
+                free.push(left);
+            }
+            c >>= 1;
+            lvl += 1;
+        }
+        if levels.len() <= lvl {
+            levels.resize_with(lvl + 1, || None);
+        }
+        levels[lvl] = Some(node);
+        count += 1;
+        p0 = p1;
+    }
+    // Pending nodes, the highest (leftmost) added last: `left + (rest)`.
+    let mut total: Option<Vec<W::E>> = None;
+    for node in levels.into_iter().flatten() {
+        total = Some(match total {
+            None => node,
+            Some(mut right) => {
+                add_into::<W>(&node, &mut right);
+                right
+            }
+        });
+    }
+    if let Some(total) = total {
+        for (blk, src) in blocks.iter_mut().zip(total.chunks(MR * ops.n)) {
+            blk.copy_from_slice(src);
+        }
+    }
+}
+
+/// `right[i] = left[i] + right[i]` (the tree's order), vectorised.
+#[inline(always)]
+fn add_into<W: Lanes>(left: &[W::E], right: &mut [W::E]) {
+    let n = left.len().min(right.len());
+    let main = n - n % W::L;
+    let (lp, rp) = (left.as_ptr(), right.as_mut_ptr());
+    let mut i = 0;
+    // SAFETY: `i + L <= main <= n`, within both slices.
+    unsafe {
+        while i < main {
+            W::load(lp.add(i)).add(W::load(rp.add(i))).store(rp.add(i));
+            i += W::L;
+        }
+        while i < n {
+            *rp.add(i) = *lp.add(i) + *rp.add(i);
+            i += 1;
+        }
+    }
+}
+
+/// One `MR x NV*L` tile of the output at `c` (row stride `ldc`; `rows x cols` of it valid):
+/// `sum_p a[i][p] b[p][j]` over one panel of `kc` steps, in blocks of [`KB`] (see the module
+/// doc), stored (first panel) or added to what is there (`acc_into`).
+///
+/// Safety: each `a[i]` points at `kc` elements, `b` holds `kc * NV * L`, and `c` has
+/// `rows <= MR` rows of `cols <= NV * L` writable elements at stride `ldc`; the lane type's
+/// target feature is on.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // a BLAS-style micro-kernel: pointers, stride, extent
+unsafe fn micro<W: Lanes, const MR: usize>(
+    kc: usize,
+    a: &[*const W::E; MR],
+    b: *const W::E,
+    c: *mut W::E,
+    ldc: usize,
+    rows: usize,
+    cols: usize,
+    acc_into: bool,
+) {
+    unsafe {
+        let l = W::L;
+        let nr = NV * l;
+        let zero = W::splat(W::E::ZERO);
+        let mut acc = [[zero; NV]; MR];
+        let mut p = 0;
+        while p < kc {
+            let pe = (p + KB).min(kc);
+            let mut blk = [[zero; NV]; MR];
+            for q in p..pe {
+                let bq = b.add(q * nr);
+                let mut bv = [zero; NV];
+                for (v, bv) in bv.iter_mut().enumerate() {
+                    *bv = W::load(bq.add(v * l));
+                }
+                for (i, row) in blk.iter_mut().enumerate() {
+                    let av = W::splat(*a[i].add(q));
+                    for v in 0..NV {
+                        row[v] = av.fma(bv[v], row[v]);
+                    }
+                }
+            }
+            for i in 0..MR {
+                for v in 0..NV {
+                    acc[i][v] = acc[i][v].add(blk[i][v]);
+                }
+            }
+            p = pe;
+        }
+        if rows == MR && cols == nr {
+            for (i, row) in acc.iter().enumerate() {
+                for (v, a) in row.iter().enumerate() {
+                    let ptr = c.add(i * ldc + v * l);
+                    let r = if acc_into { W::load(ptr).add(*a) } else { *a };
+                    r.store(ptr);
+                }
+            }
+        } else {
+            let mut tile = [W::E::ZERO; 16 * NV * 8];
+            for (i, row) in acc.iter().enumerate() {
+                for (v, a) in row.iter().enumerate() {
+                    a.store(tile.as_mut_ptr().add(i * nr + v * l));
+                }
+            }
+            for i in 0..rows {
+                for j in 0..cols {
+                    let d = c.add(i * ldc + j);
+                    let t = tile[i * nr + j];
+                    *d = if acc_into { *d + t } else { t };
+                }
+            }
+        }
+    }
+}

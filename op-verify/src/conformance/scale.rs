@@ -1,0 +1,279 @@
+//! The `accum` scale of a case: the reference in f64 and the error scale every output element
+//! is bounded by, and the reduction length that enters the bound. Owns how the scale is
+//! derived from the reference; it must not compare outputs (that is `compare`) or run kernels.
+
+use super::{run_shim, AccumScale, Case};
+use op_core::op::RegisteredOp;
+use op_core::tensor::{Scalar, Tensor};
+use op_contract::contract::DType;
+use op_contract::sample::Rng;
+
+/// Symbols of input dims that no output dim mentions: the contracted ones.
+pub(super) fn contracted(op: &RegisteredOp) -> Vec<usize> {
+    let sig = &op.contract.signature;
+    let mut in_out: Vec<&str> = Vec::new();
+    for o in &sig.outputs {
+        for d in &o.dims {
+            d.symbols(&mut in_out);
+        }
+    }
+    sig.dim_symbols().iter().filter(|s| !in_out.contains(&s.as_str())).filter_map(|s| op.plan.syms.iter().position(|x| x == s)).collect()
+}
+
+/// Reduction length of a case for `accum` (only `ceil(log2 len)` enters the bound, so an
+/// estimate off by a small factor changes the bound little):
+/// - the product of the contracted dims (input dim symbols no output dim mentions: `matmul`'s
+///   `k`, `sum`'s `n`), capped by the largest input;
+/// - when every symbol also shapes an output (`conv1d`'s `n - m + 1`, a scan), the smallest
+///   input whose shape mentions a symbol: an output element of such an op combines at most a
+///   window of each input, and the window is no longer than the shortest of them (`conv1d`: `m`
+///   terms; a scan over one input: `n`). Inputs of fixed shape (`f32[3]` coefficients, rank-0
+///   scalars) are left out: they are parameters of the terms, not the terms. Before, this fell
+///   back to the largest input (`n` for `conv1d`), which overstated the length by `n / m`.
+pub fn reduction_len(op: &RegisteredOp, case: &Case) -> usize {
+    let largest = case.inputs.iter().map(Tensor::numel).max().unwrap_or(1).max(1);
+    let k = contracted(op);
+    if k.is_empty() {
+        let shaped = op.contract.signature.inputs().zip(&case.inputs).filter(|(sig, _)| {
+            let mut syms: Vec<&str> = Vec::new();
+            sig.dims.iter().for_each(|d| d.symbols(&mut syms));
+            !syms.is_empty()
+        });
+        return shaped.map(|(_, t)| t.numel()).min().unwrap_or(largest).max(1);
+    }
+    let prod = k.iter().map(|&i| case.shape.syms[i].max(1) as usize).fold(1usize, usize::saturating_mul);
+    prod.min(largest).max(1)
+}
+
+/// How the f64 reference's inputs are fed (float elements and float parameters; integers
+/// pass unchanged).
+enum Feed {
+    /// As they are.
+    Plain,
+    /// Float inputs as their absolute values (parameters as they are).
+    Abs,
+    /// One group of values perturbed relatively (see [`Perturb`]).
+    Perturbed(Perturb),
+}
+
+impl Feed {
+    /// Element value `x` of input `k`.
+    fn input(&mut self, k: usize, x: f64) -> f64 {
+        match self {
+            Feed::Plain => x,
+            Feed::Abs => x.abs(),
+            Feed::Perturbed(p) if p.group == Group::Input(k) => p.apply(x),
+            Feed::Perturbed(_) => x,
+        }
+    }
+
+    /// Float parameter value `x`.
+    fn param(&mut self, x: f64) -> f64 {
+        match self {
+            Feed::Perturbed(p) if p.group == Group::Params => p.apply(x),
+            _ => x,
+        }
+    }
+}
+
+/// Relative size `δ` of the perturbations that measure the reference's sensitivity: 2^-20,
+/// far above the f64 reference's own rounding (about 1e-16, so the change measured is the
+/// op's, not noise) and far below the curvature of ordinary ops (so it is their first-order
+/// response).
+const DELTA: f64 = 1.0 / (1u64 << 20) as f64;
+/// Sign patterns per group (pattern 0: every value moved up by its magnitude, `x_j + δ |x_j|`;
+/// pattern 1: random signs), each run at `+δ` and at `-δ` (so that a kink with one flat side
+/// is still seen).
+const PATTERNS: u64 = 2;
+/// Mixed into the case's seed for the random sign patterns.
+const SALT: u64 = 0x7365_6e73_6974_6976;
+
+/// What one perturbation moves: one float input, or the float parameters together.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Group {
+    Input(usize),
+    Params,
+}
+
+/// One relative perturbation of a case: the `j`-th float value of its group is moved by
+/// `sign * s_j * δ * |x_j|`, `s_j = ±1` drawn from the case's seed (all `+1` for pattern 0).
+/// Zeros and non-finite values stay as they are (a relative perturbation keeps every sign, so a
+/// domain such as `x > 0` still holds).
+struct Perturb {
+    group: Group,
+    rng: Option<Rng>,
+    sign: f64,
+}
+
+impl Perturb {
+    fn new(group: Group, seed: u64, pattern: u64, sign: f64) -> Perturb {
+        let rng = (pattern > 0).then(|| Rng::new(seed ^ SALT.wrapping_mul(pattern)));
+        Perturb { group, rng, sign }
+    }
+
+    fn apply(&mut self, x: f64) -> f64 {
+        let s = match self.rng.as_mut().map(Rng::next_u64) {
+            Some(bits) if bits & 1 == 1 => -1.0,
+            _ => 1.0,
+        };
+        if x.is_finite() {
+            x + self.sign * s * DELTA * x.abs()
+        } else {
+            x
+        }
+    }
+}
+
+fn to_f64_tensor(k: usize, t: &Tensor, feed: &mut Feed) -> Result<Tensor, String> {
+    let v: Vec<f64> = t.data().to_f64_vec().ok_or("a float input has no f64 view")?.into_iter().map(|x| feed.input(k, x)).collect();
+    Tensor::new(t.shape().to_vec(), op_core::tensor::Data::F64(v)).map_err(|e| e.to_string())
+}
+
+/// The op's reference in f64 on `inputs` (floats widened and fed as `feed` says), each output
+/// as f64 values.
+fn reference_f64(op: &RegisteredOp, inputs: &[Tensor], params: &[Scalar], feed: &mut Feed) -> Result<Vec<Vec<f64>>, String> {
+    let shim = op.decl.reference_f64.ok_or("`accum` needs the reference in f64, and the reference is not float-generic (`<T: Real>`)")?;
+    let widened = inputs
+        .iter()
+        .enumerate()
+        .map(|(k, t)| if t.dtype().is_float() { to_f64_tensor(k, t, feed) } else { Ok(t.clone()) })
+        .collect::<Result<Vec<Tensor>, String>>()?;
+    let params: Vec<Scalar> = params
+        .iter()
+        .map(|p| match p {
+            Scalar::F32(v) => Scalar::F64(feed.param(*v as f64)),
+            Scalar::F64(v) => Scalar::F64(feed.param(*v)),
+            other => *other,
+        })
+        .collect();
+    let on = if matches!(feed, Feed::Abs) { " on the absolute values" } else { "" };
+    let out = run_shim(op, shim, &widened, &params, Some(DType::f64)).map_err(|e| format!("the f64 reference failed{on}: {e}"))?;
+    out.iter().map(|t| t.data().to_f64_vec().ok_or_else(|| "the f64 reference returned a non-numeric output".to_string())).collect()
+}
+
+/// The groups of a case that a relative perturbation moves: each float input, and the float
+/// parameters, holding a finite value other than zero.
+fn groups(case: &Case) -> Vec<Group> {
+    let moves = |v: f64| v.is_finite() && v != 0.0;
+    let inputs = case.inputs.iter().enumerate().filter(|(_, t)| t.dtype().is_float());
+    let mut out: Vec<Group> =
+        inputs.filter(|(_, t)| t.data().to_f64_vec().is_some_and(|v| v.into_iter().any(moves))).map(|(k, _)| Group::Input(k)).collect();
+    let param = |p: &Scalar| match p {
+        Scalar::F32(v) => moves(*v as f64),
+        Scalar::F64(v) => moves(*v),
+        _ => false,
+    };
+    if case.params.iter().any(param) {
+        out.push(Group::Params);
+    }
+    out
+}
+
+/// The measured sensitivity of every output element (one vector per output of `plain`, the f64
+/// reference on the case): the largest `|r64(x') - r64(x)| / δ` over the perturbations `x'` of
+/// each group ([`Group`]) by [`PATTERNS`] sign patterns at `±δ`. For an op that grows with
+/// every value of a group (a sum, a scan, clipped or not), pattern 0 gives exactly
+/// `sum_j |d y / d x_j| |x_j|` over the group, its componentwise condition number; for others
+/// the random signs give its order of magnitude. Groups are moved one at a time, as a
+/// backward error analysis puts the error of a product on one factor: for a matmul each gives
+/// `sum_p |a_ip b_pj|`, not twice it. A perturbed run that fails (it leaves a declared domain,
+/// or breaks `lo <= hi` where `lo == hi`) tells nothing, and a change that is not finite (an
+/// overflow, a NaN) is left out: the scale stays finite.
+fn sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    let mut out: Vec<Vec<f64>> = plain.iter().map(|p| vec![0.0; p.len()]).collect();
+    for group in groups(case) {
+        for (pattern, sign) in (0..PATTERNS).flat_map(|p| [(p, 1.0), (p, -1.0)]) {
+            let mut feed = Feed::Perturbed(Perturb::new(group, case.seed, pattern, sign));
+            let Ok(moved) = reference_f64(op, &case.inputs, &case.params, &mut feed) else { continue };
+            for ((o, p), m) in out.iter_mut().zip(plain).zip(&moved).filter(|((_, p), m)| p.len() == m.len()) {
+                for ((o, p), m) in o.iter_mut().zip(p).zip(m) {
+                    let r = (m - p).abs() / DELTA;
+                    if r.is_finite() {
+                        *o = o.max(r);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The `accum` scale of every output: `r64` (the reference in f64) and `S`, each one value per
+/// element of the reference's output. `S` is the largest of what the computation itself shows
+/// about the size of its rounding errors:
+/// - `|r64|`: a result is rounded at its own magnitude;
+/// - the reference in f64 on the absolute values of the inputs: the sum of |terms| for sums
+///   and products (`sum |a_ip b_pj|` for matmul), exactly their condition number;
+/// - the measured sensitivity ([`sensitivity`]): how far the f64 reference moves per unit of
+///   relative perturbation of an input or of the float parameters. A backward-stable kernel (one
+///   whose result is the exact one of inputs moved by a few eps, relatively: every pairwise or
+///   sequential sum, `exp(x - max)`, a running value clipped each step) is off by at most a
+///   few eps times this. It is what the first two miss where the computation cancels or is
+///   clipped: a running value clipped to `[lo, hi]` after large terms of both signs, a
+///   softmax of large inputs, `sum(x) - sum(y)`; there the op on `|x|` is far smaller than the
+///   magnitudes inside the computation.
+///
+/// `flushed` are the inputs with subnormals flushed, if the case has any (their f64 result
+/// anchors the flushed-input allowance). A failure is an error (a typed
+/// [`ConformanceFailure::Scale`](super::ConformanceFailure::Scale)), never a default. Integer
+/// outputs need no scale (they compare bit for bit).
+pub fn accum_scales(
+    op: &RegisteredOp,
+    case: &Case,
+    expected: &[Tensor],
+    flushed: Option<&[Tensor]>,
+) -> Result<Vec<AccumScale>, String> {
+    scales(op, case, expected, flushed, true)
+}
+
+/// [`accum_scales`] without the measured sensitivity: `S` from `|r64|` and the op on `|x|`
+/// only, which is never larger. A case that conforms under it conforms under the full scale,
+/// so conformance measures the sensitivity only for a case that fails under this one (the
+/// measurement runs the f64 reference four more times per float input).
+pub(super) fn accum_scales_unmeasured(
+    op: &RegisteredOp,
+    case: &Case,
+    expected: &[Tensor],
+    flushed: Option<&[Tensor]>,
+) -> Result<Vec<AccumScale>, String> {
+    scales(op, case, expected, flushed, false)
+}
+
+fn scales(
+    op: &RegisteredOp,
+    case: &Case,
+    expected: &[Tensor],
+    flushed: Option<&[Tensor]>,
+    measure: bool,
+) -> Result<Vec<AccumScale>, String> {
+    let len = reduction_len(op, case);
+    if !expected.iter().any(|e| e.dtype().is_float()) {
+        return Ok(expected.iter().map(|_| AccumScale { len, ..AccumScale::default() }).collect());
+    }
+    let abs = reference_f64(op, &case.inputs, &case.params, &mut Feed::Abs)?;
+    let plain = reference_f64(op, &case.inputs, &case.params, &mut Feed::Plain)?;
+    // The flushed-input allowance is optional: without its anchor, it is not granted.
+    let flushed = flushed.and_then(|f| reference_f64(op, f, &case.params, &mut Feed::Plain).ok());
+    if abs.len() != expected.len() || plain.len() != expected.len() {
+        return Err(format!("the f64 reference returned {} and {} output(s), the reference {}", abs.len(), plain.len(), expected.len()));
+    }
+    let sens = if measure { sensitivity(op, case, &plain) } else { plain.iter().map(|p| vec![0.0; p.len()]).collect() };
+    expected
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let (a, p, m) = (&abs[i], &plain[i], &sens[i]);
+            if a.len() != e.numel() || p.len() != e.numel() {
+                return Err(format!(
+                    "output {i}: the f64 reference returned {} and {} element(s), the reference {}",
+                    a.len(),
+                    p.len(),
+                    e.numel()
+                ));
+            }
+            let flushed_exact = flushed.as_ref().and_then(|f| f.get(i)).filter(|f| f.len() == e.numel()).cloned().unwrap_or_default();
+            let magnitude = a.iter().zip(p).zip(m).map(|((x, y), z)| x.abs().max(y.abs()).max(*z)).collect();
+            Ok(AccumScale { len, magnitude, exact: p.clone(), flushed_exact })
+        })
+        .collect()
+}

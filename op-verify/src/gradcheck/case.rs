@@ -1,0 +1,254 @@
+//! Engine-generated gradcheck inputs, drawn with the sampling module conformance uses too
+//! (`op_contract::sample`): an admissible binding of the signature's dims and parameters
+//! (distinct values for distinct symbols unless the constraints tie them), and tensors whose
+//! values are log-uniform across a magnitude range (both signs; which range is `draw`'s choice)
+//! inside each input's declared domain, with a few exact repeats and zeros (so ties, zeros and
+//! order crossings occur, and the kink handling is exercised). Seeded from the op's content
+//! hash: the author picks nothing, and the same content always gets the same case.
+
+use super::steps::drawn_bits;
+use op_core::op::RegisteredOp;
+use op_core::tensor::{Scalar, Tensor};
+use op_train::tape::planner;
+use op_contract::contract::{DType, Domain};
+use op_contract::sample::{in_domain, Caps, Draw, Magnitudes, Rng, Space};
+use std::collections::{BTreeMap, HashMap};
+
+/// Draws of a binding tried before giving up (a third over small dims, a third over wider ones,
+/// a third over small dims with parameters no larger than the constraints' literals).
+pub const BINDING_TRIES: usize = 6000;
+
+/// Size limits of a gradcheck binding: small draws, but a pinned dim may be large.
+const CAPS: Caps = Caps { max_dim: 1 << 40, max_numel: 1 << 28, max_work: None };
+
+/// Float values for the inputs: magnitudes log-uniform over `mags`, both signs, inside each
+/// input's domain, rounded to [`DRAWN_BITS`](super::steps::DRAWN_BITS) significant bits (so dense probe steps are exact),
+/// with ties and, where `zeros`, an exact zero generated on purpose (order crossings and kinks
+/// must be met and skipped, or probed by the kink check), but only in pairs: a value occurs at
+/// most twice. Where three or more inputs tie, one-sided differences can agree while no
+/// derivative exists (the middle of three equal lines), which is exactly what the kink test
+/// cannot see.
+pub fn fill(n: usize, domain: Option<&Domain>, mags: Magnitudes, zeros: bool, rng: &mut Rng) -> Vec<f64> {
+    let mut out: Vec<f64> = Vec::with_capacity(n);
+    // How often each value occurs so far, by bits (zeros under +0: no -0 is ever drawn).
+    let mut seen: HashMap<u64, usize> = HashMap::new();
+    let zero_ok = zeros && domain.is_none_or(|d| d.contains(0.0));
+    let draw = |rng: &mut Rng| {
+        let v = mags.value(rng, domain);
+        let r = drawn_bits(v);
+        if domain.is_none_or(|d| d.contains(r)) {
+            r
+        } else {
+            v
+        }
+    };
+    for _ in 0..n {
+        let r = rng.unit();
+        let count = |seen: &HashMap<u64, usize>, v: f64| seen.get(&v.to_bits()).copied().unwrap_or(0);
+        let v = if r < 0.04 && !out.is_empty() {
+            let c = out[rng.index(out.len())];
+            (count(&seen, c) < 2).then_some(c)
+        } else if r < 0.07 && zero_ok && count(&seen, 0.0) == 0 {
+            Some(0.0)
+        } else {
+            None
+        };
+        let v = v.unwrap_or_else(|| draw(rng));
+        *seen.entry(v.to_bits()).or_default() += 1;
+        out.push(v);
+    }
+    both_signs(&mut out, domain, &seen, rng);
+    out
+}
+
+/// Where two or more nonzero values share one sign and the domain holds the other, one of them
+/// that occurs once (a tie stays a tie) negated: every draw then has both signs, so a backward wrong only
+/// for negative (or only for positive) values cannot pass because a small input drew one sign.
+fn both_signs(out: &mut [f64], domain: Option<&Domain>, seen: &HashMap<u64, usize>, rng: &mut Rng) {
+    let (neg, pos) = (out.iter().filter(|x| **x < 0.0).count(), out.iter().filter(|x| **x > 0.0).count());
+    if (neg > 0 && pos > 0) || neg + pos < 2 {
+        return;
+    }
+    let single: Vec<usize> = (0..out.len()).filter(|&i| out[i] != 0.0 && seen.get(&out[i].to_bits()) == Some(&1)).collect();
+    if single.is_empty() {
+        return;
+    }
+    let i = single[rng.index(single.len())];
+    if domain.is_none_or(|d| d.contains(-out[i])) {
+        out[i] = -out[i];
+    }
+}
+
+/// An admissible binding of dims and parameters.
+#[derive(Clone, Debug)]
+pub struct Binding {
+    /// Every dim symbol and integer parameter with its value.
+    pub env: BTreeMap<String, i128>,
+    /// Parameter values in signature order (floats as f64).
+    pub params: Vec<Scalar>,
+    /// Shapes of the tensor inputs.
+    pub shapes: Vec<Vec<usize>>,
+}
+
+/// An admissible binding in the interior of the parameter space: among up to 16 admissible
+/// samples, the first whose integer parameters all lie strictly between the smallest and the
+/// largest admissible value seen (degenerate boundary values, e.g. a window of 1 where a median
+/// is the identity, are conformance's concern, not gradcheck's).
+/// Names in `pin` (dim symbols or integer parameters) take the given value instead of a draw.
+pub fn binding(op: &RegisteredOp, pin: &[(String, i128)], rng: &mut Rng) -> Option<Binding> {
+    let space = Space::new(&op.contract.signature);
+    let pin: Vec<(usize, i128)> = pin.iter().filter_map(|(n, v)| space.slot(n).map(|k| (k, *v))).collect();
+    let ints: Vec<usize> = space.int_params().iter().map(|(k, _)| *k).collect();
+    let mut found: Vec<Vec<i128>> = Vec::new();
+    for _ in 0..16 {
+        match sample(op, &space, &pin, rng) {
+            Some(b) => found.push(b),
+            None => break,
+        }
+        if ints.is_empty() {
+            break;
+        }
+    }
+    let interior = |v: &Vec<i128>| {
+        ints.iter().all(|&k| {
+            let lo = found.iter().map(|f| f[k]).min().unwrap_or(v[k]);
+            let hi = found.iter().map(|f| f[k]).max().unwrap_or(v[k]);
+            lo < v[k] && v[k] < hi
+        })
+    };
+    let pick = found.iter().position(interior).unwrap_or(0);
+    let values = found.into_iter().nth(pick)?;
+    let shapes = space.input_shapes(&values)?;
+    Some(Binding { env: space.env(&values), params: params(op, &space, &values, rng)?, shapes })
+}
+
+/// One admissible binding, distinct symbols with distinct values where the constraints allow:
+/// dims log-uniform over 2..=24 first, then over 1..=64 with wider parameters; checked by the
+/// oracle, then by the planner's shape-only validation, so nothing large is ever built.
+///
+/// Integer parameters that the constraints confine jointly to a small set (a permutation's
+/// axes `p0..p3`, each below 4 and pairwise distinct: one draw in some 50,000 from `0..=32`)
+/// are rarely drawn together from those ranges; where both found nothing, a last round draws
+/// the parameters no larger than the constraints' largest literal. Reached only after the first
+/// two found nothing, so it moves no binding they find.
+fn sample(op: &RegisteredOp, space: &Space<'_>, pin: &[(usize, i128)], rng: &mut Rng) -> Option<Vec<i128>> {
+    let signed = space.int_params().iter().any(|(_, dt)| matches!(dt, DType::i8 | DType::i16 | DType::i32 | DType::i64));
+    let lo = if signed { -8 } else { 0 };
+    let top = space.literals().iter().copied().max().unwrap_or(0).max(lo + 1);
+    for how in
+        [Draw { dims: (2, 24), params: (lo, 32) }, Draw { dims: (1, 64), params: (lo, 256) }, Draw { dims: (2, 24), params: (lo, top) }]
+    {
+        for _ in 0..BINDING_TRIES / 3 / 200 {
+            let Some(values) = space.sample(rng, how, CAPS, 200, pin) else { continue };
+            if admitted(op, space, &values) {
+                return Some(values);
+            }
+        }
+    }
+    None
+}
+
+/// Whether the planner admits the shapes of a binding (in f64), with placeholder parameters.
+fn admitted(op: &RegisteredOp, space: &Space<'_>, values: &[i128]) -> bool {
+    let Some(shapes) = space.input_shapes(values) else { return false };
+    let Some(params) = params(op, space, values, &mut Rng::new(0)) else { return false };
+    let typed: Vec<(DType, &[usize])> =
+        op.contract.signature.inputs().zip(&shapes).map(|(t, s)| (planner::run_dtype(t.dtype, Some(DType::f64)), s.as_slice())).collect();
+    planner::infer(op, &typed, &params, Some(DType::f64)).is_ok()
+}
+
+/// The parameters of a binding in signature order: integers from `values`, floats log-uniform
+/// across magnitudes with a random sign (redrawn until the float constraints hold), booleans at
+/// random.
+fn params(op: &RegisteredOp, space: &Space<'_>, values: &[i128], rng: &mut Rng) -> Option<Vec<Scalar>> {
+    let sig = &op.contract.signature;
+    let draw = |rng: &mut Rng| -> Option<Vec<Scalar>> {
+        sig.params()
+            .map(|p| {
+                if p.dtype.is_float() {
+                    Some(Scalar::F64(Magnitudes::ORDINARY.value(rng, None)))
+                } else if p.dtype == DType::bool {
+                    Some(Scalar::Bool(rng.chance(0.5)))
+                } else {
+                    Scalar::from_int(p.dtype, values[space.slot(&p.name)?])
+                }
+            })
+            .collect()
+    };
+    let mut drawn = draw(rng)?;
+    for _ in 0..64 {
+        let env = |n: &str| sig.params().position(|p| p.name == n).and_then(|i| drawn.get(i)).and_then(Scalar::as_f64);
+        if sig.violated_float_constraint(&env).is_none() {
+            break;
+        }
+        drawn = draw(rng)?;
+    }
+    Some(drawn)
+}
+
+/// Builds the input tensors of a binding: f64 for float inputs (values from [`fill`] over
+/// `mags[i]` for tensor input `i`, inside each input's domain), small integers otherwise.
+pub fn tensors(op: &RegisteredOp, b: &Binding, mags: &[Magnitudes], zeros: bool, rng: &mut Rng) -> Option<Vec<Tensor>> {
+    let mut out = Vec::new();
+    for ((t, shape), mags) in op.contract.signature.inputs().zip(&b.shapes).zip(mags) {
+        let n = op_core::tensor::checked_numel(shape)?;
+        let tensor = if t.dtype.is_float() {
+            // A declared magnitude range bounds |x| away from zero: no zero is drawn there.
+            let zeros = zeros && op.contract.magnitude_of(&t.name).is_none();
+            Tensor::from_vec(shape.clone(), fill(n, op.contract.domain_of(&t.name), *mags, zeros, rng))
+        } else {
+            let ints: Vec<i64> = (0..n).map(|_| rng.int_in(0, 7) as i64).collect();
+            let bytes: Vec<u8> = match t.dtype {
+                DType::bool => ints.iter().map(|v| (*v % 2) as u8).collect(),
+                d => ints.iter().flat_map(|v| v.to_le_bytes()[..d.size()].to_vec()).collect(),
+            };
+            Tensor::from_bytes(t.dtype.name(), shape.clone(), &bytes)
+        };
+        out.push(tensor.ok()?);
+    }
+    Some(out)
+}
+
+/// `v` moved into `domain` if it left it (a kink construction setting an element to zero, say).
+pub fn keep_in(v: f64, domain: Option<&Domain>, rng: &mut Rng) -> f64 {
+    domain.map_or(v, |d| in_domain(v, d, Magnitudes::ORDINARY, rng))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use op_core::registry::Registry;
+
+    #[test]
+    fn values_cross_magnitudes_inside_the_domain_with_pairs_of_ties() {
+        let mut rng = Rng::new(9);
+        let v = fill(4000, None, Magnitudes::ORDINARY, true, &mut rng);
+        assert!(v.iter().filter(|x| x.abs() > 10.0).count() > 1000, "a third beyond 10 in magnitude");
+        assert!(v.iter().filter(|x| x.abs() < 1e-2 && **x != 0.0).count() > 400, "a sixth below 1e-2");
+        assert!(v.iter().any(|x| *x < 0.0) && v.contains(&0.0));
+        for x in &v {
+            assert!(v.iter().filter(|y| *y == x).count() <= 2, "{x} occurs more than twice");
+        }
+        let log = Registry::with_builtins().lookup("builtin/log").expect("built-in").op();
+        let d = log.contract.domain_of("x").expect("log declares its domain");
+        assert!(fill(2000, Some(d), Magnitudes::ORDINARY, true, &mut rng).iter().all(|x| *x > 0.0));
+        // At most forty significant bits, and no zero where none is asked for.
+        assert!(v.iter().all(|x| drawn_bits(*x) == *x));
+        assert!(!fill(4000, None, Magnitudes::ORDINARY, false, &mut rng).contains(&0.0));
+        // Both signs in every draw of two or more values, where the domain holds both.
+        for _ in 0..200 {
+            let v = fill(2, None, Magnitudes::ORDINARY, false, &mut rng);
+            assert!(v[0] == v[1] || (v.iter().any(|x| *x < 0.0) && v.iter().any(|x| *x > 0.0)), "{v:?}");
+        }
+    }
+
+    #[test]
+    fn bindings_give_distinct_symbols_distinct_values() {
+        let mm = Registry::with_builtins().lookup("builtin/matmul").expect("built-in").op();
+        for salt in 0..32 {
+            let b = binding(&mm, &[], &mut Rng::new(salt)).expect("admissible");
+            let (m, k, n) = (b.env["m"], b.env["k"], b.env["n"]);
+            assert!(m != k && k != n && m != n, "salt {salt}: {:?}", b.env);
+        }
+    }
+}
