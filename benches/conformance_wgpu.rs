@@ -24,7 +24,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 use wgpu::util::DeviceExt;
 
-const WGSL: &str = include_str!("../kernels/windowed_median.wgsl");
+const WGSL: &str = include_str!("../examples/windowed_median/kernels/windowed_median.wgsl");
 
 fn median_of(mut v: Vec<Duration>) -> Duration {
     v.sort();

@@ -37,7 +37,10 @@ prepare)
     rm -rf device-bin && mkdir -p device-bin
     cargo build --release --example windowed_median
     cp target/release/examples/windowed_median device-bin/windowed_median
-    cp "$(exe_of test --release --no-run -p op-runtime --lib)" device-bin/op_runtime_lib
+    # The CUDA engine's unit tests live with the backends (op-backends), the built-ins' kernels
+    # with op-builtins.
+    cp "$(exe_of test --release --no-run -p op-backends --lib)" device-bin/op_backends_lib
+    cp "$(exe_of test --release --no-run -p op-builtins --lib)" device-bin/op_builtins_lib
     for t in $TESTS; do cp "$(exe_of test --release --no-run --test "$t")" "device-bin/$t"; done
     cp "$(exe_of bench --no-run --bench cuda_kernels)" device-bin/cuda_kernels
     cp "$(exe_of bench --no-run --bench device_tape)" device-bin/device_tape
@@ -86,7 +89,8 @@ run)
         case $name in builtins | example | bench | tape | wgpu-conformance_wgpu) cp "$log" "$out/$name.log" ;; esac
         grep -E "^test result|FAILED|panicked|^device|kernel|GFLOP|conformance: .* on cuda" "$log" | head -60 || true
     }
-    step lib device-bin/op_runtime_lib cuda --test-threads=1
+    step lib device-bin/op_backends_lib cuda --test-threads=1
+    step builtins-lib device-bin/op_builtins_lib cuda --test-threads=1
     step builtins device-bin/conformance_builtins cuda --nocapture
     step median device-bin/example_median conformance_median:: --nocapture
     step generic device-bin/example_median dtype_generic::

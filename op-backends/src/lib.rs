@@ -6,6 +6,9 @@
 //!
 //! Adding a backend: one module here implementing `Backend`/`Prepared`, plus one line in
 //! [`all`]. See `docs/ARCHITECTURE.md`.
+//!
+//! A crate of op-runtime (users depend on the facade, `op-runtime`); cargo enforces the floors.
+//! Items marked `#[doc(hidden)]` are shared with the floors above and are not part of the API.
 
 pub mod cpu;
 #[cfg(feature = "cuda")]

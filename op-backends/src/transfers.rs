@@ -44,19 +44,23 @@ pub struct Counters {
 }
 
 impl Counters {
+    #[doc(hidden)]
     pub fn up(&self, bytes: u64) {
         self.to_device.fetch_add(1, Ordering::Relaxed);
         self.to_device_bytes.fetch_add(bytes, Ordering::Relaxed);
     }
+    #[doc(hidden)]
     pub fn down(&self, bytes: u64) {
         self.to_host.fetch_add(1, Ordering::Relaxed);
         self.to_host_bytes.fetch_add(bytes, Ordering::Relaxed);
     }
+    #[doc(hidden)]
     #[cfg(feature = "wgpu")]
     pub fn uniform(&self, bytes: u64) {
         self.uniform_writes.fetch_add(1, Ordering::Relaxed);
         self.uniform_bytes.fetch_add(bytes, Ordering::Relaxed);
     }
+    #[doc(hidden)]
     pub fn snapshot(&self) -> Transfers {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         Transfers {

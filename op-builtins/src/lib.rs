@@ -2,8 +2,13 @@
 //! The top floor: the built-in ops, registered into every registry built with them. Built-ins are
 //! declared with the same `#[op]` macro users write and registered through the same registry
 //! path (labelled built-in by that path, not by their names); nothing in dispatch special-cases
-//! them. Conveniences that default to the process-wide registry (`Tape::new`, `gradcheck`) live
-//! here, so the floors below never name it.
+//! them. They install themselves into every registry built with
+//! them (`Registry::with_builtins`, the process-wide `registry()`) through op-core's installer
+//! slice, so the floors below never name this crate. The tests `#[op]` generates (`testing`) live
+//! here, the one floor that sees conformance, gradcheck and the built-ins together.
+//!
+//! A crate of op-runtime (users depend on the facade, `op-runtime`); cargo enforces the floors.
+//! Items marked `#[doc(hidden)]` are shared with the floors above and are not part of the API.
 
 mod binary;
 #[cfg(test)]

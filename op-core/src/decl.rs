@@ -137,22 +137,33 @@ impl OpDecl {
 
 /// What a shim sees of one call.
 pub struct Call<'a> {
+    #[doc(hidden)]
     pub op: &'a str,
+    #[doc(hidden)]
     pub inputs: &'a [&'a Tensor],
+    #[doc(hidden)]
     pub params: &'a [Scalar],
+    #[doc(hidden)]
     pub dim_names: &'a [String],
+    #[doc(hidden)]
     pub dim_values: &'a [i128],
+    #[doc(hidden)]
     pub out_names: &'a [String],
+    #[doc(hidden)]
     pub out_shapes: &'a [Shape],
     /// Data-dependent output axes and their bound (see `plan::FreeAxis`).
     pub free: &'a [crate::plan::FreeAxis],
+    #[doc(hidden)]
     pub free_limit: Option<usize>,
     /// Sizes the function chose for data-dependent symbols so far: (slot, size).
     pub free_values: Vec<(usize, usize)>,
     /// Outputs stored so far, by index (grown as they are stored; unset ones are missing).
     pub outputs: SmallVec<[Option<Tensor>; 2]>,
+    #[doc(hidden)]
     pub cotangents: &'a [&'a Tensor],
+    #[doc(hidden)]
     pub tangent: Option<&'a Tensor>,
+    #[doc(hidden)]
     pub grad_shapes: &'a [Vec<usize>],
     /// Gradients stored so far, by differentiable input (grown as `outputs` is).
     pub grads: SmallVec<[Option<Tensor>; 2]>,

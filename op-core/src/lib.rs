@@ -4,8 +4,12 @@
 //! op, the one shim runner, the registry with dispatch and batching, the typed backend seam,
 //! the graph-builder seam composite backwards are written against, and the records of what
 //! ran (provenance, receipts, the keys and trust list that sign and judge receipts), and the
-//! crash- and symlink-safe file primitives every cache and store writes through. Imports
-//! nothing from `backends`, `train`, `verify` or `builtins`.
+//! crash- and symlink-safe file primitives every cache and store writes through. Depends on
+//! no other floor: what a default registry holds (backends, built-ins) reaches it through the
+//! distributed slices of `registry::defaults`.
+//!
+//! A crate of op-runtime (users depend on the facade, `op-runtime`); cargo enforces the floors.
+//! Items marked `#[doc(hidden)]` are shared with the floors above and are not part of the API.
 
 pub mod backend;
 pub mod broadcast;

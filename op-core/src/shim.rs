@@ -15,8 +15,10 @@ pub enum Rule<'a> {
     /// The forward (reference or `cpu` kernel): one tensor per output.
     Forward,
     /// A VJP: one gradient per differentiable input, of these shapes.
+    #[doc(hidden)]
     Vjp { cotangents: &'a [&'a Tensor], grad_shapes: &'a [Vec<usize>] },
     /// A JVP rule: one tangent per output.
+    #[doc(hidden)]
     Jvp { tangent: &'a Tensor },
 }
 

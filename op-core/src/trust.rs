@@ -83,6 +83,7 @@ impl PublicKey {
         Ok(PublicKey(bytes))
     }
 
+    #[doc(hidden)]
     pub fn verifying_key(&self) -> Result<ed25519_dalek::VerifyingKey, String> {
         ed25519_dalek::VerifyingKey::from_bytes(&self.0).map_err(|_| "not a valid ed25519 public key".to_string())
     }
@@ -203,6 +204,7 @@ impl SigningKey {
         Ok(key)
     }
 
+    #[doc(hidden)]
     pub fn sign(&self, message: &[u8]) -> [u8; 64] {
         use ed25519_dalek::Signer;
         self.inner.sign(message).to_bytes()

@@ -30,9 +30,10 @@
 //! [`provenance`], [`device`], [`backend`] (the seam a backend implements), [`cpu`] (the toolkit
 //! of `cpu` kernels), `wgpu` and `cuda` (the GPU engines, by feature), [`builtins`] (the built-in
 //! ops), [`testing`] (asserting a deliberately broken fixture's rejection), [`catalog`] (every op
-//! linked into the binary) and [`report`] (the records `cargo op report` renders). Internally the
-//! crate is built in floors, each importing only those below it (`docs/ARCHITECTURE.md`):
-//! core, backends, train, verify, builtins.
+//! linked into the binary) and [`report`] (the records `cargo op report` renders). This crate is a
+//! facade over one crate per floor, each depending only on those below it, so cargo enforces the
+//! layering (`docs/ARCHITECTURE.md`): `op-core`, `op-backends`, `op-train`, `op-verify`,
+//! `op-builtins`.
 
 pub use op_macros::op;
 /// Runs a body with the portable vector type of the best instruction set found at run time (the

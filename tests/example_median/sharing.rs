@@ -28,9 +28,9 @@ use std::sync::Arc;
     name = "test/sharing/median", version = 1,
     signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
     category = selection, tolerance = exact, backward = none,
-    kernel(wgsl = "kernels/windowed_median.wgsl",
+    kernel(wgsl = "examples/windowed_median/kernels/windowed_median.wgsl",
            bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1),
-    kernel(cuda = "kernels/windowed_median.cu",
+    kernel(cuda = "examples/windowed_median/kernels/windowed_median.cu",
            bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1, block = 128),
     license = "MIT", visibility = workspace,
 )]
@@ -294,7 +294,7 @@ fn tampering_with_any_stored_file_is_refused_naming_the_op_and_file() {
     let receipt = reference_receipt(&h);
     type Pick = fn(&Store, &IndexEntry) -> PathBuf;
     let cases: [(&str, Pick); 6] = [
-        ("kernel `kernels/windowed_median.wgsl`", |s, i| s.blob_path(&i.kernels[0].source)),
+        ("kernel `examples/windowed_median/kernels/windowed_median.wgsl`", |s, i| s.blob_path(&i.kernels[0].source)),
         ("header `", |s, i| s.blob_path(&i.kernels[1].headers[0].blob)),
         ("card", |s, i| s.blob_path(&i.card)),
         ("contract", |s, i| s.blob_path(&i.contract)),

@@ -23,9 +23,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
     signature(x: f32[n], w: u32 where w % 2 == 1, 1 <= w <= 31, w <= n) -> f32[n - w + 1],
     category = selection, tolerance = exact, backward = none,
     cpu = median_cpu,
-    kernel(wgsl = "kernels/windowed_median.wgsl",
+    kernel(wgsl = "examples/windowed_median/kernels/windowed_median.wgsl",
            bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1),
-    kernel(cuda = "kernels/windowed_median.cu",
+    kernel(cuda = "examples/windowed_median/kernels/windowed_median.cu",
            bindings(x: read, out: read_write, uniform(n, w)), threads = n - w + 1, block = 128),
     license = "MIT", visibility = workspace,
 )]
@@ -99,8 +99,8 @@ fn a_reference_receipt_verifies_the_reference_and_nothing_else() {
         vec![
             (BackendKind::Reference, "reference"),
             (BackendKind::Cpu, "median_cpu"),
-            (BackendKind::Wgpu, "kernels/windowed_median.wgsl"),
-            (BackendKind::Cuda, "kernels/windowed_median.cu"),
+            (BackendKind::Wgpu, "examples/windowed_median/kernels/windowed_median.wgsl"),
+            (BackendKind::Cuda, "examples/windowed_median/kernels/windowed_median.cu"),
         ],
         "one trust line per declared kernel"
     );
@@ -118,7 +118,7 @@ fn a_reference_receipt_verifies_the_reference_and_nothing_else() {
     assert!(!card.fully_verified());
     let text = card.to_string();
     assert!(text.contains("reference") && text.contains("verified on reference"), "{text}");
-    assert!(text.contains("wgpu kernels/windowed_median.wgsl") && text.contains("unverified: no wgpu receipt"), "{text}");
+    assert!(text.contains("wgpu examples/windowed_median/kernels/windowed_median.wgsl") && text.contains("unverified: no wgpu receipt"), "{text}");
     assert_eq!(OpCard::from_json(&card.to_json()).unwrap(), card);
 }
 
@@ -404,7 +404,7 @@ fn received_receipts_cards_provenance_and_index_entries_never_panic() {
     let index = serde_json::json!({
         "format": 2, "op": "test/trust/median@1", "content_hash": op.hash_hex(), "card": "a".repeat(64),
         "contract": "b".repeat(64), "body": "c".repeat(64),
-        "kernels": [{"path": "kernels/windowed_median.wgsl", "source": "d".repeat(64), "headers": [{"path": "h.cuh", "blob": "e".repeat(64)}]}],
+        "kernels": [{"path": "examples/windowed_median/kernels/windowed_median.wgsl", "source": "d".repeat(64), "headers": [{"path": "h.cuh", "blob": "e".repeat(64)}]}],
     })
     .to_string();
     assert!(IndexEntry::from_json(&index).is_ok());

@@ -10,7 +10,7 @@ use op_runtime::{op, Real};
     category = elementwise,
     tolerance = ulp(1),
     backward = none,
-    kernel(wgsl = "../../kernels/windowed_median.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n),
+    kernel(wgsl = "../../kernels/clamp_zero_sign.wgsl", bindings(x: read, out: read_write, uniform(n)), threads = n),
 )]
 pub fn double<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| *v + *v).collect()

@@ -1,2 +1,2 @@
 // Includes a file outside the ui-tests crate (the workspace's own kernels directory).
-// @include "../../kernels/windowed_median.wgsl"
+// @include "../../kernels/clamp_zero_sign.wgsl"

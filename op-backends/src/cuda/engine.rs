@@ -204,6 +204,7 @@ impl CudaEngine {
         })
     }
 
+    #[doc(hidden)]
     pub fn link(&self) -> &Arc<Link> {
         &self.link
     }

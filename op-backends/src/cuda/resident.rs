@@ -17,12 +17,16 @@ use std::sync::Arc;
 /// What a buffer needs of its engine: the engine's identity, stream and counters.
 #[derive(Debug)]
 pub struct Link {
+    #[doc(hidden)]
     pub id: u64,
+    #[doc(hidden)]
     pub stream: Arc<CudaStream>,
+    #[doc(hidden)]
     pub counters: Counters,
 }
 
 impl Link {
+    #[doc(hidden)]
     pub fn device_id(&self) -> DeviceId {
         DeviceId { backend: BackendKind::Cuda, instance: self.id }
     }
@@ -38,6 +42,7 @@ pub struct CudaBuffer {
 }
 
 impl CudaBuffer {
+    #[doc(hidden)]
     pub fn new(slice: CudaSlice<u8>, bytes: u64, link: Arc<Link>) -> CudaBuffer {
         CudaBuffer { slice, bytes, link }
     }

@@ -152,11 +152,17 @@ fn needs_f16(op: &RegisteredOp, k: usize) -> bool {
 /// and far band, to the buffer's end.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GuardLayout {
+    #[doc(hidden)]
     pub front: u64,
+    #[doc(hidden)]
     pub data: u64,
+    #[doc(hidden)]
     pub guard: u64,
+    #[doc(hidden)]
     pub far: u64,
+    #[doc(hidden)]
     pub total: u64,
+    #[doc(hidden)]
     pub window: u64,
 }
 

@@ -542,6 +542,7 @@ impl WgpuEngine {
         self.link.counters.snapshot()
     }
 
+    #[doc(hidden)]
     pub fn link(&self) -> &Arc<Link> {
         &self.link
     }

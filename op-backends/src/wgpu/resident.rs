@@ -21,15 +21,22 @@ use std::sync::{mpsc, Arc};
 /// identity, device, queue, counters, buffer pool and wait limit.
 #[derive(Debug)]
 pub struct Link {
+    #[doc(hidden)]
     pub id: u64,
+    #[doc(hidden)]
     pub device: wgpu::Device,
+    #[doc(hidden)]
     pub queue: wgpu::Queue,
+    #[doc(hidden)]
     pub counters: Counters,
+    #[doc(hidden)]
     pub pool: BufferPool,
+    #[doc(hidden)]
     pub waits: Waits,
 }
 
 impl Link {
+    #[doc(hidden)]
     pub fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Link {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         Link {
@@ -41,6 +48,7 @@ impl Link {
             waits: Waits::default(),
         }
     }
+    #[doc(hidden)]
     pub fn device_id(&self) -> DeviceId {
         DeviceId { backend: BackendKind::Wgpu, instance: self.id }
     }
@@ -58,6 +66,7 @@ pub struct WgpuBuffer {
 }
 
 impl WgpuBuffer {
+    #[doc(hidden)]
     pub fn new(buffer: wgpu::Buffer, bytes: u64, link: Arc<Link>) -> WgpuBuffer {
         WgpuBuffer { buffer, bytes, link }
     }

@@ -30,7 +30,9 @@ pub type PreparedFor = (BackendKind, usize, Arc<dyn Prepared>);
 
 /// A registry slot: the current entry for one `name@version` and its per-op state.
 pub struct Slot {
+    #[doc(hidden)]
     pub entry: RwLock<Arc<RegisteredOp>>,
+    #[doc(hidden)]
     pub setting: KindCell,
     /// Prepared kernels by backend and instance (`RegisteredOp::member`).
     pub prepared: Mutex<Vec<PreparedFor>>,
@@ -45,12 +47,14 @@ pub struct Slot {
 pub struct KindCell(std::sync::atomic::AtomicU8);
 
 impl KindCell {
+    #[doc(hidden)]
     pub fn get(&self) -> Option<BackendKind> {
         match self.0.load(Ordering::Acquire) {
             0 => None,
             k => BackendKind::PRIORITY.get(usize::from(k) - 1).copied(),
         }
     }
+    #[doc(hidden)]
     pub fn set(&self, kind: Option<BackendKind>) {
         let code = kind.and_then(|k| BackendKind::PRIORITY.iter().position(|p| *p == k)).map_or(0, |i| i as u8 + 1);
         self.0.store(code, Ordering::Release);
@@ -63,7 +67,9 @@ impl KindCell {
 /// ([`OpHandle::at`], [`OpHandle::instances`]), that instance only.
 #[derive(Clone)]
 pub struct OpHandle {
+    #[doc(hidden)]
     pub registry: Registry,
+    #[doc(hidden)]
     pub slot: Arc<Slot>,
     /// The instance this handle is pinned to (`RegisteredOp::member`), if any.
     pub member: Option<usize>,
@@ -145,15 +151,22 @@ pub struct Stats {
     pub validations: AtomicUsize,
 }
 
+#[doc(hidden)]
 pub struct Inner {
+    #[doc(hidden)]
     pub slots: RwLock<HashMap<String, Arc<Slot>>>,
+    #[doc(hidden)]
     pub latest: RwLock<HashMap<String, u32>>,
+    #[doc(hidden)]
     pub default_backend: KindCell,
     /// Bumped by every setting change and replacement: a slot's memoised choice of backend is
     /// valid only for the generation it was made in.
     pub generation: std::sync::atomic::AtomicU64,
+    #[doc(hidden)]
     pub backends: Vec<Arc<dyn Backend>>,
+    #[doc(hidden)]
     pub order: OnceLock<Vec<Arc<dyn Backend>>>,
+    #[doc(hidden)]
     pub stats: Stats,
     /// Kernels conformance rejected in this process (see `rejected`).
     pub rejected: rejected::Rejections,
@@ -166,6 +179,7 @@ pub struct Inner {
 /// The op registry. Cheap to clone (shared).
 #[derive(Clone)]
 pub struct Registry {
+    #[doc(hidden)]
     pub inner: Arc<Inner>,
 }
 
@@ -430,6 +444,7 @@ impl Registry {
         self.invalidate_if_changed(&handle.slot, before);
     }
 
+    #[doc(hidden)]
     pub fn setting_for(&self, slot: &Slot) -> Option<BackendKind> {
         self.effective_setting(slot)
     }

@@ -101,6 +101,7 @@ pub fn forward_f64(op: &RegisteredOp, inputs: &[&Tensor], params: &[Scalar]) -> 
     shim::run(op, shim, inputs, &params, &bound, Rule::Forward).map_err(|e| e.0)
 }
 
+#[doc(hidden)]
 pub fn no_f64(op: &RegisteredOp) -> String {
     format!(
         "op `{}`: its reference is not generic over `T: Real`, so it has no f64 instantiation; write it as `fn {}<T: Real>(..)`",

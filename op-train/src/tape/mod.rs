@@ -250,6 +250,7 @@ struct VarInfo {
     kind: Kind,
 }
 
+#[doc(hidden)]
 #[derive(Clone)]
 pub struct Node {
     handle: OpHandle,
@@ -330,7 +331,9 @@ impl Grads {
 
 /// What differentiating through an op takes, from its declaration.
 pub enum Rule {
+    #[doc(hidden)]
     Vjp,
+    #[doc(hidden)]
     Composite,
 }
 
@@ -354,6 +357,7 @@ pub fn check_differentiable(decl: &'static OpDecl) -> Result<(), TapeError> {
     }
 }
 
+#[doc(hidden)]
 pub fn shim_err(op: &RegisteredOp) -> impl Fn(String) -> TapeError + '_ {
     move |message| TapeError::Shim { op: op.id.clone(), message }
 }

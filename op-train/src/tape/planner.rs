@@ -143,6 +143,7 @@ pub struct MemoryPlan {
 }
 
 impl MemoryPlan {
+    #[doc(hidden)]
     pub fn new(entries: Vec<PlanEntry>, budget: Option<usize>) -> MemoryPlan {
         let total_bytes = entries.iter().fold(0usize, |a, e| a.saturating_add(e.bytes));
         MemoryPlan { entries, total_bytes, budget }

@@ -236,6 +236,7 @@ pub struct Gen<'a> {
 }
 
 impl<'a> Gen<'a> {
+    #[doc(hidden)]
     pub fn new(op: &'a RegisteredOp) -> Gen<'a> {
         let c = &op.contract;
         let sig = &c.signature;

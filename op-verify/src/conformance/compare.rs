@@ -11,7 +11,8 @@
 //!   bit-identical values keep input order. A kernel implements it by comparing unsigned keys,
 //!   `key(b) = b >> 31 ? ~b : b | 0x80000000` of the bits `b`: in WGSL
 //!   `select(b | 0x80000000u, ~b, (b >> 31u) == 1u)` with `b = bitcast<u32>(v)`
-//!   (`kernels/windowed_median.wgsl`), in CUDA `total_order_key` of `kernels/total_order.cuh`
+//!   (`examples/windowed_median/kernels/windowed_median.wgsl`), in CUDA `total_order_key` of
+//!   `examples/windowed_median/kernels/total_order.cuh`
 //!   (`__float_as_uint`). A plain `<`, `min` or `max` treats `-0` and `+0` as a tie (and may
 //!   treat subnormals as zero, and NaN as anything): its results differ in the sign of zero.
 //! - `ulp(k)`: at most `k` units in the last place apart (`approx::ulps_eq`, so `+0 == -0`);

@@ -141,9 +141,13 @@ pub fn relu(x: &[f32], out: &mut [MaybeUninit<f32>]) {
 /// The binary elementwise ops (IEEE operations: bit-identical to the reference at every dtype).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Bin {
+    #[doc(hidden)]
     Add,
+    #[doc(hidden)]
     Sub,
+    #[doc(hidden)]
     Mul,
+    #[doc(hidden)]
     Div,
 }
 

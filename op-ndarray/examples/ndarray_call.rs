@@ -7,7 +7,7 @@
 //! cargo run --release --example ndarray_call
 //! ```
 
-#[path = "windowed_median/median.rs"]
+#[path = "../../examples/windowed_median/median.rs"]
 mod median;
 
 use ndarray::{Array, Array1, Array2};

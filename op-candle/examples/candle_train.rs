@@ -9,7 +9,7 @@
 //! cargo run --release --example candle_train
 //! ```
 
-#[path = "windowed_median/median.rs"]
+#[path = "../../examples/windowed_median/median.rs"]
 mod median;
 
 use candle_core::{Device, Tensor as CTensor, Var};
