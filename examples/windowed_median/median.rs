@@ -11,6 +11,9 @@ use op_runtime::{op, Real};
 pub mod median_cpu;
 pub use median_cpu::{windowed_median_cpu, windowed_median_cpu_f64, windowed_median_vjp_cpu};
 
+// Kernel paths resolve against the crate's Cargo.toml, then this file's directory: the kernels
+// lie beside this file (`kernels/`), so every crate that includes it (the adapters' examples do)
+// declares the same kernels.
 /// Median of every odd-sized window of `x` (`w` at most 31): out[i] = median(x[i .. i + w]).
 #[op(
     name = "user/example/windowed_median", version = 1,

@@ -5,12 +5,12 @@
 //! every size checked, and turns the bytes read back into tensors
 //! ([`LaunchPlan::outputs`]). It knows no device API.
 
+use op_contract::contract::{Access, Binding, DType, KernelLang};
 use op_core::backend::{BackendError, ExecRequest};
 use op_core::kind::BackendKind;
 use op_core::op::RegisteredOp;
 use op_core::plan::IExpr;
 use op_core::tensor::{checked_numel, Data, Scalar, Tensor};
-use op_contract::contract::{Access, Binding, DType, KernelLang};
 use std::borrow::Cow;
 
 /// Index of the op's kernel in `lang`, if a GPU backend can run the op at all (GPU launches need

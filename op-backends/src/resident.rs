@@ -58,11 +58,7 @@ pub fn device_outputs<B: DeviceStorage>(req: &ExecRequest<'_>, outs: Vec<usize>,
 
 /// `Device::upload` for device `me`: a tensor already there as is (no transfer), one on another
 /// device refused, a host tensor's bytes handed to `make` (one counted transfer) and wrapped.
-pub fn upload_to<B: DeviceStorage>(
-    me: DeviceId,
-    t: &Tensor,
-    make: impl FnOnce(&[u8]) -> Result<B, String>,
-) -> Result<Tensor, TensorError> {
+pub fn upload_to<B: DeviceStorage>(me: DeviceId, t: &Tensor, make: impl FnOnce(&[u8]) -> Result<B, String>) -> Result<Tensor, TensorError> {
     if let Some(s) = t.device_storage() {
         if s.device() == me {
             return Ok(t.clone());

@@ -3,8 +3,8 @@
 //! (`backends::cpu::kernels::pointwise`). Values are compared in IEEE total order (`-0 < +0`);
 //! a NaN operand is the result (the first one if both are), as numpy's `maximum` does.
 
-use op_backends::cpu::kernels::pointwise::{filled, map2};
 use crate::{op, Real};
+use op_backends::cpu::kernels::pointwise::{filled, map2};
 use std::cmp::Ordering;
 
 /// Whether `maximum`'s (or, with `Ordering::Less`, `minimum`'s) result at one element is `a`:

@@ -6,17 +6,17 @@
 //! Sizes are capped for debug builds on two cores; the exhaustive transcendental sweep is an
 //! ignored test (see [`exhaustive_transcendentals`] for the command).
 
+use crate as builtins;
 use op_backends::cpu::kernels::{conv1d, elementwise as ew, matmul, reduce};
 use op_backends::cpu::par::run_in;
 use op_backends::cpu::simd::{with_isa_override, Isa};
 use op_backends::{CpuBackend, ReferenceBackend};
-use crate as builtins;
+use op_contract::sample::Rng;
 use op_core::decl::OpDecl;
 use op_core::kind::BackendKind;
 use op_core::registry::{OpHandle, Registry};
 use op_core::tensor::Tensor;
 use op_verify::conformance::{self, cases, Case, Pattern};
-use op_contract::sample::Rng;
 use std::mem::MaybeUninit;
 use std::sync::{Arc, OnceLock};
 

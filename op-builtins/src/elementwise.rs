@@ -3,9 +3,9 @@
 //! (`f16 | bf16 | f32 | f64`), allocating its output and running the kernel of
 //! `backends::cpu::kernels` for that dtype (`dtype::Elem`) over the CPU backend's threads.
 
+use crate::{op, Real};
 use op_backends::cpu::kernels::dtype::{filled, Elem};
 use op_backends::cpu::kernels::elementwise::{Bin, Un};
-use crate::{op, Real};
 
 /// `n` outputs of a binary `cpu` kernel: the reference zips its inputs, so the length is the
 /// shorter one's (dispatch passes equal lengths).

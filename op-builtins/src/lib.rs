@@ -13,9 +13,9 @@
 mod binary;
 #[cfg(test)]
 mod cpu_tests;
+mod elementwise;
 #[cfg(test)]
 mod floor_tests;
-mod elementwise;
 mod linalg;
 mod permute;
 mod reduce;
@@ -148,9 +148,9 @@ pub fn gradcheck(decl: &'static OpDecl) -> Result<GradcheckReport, GradcheckErro
 /// declared here and, re-exported by the facade, for every user's op. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::__op_tests as op_tests;
     pub use crate::testing::catalog_test;
     pub use crate::testing::{conformance_test, gradcheck_test};
-    pub use crate::__op_tests as op_tests;
     pub use ::core::option::Option::{None, Some};
     pub use half::{bf16, f16};
     pub use linkme;

@@ -5,12 +5,12 @@
 //! sums in f64 (compensated, `sum64`) and round each element once, at every dtype.
 
 use super::sum64::Sum64;
+use crate::{op, Real};
+use half::slice::HalfFloatSliceExt;
 use op_backends::cpu::kernels::dtype::Elem;
 use op_backends::cpu::kernels::{matmul as mm_kern, vjp as vjp_kern};
 use op_core::hostmem;
 use op_core::tensor::{bf16, f16};
-use crate::{op, Real};
-use half::slice::HalfFloatSliceExt;
 
 #[cfg(test)]
 #[path = "matmul_kernel_tests.rs"]

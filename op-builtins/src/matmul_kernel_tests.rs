@@ -10,17 +10,17 @@
 //! kernel's tests are in `builtins/cpu_tests.rs`. Here, at the top floor, because they compare
 //! with the built-in's reference (`kernels` sit below `builtins`).
 
+use crate as builtins;
 use op_backends::cpu::kernels::matmul::{matmul_f64, SHARED_PACK_MAX_BYTES};
 use op_backends::cpu::par::run_in;
 use op_backends::cpu::simd::{with_isa_override, Isa};
 use op_backends::{CpuBackend, ReferenceBackend};
-use crate as builtins;
+use op_contract::sample::Rng;
 use op_core::decl::OpDecl;
 use op_core::kind::BackendKind;
 use op_core::registry::{OpHandle, Registry};
 use op_core::tensor::{DType, Tensor};
 use op_verify::conformance::{self, accum_bound, cases, Case, Pattern};
-use op_contract::sample::Rng;
 use std::sync::{Arc, OnceLock};
 
 /// Runs `f` as dispatch runs a kernel: forced onto `isa`, with a pool of `threads` threads.

@@ -13,8 +13,8 @@
 //! `d0 + (d1 - d0) * min(pk, 1) + (d2 - d1) * (pk / 2) + (d3 - d2) * (pk / 3)`
 //! (`min(pk, 1)`, `pk / 2`, `pk / 3` are `pk >= 1`, `pk >= 2`, `pk >= 3` for `pk <= 3`).
 
-use op_backends::cpu::kernels::pointwise::fill_with;
 use crate::{op, Real};
+use op_backends::cpu::kernels::pointwise::fill_with;
 
 /// Row-major input index that output element `t` of `x` (dims `d`, padded to rank 4 with
 /// trailing ones) permuted by `perm` (output axis `k` is input axis `perm[k]`) copies.

@@ -5,9 +5,9 @@
 //! (compensated, `sum64`) and round once, at every dtype; counts never pass through `T`.
 
 use super::sum64::Sum64;
+use crate::{op, Real};
 use op_backends::cpu::kernels::dtype::{filled, Elem};
 use op_backends::cpu::kernels::elementwise::Un;
-use crate::{op, Real};
 
 /// The cotangent of a rank-0 output (dispatch passes exactly one element).
 fn cotangent<T: Real>(g: &[T]) -> T {

@@ -6,8 +6,8 @@
 //! (`backends::cpu::kernels::rows`).
 
 use super::sum64::Sum64;
-use op_backends::cpu::kernels::rows as kern;
 use crate::{op, Real};
+use op_backends::cpu::kernels::rows as kern;
 use std::cmp::Ordering;
 
 /// The position of each row's element selected on `side` (`Greater`: the largest, the last of

@@ -7,8 +7,8 @@
 //! within its row by (total-order key, index) in O(c) work per element, so rows are limited to
 //! `c <= 1024` elements (longer rows would need a multi-pass sort).
 
-use op_backends::cpu::kernels::rows as kern;
 use crate::{op, Real};
+use op_backends::cpu::kernels::rows as kern;
 
 /// The positions of one row in (total order, index) order: a stable sort of the indices.
 pub(super) fn order<T: Real>(row: &[T]) -> Vec<usize> {

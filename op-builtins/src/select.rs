@@ -9,9 +9,9 @@
 //! A comparison's output dtype is in its name (`less` gives `u32`, `less_bool` gives `bool`): a
 //! dtype variable typing only an output could not be chosen by a call.
 
+use crate::{op, Element, Real};
 use op_backends::cpu::kernels::pointwise::{filled, map3};
 use op_backends::cpu::par::for_each_chunk;
-use crate::{op, Element, Real};
 use std::cmp::Ordering;
 
 /// The IEEE comparison of `a` and `b`: `None` when either is NaN (unordered).

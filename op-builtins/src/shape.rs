@@ -9,8 +9,8 @@
 //! Ranks are fixed by each signature (the shape grammar has no rank variables): `reshape` and
 //! `flatten` convert between a vector and a matrix, `transpose` swaps a matrix's axes.
 
-use op_backends::cpu::kernels::pointwise::fill_with;
 use crate::{op, Real};
+use op_backends::cpu::kernels::pointwise::fill_with;
 
 /// `x` (of `n` elements) as `n / c` rows of `c` elements, row-major (a copy).
 #[op(name = "builtin/reshape", version = 1,

@@ -5,8 +5,8 @@
 //! index past a row's end reads the row's last element (JAX's clamping), never out of bounds
 //! and never an error, so every `u32` index table is admissible and conformance draws any.
 
-use op_backends::cpu::kernels::pointwise::fill_with;
 use crate::{op, Real};
+use op_backends::cpu::kernels::pointwise::fill_with;
 
 /// The position `idx` (an index into a row of `c >= 1` elements) reads: clamped to the last.
 fn clamped(idx: u32, c: usize) -> usize {

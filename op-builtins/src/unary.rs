@@ -2,8 +2,8 @@
 //! (and VJP kernels) and their `cpu` functions (the reference's arithmetic at f32 per element,
 //! chunked over the CPU backend's threads: `backends::cpu::kernels::pointwise`).
 
-use op_backends::cpu::kernels::pointwise::{filled, map1};
 use crate::{op, Real};
+use op_backends::cpu::kernels::pointwise::{filled, map1};
 
 /// Absolute value `|x|`: the sign bit cleared (NaN stays NaN, `-0` becomes `+0`).
 #[op(name = "builtin/abs", version = 1, signature<T: f16 | bf16 | f32 | f64>(x: T[n]) -> T[n],

@@ -20,8 +20,8 @@ use super::{
     add_vjp, conv1d_vjp, div_vjp, exp_vjp, log_vjp, matmul, matmul_vjp, mean_vjp, mse_loss_vjp, mul_vjp, neg_vjp, relu_vjp, scale_vjp,
     sub_vjp, sum_vjp, tanh_vjp,
 };
-use op_core::decl::OpDecl;
 use crate::{op, Real};
+use op_core::decl::OpDecl;
 
 /// Every built-in with a differentiable VJP op: (the built-in's name, its VJP op); the op
 /// library's (`vjp_ops_lib`) after the first fifteen.

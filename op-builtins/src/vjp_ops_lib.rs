@@ -29,8 +29,8 @@ use super::{
     unfold, unfold_vjp, where_, where_vjp,
 };
 use super::{reduce_rows::selected, rows::order};
-use op_core::decl::OpDecl;
 use crate::{op, Element, Real};
+use op_core::decl::OpDecl;
 use std::cmp::Ordering;
 
 /// The op library's built-ins with a differentiable VJP op: (the built-in's name, its VJP op).

@@ -3,8 +3,8 @@
 //! `unfold` with a row op gives a windowed op without a kernel of its own, at the price of the
 //! `rows x w` window buffer, which the tape's memory plan shows.
 
-use op_backends::cpu::kernels::windows as kern;
 use crate::{op, Real};
+use op_backends::cpu::kernels::windows as kern;
 
 /// The windows of `x` as rows: window `i` is `x[i s .. i s + w]`, for every `i` whose window
 /// fits (`(n - w) / s + 1` of them). `w` is the window length (`1 <= w <= n`), `s` the step

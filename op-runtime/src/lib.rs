@@ -35,10 +35,10 @@
 //! layering (`docs/ARCHITECTURE.md`): `op-core`, `op-backends`, `op-train`, `op-verify`,
 //! `op-builtins`.
 
-pub use op_macros::op;
 /// Runs a body with the portable vector type of the best instruction set found at run time (the
 /// `cpu` toolkit's dispatch; see [`cpu::simd`]).
 pub use op_backends::with_isa;
+pub use op_macros::op;
 
 /// The built-in ops (each op's module holds its `DECL`; its function is the reference), the list
 /// of their declarations and what installs them into a registry.
@@ -60,8 +60,13 @@ pub mod train {
 
 // What every user touches, at the root (candle's convention); the rest in the modules below,
 // each named after what a user does with it.
+/// The 16-bit float types (from `half`), for `f16`/`bf16` tensors and kernels.
+pub use half::{bf16, f16};
 pub use op_builtins::gradcheck;
-pub use op_core::registry::defaults::{register, registry};
+/// The span-free contract an `#[op]` declaration compiles to (from `op-contract`): its
+/// signature, category, tolerance, backward form and kernels.
+pub use op_contract::contract;
+pub use op_contract::contract::{Contract, DType, KernelLang};
 pub use op_core::decl::OpDecl;
 pub use op_core::error::{
     BackendError, DispatchError, KernelCompilationError, KernelFallbackExhaustedError, KernelRegistrationError, TensorError,
@@ -70,17 +75,12 @@ pub use op_core::kind::BackendKind;
 pub use op_core::op::{OpSource, RegisteredOp};
 pub use op_core::real::Real;
 pub use op_core::registry::batch::{BatchError, BatchOutcome};
+pub use op_core::registry::defaults::{register, registry};
 pub use op_core::registry::dispatch::{CallOptions, Outcome};
 pub use op_core::registry::{OpHandle, Registry, Rejection, Stats};
 pub use op_core::tensor::{Data, Element, ParamValue, Scalar, Shape, Tensor};
 pub use op_train::tape::{Tape, Var};
 pub use op_verify::conformance::{conform, conform_all};
-/// The 16-bit float types (from `half`), for `f16`/`bf16` tensors and kernels.
-pub use half::{bf16, f16};
-/// The span-free contract an `#[op]` declaration compiles to (from `op-contract`): its
-/// signature, category, tolerance, backward form and kernels.
-pub use op_contract::contract;
-pub use op_contract::contract::{Contract, DType, KernelLang};
 
 /// The names most programs use, for `use op_runtime::prelude::*`.
 pub mod prelude {

@@ -118,7 +118,10 @@ fn a_reference_receipt_verifies_the_reference_and_nothing_else() {
     assert!(!card.fully_verified());
     let text = card.to_string();
     assert!(text.contains("reference") && text.contains("verified on reference"), "{text}");
-    assert!(text.contains("wgpu examples/windowed_median/kernels/windowed_median.wgsl") && text.contains("unverified: no wgpu receipt"), "{text}");
+    assert!(
+        text.contains("wgpu examples/windowed_median/kernels/windowed_median.wgsl") && text.contains("unverified: no wgpu receipt"),
+        "{text}"
+    );
     assert_eq!(OpCard::from_json(&card.to_json()).unwrap(), card);
 }
 

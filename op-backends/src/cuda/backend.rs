@@ -7,13 +7,13 @@ use super::resident::CudaBuffer;
 use super::{CudaArg, CudaEngine, CudaError, CudaGrid, CudaKernel};
 use crate::launch::{Arg, FieldValue, LaunchPlan};
 use crate::resident;
+use op_contract::contract::KernelLang;
 use op_core::backend::{Backend, BackendError, ExecRequest, Prepared, CANARY_BYTE};
 use op_core::device::DeviceProfile;
 use op_core::kind::BackendKind;
 use op_core::op::RegisteredOp;
 use op_core::tensor::Device;
 use op_core::tensor::Tensor;
-use op_contract::contract::KernelLang;
 use std::sync::{Arc, OnceLock};
 
 /// The CUDA backend.

@@ -7,10 +7,10 @@
 //! engine's device leaves its outputs there: nothing crosses to the host.
 
 use crate::transfers::Counters;
+use cudarc::driver::{CudaSlice, CudaStream};
 use op_core::error::TensorError;
 use op_core::kind::BackendKind;
 use op_core::placement::{DeviceId, DeviceStorage};
-use cudarc::driver::{CudaSlice, CudaStream};
 use std::any::Any;
 use std::sync::Arc;
 

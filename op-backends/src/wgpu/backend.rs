@@ -15,13 +15,13 @@ use super::engine::{Geometry, Pipeline, Slot, SlotKind, WgpuEngine, WgpuError};
 use super::resident::WgpuBuffer;
 use crate::launch::{Arg, LaunchPlan};
 use crate::resident;
+use op_contract::contract::KernelLang;
 use op_core::backend::{Backend, BackendError, ExecRequest, Prepared, CANARY_BYTE};
 use op_core::decl::Launch;
 use op_core::device::DeviceProfile;
 use op_core::kind::BackendKind;
 use op_core::op::RegisteredOp;
 use op_core::tensor::Tensor;
-use op_contract::contract::KernelLang;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Uniform blocks a prepared kernel keeps on the device for calls on device tensors, by their

@@ -1,8 +1,8 @@
 //! Unit tests of `op-core/src/registry/dispatch.rs` that need a built-in op (moved up to the floor that has them).
 
 use crate::{add, sub};
-use op_core::op::{OpSource, RegisteredOp};
 use op_core::kind::BackendKind;
+use op_core::op::{OpSource, RegisteredOp};
 use op_core::registry::dispatch::CallOptions;
 use op_core::registry::Registry;
 use op_core::tensor::Tensor;

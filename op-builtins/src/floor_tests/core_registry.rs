@@ -1,8 +1,8 @@
 //! Unit tests of `op-core/src/registry/mod.rs` that need a built-in op (moved up to the floor that has them).
 
-use op_core::registry::*;
-use op_core::error::KernelRegistrationError;
 use op_core::decl::OpDecl;
+use op_core::error::KernelRegistrationError;
+use op_core::registry::*;
 use std::sync::Arc;
 
 /// A copy of a built-in's declaration with another function name, site or module.

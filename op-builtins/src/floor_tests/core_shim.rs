@@ -1,12 +1,12 @@
 //! Unit tests of `op-core/src/shim.rs` that need a built-in op (moved up to the floor that has them).
 
-use op_core::shim::*;
-use op_core::error::ShimError;
-use op_core::decl::ShimFn;
-use op_core::tensor::Tensor;
-use op_core::op::RegisteredOp;
 use op_core::decl::Call;
+use op_core::decl::ShimFn;
+use op_core::error::ShimError;
 use op_core::op::OpSource;
+use op_core::op::RegisteredOp;
+use op_core::shim::*;
+use op_core::tensor::Tensor;
 
 fn nothing(_: &mut Call<'_>) -> Result<(), ShimError> {
     Ok(())

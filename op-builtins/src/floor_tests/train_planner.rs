@@ -1,9 +1,9 @@
 //! Unit tests of `op-train/src/tape/planner.rs` that need a built-in op (moved up to the floor that has them).
 
-use op_train::tape::planner::*;
-use op_core::op::RegisteredOp;
 use op_contract::contract::DType;
 use op_core::error::DispatchError;
+use op_core::op::RegisteredOp;
+use op_train::tape::planner::*;
 
 fn conv1d() -> RegisteredOp {
     RegisteredOp::load(&crate::conv1d::DECL).unwrap_or_else(|e| panic!("{e}"))
@@ -22,10 +22,7 @@ fn infers_output_shapes_without_data() {
 fn refuses_like_plan_validate_naming_the_op() {
     let op = conv1d();
     let e = infer(&op, &[(DType::f32, &[3]), (DType::f32, &[5])], &[], None).unwrap_err();
-    assert!(
-        matches!(&e, DispatchError::Constraint { op, constraint, .. } if op == "builtin/conv1d@1" && constraint == "m <= n"),
-        "{e}"
-    );
+    assert!(matches!(&e, DispatchError::Constraint { op, constraint, .. } if op == "builtin/conv1d@1" && constraint == "m <= n"), "{e}");
     let e = infer(&op, &[(DType::f64, &[3]), (DType::f32, &[2])], &[], None).unwrap_err();
     assert!(matches!(&e, DispatchError::InputDType { input, .. } if input == "x"), "{e}");
     let e = infer(&op, &[(DType::f32, &[3])], &[], None).unwrap_err();

@@ -1,13 +1,13 @@
 //! Unit tests of `op-verify/src/conformance/scale.rs` that declare an op (moved up to the floor
 //! that can).
 
-use op_verify::conformance::scale::*;
-use op_verify::conformance::run_shim;
 use op_core::op::RegisteredOp;
-use op_core::tensor::{Scalar, Tensor};
-use op_verify::conformance::{AccumScale, Case};
 use op_core::registry::{OpHandle, Registry};
+use op_core::tensor::{Scalar, Tensor};
+use op_verify::conformance::run_shim;
+use op_verify::conformance::scale::*;
 use op_verify::conformance::{corpus, Pattern};
+use op_verify::conformance::{AccumScale, Case};
 
 fn handle(name: &str) -> OpHandle {
     Registry::with_builtins().lookup(name).expect("built-in")
@@ -38,10 +38,7 @@ pub fn clipped_scan<T: crate::Real>(x: &[T], lo: T, hi: T) -> Vec<T> {
 fn scales_on(op: &RegisteredOp, x: Vec<f32>, params: &[f32]) -> Vec<AccumScale> {
     let template = corpus(op).cases.into_iter().next().expect("a case");
     let case = Case {
-        shape: op_verify::conformance::CaseShape {
-            syms: vec![x.len() as i128],
-            float_params: params.iter().map(|v| *v as f64).collect(),
-        },
+        shape: op_verify::conformance::CaseShape { syms: vec![x.len() as i128], float_params: params.iter().map(|v| *v as f64).collect() },
         inputs: vec![Tensor::vector(x)],
         params: params.iter().map(|v| Scalar::F32(*v)).collect(),
         ..template

@@ -67,14 +67,7 @@ pub struct Memo {
 
 impl Memo {
     /// A memo of a call that passed validation and the allocation check.
-    pub fn new(
-        key: CallKey,
-        inputs: &[&Tensor],
-        params: &[Scalar],
-        op: Arc<RegisteredOp>,
-        bound: Bound,
-        choice: Arc<Choice>,
-    ) -> Memo {
+    pub fn new(key: CallKey, inputs: &[&Tensor], params: &[Scalar], op: Arc<RegisteredOp>, bound: Bound, choice: Arc<Choice>) -> Memo {
         let inputs = inputs.iter().map(|t| (t.dtype(), Shape::from_slice(t.shape()))).collect();
         Memo { key, inputs, params: SmallVec::from_slice(params), op, bound, choice }
     }

@@ -5,12 +5,12 @@
 //! numpy` runs its shims on its operands expanded to the broadcast shape, and its VJP's
 //! gradients are summed back to each operand's shape (`core::broadcast`).
 
+use op_contract::contract::DType;
 use op_core::broadcast;
 use op_core::op::RegisteredOp;
 use op_core::plan::Bound;
 use op_core::shim::{self, Rule};
 use op_core::tensor::{Scalar, Tensor};
-use op_contract::contract::DType;
 
 /// Where a tape executes its ops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,13 +119,7 @@ fn instance<'a>(op: &'a RegisteredOp, inputs: &[&Tensor], params: &[Scalar], mod
 }
 
 /// Runs the declared VJP (at the mode's dtype): one gradient per differentiable input.
-pub fn vjp(
-    op: &RegisteredOp,
-    inputs: &[&Tensor],
-    params: &[Scalar],
-    cotangents: &[&Tensor],
-    mode: Mode,
-) -> Result<Vec<Tensor>, String> {
+pub fn vjp(op: &RegisteredOp, inputs: &[&Tensor], params: &[Scalar], cotangents: &[&Tensor], mode: Mode) -> Result<Vec<Tensor>, String> {
     let op = instance(op, inputs, params, mode)?;
     let shim = match mode {
         Mode::Dispatch => op.shims.vjp,

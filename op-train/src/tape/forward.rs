@@ -6,10 +6,10 @@
 //! rules run on the host (`higher`). It owns the forward sweep; it never runs reverse mode.
 
 use super::{device, exec, Kind, Node, Run, Tape, TapeError, Var};
+use op_contract::contract::Backward;
 use op_core::op::RegisteredOp;
 use op_core::provenance::ProvenanceRecord;
 use op_core::tensor::Tensor;
-use op_contract::contract::Backward;
 
 /// Tangents of one forward-mode pass, by value: `J v` for every value the seeds reach.
 #[derive(Debug, Default)]

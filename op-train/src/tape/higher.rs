@@ -5,11 +5,11 @@
 //! rules; which rule a node needs is `forward`'s and `second`'s to decide.
 
 use super::{device, exec, planner, shim_err, Node, Tape, TapeError};
+use op_contract::contract::{Backward, DType};
 use op_core::op::RegisteredOp;
 use op_core::provenance::ProvenanceRecord;
 use op_core::registry::OpHandle;
 use op_core::tensor::{Scalar, Tensor};
-use op_contract::contract::{Backward, DType};
 use std::borrow::Cow;
 
 /// `ts` on the host: host tensors borrowed, device tensors read back (counted).
@@ -146,14 +146,13 @@ impl Tape {
         }
         let what = format!("the VJP rule of `{}` (it runs on the host)", h.id());
         let hc = hosted(&what, c)?;
-        let expanded =
-            hc.iter()
-                .map(|t| match t.shape() == to.as_slice() {
-                    true => Ok(t.as_ref().clone()),
-                    false => op_core::broadcast::expand_host(t, &to)
-                        .map_err(|e| TapeError::Shim { op: op.id.clone(), message: e.to_string() }),
-                })
-                .collect::<Result<Vec<_>, _>>()?;
+        let expanded = hc
+            .iter()
+            .map(|t| match t.shape() == to.as_slice() {
+                true => Ok(t.as_ref().clone()),
+                false => op_core::broadcast::expand_host(t, &to).map_err(|e| TapeError::Shim { op: op.id.clone(), message: e.to_string() }),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         self.placed_all(&what, expanded).map(Some)
     }
 

@@ -48,6 +48,7 @@ pub use pullback::Pullback;
 pub use second::Hvp;
 pub use vmap::{vmap, GradFn, InAxis, TapeFn, TensorFn, Vmap};
 
+use op_contract::contract::{Backward, DType};
 use op_core::backend::BackendError;
 use op_core::decl::OpDecl;
 use op_core::error::DispatchError;
@@ -59,7 +60,6 @@ use op_core::receipt::Receipt;
 use op_core::registry::dispatch::CallOptions;
 use op_core::registry::{OpHandle, Registry};
 use op_core::tensor::{Data, Scalar, Tensor};
-use op_contract::contract::{Backward, DType};
 use std::sync::Arc;
 use thiserror::Error;
 

@@ -2,10 +2,10 @@
 //! no tensor is built) and the memory plan of a tape, checked against a budget before anything
 //! runs. It never allocates tensor storage and never executes an op.
 
+use op_contract::contract::DType;
 use op_core::error::DispatchError;
 use op_core::op::RegisteredOp;
 use op_core::tensor::{checked_numel, Scalar};
-use op_contract::contract::DType;
 use std::fmt;
 
 /// Output dtypes and shapes of one op application, inferred without data.

@@ -51,10 +51,10 @@
 //!
 //! [`Contract::admits_nan`]: op_contract::contract::Contract::admits_nan
 
-use op_core::op::RegisteredOp;
-use op_core::tensor::{bf16, f16, Data, Scalar, Tensor};
 use op_contract::contract::{DType, Domain, Tolerance};
 use op_contract::sample::{in_domain, Caps, Draw, Magnitudes, Rng, Sizes, Space};
+use op_core::op::RegisteredOp;
+use op_core::tensor::{bf16, f16, Data, Scalar, Tensor};
 use std::fmt;
 
 /// Largest number of elements of any input or output tensor in a small (`smallest`, `random`)

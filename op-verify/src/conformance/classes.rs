@@ -5,8 +5,8 @@
 //! happened to fail first. Owns the classes, their order and that decision; it must not decide
 //! a verdict (`compare`) or run anything.
 
-use op_core::tensor::Data;
 use op_contract::contract::DType;
+use op_core::tensor::Data;
 
 /// What the defect of a rejected output is, decided from every element, not only the first.
 #[derive(Clone, Debug, PartialEq)]

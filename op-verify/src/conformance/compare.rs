@@ -89,10 +89,10 @@
 
 pub use super::classes::Class;
 use super::classes::{ulps, Mismatches};
-use op_core::backend::canary_bits;
-use op_core::tensor::{Data, Tensor};
 use crate::isolate::Death;
 use op_contract::contract::{DType, SignedZero, Tolerance};
+use op_core::backend::canary_bits;
+use op_core::tensor::{Data, Tensor};
 
 /// A mismatch at one output element.
 #[derive(Clone, Debug, PartialEq)]

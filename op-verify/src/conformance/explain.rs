@@ -11,9 +11,9 @@ use super::cases::{Case, MAX_NUMEL};
 use super::classes::Class;
 use super::compare::{Fault, Mismatch};
 use super::run_shim;
+use op_contract::contract::{DType, NanPolicy};
 use op_core::op::RegisteredOp;
 use op_core::tensor::{Data, Scalar, Tensor};
-use op_contract::contract::{DType, NanPolicy};
 use std::cmp::Ordering;
 
 /// Steps tried around each integer parameter for [`Class::WrongWindow`], nearest first.

@@ -47,21 +47,21 @@ mod run;
 #[doc(hidden)] // for the scale tests on the built-ins floor
 pub mod scale;
 
-pub use op_core::limits::{Isolation, RunLimits};
 pub use crate::isolate::Death;
 pub use cases::{Case, Corpus, Pattern, Shape as CaseShape};
 pub use classes::Class;
 pub use compare::{accum_bound, AccumScale, Fault, Flaky, Mismatch, OutOfBounds};
 pub use op_contract::contract::Tolerance;
+pub use op_core::limits::{Isolation, RunLimits};
 pub use report::{Defect, Report};
 
+use op_contract::contract::DType;
 use op_core::device::DeviceProfile;
 use op_core::kind::BackendKind;
 use op_core::op::RegisteredOp;
 use op_core::receipt::Receipt;
 use op_core::registry::OpHandle;
 use op_core::tensor::{Scalar, Tensor};
-use op_contract::contract::DType;
 use scale::accum_scales;
 use std::sync::Arc;
 

@@ -5,10 +5,10 @@
 
 use super::cases::Case;
 use super::compare::{Class, Fault, Mismatch};
+use op_contract::contract::{Category, DType, NanPolicy, SignedZero, Tolerance};
 use op_core::backend::canary_bits;
 use op_core::device::DeviceProfile;
 use op_core::kind::BackendKind;
-use op_contract::contract::{Category, DType, NanPolicy, SignedZero, Tolerance};
 use std::fmt;
 
 /// One class of defect, on the smallest case that shows it (shrunk, keeping the class).

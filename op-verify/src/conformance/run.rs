@@ -7,12 +7,12 @@
 
 use super::compare::{Fault, Flaky};
 use super::{Case, Checker, GUARD};
+use crate::isolate::{Death, Runner};
 use op_core::kind::BackendKind;
 use op_core::limits::Isolation;
 use op_core::op::OpSource;
 use op_core::registry::OpHandle;
 use op_core::tensor::{Scalar, Tensor};
-use crate::isolate::{Death, Runner};
 use std::time::Duration;
 
 /// Whether a run of `source`'s kernel on `kind` goes to a child process under `isolation`.
@@ -107,9 +107,8 @@ fn differ(a: &[Tensor], b: &[Tensor]) -> Option<Flaky> {
         }
         let (dx, dy) = (x.data(), y.data());
         if let Some(i) = (0..dx.len()).find(|&i| dx.bits(i) != dy.bits(i)) {
-            let show = |d: &op_core::tensor::Data| {
-                format!("{:e} (bits {:#x})", d.get_f64(i).unwrap_or(f64::NAN), d.bits(i).unwrap_or_default())
-            };
+            let show =
+                |d: &op_core::tensor::Data| format!("{:e} (bits {:#x})", d.get_f64(i).unwrap_or(f64::NAN), d.bits(i).unwrap_or_default());
             // `i` counts the guard band; the element index is the output's own.
             let at = (o, i.wrapping_sub(GUARD));
             return Some(Flaky { at: Some(at).filter(|_| i >= GUARD), first: show(dx), second: show(dy) });

@@ -3,10 +3,10 @@
 //! derived from the reference; it must not compare outputs (that is `compare`) or run kernels.
 
 use super::{run_shim, AccumScale, Case};
-use op_core::op::RegisteredOp;
-use op_core::tensor::{Scalar, Tensor};
 use op_contract::contract::DType;
 use op_contract::sample::Rng;
+use op_core::op::RegisteredOp;
+use op_core::tensor::{Scalar, Tensor};
 
 /// Symbols of input dims that no output dim mentions: the contracted ones.
 pub(super) fn contracted(op: &RegisteredOp) -> Vec<usize> {
@@ -217,12 +217,7 @@ fn sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>]) -> Vec<Vec<f6
 /// anchors the flushed-input allowance). A failure is an error (a typed
 /// [`ConformanceFailure::Scale`](super::ConformanceFailure::Scale)), never a default. Integer
 /// outputs need no scale (they compare bit for bit).
-pub fn accum_scales(
-    op: &RegisteredOp,
-    case: &Case,
-    expected: &[Tensor],
-    flushed: Option<&[Tensor]>,
-) -> Result<Vec<AccumScale>, String> {
+pub fn accum_scales(op: &RegisteredOp, case: &Case, expected: &[Tensor], flushed: Option<&[Tensor]>) -> Result<Vec<AccumScale>, String> {
     scales(op, case, expected, flushed, true)
 }
 

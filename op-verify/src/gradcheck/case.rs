@@ -7,11 +7,11 @@
 //! hash: the author picks nothing, and the same content always gets the same case.
 
 use super::steps::drawn_bits;
+use op_contract::contract::{DType, Domain};
+use op_contract::sample::{in_domain, Caps, Draw, Magnitudes, Rng, Space};
 use op_core::op::RegisteredOp;
 use op_core::tensor::{Scalar, Tensor};
 use op_train::tape::planner;
-use op_contract::contract::{DType, Domain};
-use op_contract::sample::{in_domain, Caps, Draw, Magnitudes, Rng, Space};
 use std::collections::{BTreeMap, HashMap};
 
 /// Draws of a binding tried before giving up (a third over small dims, a third over wider ones,

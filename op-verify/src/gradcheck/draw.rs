@@ -9,9 +9,9 @@
 use super::case::{self, Binding};
 use super::probe::{locate, Checker, RESOLVED};
 use super::GradcheckError;
-use op_core::tensor::Tensor;
 use op_contract::contract::{DType, Signature, TensorSig};
 use op_contract::sample::{Magnitudes, Rng};
+use op_core::tensor::Tensor;
 use std::fmt;
 
 /// The default ladder's largest magnitudes, widest first.

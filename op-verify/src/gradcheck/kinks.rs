@@ -28,8 +28,8 @@
 use super::case::keep_in;
 use super::probe::{samples, Checker, Dir};
 use super::GradcheckError;
-use op_core::tensor::Tensor;
 use op_contract::sample::Rng;
+use op_core::tensor::Tensor;
 
 /// Kinks of each kind (ties, zeros) a gradcheck probes where it can find them. A convention can
 /// agree with a wrong one at some kinks (a rule routing a tie's cotangent to the later element

@@ -77,14 +77,14 @@ pub use draw::{DrawRange, Narrowed};
 pub use error::GradcheckError;
 pub use report::{BackwardForm, ControlOutcome, Corruption, GradcheckReport, ProbePoint};
 
+use op_contract::contract::{Backward, Category, Contract, DType, Tolerance};
+use op_contract::sample::Rng;
 use op_core::decl::OpDecl;
 use op_core::error::KernelRegistrationError;
 use op_core::op::RegisteredOp;
 use op_core::registry::Registry;
 use op_core::tensor::{Scalar, Tensor};
 use op_train::tape::{exec, Mode, Tape, TapeError};
-use op_contract::contract::{Backward, Category, Contract, DType, Tolerance};
-use op_contract::sample::Rng;
 use probe::{measure, Checker, Measured, Probe};
 use verdict::{consistency, judge, negative_control, smallest_caught};
 

@@ -6,11 +6,11 @@
 
 use super::steps::{exact_step, step_scale, STEP_FLOOR};
 use super::GradcheckError;
+use op_contract::contract::NanPolicy;
+use op_contract::sample::Rng;
 use op_core::op::RegisteredOp;
 use op_core::tensor::{Scalar, Tensor};
 use op_train::tape::{exec, Tape};
-use op_contract::contract::NanPolicy;
-use op_contract::sample::Rng;
 
 /// A probe direction over the differentiable inputs: one coordinate, or a dense vector.
 #[derive(Clone, Debug)]

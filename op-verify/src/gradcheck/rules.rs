@@ -4,9 +4,9 @@
 
 use super::probe::{Checker, Dir};
 use super::GradcheckError;
+use op_contract::sample::Rng;
 use op_core::tensor::Tensor;
 use op_train::tape::{exec, Mode};
-use op_contract::sample::Rng;
 
 impl Checker {
     fn cotangents(&self, u: &[Option<Vec<f64>>]) -> Result<Vec<Tensor>, GradcheckError> {

@@ -4,8 +4,8 @@
 //! an error naming what was wrong, never a panic (a child that died mid-write sends exactly
 //! that).
 
-use op_core::tensor::{Data, Scalar, Tensor};
 use op_contract::contract::DType;
+use op_core::tensor::{Data, Scalar, Tensor};
 
 /// What a child returns for one request: the call's outputs, or its error as text.
 pub type Reply = Result<Vec<Tensor>, String>;

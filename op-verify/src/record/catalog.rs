@@ -2,6 +2,9 @@
 //! identity, category, tolerance, kernels per backend with their hashes, its card), derived from
 //! its description by loading it, never by registering it.
 
+use crate::sharing::{LocalDevices, OpCard};
+use op_contract::contract::{Contract, CpuKernel, KernelLang};
+use op_contract::generic::{binding_text, serves};
 use op_core::catalog::decls;
 use op_core::decl::OpDecl;
 use op_core::error::KernelRegistrationError;
@@ -9,9 +12,6 @@ use op_core::kind::BackendKind;
 use op_core::op::{OpSource, RegisteredOp};
 use op_core::receipt::Receipt;
 use op_core::trust::TrustList;
-use crate::sharing::{LocalDevices, OpCard};
-use op_contract::contract::{Contract, CpuKernel, KernelLang};
-use op_contract::generic::{binding_text, serves};
 use serde::{Deserialize, Serialize};
 
 /// One kernel of an op, as a listing shows it.

@@ -5,11 +5,11 @@
 //! the f64 reference, so a conforming kernel can differ from it (an order of summation that
 //! gives inf where the reference's gives NaN). Measures only; the verdict stays `conform`'s.
 
+use crate::conformance::corpus;
 use op_core::kind::BackendKind;
 use op_core::registry::dispatch::CallOptions;
 use op_core::registry::OpHandle;
 use op_core::tensor::Tensor;
-use crate::conformance::corpus;
 use serde::{Deserialize, Serialize};
 
 /// Most cases measured per backend (the corpus in order: the smallest cases first).

@@ -12,14 +12,14 @@ pub use catalog::{entries, same_decl};
 pub use catalog::{CatalogEntry, KernelInfo};
 pub use errors::{measure, ErrorPoint, MAX_ERROR_CASES};
 
+use crate::conformance::{is_kernel, ConformanceFailure, Report};
+use crate::gradcheck::{GradcheckError, GradcheckReport, ProbePoint};
+use crate::sharing::{KernelTrust, LocalDevices, OpCard};
 use op_core::files::{ensure_dir, write_atomic, Replace};
 use op_core::kind::BackendKind;
 use op_core::receipt::Receipt;
 use op_core::registry::OpHandle;
 use op_core::trust::TrustList;
-use crate::conformance::{is_kernel, ConformanceFailure, Report};
-use crate::gradcheck::{GradcheckError, GradcheckReport, ProbePoint};
-use crate::sharing::{KernelTrust, LocalDevices, OpCard};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 

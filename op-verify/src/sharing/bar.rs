@@ -5,10 +5,10 @@
 
 use super::card::intact;
 use super::error::{Missing, SharingError};
+use op_contract::contract::Visibility;
 use op_core::kind::BackendKind;
 use op_core::op::RegisteredOp;
 use op_core::receipt::Receipt;
-use op_contract::contract::Visibility;
 
 /// Refuses what may not leave private: a VJP op (it travels with its op), a private op, a
 /// licence that is not a valid SPDX expression, a shared op without a licence, and a `public`

@@ -4,14 +4,14 @@
 //! material ([`OpCard::derive`]), receipts and trust from signed or digest-checked receipts;
 //! the description is unverified text. Reads receipts; never mints one. (Text: `show`.)
 
+use op_contract::contract::{Backward, Category, Contract, KernelLang, Tolerance, Visibility};
+use op_contract::identity::KernelBytes;
 use op_core::device::DeviceProfile;
 use op_core::kind::BackendKind;
 use op_core::op::{OpSource, RegisteredOp};
 use op_core::receipt::Receipt;
 use op_core::registry::Registry;
 use op_core::trust::TrustList;
-use op_contract::contract::{Backward, Category, Contract, KernelLang, Tolerance, Visibility};
-use op_contract::identity::KernelBytes;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

@@ -6,12 +6,12 @@
 use super::card::{CardMaterial, LocalDevices, OpCard, PUBLISHED_TRUST};
 use super::error::SharingError;
 use super::store::{IndexEntry, Store};
+use op_contract::contract::Contract;
+use op_contract::identity::{hex, identity, KernelBytes};
 use op_core::kind::BackendKind;
 use op_core::op::OpSource;
 use op_core::receipt::Receipt;
 use op_core::trust::TrustList;
-use op_contract::contract::Contract;
-use op_contract::identity::{hex, identity, KernelBytes};
 
 /// A kernel's bytes as loaded.
 #[derive(Clone, Debug, PartialEq, Eq)]

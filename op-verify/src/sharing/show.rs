@@ -4,9 +4,9 @@
 //! covered by neither the identity nor a receipt, is shown as unverified text.
 
 use super::card::{OpCard, Trust};
+use op_contract::contract::{Backward, Visibility};
 use op_core::kind::BackendKind;
 use op_core::op::OpSource;
-use op_contract::contract::{Backward, Visibility};
 use std::borrow::Cow;
 use std::fmt;
 

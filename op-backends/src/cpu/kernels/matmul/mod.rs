@@ -45,9 +45,9 @@ mod overflow;
 use super::{any_non_finite, dot_f64};
 use crate::cpu::par::for_each_chunk;
 use crate::cpu::simd::Isa;
-use op_core::hostmem;
 use crate::with_isa;
 use lanes::{Elem, Lanes, Tile, Wide, NV};
+use op_core::hostmem;
 
 /// p-panel length (fixed: part of the summation order).
 pub const KC: usize = 256;
