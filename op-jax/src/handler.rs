@@ -53,7 +53,12 @@ fn entry(frame: *mut xla::CallFrame, kind: Kind) -> *mut xla::Error {
         // No API table to build an error with; XLA never passes a null frame.
         return null_mut();
     }
-    let outcome = catch_unwind(AssertUnwindSafe(|| unsafe { run(frame, kind) }));
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        // XLA's CPU runtime runs with denormals flushed (FTZ/DAZ); the op's contract, its
+        // reference and the Rust call are IEEE arithmetic. Restored on every exit, panics included.
+        let _ieee = FpEnv::ieee();
+        unsafe { run(frame, kind) }
+    }));
     let failure = match outcome {
         Ok(Ok(())) => return null_mut(),
         Ok(Err(f)) => f,
@@ -67,6 +72,57 @@ fn entry(frame: *mut xla::CallFrame, kind: Kind) -> *mut xla::Error {
         }
     };
     catch_unwind(AssertUnwindSafe(|| unsafe { error(frame, failure) })).unwrap_or(null_mut())
+}
+
+/// The floating-point environment of the calling thread, set to IEEE (no flush-to-zero, no
+/// denormals-are-zero) while alive and restored when dropped.
+struct FpEnv {
+    #[allow(dead_code)]
+    saved: u64,
+}
+
+impl FpEnv {
+    #[cfg(target_arch = "x86_64")]
+    fn ieee() -> FpEnv {
+        let mut csr: u32 = 0;
+        // SAFETY: stmxcsr/ldmxcsr read and write the SSE control register of this thread only.
+        unsafe {
+            std::arch::asm!("stmxcsr [{}]", in(reg) &mut csr, options(nostack));
+            let ieee = csr & !((1 << 15) | (1 << 6)); // FTZ, DAZ
+            std::arch::asm!("ldmxcsr [{}]", in(reg) &ieee, options(nostack));
+        }
+        FpEnv { saved: u64::from(csr) }
+    }
+    #[cfg(target_arch = "aarch64")]
+    fn ieee() -> FpEnv {
+        let fpcr: u64;
+        // SAFETY: FPCR is this thread's floating-point control register; FZ is bit 24.
+        unsafe {
+            std::arch::asm!("mrs {}, fpcr", out(reg) fpcr, options(nomem, nostack));
+            std::arch::asm!("msr fpcr, {}", in(reg) fpcr & !(1 << 24), options(nomem, nostack));
+        }
+        FpEnv { saved: fpcr }
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    fn ieee() -> FpEnv {
+        FpEnv { saved: 0 }
+    }
+}
+
+impl Drop for FpEnv {
+    fn drop(&mut self) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let csr = self.saved as u32;
+            // SAFETY: restores the value read in `ieee`.
+            unsafe { std::arch::asm!("ldmxcsr [{}]", in(reg) &csr, options(nostack)) };
+        }
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: restores the value read in `ieee`.
+        unsafe {
+            std::arch::asm!("msr fpcr, {}", in(reg) self.saved, options(nomem, nostack))
+        };
+    }
 }
 
 /// An `XLA_FFI_Error` built with the frame's API table (XLA copies the message).

@@ -47,9 +47,11 @@ fn to_scalar(op: &str, name: &str, dtype: DType, v: &Bound<'_, PyAny>) -> PyResu
         }
         let x = v.extract::<f64>().map_err(|_| bad(format!("must be a static Python number, got {v}")))?;
         return match dtype {
-            DType::f32 => Ok(Scalar::F32(x as f32)),
+            // A half-precision parameter travels as `Scalar::F32` (op-runtime has no half scalar;
+            // the shim rounds it).
+            DType::f32 | DType::f16 | DType::bf16 => Ok(Scalar::F32(x as f32)),
             DType::f64 => Ok(Scalar::F64(x)),
-            other => Err(bad(format!("is a {other} parameter, which op_jax cannot pass as an XLA attribute"))),
+            _ => Ok(Scalar::F64(x)),
         };
     }
     if v.is_instance_of::<PyBool>() || v.is_instance_of::<PyFloat>() {
@@ -85,8 +87,14 @@ fn resolve(name: &str, dtypes: &[DType], params: &[Bound<'_, PyAny>]) -> PyResul
         )));
     }
     let inst = op.member_for_dtypes(dtypes, &[]).map_err(|e| ContractError::new_err(e.to_string()))?.cloned().unwrap_or(op.clone());
-    let pdt: Vec<(String, DType)> = inst.contract().signature.params().map(|p| (p.name.clone(), p.dtype)).collect();
-    let scalars = pdt.iter().zip(params).map(|((n, d), v)| to_scalar(&id, n, *d, v)).collect::<PyResult<Vec<_>>>()?;
+    // The dtype each parameter travels as (a half-precision one as f32, see `to_scalar`).
+    let pdt: Vec<(String, DType)> = inst
+        .contract()
+        .signature
+        .params()
+        .map(|p| (p.name.clone(), if matches!(p.dtype, DType::f16 | DType::bf16) { DType::f32 } else { p.dtype }))
+        .collect();
+    let scalars = inst.contract().signature.params().zip(params).map(|(p, v)| to_scalar(&id, &p.name, p.dtype, v)).collect::<PyResult<Vec<_>>>()?;
     Ok((h, pdt, scalars))
 }
 

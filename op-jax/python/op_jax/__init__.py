@@ -267,7 +267,9 @@ def _differentiable(o: Op, c: _Call, params):
         return _forward(c, xs)
 
     def fwd(*xs):
-        return _forward(c, xs), xs
+        # `f` itself, not the raw FFI call: differentiating this forward again (reverse over
+        # reverse) then uses the same rule instead of asking the FFI call for a JVP.
+        return f(*xs), xs
 
     def bwd(xs, cts):
         if not o.differentiable:
