@@ -4,13 +4,14 @@
 //! a call that breaks the contract) and hands out the XLA FFI handlers (`handler`) as capsules.
 //! It never declares anything about an op a second time: everything comes from the registry.
 
-use op_runtime::{registry, BackendKind, DType, OpHandle, Registry, Scalar, Tape, Tensor};
+use op_runtime::{registry, BackendKind, DType, OpHandle, Scalar, Tape, Tensor};
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyCapsule, PyFloat};
 use std::ffi::c_void;
 use std::ptr::NonNull;
 
+mod fixture;
 mod handler;
 mod xla;
 
@@ -263,9 +264,23 @@ fn identity(name: &str) -> Option<String> {
     registry().lookup(name).ok().map(|h| h.op().hash_hex())
 }
 
-#[allow(dead_code)]
-fn _registry() -> &'static Registry {
-    registry()
+/// Registers a declaration in the process registry: the same identity again is a no-op, a
+/// different identity under a `name@version` already registered is refused (`RegistrationError`,
+/// naming both declarations and both remedies). Returns the op's `name@version`. This is what a
+/// crate that builds its own ops into a module calls for each of them.
+pub fn register(decl: &'static op_runtime::OpDecl) -> PyResult<String> {
+    registry().register(decl).map(|h| h.id()).map_err(|e| RegistrationError::new_err(e.to_string()))
+}
+
+/// Registers test fixture `which` (0 or 1): two declarations of `user/op_jax_fixture/copy@1`
+/// with different bodies.
+#[pyfunction]
+fn _register_fixture(which: u8) -> PyResult<String> {
+    match which {
+        0 => register(&fixture::first::copy::DECL),
+        1 => register(&fixture::second::copy::DECL),
+        _ => Err(OpError::new_err("fixtures are 0 and 1")),
+    }
 }
 
 #[pymodule]
@@ -289,5 +304,6 @@ fn _op_jax(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(backends, m)?)?;
     m.add_function(wrap_pyfunction!(provenance, m)?)?;
     m.add_function(wrap_pyfunction!(identity, m)?)?;
+    m.add_function(wrap_pyfunction!(_register_fixture, m)?)?;
     Ok(())
 }

@@ -37,6 +37,7 @@ from ._op_jax import (
 __all__ = [
     "op",
     "ops",
+    "refresh",
     "Op",
     "rust_call",
     "export",
@@ -113,6 +114,12 @@ def _register_all() -> None:
         ident = _native.identity(op_id)
         if ident is not None:
             _ensure_targets(op_id, ident)
+
+
+def refresh() -> None:
+    """Registers the FFI targets of ops registered in the process registry since import (a
+    module that registers its own ops calls this after registering them)."""
+    _register_all()
 
 
 def ops() -> list[str]:
