@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Builds op-jax and runs its Python tests: a virtual environment at op-jax/.venv (created if
+# absent) with the pinned packages of requirements.txt, the native module built by
+# `maturin develop --release` (into op-jax/target, its own workspace and lock), then pytest.
+# Usage: op-jax/ci.sh [pytest args...]   (PYTHON picks the interpreter; 3.11 by default)
+set -euo pipefail
+cd "$(dirname "$0")"
+PYTHON="${PYTHON:-python3.11}"
+command -v "$PYTHON" >/dev/null || PYTHON=python3
+if [ ! -x .venv/bin/python ]; then
+    "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+# `--release`: the tests call every op many times; measured here, the release build is the one
+# whose handler overhead is representative (see README).
+.venv/bin/maturin develop --release --quiet
+.venv/bin/python -m pytest -q tests "$@"
