@@ -1,26 +1,70 @@
 //! Every `op_runtime::...` path named to a user (error messages, doc comments, the README and
 //! docs/) is one the user can write: an item, module, method or variant of the reviewed public
-//! API listing (`op-runtime/public-api.txt`, checked against the crate by `scripts/public-api`).
+//! API listing (`op-runtime/public-api.txt`, its re-exports followed into the floors' listings,
+//! each checked against its crate by `scripts/public-api`).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-/// The names the listing defines: `op_runtime::a::B`, `op_runtime::a::B::method`,
-/// `op_runtime::a::B::Variant`, `op_runtime::a::B::field`, and every module prefix.
+/// The listings of the facade and of each floor crate it re-exports from.
+const LISTINGS: [&str; 6] = ["op-runtime", "op-core", "op-backends", "op-train", "op-verify", "op-builtins"];
+
+/// The name a listing line defines (`op_core::a::B::method` from `op_core::a::B::fn method(..)`),
+/// and for a re-export (`use op_runtime::X = op_core::a::B`, `use op_runtime::m::* = op_x::*`)
+/// the alias and its source.
+fn parse(line: &str) -> (Option<String>, Option<(String, String)>) {
+    if let Some(rest) = line.strip_prefix("use ") {
+        if let Some((dst, src)) = rest.split_once(" = ") {
+            let strip = |p: &str| p.trim().trim_end_matches("::*").to_string();
+            return (Some(strip(dst)), Some((strip(dst), strip(src))));
+        }
+    }
+    let line = ["mod ", "struct ", "enum ", "trait ", "const ", "static ", "type ", "macro ", "union ", "use "]
+        .iter()
+        .find_map(|k| line.strip_prefix(k))
+        .unwrap_or(line);
+    let line = line.replacen("::fn ", "::", 1).replacen("::const ", "::", 1).replacen("::type ", "::", 1);
+    let end = line.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':' || c == '.')).unwrap_or(line.len());
+    let path = line[..end].replace('.', "::");
+    (Some(path.trim_end_matches(':').to_string()), None)
+}
+
+/// The names the facade's listing defines, its re-exports followed into the floors' listings:
+/// `op_runtime::a::B`, `op_runtime::a::B::method`, `op_runtime::a::B::Variant`,
+/// `op_runtime::a::B::field`, and every module prefix.
 fn public_names() -> BTreeSet<String> {
-    let text = std::fs::read_to_string(Path::new(ROOT).join("op-runtime/public-api.txt")).expect("listing");
+    let mut all = BTreeSet::new();
+    let mut aliases = Vec::new();
+    for crate_dir in LISTINGS {
+        let text = std::fs::read_to_string(Path::new(ROOT).join(crate_dir).join("public-api.txt")).expect("listing");
+        for line in text.lines().filter(|l| !l.starts_with("impl ")) {
+            let (name, alias) = parse(line);
+            all.extend(name);
+            aliases.extend(alias);
+        }
+    }
+    // Follow re-exports (chains included: op_runtime::train::Tape -> op_train::Tape -> op_train::tape::Tape).
+    for _ in 0..4 {
+        let mut added = Vec::new();
+        for (dst, src) in &aliases {
+            let prefix = format!("{src}::");
+            for n in all.range(src.clone()..) {
+                if n != src && !n.starts_with(&prefix) {
+                    break;
+                }
+                added.push(format!("{dst}{}", &n[src.len()..]));
+            }
+        }
+        let before = all.len();
+        all.extend(added);
+        if all.len() == before {
+            break;
+        }
+    }
     let mut names = BTreeSet::new();
-    for line in text.lines().filter(|l| !l.starts_with("impl ")) {
-        let line = ["mod ", "struct ", "enum ", "trait ", "const ", "static ", "type ", "macro ", "union ", "use "]
-            .iter()
-            .find_map(|k| line.strip_prefix(k))
-            .unwrap_or(line);
-        let line = line.replacen("::fn ", "::", 1).replacen("::const ", "::", 1).replacen("::type ", "::", 1);
-        let end = line.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':' || c == '.')).unwrap_or(line.len());
-        let path = line[..end].replace('.', "::");
-        let path = path.trim_end_matches(':');
+    for path in all.iter().filter(|p| p.starts_with("op_runtime")) {
         let mut prefix = String::new();
         for seg in path.split("::") {
             if !prefix.is_empty() {

@@ -2,7 +2,7 @@
 //! process or in the verifier's own), how long one case may take and how much memory the child
 //! may add. Owns the policy's data and its defaults; the child process itself is
 //! `verify::isolate`'s, and the per-op overrides are kept by the registry
-//! ([`Registry::set_run_limits`](crate::Registry::set_run_limits)).
+//! ([`Registry::set_run_limits`](crate::registry::Registry::set_run_limits)).
 
 use std::time::Duration;
 

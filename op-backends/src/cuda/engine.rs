@@ -8,8 +8,8 @@
 //!   typed error as well.
 //! * Kernels are compiled to PTX by NVRTC, with headers passed in memory (`nvrtcCreateProgram`'s
 //!   header list), for the device's compute capability (clamped to what NVRTC supports). The PTX
-//!   is cached on disk under [`ptx_cache_key`](super::ptx_cache::ptx_cache_key) (content hash, source, headers, entry, options,
-//!   NVRTC version and architecture) by [`PtxDiskCache`](super::ptx_cache::PtxDiskCache), which verifies a digest of every
+//!   is cached on disk under `ptx_cache_key` (content hash, source, headers, entry, options,
+//!   NVRTC version and architecture) by `PtxDiskCache`, which verifies a digest of every
 //!   entry on load (a corrupt entry is counted and rebuilt, never run), publishes atomically,
 //!   and is memoised in memory per key.
 //! * Launches copy every buffer argument to the device, launch once with

@@ -4,7 +4,7 @@
 //! read-write storage, one 4-byte uniform field per dim or param in descriptor order) and
 //! launches `ceil(threads / workgroup_size)` workgroups. Guarded runs (conformance) bind each
 //! output as a window after an aligned front guard (which no WGSL index can reach), with the
-//! back guard and a far band of canaries ([`FAR_GUARD_BYTES`]) inside the binding: a write past
+//! back guard and a far band of canaries (`FAR_GUARD_BYTES`) inside the binding: a write past
 //! the end lands on canaries, whether the adapter discards writes past a binding (then up to
 //! the far band's end) or clamps them into it (then anywhere: onto the last canary). A write in
 //! the far band is reported on the back guard's last canary, so conformance sees a write past
@@ -168,7 +168,7 @@ pub struct GuardLayout {
 
 impl GuardLayout {
     /// The layout of `data` bytes with `guard` bytes of guard band on each side and a far band
-    /// of up to [`FAR_GUARD_BYTES`], within a binding of at most `max_window` bytes (the far
+    /// of up to `FAR_GUARD_BYTES`, within a binding of at most `max_window` bytes (the far
     /// band shrinks to fit; a window too large even without it is the engine's to refuse).
     pub fn new(data: u64, guard: u64, align: u64, max_window: u64) -> GuardLayout {
         let align = align.max(4);

@@ -1,6 +1,6 @@
 //! What a default registry holds, gathered at link time: the backends every crate linked into
-//! the binary compiled in ([`BACKENDS`], filled by `op-backends`), and the ops installed into
-//! every registry built with the built-ins ([`INSTALLERS`], filled by `op-builtins`). The core
+//! the binary compiled in (`BACKENDS`, filled by `op-backends`), and the ops installed into
+//! every registry built with the built-ins (`INSTALLERS`, filled by `op-builtins`). The core
 //! names neither crate (they sit above it); each adds itself to a distributed slice (`linkme`: a
 //! linker section, no code runs before `main`), as the catalog does. A program that links only
 //! `op-core` gets registries without backends or built-ins, which says so when called.

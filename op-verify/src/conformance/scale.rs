@@ -204,7 +204,7 @@ fn sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>]) -> Vec<Vec<f6
 /// - `|r64|`: a result is rounded at its own magnitude;
 /// - the reference in f64 on the absolute values of the inputs: the sum of |terms| for sums
 ///   and products (`sum |a_ip b_pj|` for matmul), exactly their condition number;
-/// - the measured sensitivity ([`sensitivity`]): how far the f64 reference moves per unit of
+/// - the measured sensitivity (`sensitivity`): how far the f64 reference moves per unit of
 ///   relative perturbation of an input or of the float parameters. A backward-stable kernel (one
 ///   whose result is the exact one of inputs moved by a few eps, relatively: every pairwise or
 ///   sequential sum, `exp(x - max)`, a running value clipped each step) is off by at most a
