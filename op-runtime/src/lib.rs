@@ -89,8 +89,8 @@ pub mod conformance {
 pub mod gradcheck {
     pub use crate::builtins::gradcheck;
     pub use crate::verify::gradcheck::{
-        gradcheck_with, BackwardForm, ControlOutcome, Corruption, DrawRange, GradcheckError, GradcheckOptions, GradcheckReport, Narrowed,
-        ProbePoint,
+        gradcheck_with, BackwardForm, ControlOutcome, Corruption, DrawRange, GradcheckError, GradcheckOptions, GradcheckReport, Locus,
+        Narrowed, ProbePoint,
     };
 }
 

@@ -76,6 +76,35 @@ pub(crate) struct Probe {
     pub neighbour: f64,
     /// JVP value where VJP and JVP are both declared.
     pub jvp: Option<f64>,
+    /// The bound's relative and absolute terms at the probe's round (see
+    /// [`super::declared_bound`]): the relative term depends on the round's input sizes.
+    pub rel: f64,
+    pub atol: f64,
+    /// The value draw (case) of its round the probe was measured at.
+    pub case: usize,
+    /// A dense probe's direction and cotangent, kept so that a failing one can be narrowed down
+    /// to an element (`locate`); `None` for coordinate probes.
+    pub dense: Option<Box<Dense>>,
+}
+
+/// A dense probe's direction and cotangent (see [`Probe::dense`]).
+pub(crate) type Dense = (Dir, Vec<Option<Vec<f64>>>);
+
+impl Probe {
+    /// The bound on `|analytic - numeric|` at this probe (see [`super::declared_bound`]).
+    pub fn allowed(&self, analytic: f64) -> f64 {
+        self.atol + self.rel * self.numeric.abs().max(analytic.abs()) + self.trunc + self.round
+    }
+
+    /// `|analytic - numeric|` over the bound (above 1 fails; a NaN counts as infinitely far).
+    pub fn ratio(&self) -> f64 {
+        let r = (self.analytic - self.numeric).abs() / self.allowed(self.analytic).max(f64::MIN_POSITIVE);
+        if r.is_nan() {
+            f64::INFINITY
+        } else {
+            r
+        }
+    }
 }
 
 /// What the rounding of one probed sum depends on: see [`super::declared_bound`].
@@ -289,11 +318,6 @@ impl Checker {
         Ok(slope / round.max(f64::MIN_POSITIVE))
     }
 
-    /// The bound on `|analytic - numeric|` at a probe (see [`super::declared_bound`]).
-    pub fn allowed(&self, p: &Probe, analytic: f64) -> f64 {
-        self.atol + self.rel * p.numeric.abs().max(analytic.abs()) + p.trunc + p.round
-    }
-
     /// The rounding estimate of a difference quotient over `step` with budget `r`: each
     /// output's own rounding (changed, or reached and unchanged), the rounding of the sum over
     /// the changed ones, and where a displacement was not exact, the rounding of `x + t v`
@@ -503,12 +527,14 @@ pub(crate) fn measure(
         Some((k, j)) => (k, Some(j)),
         None => (0, None),
     };
-    let mut p = Probe { at, numeric: d1, trunc: (d2 - d1).abs(), round, analytic, neighbour, jvp };
+    let dense = dir.coord.is_none().then(|| Box::new((dir.clone(), u.to_vec())));
+    let (rel, atol) = (ck.rel, ck.atol);
+    let mut p = Probe { at, numeric: d1, trunc: (d2 - d1).abs(), round, analytic, neighbour, jvp, rel, atol, case: 0, dense };
     // Judged by the bound first: a backward beyond it is never excused as unresolved.
-    let mut passes = (analytic - d1).abs() <= ck.allowed(&p, analytic);
+    let mut passes = (analytic - d1).abs() <= p.allowed(analytic);
     if !passes {
         p.round += fine_noise(ck, dir, u, base, d1)?;
-        passes = (analytic - d1).abs() <= ck.allowed(&p, analytic);
+        passes = (analytic - d1).abs() <= p.allowed(analytic);
     }
     let resolution = ck.atol + p.trunc + p.round;
     if passes && resolution > RESOLVED * d1.abs().max(analytic.abs()) {
