@@ -30,7 +30,8 @@
 //!   explains sits within h of a kink or order crossing; one where the forward is not finite
 //!   cannot be measured; one where the backward agrees within the bound but the bound is not
 //!   small against the derivative (the outputs cannot resolve it: `probe::RESOLVED`) certifies
-//!   nothing. Each is skipped and counted by reason, never failed or averaged; where more than
+//!   nothing; one that fails is measured again over steps in irrational ratios to `h`, and the
+//!   rounding those show is allowed first (see [`declared_bound`]). Each is skipped and counted by reason, never failed or averaged; where more than
 //!   half of a round is skipped, a fresh round is drawn (its own binding, values and probes,
 //!   seeded from the content hash and the round's salt; see `rounds`) until a round, or all of
 //!   them together, is conclusive; only where that does not happen is the verdict
@@ -365,6 +366,14 @@ pub fn f64_rounding_rel(len: usize) -> f64 {
 /// probe whose backward agrees within the bound while `atol + trunc + round` exceeds a tenth of
 /// its derivative is skipped as unresolved: the bound there could not tell a wrong backward
 /// from a right one.
+///
+/// The outputs cannot show rounding made at the scale of the values they were computed from
+/// (a moving sum as differences of prefix sums), and along the probe's line that rounding
+/// repeats at every step in a rational ratio to `h`. So before a probe fails, its `round` gains
+/// the rounding its own differences show: over steps in irrational ratios to `h`, where it lands
+/// anywhere on the inner grid, their spread, scaled to `h`, eight times (`probe::step_noise`).
+/// A wrong backward is off by the same amount at every step and still fails; a probe excused
+/// by more than a tenth of its derivative is skipped as within h of a kink.
 pub fn declared_bound(tol: &Tolerance, len: usize) -> (f64, f64) {
     let f64_rel = f64_rounding_rel(len);
     match *tol {
