@@ -103,8 +103,8 @@ pub mod conformance {
 pub mod gradcheck {
     pub use op_builtins::gradcheck;
     pub use op_verify::gradcheck::{
-        gradcheck_with, BackwardForm, ControlOutcome, Corruption, DrawRange, GradcheckError, GradcheckOptions, GradcheckReport, Narrowed,
-        ProbePoint,
+        gradcheck_with, BackwardForm, ControlOutcome, Corruption, DrawRange, GradcheckError, GradcheckOptions, GradcheckReport, Locus,
+        Narrowed, ProbePoint,
     };
 }
 

@@ -143,7 +143,10 @@ fn the_median_passes_with_its_negative_control() {
     assert!(text.contains(&format!("kinks    : {} probed ({ties} ties", ties + r.kinks.unwrap_or_default().1)), "{text}");
     assert!(text.contains("convention held (ties in index order"), "{text}");
     assert!(text.contains(&format!("against the bound applied there {:.1e}", r.bound_applied)), "{text}");
-    assert!(r.skipped * 2 <= r.probes);
+    // Conclusive: at most half the probes (sampled and swept) skipped, or (over several rounds
+    // of fresh draws) the last round's at most half and at most half of all probes at a kink.
+    let skipped = r.skipped + r.skipped_nonfinite + r.skipped_unresolved;
+    assert!(skipped * 2 <= r.probes + r.swept || r.rounds > 1, "{text}");
     assert!(r.worst_ratio <= 1.0);
     assert!(r.negative_control.iter().all(|c| !c.applicable || c.rejected));
     assert!(r.negative_control.iter().any(|c| c.applicable));

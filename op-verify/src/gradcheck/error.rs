@@ -2,7 +2,65 @@
 
 use op_core::error::KernelRegistrationError;
 use op_train::tape::TapeError;
+use std::fmt;
 use thiserror::Error;
+
+/// Where a rejection happened, and how to reproduce it: the input element, the input's shape,
+/// the case's dims and parameters, and the seed (the op's content hash with a salt).
+/// `GradcheckOptions { salt, .. }` with the same other options draws this case again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Locus {
+    /// The input's name, e.g. `x`.
+    pub input: String,
+    /// The element's flat (row-major) index in that input.
+    pub index: usize,
+    /// The input's shape.
+    pub shape: Vec<usize>,
+    /// The case's dims and parameters, `(name, value)`, dims first.
+    pub bindings: Vec<(String, String)>,
+    /// The op's content hash (hex), which seeds gradcheck together with `salt`.
+    pub content_hash: String,
+    /// The salt of the draw (`GradcheckOptions::salt`) that reproduces it.
+    pub salt: u64,
+}
+
+impl Locus {
+    /// The element as written in messages: `` `x`[17] ``, or `` `x`[2, 5] `` for a rank-2
+    /// input, `` `x` `` for a scalar.
+    pub fn element(&self) -> String {
+        if self.shape.is_empty() {
+            return format!("`{}`", self.input);
+        }
+        let mut rest = self.index;
+        let mut at = vec![0; self.shape.len()];
+        for (a, d) in at.iter_mut().zip(&self.shape).rev() {
+            *a = rest % (*d).max(1);
+            rest /= (*d).max(1);
+        }
+        let at: Vec<String> = at.iter().map(usize::to_string).collect();
+        format!("`{}`[{}]", self.input, at.join(", "))
+    }
+}
+
+impl fmt::Display for Locus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shape: Vec<String> = self.shape.iter().map(usize::to_string).collect();
+        write!(f, "element {}", self.element())?;
+        if self.shape.len() > 1 {
+            write!(f, " (flat index {})", self.index)?;
+        }
+        write!(f, " of `{}` with shape [{}]", self.input, shape.join(", "))?;
+        if !self.bindings.is_empty() {
+            let b: Vec<String> = self.bindings.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+            write!(f, ", at {}", b.join(", "))?;
+        }
+        write!(
+            f,
+            "; seed: content hash {} with salt {} (`GradcheckOptions {{ salt: {}, .. }}` reproduces it)",
+            self.content_hash, self.salt, self.salt
+        )
+    }
+}
 
 /// Why a gradcheck failed or could not run. Every variant names the op.
 #[derive(Debug, Clone, Error, PartialEq)]
@@ -48,13 +106,15 @@ pub enum GradcheckError {
         tried: String,
     },
     /// The backward disagrees with finite differences.
-    #[error("op `{op}`: the declared {form} disagrees with central differences along {at}: analytic {analytic:e}, numeric {numeric:e}, |difference| {diff:.3e} over the allowed {allowed:.3e} ({failing} of {checked} checked probes fail)")]
+    #[error("op `{op}`: the declared {form} disagrees with central differences along {at}: analytic {analytic:e}, numeric {numeric:e}, |difference| {diff:.3e} over the allowed {allowed:.3e} ({failing} of {checked} checked probes fail); {locus}")]
     Mismatch {
         /// The op's `name@version`.
         op: String,
         /// The backward checked (`VJP`, `JVP` or `composite graph's VJP`).
         form: String,
-        /// The worst probe's direction: an input element, or `a random direction`.
+        /// The failing probe's direction: an input element, `` `x`[3] ``, where a coordinate
+        /// probe fails; else the element a failing random direction was narrowed down to
+        /// (see [`Locus`]), or `a random direction` where none could be measured alone.
         at: String,
         /// The backward's directional derivative there.
         analytic: f64,
@@ -65,16 +125,20 @@ pub enum GradcheckError {
         /// The bound it exceeds.
         allowed: f64,
         /// Probes over the bound.
-        failing: usize,
+        failing: u32,
         /// Probes checked (kinks skipped).
-        checked: usize,
+        checked: u32,
+        /// The element, its shape, the case's dims and parameters, and the seed that reproduce
+        /// the rejection.
+        locus: Box<Locus>,
     },
     /// VJP and JVP disagree: <u, J v> != <J^T u, v>.
     #[error("op `{op}`: the declared VJP and JVP disagree along {at}: <u, J v> = {jvp:e}, <J^T u, v> = {vjp:e}, allowed {allowed:.3e}")]
     Inconsistent {
         /// The op's `name@version`.
         op: String,
-        /// The probe's direction: an input element, or `a random direction`.
+        /// The probe's direction: an input element or a random direction, followed by the
+        /// [`Locus`] that reproduces it (the element, its shape, dims, parameters and seed).
         at: String,
         /// `<u, J v>` from the JVP.
         jvp: f64,
@@ -83,11 +147,17 @@ pub enum GradcheckError {
         /// The bound the difference exceeds.
         allowed: f64,
     },
-    /// Too many probes were skipped.
-    #[error("op `{op}`: inconclusive: {skipped} of {probes} probes were skipped (more than half): {kinks} within h of a kink or order crossing, {unresolved} below the outputs' resolution, {nonfinite} where the forward is not finite; nothing was certified{hint}")]
+    /// Too many probes were skipped, in every round of fresh draws gradcheck made (see
+    /// `rounds` in the module docs).
+    #[error("op `{op}`: inconclusive: {skipped} of {probes} probes were skipped (more than half) over {rounds} rounds of fresh draws ({why}): {kinks} within h of a kink or order crossing, {unresolved} below the outputs' resolution, {nonfinite} where the forward is not finite; nothing was certified{hint}")]
     Inconclusive {
         /// The op's `name@version`.
         op: String,
+        /// Rounds of draws made (each with its own binding and values, seeded from the content
+        /// hash and the salt of the round).
+        rounds: u32,
+        /// Why no more rounds were drawn, with the salts they used.
+        why: String,
         /// Probes skipped, for any reason.
         skipped: usize,
         /// Probes measured (sampled and swept).
@@ -97,7 +167,7 @@ pub enum GradcheckError {
         /// Skipped below the outputs' resolution.
         unresolved: usize,
         /// Skipped where the forward is not finite.
-        nonfinite: usize,
+        nonfinite: u32,
         /// What to do about it (empty where nothing applies).
         hint: String,
     },
@@ -112,7 +182,7 @@ pub enum GradcheckError {
         corruption: String,
     },
     /// At a point placed on a kink, the backward is not the subgradient the convention names.
-    #[error("op `{op}`: at a kink ({at}) the declared backward gives {analytic:e}, where the one-sided derivatives are {left:e} (from below) and {right:e} (from above); the convention names {expected}")]
+    #[error("op `{op}`: at a kink ({at}) the declared backward gives {analytic:e}, where the one-sided derivatives are {left:e} (from below) and {right:e} (from above); the convention names {expected}; {locus}")]
     KinkConvention {
         /// The op's `name@version`.
         op: String,
@@ -126,6 +196,9 @@ pub enum GradcheckError {
         right: f64,
         /// What the convention names.
         expected: String,
+        /// The element, its shape, the case's dims and parameters, and the seed that reproduce
+        /// the rejection.
+        locus: Box<Locus>,
     },
     /// A shim failed.
     #[error("op `{op}`: {message}")]

@@ -1,9 +1,9 @@
-//! The kink check of ops with kinks (`selection`): points placed exactly on a kink, where the
-//! ordinary probes skip, and the declared backward checked there against one-sided differences.
-//! Owns constructing those points and the convention they are held to; it must not judge the
-//! ordinary probes.
+//! The kink check of ops with kinks (category `selection`, or any op that declares a
+//! `subgradient`): points placed exactly on a kink, where the ordinary probes skip, and the
+//! declared backward checked there against one-sided differences. Owns constructing those
+//! points and the convention they are held to; it must not judge the ordinary probes.
 //!
-//! Two kinds of kinks are built from the drawn values:
+//! Three kinds of kinks are built from the drawn values:
 //! - **ties**: an element set equal to the input element an output selected (for the median:
 //!   the window's median), so two equal elements meet at the selected position. The engine's
 //!   ordering convention for `selection` ops (IEEE total order, ties between equal elements
@@ -18,6 +18,12 @@
 //! - **zeros**: an element set to 0 (where its domain holds 0), the kink of `relu` and `abs`.
 //!   The backward's value must lie between the two one-sided derivatives (ends included: the
 //!   subgradients of a kink in one variable; relu's 0 and abs's 0 both qualify).
+//! - **bounds**: an element set to a value the op clips or selects at: a float parameter's value
+//!   (a clip's `lo` and `hi`, a threshold), or the value an output of the input's size holds at
+//!   the element's position where it differs from the element (a clipped element's bound, the
+//!   other operand of a `max`). The backward's value must lie between the two one-sided
+//!   derivatives, as at a zero; where the value makes no kink (an `exp`'s output), the point
+//!   does not count.
 //!
 //! One-sided derivatives are second-order differences, `(4 s(h) - s(2h)) / 2h` and its mirror,
 //! exact on the linear pieces of a selection op; their slack is the ordinary probes' bound plus
@@ -26,10 +32,12 @@
 //! slack.
 
 use super::case::keep_in;
+use super::locate::Locator;
 use super::probe::{samples, Checker, Dir};
 use super::GradcheckError;
 use op_contract::sample::Rng;
 use op_core::tensor::Tensor;
+use std::collections::HashMap;
 
 /// Kinks of each kind (ties, zeros) a gradcheck probes where it can find them. A convention can
 /// agree with a wrong one at some kinks (a rule routing a tie's cotangent to the later element
@@ -39,6 +47,8 @@ pub const KINKS_WANTED: usize = 8;
 /// Most points placed per gradcheck (ties and zeros in turn, a kind skipped once it has
 /// [`KINKS_WANTED`]), so an op with no kinks of a kind costs a bounded number of tries.
 pub const KINK_TRIES: usize = 48;
+/// Most points placed on bounds per gradcheck, after the ties and zeros.
+pub const BOUND_TRIES: usize = 24;
 
 /// What the kink check found.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -47,6 +57,8 @@ pub struct Kinks {
     pub ties: usize,
     /// Points where a zero made a kink.
     pub zeros: usize,
+    /// Points where an element set to a parameter's or an output's value made a kink.
+    pub bounds: usize,
 }
 
 /// One-sided derivatives of `<u, f>` along `dir` at the current point, and their slack.
@@ -65,6 +77,11 @@ impl OneSided {
     }
     fn near(&self, a: f64, b: f64) -> bool {
         (a - b).abs() <= self.slack + ((a.abs().max(b.abs())) * 1e-12)
+    }
+    /// Whether `a` lies between the one-sided derivatives (within the slack): a subgradient of
+    /// a kink in one variable.
+    fn between(&self, a: f64) -> bool {
+        a >= self.left.min(self.right) - self.slack && a <= self.left.max(self.right) + self.slack
     }
 }
 
@@ -92,8 +109,25 @@ fn name(ck: &Checker, k: usize, j: usize) -> String {
     format!("`{t}`[{j}]")
 }
 
-fn violation(ck: &Checker, at: String, analytic: f64, o: &OneSided, expected: &str) -> GradcheckError {
-    GradcheckError::KinkConvention { op: ck.op.id.clone(), at, analytic, left: o.left, right: o.right, expected: expected.to_string() }
+/// The rejection at a kink of element `j` of differentiable input `k`.
+struct Violation<'a> {
+    loc: &'a Locator,
+    k: usize,
+    j: usize,
+}
+
+impl Violation<'_> {
+    fn error(&self, ck: &Checker, at: String, analytic: f64, o: &OneSided, expected: &str) -> GradcheckError {
+        GradcheckError::KinkConvention {
+            op: ck.op.id.clone(),
+            at,
+            analytic,
+            left: o.left,
+            right: o.right,
+            expected: expected.to_string(),
+            locus: Box::new(self.loc.at(self.k, self.j)),
+        }
+    }
 }
 
 /// An element of differentiable input `k` equal to some output's value, and a partner to tie
@@ -145,7 +179,7 @@ fn tie_step(ck: &Checker, k: usize, s: usize, t: usize, v: f64) -> Option<f64> {
 /// crosses no kink (the tie is the kink), the convention names the one-sided derivative of each;
 /// where it does (the common value sits on a kink of its own), each value must lie between its
 /// one-sided derivatives, as at a zero.
-fn tie(ck: &mut Checker, k: usize, s: usize, t: usize, sizes: &[usize], rng: &mut Rng) -> Result<bool, GradcheckError> {
+fn tie(ck: &mut Checker, k: usize, (s, t): (usize, usize), sizes: &[usize], loc: &Locator, rng: &mut Rng) -> Result<bool, GradcheckError> {
     let v = ck.value(k, s).unwrap_or_default();
     if let Some(x) = ck.inputs[ck.diff[k]].as_mut_slice::<f64>() {
         x[t] = v;
@@ -171,15 +205,16 @@ fn tie(ck: &mut Checker, k: usize, s: usize, t: usize, sizes: &[usize], rng: &mu
         let Some(o) = one_sided(ck, &dir, &u, &base)? else { continue };
         let a = along(ck, &dir)?;
         let at = format!("{} tied with {}", name(ck, k, c), name(ck, k, other));
+        let v = Violation { loc, k, j: c };
         if !o.kink() {
             if !o.near(a, (o.left + o.right) / 2.0) {
-                return Err(violation(ck, at + " (no kink there)", a, &o, "the derivative"));
+                return Err(v.error(ck, at + " (no kink there)", a, &o, "the derivative"));
             }
             continue;
         }
         kink = true;
         let ok = if both.kink() {
-            a >= o.left.min(o.right) - o.slack && a <= o.left.max(o.right) + o.slack
+            o.between(a)
         } else if c == i {
             o.near(a, o.left)
         } else {
@@ -191,21 +226,22 @@ fn tie(ck: &mut Checker, k: usize, s: usize, t: usize, sizes: &[usize], rng: &mu
                 (false, true) => "the derivative from below (the earlier of equal elements counts as the smaller)",
                 (false, false) => "the derivative from above (the later of equal elements counts as the larger)",
             };
-            return Err(violation(ck, at, a, &o, expected));
+            return Err(v.error(ck, at, a, &o, expected));
         }
     }
     // Both tied elements together: the tie holds, so the difference is two-sided there.
     let a = along(ck, &pair)?;
     if kink && !both.kink() && !both.near(a, (both.left + both.right) / 2.0) {
         let at = format!("{} and {} moved together", name(ck, k, i), name(ck, k, j));
-        return Err(violation(ck, at, a, &both, "the derivative along both tied elements (the tie holds there)"));
+        let v = Violation { loc, k, j: i };
+        return Err(v.error(ck, at, a, &both, "the derivative along both tied elements (the tie holds there)"));
     }
     Ok(kink)
 }
 
 /// Probes one zero: `x[j] = 0` in differentiable input `k`, where its domain holds 0 and no
 /// magnitude range is declared for it.
-fn zero(ck: &mut Checker, k: usize, j: usize, sizes: &[usize], rng: &mut Rng) -> Result<bool, GradcheckError> {
+fn zero(ck: &mut Checker, k: usize, j: usize, sizes: &[usize], loc: &Locator, rng: &mut Rng) -> Result<bool, GradcheckError> {
     let t = ck.op.contract.signature.inputs().nth(ck.diff[k]).map(|t| t.name.clone()).unwrap_or_default();
     let domain = ck.op.contract.domain_of(&t).cloned();
     // Not where 0 lies outside the domain, nor outside a declared magnitude range.
@@ -228,9 +264,9 @@ fn zero(ck: &mut Checker, k: usize, j: usize, sizes: &[usize], rng: &mut Rng) ->
         return Ok(false);
     }
     let a = ck.rule_along(&dir, &u)?;
-    let (lo, hi) = (o.left.min(o.right), o.left.max(o.right));
-    if !(a >= lo - o.slack && a <= hi + o.slack) {
-        return Err(violation(ck, format!("{} = 0", name(ck, k, j)), a, &o, "a value between the one-sided derivatives"));
+    if !o.between(a) {
+        let v = Violation { loc, k, j };
+        return Err(v.error(ck, format!("{} = 0", name(ck, k, j)), a, &o, "a value between the one-sided derivatives"));
     }
     Ok(true)
 }
@@ -239,7 +275,7 @@ fn zero(ck: &mut Checker, k: usize, j: usize, sizes: &[usize], rng: &mut Rng) ->
 /// or [`KINK_TRIES`] points were placed) from the drawn value cases and checks the backward
 /// there; `Err` on the first violation. The checker's inputs are left at the last point (the
 /// caller resets them).
-pub fn probe(ck: &mut Checker, cases: &[Vec<Tensor>], rng: &mut Rng) -> Result<Kinks, GradcheckError> {
+pub fn probe(ck: &mut Checker, cases: &[Vec<Tensor>], loc: &Locator, rng: &mut Rng) -> Result<Kinks, GradcheckError> {
     let sizes: Vec<usize> = ck.diff.iter().map(|&p| ck.inputs[p].numel()).collect();
     let mut found = Kinks::default();
     let mut tried: Vec<(usize, usize, (usize, usize))> = Vec::new();
@@ -270,12 +306,109 @@ pub fn probe(ck: &mut Checker, cases: &[Vec<Tensor>], rng: &mut Rng) -> Result<K
             let seen: Vec<(usize, usize)> = tried.iter().filter(|(c, q, _)| *c == case && *q == k).map(|(_, _, st)| *st).collect();
             if let Some((s, t)) = tie_partner(ck, k, &base, below, &seen, rng) {
                 tried.push((case, k, (s, t)));
-                found.ties += tie(ck, k, s, t, &sizes, rng)? as usize;
+                found.ties += tie(ck, k, (s, t), &sizes, loc, rng)? as usize;
             }
         } else {
             let j = rng.index(sizes[k]);
-            found.zeros += zero(ck, k, j, &sizes, rng)? as usize;
+            found.zeros += zero(ck, k, j, &sizes, loc, rng)? as usize;
         }
     }
+    // Bounds last, so that the ties and zeros placed do not depend on them.
+    for p in 0..BOUND_TRIES {
+        if found.bounds >= KINKS_WANTED {
+            break;
+        }
+        ck.inputs = cases[p % cases.len()].clone();
+        let Some(k) = (0..sizes.len()).filter(|k| sizes[*k] > 0).nth(rng.index(sizes.iter().filter(|n| **n > 0).count())) else {
+            continue;
+        };
+        let base = ck.forward(&ck.inputs)?;
+        let candidates = bound_values(ck, k, &base, rng);
+        if candidates.is_empty() {
+            continue;
+        }
+        let (j, v, from) = candidates[rng.index(candidates.len())].clone();
+        found.bounds += bound(ck, k, j, (v, &from), &sizes, loc, rng)? as usize;
+    }
     Ok(found)
+}
+
+/// Values element `j` of differentiable input `k` may be set to so that it sits on a bound:
+/// `(j, value, where the value comes from)`. A float parameter's value at a random element, and
+/// every element whose value an output of the input's size does not keep at its position
+/// (clipped, or replaced by another operand's), set to that output's value. Only values inside
+/// the input's domain and declared magnitudes, nonzero (zeros are probed as zeros), and held by
+/// no two elements already (no three-way tie results).
+fn bound_values(ck: &Checker, k: usize, base: &[Tensor], rng: &mut Rng) -> Vec<(usize, f64, String)> {
+    let Some(x) = ck.inputs[ck.diff[k]].as_slice::<f64>() else { return Vec::new() };
+    if x.is_empty() {
+        return Vec::new();
+    }
+    let sig = &ck.op.contract.signature;
+    let name = sig.inputs().nth(ck.diff[k]).map(|t| t.name.clone()).unwrap_or_default();
+    let domain = ck.op.contract.domain_of(&name);
+    let magnitude = ck.op.contract.magnitude_of(&name);
+    let mut held: HashMap<u64, usize> = HashMap::new();
+    for v in x {
+        *held.entry((v + 0.0).to_bits()).or_default() += 1;
+    }
+    let admitted = |v: f64| {
+        v != 0.0
+            && v.is_finite()
+            && domain.is_none_or(|d| d.contains(v))
+            && magnitude.is_none_or(|m| v.abs() >= m.lo && v.abs() <= m.hi)
+            && held.get(&v.to_bits()).copied().unwrap_or(0) < 2
+    };
+    let mut out = Vec::new();
+    for (p, v) in sig.params().zip(&ck.params) {
+        let Some(v) = v.as_f64().filter(|_| p.dtype.is_float()) else { continue };
+        let j = rng.index(x.len());
+        if admitted(v) && x[j] != v {
+            out.push((j, v, format!("parameter `{}`", p.name)));
+        }
+    }
+    for (o, t) in base.iter().zip(&sig.outputs) {
+        let Some(y) = o.as_slice::<f64>().filter(|y| y.len() == x.len()) else { continue };
+        for (j, (xv, yv)) in x.iter().zip(y).enumerate() {
+            if xv != yv && admitted(*yv) {
+                out.push((j, *yv, format!("output `{}`[{j}]", t.name)));
+            }
+        }
+    }
+    out
+}
+
+/// Probes one bound: element `j` of differentiable input `k` set to `v` (see
+/// [`bound_values`]), with a step that crosses no other element's value within three steps.
+/// Where that makes a kink along the element, the backward must lie between its one-sided
+/// derivatives.
+fn bound(
+    ck: &mut Checker,
+    k: usize,
+    j: usize,
+    (v, from): (f64, &str),
+    sizes: &[usize],
+    loc: &Locator,
+    rng: &mut Rng,
+) -> Result<bool, GradcheckError> {
+    let Some(x) = ck.inputs[ck.diff[k]].as_mut_slice::<f64>() else { return Ok(false) };
+    x[j] = v;
+    let gap = x.iter().enumerate().filter(|(q, _)| *q != j).map(|(_, y)| (y - v).abs()).fold(f64::INFINITY, f64::min);
+    let step = ck.step(k, v).min(gap / 8.0);
+    if step <= v.abs() * 1e-9 {
+        return Ok(false);
+    }
+    let base = ck.forward(&ck.inputs)?;
+    let u = ck.cotangent(&ck.out_shapes()?, rng);
+    let dir = Dir::coordinate(sizes, k, j, step);
+    let Some(o) = one_sided(ck, &dir, &u, &base)? else { return Ok(false) };
+    if !o.kink() {
+        return Ok(false);
+    }
+    let a = ck.rule_along(&dir, &u)?;
+    if !o.between(a) {
+        let at = format!("{} = {v:e}, the value of {from}", name(ck, k, j));
+        return Err(Violation { loc, k, j }.error(ck, at, a, &o, "a value between the one-sided derivatives"));
+    }
+    Ok(true)
 }

@@ -30,10 +30,18 @@
 //!   explains sits within h of a kink or order crossing; one where the forward is not finite
 //!   cannot be measured; one where the backward agrees within the bound but the bound is not
 //!   small against the derivative (the outputs cannot resolve it: `probe::RESOLVED`) certifies
-//!   nothing. Each is skipped and counted by reason, never failed or averaged; more than half
-//!   skipped is `Inconclusive`, a failure;
-//! - for ops with kinks (`selection`), points placed exactly on kinks (ties, zeros; see
-//!   `kinks`), where the backward must be the subgradient the convention names;
+//!   nothing; one that fails is measured again over steps in irrational ratios to `h`, and the
+//!   rounding those show is allowed first (see [`declared_bound`]). Each is skipped and counted by reason, never failed or averaged; where more than
+//!   half of a round is skipped, a fresh round is drawn (its own binding, values and probes,
+//!   seeded from the content hash and the round's salt; see `rounds`) until a round, or all of
+//!   them together, is conclusive; only where that does not happen is the verdict
+//!   `Inconclusive`, a failure, saying which salts were drawn and why no more were;
+//! - for ops with kinks (`selection`, or any op that declares a `subgradient`), points placed
+//!   exactly on kinks (ties, zeros, bounds such as a clip's; see `kinks`), where the backward
+//!   must be the subgradient the convention names;
+//! - every rejection names the input element, its shape, the case's dims and parameters, and
+//!   the salt that reproduces it ([`Locus`]); a failing random direction is narrowed down to
+//!   the element that carries its error (`locate`);
 //! - with both VJP and JVP declared, `<u, J v> = <J^T u, v>` is checked on every probe;
 //! - the negative control re-judges the same probes with the backward scaled (by 1.01, and by
 //!   `1 + delta` for the smallest relative error `delta` the probes prove they catch),
@@ -66,15 +74,17 @@ mod case;
 mod draw;
 mod error;
 mod kinks;
+mod locate;
 mod probe;
 mod report;
+mod rounds;
 mod rules;
 mod steps;
 mod sweep;
 mod verdict;
 
 pub use draw::{DrawRange, Narrowed};
-pub use error::GradcheckError;
+pub use error::{GradcheckError, Locus};
 pub use report::{BackwardForm, ControlOutcome, Corruption, GradcheckReport, ProbePoint};
 
 use op_contract::contract::{Backward, Category, Contract, DType, Tolerance};
@@ -86,7 +96,7 @@ use op_core::registry::Registry;
 use op_core::tensor::{Scalar, Tensor};
 use op_train::tape::{exec, Mode, Tape, TapeError};
 use probe::{measure, Checker, Measured, Probe};
-use verdict::{consistency, judge, negative_control, smallest_caught};
+use verdict::{negative_control, smallest_caught, summarize};
 
 /// How a gradcheck samples.
 #[derive(Clone, Debug, PartialEq)]
@@ -101,7 +111,9 @@ pub struct GradcheckOptions {
     pub sweep: usize,
     /// Central-difference step (relative below `|x| = 1`, see the module docs).
     pub h: f64,
-    /// Mixed into the seed (which comes from the op's content hash); 0 by default.
+    /// Mixed into the seed (which comes from the op's content hash); 0 by default. A
+    /// rejection names the salt that reproduces it ([`Locus::salt`]): that of its round, where
+    /// more rounds were drawn.
     pub salt: u64,
     /// Dim symbols or integer parameters pinned to a value instead of sampled, e.g.
     /// `("n", 50_000)` to check at a size the generator never picks. The binding must still be
@@ -128,6 +140,8 @@ struct Setup {
     ranges: Vec<DrawRange>,
     binding: case::Binding,
     rng: Rng,
+    /// The salt this setup was drawn with (`GradcheckOptions::salt` of its round).
+    salt: u64,
 }
 
 /// The backward form declared, or why there is nothing to check.
@@ -205,7 +219,7 @@ fn setup(registry: &Registry, decl: &'static OpDecl, opts: &GradcheckOptions) ->
     let ranges = ranges.into_iter().flatten().collect();
     ck.inputs = cases[0].clone();
     ck.graph = composite_graph(registry, &ck.op, decl, &ck.inputs, &binding.params, &mut form)?;
-    Ok(Setup { op_id, contract, form, ck, cases, ranges, binding, rng })
+    Ok(Setup { op_id, contract, form, ck, cases, ranges, binding, rng, salt: opts.salt })
 }
 
 /// Samples and measures every probe, the draws taken in turn, each draw's sweep after its
@@ -224,70 +238,38 @@ fn measure_probes(s: &mut Setup, opts: &GradcheckOptions) -> Result<(Vec<Measure
         for p in c * per_case..((c + 1) * per_case).min(opts.probes) {
             let u = s.ck.cotangent(&out_shapes, &mut s.rng);
             let dir = s.ck.direction(p, &sizes, &u, &base, &mut s.rng)?;
-            measured.push(measure(&s.ck, &dir, &u, &base, None)?);
+            measured.push(at_case(measure(&s.ck, &dir, &u, &base, None)?, c));
         }
-        swept.extend(sweep::sweep(&s.ck, &plan, c, &mut s.rng)?);
+        swept.extend(sweep::sweep(&s.ck, &plan, c, &mut s.rng)?.into_iter().map(|m| at_case(m, c)));
     }
     let n = swept.len();
     measured.extend(swept);
     Ok((measured, n))
 }
 
-/// Skip counts by reason: kinks, non-finite forwards, unresolved derivatives.
-fn skips(measured: &[Measured]) -> (usize, usize, usize) {
-    let count = |f: fn(&Measured) -> bool| measured.iter().filter(|m| f(m)).count();
-    (count(|m| matches!(m, Measured::Kink)), count(|m| matches!(m, Measured::NonFinite)), count(|m| matches!(m, Measured::Unresolved)))
-}
-
-/// The verdict when more than half of the probes were skipped, with what to do about it.
-fn inconclusive(s: &Setup, measured: &[Measured]) -> Option<GradcheckError> {
-    let (kinks, nonfinite, unresolved) = skips(measured);
-    let skipped = kinks + nonfinite + unresolved;
-    if 2 * skipped <= measured.len() {
-        return None;
+/// `m` with the value draw it was measured at recorded (for narrowing it down later).
+fn at_case(m: Measured, case: usize) -> Measured {
+    match m {
+        Measured::Checked(p) => Measured::Checked(Probe { case, ..p }),
+        other => other,
     }
-    let hint = if 2 * unresolved > skipped && !s.contract.magnitude.is_empty() {
-        "; the outputs cannot resolve the derivative at these values: narrow the declared `magnitude(...)` to where the op's outputs respond"
-    } else if 2 * unresolved > skipped {
-        "; the outputs cannot resolve the derivative at these values: declare the magnitudes the op is meant for (`magnitude(x: 1e-3..10)`)"
-    } else if 2 * nonfinite > skipped {
-        "; the forward is not finite near these values: declare the values it is defined on (`domain(x > 0)`)"
-    } else {
-        ""
-    };
-    Some(GradcheckError::Inconclusive {
-        op: s.op_id.clone(),
-        skipped,
-        probes: measured.len(),
-        kinks,
-        unresolved,
-        nonfinite,
-        hint: hint.to_string(),
-    })
 }
 
 /// Gradchecks an op: see the module docs and `declared_bound`. A composite op's graph
 /// resolves the ops it records in `registry` (`op_runtime::gradcheck` passes the process-wide
 /// one).
 pub fn gradcheck_with(registry: &Registry, decl: &'static OpDecl, opts: &GradcheckOptions) -> Result<GradcheckReport, GradcheckError> {
-    let mut s = setup(registry, decl, opts)?;
-    let (measured, swept) = measure_probes(&mut s, opts)?;
-    let probes: Vec<&Probe> = measured.iter().filter_map(|m| if let Measured::Checked(p) = m { Some(p) } else { None }).collect();
-    // A failing probe rejects whatever was skipped around it.
-    let judged = judge(&s, &probes)?;
-    if let Some(e) = inconclusive(&s, &measured) {
-        return Err(e);
-    }
-    let (skipped, skipped_nonfinite, skipped_unresolved) = skips(&measured);
-    let consistency = consistency(&s, &probes)?;
-    let kinks = if s.contract.category.has_kinks() {
-        let k = kinks::probe(&mut s.ck, &s.cases, &mut s.rng)?;
-        Some((k.ties, k.zeros))
+    let (pool, mut s) = rounds::run(registry, decl, opts)?;
+    let probes: Vec<&Probe> = pool.checked.iter().collect();
+    let judged = summarize(&probes);
+    let kinks = if s.contract.category.has_kinks() || s.contract.subgradient.is_some() {
+        let loc = locate::Locator::of(&s);
+        Some(kinks::probe(&mut s.ck, &s.cases, &loc, &mut s.rng)?)
     } else {
         None
     };
-    let smallest = smallest_caught(&s.ck, &probes);
-    let control = negative_control(&s.ck, &probes, smallest);
+    let smallest = smallest_caught(&probes);
+    let control = negative_control(&probes, smallest);
     if let Some(c) = control.iter().find(|c| c.applicable && !c.rejected) {
         return Err(GradcheckError::NegativeControlAccepted { op: s.op_id.clone(), corruption: c.corruption.to_string() });
     }
@@ -307,22 +289,25 @@ pub fn gradcheck_with(registry: &Registry, decl: &'static OpDecl, opts: &Gradche
         backward: s.form.clone(),
         subgradient: c.subgradient.clone(),
         h: opts.h,
-        probes: opts.probes,
-        swept,
-        skipped,
-        skipped_nonfinite,
-        skipped_unresolved,
-        ranges: s.ranges.clone(),
+        probes: pool.sampled,
+        swept: pool.swept,
+        skipped: pool.kinks,
+        skipped_nonfinite: pool.nonfinite,
+        skipped_unresolved: pool.unresolved,
+        rounds: pool.salts.len(),
+        salt: s.salt,
+        ranges: pool.ranges.clone(),
         declared_magnitudes: c.magnitude.iter().map(|m| m.to_string()).collect(),
         kink_word: if c.category == Category::Selection { "an order crossing".into() } else { "a kink".into() },
-        kinks,
+        kinks: kinks.map(|k| (k.ties, k.zeros)),
+        kink_bounds: kinks.map_or(0, |k| k.bounds),
         max_abs_err: judged.max_abs_err,
         max_rel_err: judged.max_rel_err,
         bound_applied: judged.bound_applied,
         worst_ratio: judged.worst_ratio,
         tolerance: c.tolerance.to_string(),
         rel_bound: s.ck.rel,
-        consistency,
+        consistency: pool.consistency,
         negative_control: control,
         smallest_caught: smallest.filter(|d| *d < 0.01),
         points: verdict::points(&s, &probes),
@@ -381,6 +366,14 @@ pub fn f64_rounding_rel(len: usize) -> f64 {
 /// probe whose backward agrees within the bound while `atol + trunc + round` exceeds a tenth of
 /// its derivative is skipped as unresolved: the bound there could not tell a wrong backward
 /// from a right one.
+///
+/// The outputs cannot show rounding made at the scale of the values they were computed from
+/// (a moving sum as differences of prefix sums), and along the probe's line that rounding
+/// repeats at every step in a rational ratio to `h`. So before a probe fails, its `round` gains
+/// the rounding its own differences show: over steps in irrational ratios to `h`, where it lands
+/// anywhere on the inner grid, their spread, scaled to `h`, eight times (`probe::step_noise`).
+/// A wrong backward is off by the same amount at every step and still fails; a probe excused
+/// by more than a tenth of its derivative is skipped as within h of a kink.
 pub fn declared_bound(tol: &Tolerance, len: usize) -> (f64, f64) {
     let f64_rel = f64_rounding_rel(len);
     match *tol {

@@ -76,6 +76,35 @@ pub struct Probe {
     pub neighbour: f64,
     /// JVP value where VJP and JVP are both declared.
     pub jvp: Option<f64>,
+    /// The bound's relative and absolute terms at the probe's round (see
+    /// [`super::declared_bound`]): the relative term depends on the round's input sizes.
+    pub rel: f64,
+    pub atol: f64,
+    /// The value draw (case) of its round the probe was measured at.
+    pub case: usize,
+    /// A dense probe's direction and cotangent, kept so that a failing one can be narrowed down
+    /// to an element (`locate`); `None` for coordinate probes.
+    pub dense: Option<Box<Dense>>,
+}
+
+/// A dense probe's direction and cotangent (see [`Probe::dense`]).
+pub type Dense = (Dir, Vec<Option<Vec<f64>>>);
+
+impl Probe {
+    /// The bound on `|analytic - numeric|` at this probe (see [`super::declared_bound`]).
+    pub fn allowed(&self, analytic: f64) -> f64 {
+        self.atol + self.rel * self.numeric.abs().max(analytic.abs()) + self.trunc + self.round
+    }
+
+    /// `|analytic - numeric|` over the bound (above 1 fails; a NaN counts as infinitely far).
+    pub fn ratio(&self) -> f64 {
+        let r = (self.analytic - self.numeric).abs() / self.allowed(self.analytic).max(f64::MIN_POSITIVE);
+        if r.is_nan() {
+            f64::INFINITY
+        } else {
+            r
+        }
+    }
 }
 
 /// What the rounding of one probed sum depends on: see [`super::declared_bound`].
@@ -289,11 +318,6 @@ impl Checker {
         Ok(slope / round.max(f64::MIN_POSITIVE))
     }
 
-    /// The bound on `|analytic - numeric|` at a probe (see [`super::declared_bound`]).
-    pub fn allowed(&self, p: &Probe, analytic: f64) -> f64 {
-        self.atol + self.rel * p.numeric.abs().max(analytic.abs()) + p.trunc + p.round
-    }
-
     /// The rounding estimate of a difference quotient over `step` with budget `r`: each
     /// output's own rounding (changed, or reached and unchanged), the rounding of the sum over
     /// the changed ones, and where a displacement was not exact, the rounding of `x + t v`
@@ -427,22 +451,55 @@ fn jump_at_point(ck: &Checker, dir: &Dir, u: &[Option<Vec<f64>>], base: &[Tensor
     Ok(!((right - left).abs() < 0.5 * jump.abs()))
 }
 
-/// The rounding a failing probe's difference shows that its estimate from the outputs missed:
-/// an output is rounded at the scale of the values it was computed from, which may far exceed
-/// the output itself (a sum whose terms cancel, terms of 1e3 leaving 0.3), and the estimate
-/// sees only the output. The central difference over `h / 16` has the same slope and a
-/// truncation 256 times smaller, but 16 times the rounding, so its distance from the one over
-/// `h` measures that rounding (16 times over, with room for a lucky draw), and a backward is
-/// never accused of a difference the forward's own rounding makes. 0 where not finite.
-fn fine_noise(ck: &Checker, dir: &Dir, u: &[Option<Vec<f64>>], base: &[Tensor], d1: f64) -> Result<f64, GradcheckError> {
+/// Fractions of a probe's step at which a failing probe is measured again (see [`step_noise`]):
+/// `1 / sqrt(p)` for the primes 2 to 13, so that no two steps, and no step and the probe's own,
+/// stand in a rational ratio.
+const NOISE_STEPS: [f64; 6] = [
+    0.707_106_781_186_547_5,
+    0.577_350_269_189_625_8,
+    0.447_213_595_499_958,
+    0.377_964_473_009_227_2,
+    0.301_511_344_577_763_6,
+    0.277_350_098_112_614_6,
+];
+
+/// How many times the rounding [`step_noise`] sees is allowed on top of the bound: the largest
+/// of [`NOISE_STEPS`]`.len()` pseudo-random samples of a rounding error is below an eighth of its
+/// range with a chance of `8^-6`, about 4e-6.
+const NOISE_MARGIN: f64 = 8.0;
+
+/// The rounding a failing probe's difference shows that its estimate from the outputs missed,
+/// as an error of the central difference over the probe's own step. An output is rounded at the
+/// scale of the values it was computed from, which may far exceed the output itself (a moving
+/// sum as differences of prefix sums: terms of 1e3 leaving 0.3), and the estimate sees only the
+/// output. Such rounding is not random along the probe's line: `x + t` rounded onto the grid of
+/// an inner value of 1e3 repeats its pattern for every `t` in a rational, and in particular a
+/// dyadic, ratio to the step, so differences over `h / 2`, `h / 16` or `2 h` carry the same
+/// error as the one over `h` and look converged while all of them are off by up to that grid's
+/// spacing over `h` (a correct moving-sum VJP was accused at 1 identity in 100 that way:
+/// the same 8.7e-11 at `h / 16 .. 2 h`, against an allowed 1.4e-11). Over steps in irrational
+/// ratios to `h` and to each other ([`NOISE_STEPS`]), the rounding lands anywhere on the grid,
+/// so the spread of those differences shows its size: each is `c D(c h)`'s distance from
+/// `c D(h)` (rounding over `c h` is `1 / c` times the rounding over `h`; truncation, below `h`,
+/// only shrinks), the largest of them taken [`NOISE_MARGIN`] times. The difference over
+/// `h / 16` as before (its distance from `D(h)` unscaled) is a floor. A backward wrong by more
+/// than that noise still fails: its error is the same at every step. 0 where not finite.
+fn step_noise(ck: &Checker, dir: &Dir, u: &[Option<Vec<f64>>], base: &[Tensor], d1: f64) -> Result<f64, GradcheckError> {
     let reach = ck.reach(dir);
     let x0 = dir.coord.and_then(|(k, j)| ck.value(k, j));
     let real = |t: f64| x0.map_or(t, |x| (x + t) - x);
-    let (right, left) = (real(dir.step / 16.0), real(-dir.step / 16.0));
-    let (sr, _) = ck.s_at(dir, right, u, base, &reach)?;
-    let (sl, _) = ck.s_at(dir, left, u, base, &reach)?;
-    let noise = ((sr - sl) / (right - left) - d1).abs();
-    Ok(if noise.is_finite() { noise } else { 0.0 })
+    let spread = |c: f64| -> Result<f64, GradcheckError> {
+        let (right, left) = (real(c * dir.step), real(-c * dir.step));
+        let (sr, _) = ck.s_at(dir, right, u, base, &reach)?;
+        let (sl, _) = ck.s_at(dir, left, u, base, &reach)?;
+        let d = ((sr - sl) / (right - left) - d1).abs();
+        Ok(if d.is_finite() { d } else { 0.0 })
+    };
+    let mut noise = spread(1.0 / 16.0)?;
+    for c in NOISE_STEPS {
+        noise = noise.max(NOISE_MARGIN * c * spread(c)?);
+    }
+    Ok(noise)
 }
 
 /// Measures one probe: seven evaluations of `<u, f(x + t v)>`, `t` in `{0, +-1, +-2, +-3}`
@@ -503,16 +560,25 @@ pub fn measure(
         Some((k, j)) => (k, Some(j)),
         None => (0, None),
     };
-    let mut p = Probe { at, numeric: d1, trunc: (d2 - d1).abs(), round, analytic, neighbour, jvp };
+    let dense = dir.coord.is_none().then(|| Box::new((dir.clone(), u.to_vec())));
+    let (rel, atol) = (ck.rel, ck.atol);
+    let mut p = Probe { at, numeric: d1, trunc: (d2 - d1).abs(), round, analytic, neighbour, jvp, rel, atol, case: 0, dense };
     // Judged by the bound first: a backward beyond it is never excused as unresolved.
-    let mut passes = (analytic - d1).abs() <= ck.allowed(&p, analytic);
+    let mut passes = (analytic - d1).abs() <= p.allowed(analytic);
+    // Whether the disagreement was excused by the differences over other steps.
+    let mut irregular = false;
     if !passes {
-        p.round += fine_noise(ck, dir, u, base, d1)?;
-        passes = (analytic - d1).abs() <= ck.allowed(&p, analytic);
+        p.round += step_noise(ck, dir, u, base, d1)?;
+        passes = (analytic - d1).abs() <= p.allowed(analytic);
+        irregular = passes;
     }
     let resolution = ck.atol + p.trunc + p.round;
     if passes && resolution > RESOLVED * d1.abs().max(analytic.abs()) {
-        return Ok(Measured::Unresolved);
+        // Differences over nearby steps that disagree by a tenth of the derivative are not the
+        // rounding of an f64 forward but kinks inside the step that the samples at whole steps
+        // alias into a smooth curve (a sawtooth with a kink every h): skipped as a kink, which
+        // more rounds of draws do not draw away (`rounds`).
+        return Ok(if irregular { Measured::Kink } else { Measured::Unresolved });
     }
     Ok(Measured::Checked(p))
 }

@@ -131,7 +131,7 @@ pub struct GradcheckReport {
     /// Central-difference step.
     pub h: f64,
     /// Probes sampled (random cotangent; a coordinate chosen where the outputs resolve it, or a
-    /// dense direction).
+    /// dense direction), over every round.
     pub probes: usize,
     /// Probes of the per-element sweep: elements probed one at a time along their own
     /// coordinate, under one cotangent per draw (every element where the inputs are small).
@@ -143,6 +143,12 @@ pub struct GradcheckReport {
     /// Probes skipped because the outputs could not resolve the derivative: the backward
     /// agreed within the bound, but the bound was not small against the derivative.
     pub skipped_unresolved: usize,
+    /// Rounds of draws (1 unless more than half of the first round's probes were skipped: each
+    /// further round draws its own binding and values; the counts above cover them all).
+    pub rounds: usize,
+    /// The salt of the last round, whose binding the header shows and where the kinks were
+    /// probed (`GradcheckOptions::salt` draws it first).
+    pub salt: u64,
     /// The magnitudes each draw's values came from, for the inputs without a declared range
     /// (empty where every float input declares one).
     pub ranges: Vec<DrawRange>,
@@ -151,8 +157,11 @@ pub struct GradcheckReport {
     /// `an order crossing` (selection ops) or `a kink`.
     pub kink_word: String,
     /// Points placed on kinks where the convention was checked (ties, zeros); `None` for ops
-    /// without kinks (not probed).
+    /// without kinks (not a `selection` op, no `subgradient` declared: not probed).
     pub kinks: Option<(usize, usize)>,
+    /// Points placed on bounds (an element set to a parameter's or an output's value, such as a
+    /// clip's bound) where the convention was checked; 0 where kinks were not probed.
+    pub kink_bounds: usize,
     /// Largest |analytic - numeric| over checked probes.
     pub max_abs_err: f64,
     /// That error relative to `max(|numeric|, |analytic|)` at its probe.
@@ -206,7 +215,7 @@ impl fmt::Display for GradcheckReport {
                 writeln!(f, "  vjp      : derived from the composite graph `{graph}` ({} on the tape){sub}", ops.join(" -> "))?
             }
         }
-        writeln!(
+        write!(
             f,
             "  probes   : {} sampled and {} swept (each element alone), {} checked, central differences, h = {:e} (relative below |x| = 1)",
             self.probes,
@@ -214,6 +223,10 @@ impl fmt::Display for GradcheckReport {
             self.checked(),
             self.h
         )?;
+        if self.rounds > 1 {
+            write!(f, ", over {} rounds of draws (more than half of a round skipped draws another)", self.rounds)?;
+        }
+        writeln!(f)?;
         writeln!(f, "  values   : {}", self.values_line())?;
         write!(f, "  skipped  : {} within h of {} (no derivative exists there)", self.skipped, self.kink_word)?;
         if self.skipped_unresolved > 0 {
@@ -230,8 +243,9 @@ impl fmt::Display for GradcheckReport {
         match self.kinks {
             Some((ties, zeros)) => writeln!(
                 f,
-                "  kinks    : {} probed ({ties} ties, {zeros} zeros), convention held (ties in index order: the earlier element's derivative from below, the later's from above; zeros between the one-sided derivatives)",
-                ties + zeros
+                "  kinks    : {} probed ({ties} ties, {zeros} zeros, {} bounds), convention held (ties in index order: the earlier element's derivative from below, the later's from above; zeros and bounds between the one-sided derivatives)",
+                ties + zeros + self.kink_bounds,
+                self.kink_bounds
             )?,
             None => writeln!(f, "  kinks    : not probed (no kinks in this category)")?,
         }
@@ -332,10 +346,13 @@ mod tests {
             skipped: 0,
             skipped_nonfinite: 0,
             skipped_unresolved: 0,
+            rounds: 1,
+            salt: 0,
             ranges: vec![],
             declared_magnitudes: vec![],
             kink_word: "a kink".into(),
             kinks: None,
+            kink_bounds: 0,
             max_abs_err: 0.0,
             max_rel_err: 0.0,
             bound_applied: 0.0,

@@ -2,6 +2,7 @@
 //! smallest error the probes prove they catch, and the negative control. Owns judging; it must
 //! not measure (see `probe`) or draw values.
 
+use super::locate;
 use super::probe::{Checker, Probe};
 use super::report::{BackwardForm, ControlOutcome, Corruption, ProbePoint};
 use super::{GradcheckError, Setup};
@@ -22,37 +23,51 @@ fn input_name(c: &Contract, ck: &Checker, at: (usize, Option<usize>)) -> String 
     }
 }
 
-// Comparisons are written `!(err <= allowed)` so that a NaN fails them.
-#[allow(clippy::neg_cmp_op_on_partial_ord)]
-pub(super) fn judge(s: &Setup, probes: &[&Probe]) -> Result<Judged, GradcheckError> {
-    let ck = &s.ck;
+/// The largest errors over the checked probes (of every round), for the report; the verdict is
+/// [`judge`]'s.
+pub(super) fn summarize(probes: &[&Probe]) -> Judged {
     let mut j = Judged { max_abs_err: 0.0, max_rel_err: 0.0, bound_applied: 0.0, worst_ratio: 0.0 };
-    let mut worst: Option<&Probe> = None;
     // The probe of the largest absolute error: the report's error, its relative value and the
     // bound applied there all describe this one probe.
     let mut largest: Option<&Probe> = None;
-    let mut failing = 0;
     for p in probes {
         let err = (p.analytic - p.numeric).abs();
-        let ratio = err / ck.allowed(p, p.analytic).max(f64::MIN_POSITIVE);
-        failing += !(ratio <= 1.0) as usize;
         if err > j.max_abs_err || (largest.is_none() && !err.is_nan()) {
             j.max_abs_err = err;
             largest = Some(p);
         }
-        if !(ratio <= j.worst_ratio) || worst.is_none() {
-            j.worst_ratio = if ratio.is_nan() { f64::INFINITY } else { ratio };
-            worst = Some(p);
-        }
+        j.worst_ratio = j.worst_ratio.max(p.ratio());
     }
-    let Some(p) = worst else { return Ok(j) };
     if let Some(l) = largest {
-        j.bound_applied = ck.allowed(l, l.analytic);
+        j.bound_applied = l.allowed(l.analytic);
         j.max_rel_err = (l.analytic - l.numeric).abs() / l.numeric.abs().max(l.analytic.abs()).max(f64::MIN_POSITIVE);
     }
-    if failing == 0 {
-        return Ok(j);
-    }
+    j
+}
+
+/// The verdict over one round's checked probes: `Err(Mismatch)` where any exceeds the bound,
+/// naming an element. The worst failing coordinate probe is reported where there is one (it
+/// names its element); else the worst failing random direction, narrowed down to the element
+/// that carries its error (`locate`).
+// Comparisons are written `!(ratio <= 1)` so that a NaN fails them.
+#[allow(clippy::neg_cmp_op_on_partial_ord)]
+pub(super) fn judge(s: &mut Setup, probes: &[&Probe]) -> Result<(), GradcheckError> {
+    let failing: Vec<&Probe> = probes.iter().copied().filter(|p| !(p.ratio() <= 1.0)).collect();
+    let worst = |coord: bool| failing.iter().copied().filter(|p| p.at.1.is_some() == coord).max_by(|a, b| a.ratio().total_cmp(&b.ratio()));
+    let (reported, at, (k, j)) = match (worst(true), worst(false)) {
+        (Some(p), _) => (p.clone(), input_name(&s.contract, &s.ck, p.at), (p.at.0, p.at.1.unwrap_or(0))),
+        (None, Some(p)) => match locate::narrow(s, p)? {
+            Some(f) => {
+                let name = input_name(&s.contract, &s.ck, (f.k, Some(f.j)));
+                match f.probe.filter(|q| !(q.ratio() <= 1.0)) {
+                    Some(q) => (q, format!("{name} (narrowed down from a failing random direction)"), (f.k, f.j)),
+                    None => (p.clone(), format!("a random direction, whose largest disagreement alone is at {name}"), (f.k, f.j)),
+                }
+            }
+            None => (p.clone(), "a random direction".to_string(), (0, 0)),
+        },
+        (None, None) => return Ok(()),
+    };
     let form = match &s.form {
         BackwardForm::Jvp { .. } => "JVP".to_string(),
         BackwardForm::Composite { .. } => "composite graph's VJP".to_string(),
@@ -61,13 +76,14 @@ pub(super) fn judge(s: &Setup, probes: &[&Probe]) -> Result<Judged, GradcheckErr
     Err(GradcheckError::Mismatch {
         op: s.op_id.clone(),
         form,
-        at: input_name(&s.contract, ck, p.at),
-        analytic: p.analytic,
-        numeric: p.numeric,
-        diff: (p.analytic - p.numeric).abs(),
-        allowed: ck.allowed(p, p.analytic),
-        failing,
-        checked: probes.len(),
+        at,
+        analytic: reported.analytic,
+        numeric: reported.numeric,
+        diff: (reported.analytic - reported.numeric).abs(),
+        allowed: reported.allowed(reported.analytic),
+        failing: u32::try_from(failing.len()).unwrap_or(u32::MAX),
+        checked: u32::try_from(probes.len()).unwrap_or(u32::MAX),
+        locus: Box::new(locate::locus(s, k, j)),
     })
 }
 
@@ -79,24 +95,31 @@ pub(super) fn points(s: &Setup, probes: &[&Probe]) -> Vec<ProbePoint> {
             at: input_name(&s.contract, &s.ck, p.at),
             analytic: p.analytic,
             numeric: p.numeric,
-            allowed: s.ck.allowed(p, p.analytic),
+            allowed: p.allowed(p.analytic),
         })
         .collect()
 }
 
 /// VJP / JVP consistency on every probe, where both are declared: the largest difference.
 #[allow(clippy::neg_cmp_op_on_partial_ord)]
-pub(super) fn consistency(s: &Setup, probes: &[&Probe]) -> Result<Option<f64>, GradcheckError> {
+pub(super) fn consistency(s: &mut Setup, probes: &[&Probe]) -> Result<Option<f64>, GradcheckError> {
     if !matches!(s.form, BackwardForm::VjpJvp { .. }) {
         return Ok(None);
     }
     let mut worst = 0.0f64;
     for p in probes {
         let Some(jv) = p.jvp else { continue };
-        let allowed = s.ck.allowed(p, jv);
+        let allowed = p.allowed(jv);
         let d = (jv - p.analytic).abs();
         if !(d <= allowed) {
-            let at = input_name(&s.contract, &s.ck, p.at);
+            let (at, (k, j)) = match (p.at.1, locate::narrow_inconsistent(s, p)?) {
+                (Some(j), _) => (input_name(&s.contract, &s.ck, p.at), (p.at.0, j)),
+                (None, Some((k, j))) => {
+                    (format!("a random direction, narrowed down to {}", input_name(&s.contract, &s.ck, (k, Some(j)))), (k, j))
+                }
+                (None, None) => ("a random direction".to_string(), (0, 0)),
+            };
+            let at = format!("{at} ({})", locate::locus(s, k, j));
             return Err(GradcheckError::Inconsistent { op: s.op_id.clone(), at, jvp: jv, vjp: p.analytic, allowed });
         }
         worst = worst.max(d);
@@ -109,11 +132,11 @@ pub(super) fn consistency(s: &Setup, probes: &[&Probe]) -> Result<Option<f64>, G
 /// from the numeric value, beyond the bound once `delta > (allowed + |a - numeric|) / |a|`
 /// (with the bound's own growth, `rel delta |a|`, taken out). Twice the smallest such value, so
 /// that the negative control that applies it is rejected with room to spare.
-pub(super) fn smallest_caught(ck: &Checker, probes: &[&Probe]) -> Option<f64> {
+pub(super) fn smallest_caught(probes: &[&Probe]) -> Option<f64> {
     probes
         .iter()
         .filter(|p| p.analytic != 0.0 && p.analytic.is_finite())
-        .map(|p| 2.0 * (ck.allowed(p, p.analytic) + (p.analytic - p.numeric).abs()) / (p.analytic.abs() * (1.0 - ck.rel)))
+        .map(|p| 2.0 * (p.allowed(p.analytic) + (p.analytic - p.numeric).abs()) / (p.analytic.abs() * (1.0 - p.rel)))
         .filter(|d| d.is_finite())
         .min_by(f64::total_cmp)
 }
@@ -123,8 +146,9 @@ pub(super) fn smallest_caught(ck: &Checker, probes: &[&Probe]) -> Option<f64> {
 /// be rejected wherever it changes the backward by more than the bound (for a constant
 /// gradient, e.g. `sum`, it is the identity and proves nothing, so it is reported n/a).
 #[allow(clippy::neg_cmp_op_on_partial_ord)]
-pub(super) fn negative_control(ck: &Checker, probes: &[&Probe], smallest: Option<f64>) -> Vec<ControlOutcome> {
-    let scale = 1.0 + (8.0 * ck.rel).max(0.01);
+pub(super) fn negative_control(probes: &[&Probe], smallest: Option<f64>) -> Vec<ControlOutcome> {
+    let rel = probes.iter().map(|p| p.rel).fold(0.0, f64::max);
+    let scale = 1.0 + (8.0 * rel).max(0.01);
     let mut corruptions = vec![Corruption::Scaled(scale), Corruption::SignFlipped, Corruption::Neighbour];
     corruptions.extend(smallest.filter(|d| *d < 0.01).map(|d| Corruption::Scaled(1.0 + d)));
     corruptions
@@ -135,10 +159,10 @@ pub(super) fn negative_control(ck: &Checker, probes: &[&Probe], smallest: Option
             let mut margin = 0.0f64;
             for p in probes {
                 let bad = corruption.apply(p.analytic, p.neighbour);
-                if (bad - p.analytic).abs() > 2.0 * ck.allowed(p, bad.abs().max(p.analytic.abs())) {
+                if (bad - p.analytic).abs() > 2.0 * p.allowed(bad.abs().max(p.analytic.abs())) {
                     applicable = true;
                 }
-                let (off, allowed) = ((bad - p.numeric).abs(), ck.allowed(p, bad));
+                let (off, allowed) = ((bad - p.numeric).abs(), p.allowed(bad));
                 if !(off <= allowed) {
                     rejected = true;
                 }
