@@ -211,6 +211,10 @@ pub struct Draw {
     pub params: (i128, i128),
 }
 
+/// Draws of float parameters tried before a sampler gives up on a binding
+/// ([`Space::admitted_params`]).
+pub const FLOAT_REDRAWS: usize = 64;
+
 /// The admissibility oracle of a signature: which values of its symbols (dims bound by inputs,
 /// integer parameters, and for data-dependent outputs their free symbols, in that order: the
 /// runtime plan's slot order) satisfy every constraint, give non-negative dims and stay within
@@ -284,6 +288,25 @@ impl<'a> Space<'a> {
     /// Every integer literal of the constraints, sorted.
     pub fn literals(&self) -> &[i128] {
         &self.literals
+    }
+
+    /// Parameters drawn by `draw` until the signature's float constraints hold for them
+    /// (`value` reads a parameter's value by name from a draw), at most [`FLOAT_REDRAWS`]
+    /// draws; `None` when `draw` does or when none of those draws holds. The one rule of every
+    /// sampler of float parameters: none hands back parameters the op refuses.
+    pub fn admitted_params<T>(
+        &self,
+        rng: &mut Rng,
+        mut draw: impl FnMut(&mut Rng) -> Option<T>,
+        value: impl Fn(&T, &str) -> Option<f64>,
+    ) -> Option<T> {
+        for _ in 0..FLOAT_REDRAWS {
+            let drawn = draw(rng)?;
+            if self.sig.violated_float_constraint(&|n| value(&drawn, n)).is_none() {
+                return Some(drawn);
+            }
+        }
+        None
     }
 
     /// The slot of a symbol.
@@ -573,6 +596,42 @@ mod tests {
     }
 
     const CAPS: Caps = Caps { max_dim: 512, max_numel: 4096, max_work: None };
+
+    /// `x: f32[n], lo: f32, hi: f32 where lo <= hi`.
+    fn clip() -> Signature {
+        let p = |n: &str| Arg::Param(ParamSig { name: n.into(), dtype: DType::f32, var: None });
+        let mut s = sig(vec![t("x", vec![sym("n")]), p("lo"), p("hi")], vec![], vec![sym("n")]);
+        let term = |n: &str| crate::contract::FloatTerm::Param(n.into());
+        s.float_constraints = vec![crate::contract::FloatConstraint { terms: vec![term("lo"), term("hi")], ops: vec![CmpOp::Le] }];
+        s
+    }
+
+    #[test]
+    fn float_parameters_are_redrawn_until_admitted_and_never_handed_back_refused() {
+        let s = clip();
+        let space = Space::new(&s);
+        let value = |v: &(f64, f64), n: &str| match n {
+            "lo" => Some(v.0),
+            "hi" => Some(v.1),
+            _ => None,
+        };
+        let mut rng = Rng::new(7);
+        for _ in 0..1000 {
+            let draw = |rng: &mut Rng| Some((rng.uniform(-1.0, 1.0), rng.uniform(-1.0, 1.0)));
+            let (lo, hi) = space.admitted_params(&mut rng, draw, value).expect("half of all draws hold");
+            assert!(lo <= hi, "handed back lo = {lo} > hi = {hi}");
+        }
+        // A draw that never holds: no parameters, after exactly FLOAT_REDRAWS draws.
+        let mut draws = 0;
+        let never = |_: &mut Rng| {
+            draws += 1;
+            Some((1.0, 0.0))
+        };
+        assert_eq!(space.admitted_params(&mut rng, never, value), None);
+        assert_eq!(draws, FLOAT_REDRAWS);
+        // A draw that gives up is passed on.
+        assert_eq!(space.admitted_params(&mut rng, |_| None::<(f64, f64)>, value), None);
+    }
 
     #[test]
     fn the_generator_is_deterministic_and_salted() {

@@ -262,9 +262,10 @@ impl<'a> Gen<'a> {
     }
 
     /// Float parameter values: drawn from a fixed pool plus the literals of the float
-    /// constraints (their boundaries, e.g. `lo == hi` through a shared literal), redrawn until
-    /// the float constraints hold (an op is not conformed on parameters it refuses).
-    fn float_param_values(&self, rng: &mut Rng) -> Vec<f64> {
+    /// constraints (their boundaries, e.g. `lo == hi` through a shared literal) until the float
+    /// constraints hold ([`Space::admitted_params`]); `None` (no case of this shape) when no
+    /// draw does: an op is not conformed on parameters it refuses.
+    fn float_param_values(&self, rng: &mut Rng) -> Option<Vec<f64>> {
         const POOL: [f64; 10] = [1.0, -2.5, 0.0, -0.0, 0.1, 3.0, -1.0, 1.0e-3, 7.25, -0.5];
         let sig = &self.op.contract.signature;
         let names: Vec<&str> = sig.params().filter(|p| !p.dtype.is_int()).map(|p| p.name.as_str()).collect();
@@ -273,15 +274,8 @@ impl<'a> Gen<'a> {
             _ => None,
         });
         let pool: Vec<f64> = POOL.iter().copied().chain(literals).collect();
-        let mut values = Vec::new();
-        for _ in 0..64 {
-            values = (0..self.n_float_params).map(|_| pool[rng.index(pool.len())]).collect();
-            let env = |n: &str| names.iter().position(|m| *m == n).map(|i| values[i]);
-            if sig.violated_float_constraint(&env).is_none() {
-                break;
-            }
-        }
-        values
+        let draw = |rng: &mut Rng| Some((0..self.n_float_params).map(|_| pool[rng.index(pool.len())]).collect::<Vec<f64>>());
+        self.space.admitted_params(rng, draw, |values, n| names.iter().position(|m| *m == n).map(|i| values[i]))
     }
 
     /// Builds a case's tensors from its shape, pattern and seed; `None` when the plan refuses it.
@@ -385,7 +379,9 @@ impl<'a> Gen<'a> {
         for combo in self.space.boundary_combos(64) {
             for (family, floor) in [("smallest", 0), ("smallest non-empty", 1)] {
                 if let Some(values) = self.space.smallest(&combo, floor, SMALL) {
-                    out.push((family, Shape { syms: values, float_params: self.float_param_values(rng) }));
+                    if let Some(float_params) = self.float_param_values(rng) {
+                        out.push((family, Shape { syms: values, float_params }));
+                    }
                 }
             }
         }
@@ -400,7 +396,7 @@ impl<'a> Gen<'a> {
         self.space
             .empty_patterns(&combos, SMALL)
             .into_iter()
-            .map(|syms| Shape { syms, float_params: self.float_param_values(rng) })
+            .filter_map(|syms| Some(Shape { syms, float_params: self.float_param_values(rng)? }))
             .collect()
     }
 
@@ -438,7 +434,8 @@ impl<'a> Gen<'a> {
             if !self.admissible(&values) || distinct.iter().chain(&tied).any(|s| s.syms == values) {
                 continue;
             }
-            let s = Shape { syms: values, float_params: self.float_param_values(rng) };
+            let Some(float_params) = self.float_param_values(rng) else { continue };
+            let s = Shape { syms: values, float_params };
             if self.space.distinct(&s.syms) {
                 distinct.push(s);
             } else {

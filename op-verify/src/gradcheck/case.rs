@@ -158,8 +158,8 @@ fn admitted(op: &RegisteredOp, space: &Space<'_>, values: &[i128]) -> bool {
 }
 
 /// The parameters of a binding in signature order: integers from `values`, floats log-uniform
-/// across magnitudes with a random sign (redrawn until the float constraints hold), booleans at
-/// random.
+/// across magnitudes with a random sign, booleans at random, redrawn until the float
+/// constraints hold ([`Space::admitted_params`]); `None` (no binding) when no draw does.
 fn params(op: &RegisteredOp, space: &Space<'_>, values: &[i128], rng: &mut Rng) -> Option<Vec<Scalar>> {
     let sig = &op.contract.signature;
     let draw = |rng: &mut Rng| -> Option<Vec<Scalar>> {
@@ -175,15 +175,7 @@ fn params(op: &RegisteredOp, space: &Space<'_>, values: &[i128], rng: &mut Rng) 
             })
             .collect()
     };
-    let mut drawn = draw(rng)?;
-    for _ in 0..64 {
-        let env = |n: &str| sig.params().position(|p| p.name == n).and_then(|i| drawn.get(i)).and_then(Scalar::as_f64);
-        if sig.violated_float_constraint(&env).is_none() {
-            break;
-        }
-        drawn = draw(rng)?;
-    }
-    Some(drawn)
+    space.admitted_params(rng, draw, |drawn, n| sig.params().position(|p| p.name == n).and_then(|i| drawn.get(i)).and_then(Scalar::as_f64))
 }
 
 /// Builds the input tensors of a binding: f64 for float inputs (values from [`fill`] over
