@@ -1,9 +1,10 @@
-//! i64 total-order key lanes for the median's f64 kernel (`median_cpu64.rs`): the 64-bit
-//! counterpart of the runtime's `Vi` (i32 key lanes), written in user code with
-//! `std::arch`. Three implementations, one per instruction set `with_isa!` selects, reached from
-//! its f32 vector type through [`KeyLanes`]: 8 lanes of a plain array (portable), 4 lanes of
-//! AVX2 (64-bit compares and blends: AVX2 has no 64-bit min/max) and 8 lanes of AVX-512F
-//! (native 64-bit min/max).
+//! Total-order key lanes for the median's CPU kernel (`median_cpu.rs`), one trait, [`Keys`],
+//! over both key widths: a vector of `L` keys of one float type, each an integer whose signed
+//! order is the float's `total_cmp`. For f32 the runtime's `Vi` (i32 key lanes) serves as it
+//! is; for f64 this file has i64 key lanes written in user code with `std::arch`, one per
+//! instruction set `with_isa!` selects: 8 lanes of a plain array (portable), 4 lanes of AVX2
+//! (64-bit compares and blends: AVX2 has no 64-bit min/max) and 8 lanes of AVX-512F (native
+//! 64-bit min/max), reached from `with_isa!`'s f32 vector type through [`KeyLanes64`].
 //!
 //! Every implementation computes the same lane-wise integer functions, so results never depend
 //! on the instruction set.
@@ -15,56 +16,116 @@
 // The safety contract of every method is the module's, stated once.
 #![allow(clippy::missing_safety_doc)]
 
-use super::super::median_net::MinMax;
+use super::median_net::MinMax;
+use op_runtime::cpu::simd::{key, unkey, Vi};
 
-/// The total-order key of `v`: `f64::total_cmp` is the signed order of the keys.
-#[inline(always)]
-pub fn key64(v: f64) -> i64 {
-    key_bits(v.to_bits() as i64)
+/// A vector of `L` total-order keys of the float type [`Keys::Float`].
+pub trait Keys: MinMax {
+    /// The float type whose keys the lanes hold (`f32` or `f64`).
+    type Float: Copy;
+    /// The key: an integer of the float's width whose signed order is `total_cmp`.
+    type Key: Copy + Default;
+    /// Lanes (at most 16).
+    const L: usize;
+    /// The largest key (a sentinel above every window).
+    const MAX: Self::Key;
+    /// The key of one float.
+    fn key_of(v: Self::Float) -> Self::Key;
+    /// The float of one key (the inverse of [`Keys::key_of`]).
+    fn float_of(k: Self::Key) -> Self::Float;
+    /// Loads `L` lanes from `p`.
+    unsafe fn load(p: *const Self::Key) -> Self;
+    /// Stores `L` lanes at `p`.
+    unsafe fn store(self, p: *mut Self::Key);
+    /// Every lane `v`.
+    unsafe fn splat(v: Self::Key) -> Self;
+    /// Lane-wise `self < t ? a : b`.
+    unsafe fn sel_lt(self, t: Self, a: Self, b: Self) -> Self;
+    /// Lane-wise key of the float bits (also its inverse: the map is an involution).
+    unsafe fn key(self) -> Self;
+    /// Loads `L` rows of `L` elements (`src[r] .. src[r] + L`), keys them and stores the
+    /// transpose: `dst[c * L + r] = key(src[r][c])` (only the first `L` pointers are read).
+    unsafe fn transpose_key(src: &[*const Self::Key; 16], dst: *mut Self::Key);
+    /// The inverse of `transpose_key`: `dst[r][c] = unkey(src[c * L + r])` for `r, c < L`.
+    unsafe fn transpose_unkey(src: *const Self::Key, dst: &[*mut Self::Key; 16]);
 }
 
-/// The inverse of [`key64`] (the same map on the bits).
-#[inline(always)]
-pub fn unkey64(k: i64) -> f64 {
-    f64::from_bits(key_bits(k) as u64)
+/// f32 keys: the runtime's i32 key lanes as they are.
+impl<V: Vi> Keys for V {
+    type Float = f32;
+    type Key = i32;
+    const L: usize = <V as Vi>::L;
+    const MAX: i32 = i32::MAX;
+    #[inline(always)]
+    fn key_of(v: f32) -> i32 {
+        key(v)
+    }
+    #[inline(always)]
+    fn float_of(k: i32) -> f32 {
+        unkey(k)
+    }
+    #[inline(always)]
+    unsafe fn load(p: *const i32) -> Self {
+        unsafe { <V as Vi>::load(p) }
+    }
+    #[inline(always)]
+    unsafe fn store(self, p: *mut i32) {
+        unsafe { <V as Vi>::store(self, p) }
+    }
+    #[inline(always)]
+    unsafe fn splat(v: i32) -> Self {
+        unsafe { <V as Vi>::splat(v) }
+    }
+    #[inline(always)]
+    unsafe fn sel_lt(self, t: Self, a: Self, b: Self) -> Self {
+        unsafe { <V as Vi>::sel_lt(self, t, a, b) }
+    }
+    #[inline(always)]
+    unsafe fn key(self) -> Self {
+        unsafe { <V as Vi>::key(self) }
+    }
+    #[inline(always)]
+    unsafe fn transpose_key(src: &[*const i32; 16], dst: *mut i32) {
+        unsafe { <V as Vi>::transpose_key(src, dst) }
+    }
+    #[inline(always)]
+    unsafe fn transpose_unkey(src: *const i32, dst: &[*mut i32; 16]) {
+        unsafe { <V as Vi>::transpose_unkey(src, dst) }
+    }
 }
 
-/// The key map on raw bits: flips the magnitude bits of negatives (an involution).
+/// The key map on raw f64 bits: flips the magnitude bits of negatives (an involution).
 #[inline(always)]
 fn key_bits(b: i64) -> i64 {
     b ^ (((b >> 63) as u64) >> 1) as i64
 }
 
-/// A vector of `L` i64 total-order keys.
-pub trait K64: MinMax {
-    /// Lanes (at most 8).
-    const L: usize;
-    /// Loads `L` lanes from `p`.
-    unsafe fn load(p: *const i64) -> Self;
-    /// Stores `L` lanes at `p`.
-    unsafe fn store(self, p: *mut i64);
-    /// Every lane `v`.
-    unsafe fn splat(v: i64) -> Self;
-    /// Lane-wise `self < t ? a : b`.
-    unsafe fn sel_lt(self, t: Self, a: Self, b: Self) -> Self;
-    /// Lane-wise [`key64`] of the f64 bits (also its inverse, [`unkey64`]).
-    unsafe fn key(self) -> Self;
-    /// Loads `L` rows of `L` elements (`src[r] .. src[r] + L`), keys them and stores the
-    /// transpose: `dst[c * L + r] = key(src[r][c])` (only the first `L` pointers are read).
-    unsafe fn transpose_key(src: &[*const i64; 8], dst: *mut i64);
-    /// The inverse of `transpose_key`: `dst[r][c] = unkey(src[c * L + r])` for `r, c < L`.
-    unsafe fn transpose_unkey(src: *const i64, dst: &[*mut i64; 8]);
-}
-
-/// The key vector of the instruction set whose f32 vector is `Self` (the type `with_isa!`
+/// The f64 key vector of the instruction set whose f32 vector is `Self` (the type `with_isa!`
 /// names).
-pub trait KeyLanes {
+pub trait KeyLanes64 {
     /// The i64 key vector of the same instruction set.
-    type K: K64;
+    type K: Keys<Float = f64, Key = i64>;
 }
 
-impl KeyLanes for op_runtime::cpu::simd::P8 {
+impl KeyLanes64 for op_runtime::cpu::simd::P8 {
     type K = P8k;
+}
+
+/// The members of [`Keys`] that are the same for every f64 key vector.
+macro_rules! f64_keys {
+    () => {
+        type Float = f64;
+        type Key = i64;
+        const MAX: i64 = i64::MAX;
+        #[inline(always)]
+        fn key_of(v: f64) -> i64 {
+            super::key_bits(v.to_bits() as i64)
+        }
+        #[inline(always)]
+        fn float_of(k: i64) -> f64 {
+            f64::from_bits(super::key_bits(k) as u64)
+        }
+    };
 }
 
 /// Portable keys: 8 lanes of a plain array.
@@ -82,41 +143,47 @@ impl MinMax for P8k {
     }
 }
 
-impl K64 for P8k {
-    const L: usize = 8;
-    #[inline(always)]
-    unsafe fn load(p: *const i64) -> Self {
-        P8k(unsafe { std::ptr::read_unaligned(p as *const [i64; 8]) })
-    }
-    #[inline(always)]
-    unsafe fn store(self, p: *mut i64) {
-        unsafe { std::ptr::write_unaligned(p as *mut [i64; 8], self.0) }
-    }
-    #[inline(always)]
-    unsafe fn splat(v: i64) -> Self {
-        P8k([v; 8])
-    }
-    #[inline(always)]
-    unsafe fn sel_lt(self, t: Self, a: Self, b: Self) -> Self {
-        P8k(std::array::from_fn(|i| if self.0[i] < t.0[i] { a.0[i] } else { b.0[i] }))
-    }
-    #[inline(always)]
-    unsafe fn key(self) -> Self {
-        P8k(self.0.map(key_bits))
-    }
-    #[inline(always)]
-    unsafe fn transpose_key(src: &[*const i64; 8], dst: *mut i64) {
-        for (r, s) in src.iter().enumerate() {
-            for c in 0..8 {
-                unsafe { *dst.add(c * 8 + r) = key_bits(*s.add(c)) };
+mod portable {
+    //! [`P8k`]'s [`Keys`] (a module so that `f64_keys!` names `super::key_bits` everywhere).
+    use super::{Keys, P8k};
+
+    impl Keys for P8k {
+        f64_keys!();
+        const L: usize = 8;
+        #[inline(always)]
+        unsafe fn load(p: *const i64) -> Self {
+            P8k(unsafe { std::ptr::read_unaligned(p as *const [i64; 8]) })
+        }
+        #[inline(always)]
+        unsafe fn store(self, p: *mut i64) {
+            unsafe { std::ptr::write_unaligned(p as *mut [i64; 8], self.0) }
+        }
+        #[inline(always)]
+        unsafe fn splat(v: i64) -> Self {
+            P8k([v; 8])
+        }
+        #[inline(always)]
+        unsafe fn sel_lt(self, t: Self, a: Self, b: Self) -> Self {
+            P8k(std::array::from_fn(|i| if self.0[i] < t.0[i] { a.0[i] } else { b.0[i] }))
+        }
+        #[inline(always)]
+        unsafe fn key(self) -> Self {
+            P8k(self.0.map(super::key_bits))
+        }
+        #[inline(always)]
+        unsafe fn transpose_key(src: &[*const i64; 16], dst: *mut i64) {
+            for (r, s) in src.iter().take(8).enumerate() {
+                for c in 0..8 {
+                    unsafe { *dst.add(c * 8 + r) = super::key_bits(*s.add(c)) };
+                }
             }
         }
-    }
-    #[inline(always)]
-    unsafe fn transpose_unkey(src: *const i64, dst: &[*mut i64; 8]) {
-        for (r, d) in dst.iter().enumerate() {
-            for c in 0..8 {
-                unsafe { *d.add(c) = key_bits(*src.add(c * 8 + r)) };
+        #[inline(always)]
+        unsafe fn transpose_unkey(src: *const i64, dst: &[*mut i64; 16]) {
+            for (r, d) in dst.iter().take(8).enumerate() {
+                for c in 0..8 {
+                    unsafe { *d.add(c) = super::key_bits(*src.add(c * 8 + r)) };
+                }
             }
         }
     }
@@ -125,15 +192,15 @@ impl K64 for P8k {
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     //! AVX2 ([`K4`]) and AVX-512F ([`K8`]) key lanes.
-    use super::{KeyLanes, MinMax, K64};
+    use super::{KeyLanes64, Keys, MinMax};
     use op_runtime::cpu::simd::x86::{F16, F8};
     use std::arch::x86_64::*;
 
-    impl KeyLanes for F8 {
+    impl KeyLanes64 for F8 {
         type K = K4;
     }
 
-    impl KeyLanes for F16 {
+    impl KeyLanes64 for F16 {
         type K = K8;
     }
 
@@ -174,7 +241,8 @@ mod x86 {
         }
     }
 
-    impl K64 for K4 {
+    impl Keys for K4 {
+        f64_keys!();
         const L: usize = 4;
         #[inline(always)]
         unsafe fn load(p: *const i64) -> Self {
@@ -197,7 +265,7 @@ mod x86 {
             unsafe { K4(key256(self.0)) }
         }
         #[inline(always)]
-        unsafe fn transpose_key(src: &[*const i64; 8], dst: *mut i64) {
+        unsafe fn transpose_key(src: &[*const i64; 16], dst: *mut i64) {
             unsafe {
                 let mut r = [_mm256_setzero_si256(); 4];
                 for (v, p) in r.iter_mut().zip(src) {
@@ -209,7 +277,7 @@ mod x86 {
             }
         }
         #[inline(always)]
-        unsafe fn transpose_unkey(src: *const i64, dst: &[*mut i64; 8]) {
+        unsafe fn transpose_unkey(src: *const i64, dst: &[*mut i64; 16]) {
             unsafe {
                 let mut r = [_mm256_setzero_si256(); 4];
                 for (i, v) in r.iter_mut().enumerate() {
@@ -283,7 +351,8 @@ mod x86 {
         }
     }
 
-    impl K64 for K8 {
+    impl Keys for K8 {
+        f64_keys!();
         const L: usize = 8;
         #[inline(always)]
         unsafe fn load(p: *const i64) -> Self {
@@ -306,7 +375,7 @@ mod x86 {
             unsafe { K8(key512(self.0)) }
         }
         #[inline(always)]
-        unsafe fn transpose_key(src: &[*const i64; 8], dst: *mut i64) {
+        unsafe fn transpose_key(src: &[*const i64; 16], dst: *mut i64) {
             unsafe {
                 let mut r = [_mm512_setzero_si512(); 8];
                 for (v, p) in r.iter_mut().zip(src) {
@@ -318,7 +387,7 @@ mod x86 {
             }
         }
         #[inline(always)]
-        unsafe fn transpose_unkey(src: *const i64, dst: &[*mut i64; 8]) {
+        unsafe fn transpose_unkey(src: *const i64, dst: &[*mut i64; 16]) {
             unsafe {
                 let mut r = [_mm512_setzero_si512(); 8];
                 for (i, v) in r.iter_mut().enumerate() {
