@@ -12,8 +12,7 @@ use op_runtime::graph::{Graph, GraphError};
 use op_runtime::testing::assert_gradcheck_rejected;
 use op_runtime::train::{Tape, TapeError, Var};
 use op_runtime::{op, DType, Real, Registry, Scalar, Tensor};
-use rand::{RngExt, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use op_contract::sample::Rng;
 
 const N: usize = 40;
 const W: u32 = 3;
@@ -144,8 +143,8 @@ fn pipeline(r: &Registry, mid: &str) -> Pipe {
     Pipe { tape, x, k, u, zeros, conv, y, s, loss }
 }
 
-fn vec_of(rng: &mut ChaCha8Rng, n: usize, scale: f64) -> Tensor {
-    Tensor::vector((0..n).map(|_| rng.random_range(-scale..scale)).collect::<Vec<f64>>())
+fn vec_of(rng: &mut Rng, n: usize, scale: f64) -> Tensor {
+    Tensor::vector((0..n).map(|_| rng.uniform(-scale, scale)).collect::<Vec<f64>>())
 }
 
 fn f64s(t: &Tensor) -> Vec<f64> {
@@ -167,7 +166,7 @@ struct Draw {
 }
 
 fn draw(p: &Pipe, seed: u64) -> Draw {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut rng = Rng::new(seed);
     let len = p.tape.shape(p.u).expect("u")[0];
     Draw {
         x: vec_of(&mut rng, N, 1.0),

@@ -12,8 +12,7 @@ use crate::median;
 use op_runtime::conformance::{self, Case, CaseShape, ConformanceFailure, Pattern};
 use op_runtime::train::Tape;
 use op_runtime::{bf16, f16, op, BackendKind, DType, OpHandle, Real, Registry, Tensor};
-use rand::{RngExt, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use op_contract::sample::Rng;
 
 /// The built-ins of this crate that serve every instance on the CPU, forward and backward.
 const ALL_DTYPES: [&str; 14] = [
@@ -83,16 +82,16 @@ fn case(h: &OpHandle, seed: u64, inputs: Vec<Tensor>) -> Case {
 }
 
 /// `n` values uniform in `[lo, hi]`.
-fn uniform(rng: &mut ChaCha8Rng, n: usize, lo: f64, hi: f64) -> Vec<f64> {
-    (0..n).map(|_| lo + (hi - lo) * rng.random::<f64>()).collect()
+fn uniform(rng: &mut Rng, n: usize, lo: f64, hi: f64) -> Vec<f64> {
+    (0..n).map(|_| lo + (hi - lo) * rng.unit()).collect()
 }
 
 /// Checks `good` (must conform) and `bad` (must be rejected) on the cpu backend on the case
 /// `inputs(seed)` builds, for 24 seeds.
-fn good_and_bad_on_seeds(good: &OpHandle, bad: &OpHandle, inputs: impl Fn(&mut ChaCha8Rng) -> Vec<Tensor>) {
+fn good_and_bad_on_seeds(good: &OpHandle, bad: &OpHandle, inputs: impl Fn(&mut Rng) -> Vec<Tensor>) {
     assert!(cpu_serves(good) && cpu_serves(bad), "both run a cpu kernel");
     for seed in 0..24u64 {
-        let ins = inputs(&mut ChaCha8Rng::seed_from_u64(seed));
+        let ins = inputs(&mut Rng::new(seed));
         conformance::check_case(good, BackendKind::Cpu, &case(good, seed, ins.clone()))
             .unwrap_or_else(|e| panic!("`{}` at seed {seed}: {e}", good.id()));
         match conformance::check_case(bad, BackendKind::Cpu, &case(bad, seed, ins)) {
@@ -215,12 +214,12 @@ fn a_vjp_op_with_only_a_cpu_kernel_conforms_and_runs_the_backward() {
 
 /// A signal with ties, signed zeros, infinities and NaNs of both signs among ordinary values.
 fn awkward(n: usize, seed: u64) -> Vec<f64> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut rng = Rng::new(seed);
     let specials = [0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, -f64::NAN, 1.0, 1.0, -2.5, f64::MIN_POSITIVE / 4.0];
     (0..n)
-        .map(|_| match rng.random::<u32>() % 8 {
-            0 => specials[rng.random::<u32>() as usize % specials.len()],
-            _ => (rng.random::<f64>() - 0.5) * 10f64.powi((rng.random::<u32>() % 9) as i32 - 4),
+        .map(|_| match (rng.next_u64() as u32) % 8 {
+            0 => specials[rng.index(specials.len())],
+            _ => (rng.unit() - 0.5) * 10f64.powi(((rng.next_u64() as u32) % 9) as i32 - 4),
         })
         .collect()
 }
@@ -263,12 +262,12 @@ fn the_example_medians_f64_and_vjp_kernels_equal_their_reference_on_every_path()
 /// sorted window's sentinel, and `i64::MIN`), signed zeros, infinities and few distinct finite
 /// values (ties), with `nan_per_8` of every 8 draws a NaN.
 fn specials_heavy(n: usize, seed: u64, nan_per_8: u32) -> Vec<f64> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut rng = Rng::new(seed);
     let nans = [f64::NAN, -f64::NAN, f64::from_bits(u64::MAX >> 1), f64::from_bits(u64::MAX), f64::from_bits(0x7ff0_0000_0000_0001)];
     let others = [0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, 1.0, -1.0, f64::MAX, -f64::MIN_POSITIVE / 8.0];
     (0..n)
         .map(|_| {
-            let r = rng.random::<u32>();
+            let r = rng.next_u64() as u32;
             if r % 8 < nan_per_8 {
                 nans[(r / 8) as usize % nans.len()]
             } else {

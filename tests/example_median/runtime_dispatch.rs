@@ -9,7 +9,7 @@ use op_runtime::device::DeviceProfile;
 use op_runtime::BackendKind;
 use op_runtime::RegisteredOp;
 use op_runtime::{op, CallOptions, DispatchError, Real, Registry, Scalar, Tensor};
-use rand::{RngExt, SeedableRng};
+use op_contract::sample::Rng;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -218,24 +218,24 @@ fn random_shapes_dtypes_and_parameters_never_panic() {
         assert!(backends.contains(&BackendKind::Wgpu), "OP_REQUIRE_GPU_ADAPTER=1 but wgpu is unavailable");
     }
     let ops = r.ops();
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    let mut rng = Rng::new(7);
     let dtypes = op_runtime::DType::ALL;
     let (mut ok, mut err) = (0, 0);
     for _ in 0..3000 {
-        let op = &ops[rng.random_range(0..ops.len())];
+        let op = &ops[rng.index(ops.len())];
         // Mostly plausible calls (right arity, rank-1 f32 of one length), sometimes anything.
-        let plausible = rng.random_bool(0.7);
-        let n_in = if plausible { op.contract().signature.inputs().count() } else { rng.random_range(0..4usize) };
-        let len = rng.random_range(0..40usize);
+        let plausible = rng.chance(0.7);
+        let n_in = if plausible { op.contract().signature.inputs().count() } else { rng.index(4) };
+        let len = rng.index(40);
         let inputs: Vec<Tensor> = (0..n_in)
             .map(|_| {
                 if plausible {
                     return Tensor::zeros(op_runtime::DType::f32, [len]).unwrap();
                 }
-                let rank = rng.random_range(0..3usize);
-                let shape: Vec<usize> = (0..rank).map(|_| rng.random_range(0..6usize)).collect();
-                let d = dtypes[rng.random_range(0..dtypes.len())];
-                let d = if rng.random_bool(0.6) { op_runtime::DType::f32 } else { d };
+                let rank = rng.index(3);
+                let shape: Vec<usize> = (0..rank).map(|_| rng.index(6)).collect();
+                let d = dtypes[rng.index(dtypes.len())];
+                let d = if rng.chance(0.6) { op_runtime::DType::f32 } else { d };
                 Tensor::zeros(d, shape).unwrap()
             })
             .collect();
@@ -244,20 +244,20 @@ fn random_shapes_dtypes_and_parameters_never_panic() {
         let params: Vec<Scalar> = if plausible {
             declared
                 .iter()
-                .map(|d| if *d == op_runtime::DType::f32 { Scalar::F32(rng.random::<f32>()) } else { Scalar::U32(rng.random_range(0..40)) })
+                .map(|d| if *d == op_runtime::DType::f32 { Scalar::F32(rng.unit() as f32) } else { Scalar::U32(rng.below(40) as u32) })
                 .collect()
         } else {
-            (0..rng.random_range(0..3usize))
-                .map(|_| match rng.random_range(0..4) {
-                    0 => Scalar::U32(rng.random_range(0..40)),
-                    1 => Scalar::F32(rng.random::<f32>()),
-                    2 => Scalar::I64(rng.random_range(-5..5)),
-                    _ => Scalar::Bool(rng.random_bool(0.5)),
+            (0..rng.index(3))
+                .map(|_| match rng.index(4) {
+                    0 => Scalar::U32(rng.below(40) as u32),
+                    1 => Scalar::F32(rng.unit() as f32),
+                    2 => Scalar::I64(rng.int_in(-5, 4) as i64),
+                    _ => Scalar::Bool(rng.chance(0.5)),
                 })
                 .collect()
         };
         let h = r.lookup(op.id()).unwrap();
-        let backend = backends[rng.random_range(0..backends.len())];
+        let backend = backends[rng.index(backends.len())];
         let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.call_with(&refs, &params, CallOptions::on(backend))));
         match res {
             Ok(Ok(_)) => ok += 1,

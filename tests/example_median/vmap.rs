@@ -10,8 +10,7 @@ use crate::median_vjp;
 
 use op_runtime::train::{vmap, InAxis, SharedDevice, Tape, TapeError, TensorFn, Var};
 use op_runtime::{DType, Registry, Scalar, Tensor};
-use rand::{RngExt, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use op_contract::sample::Rng;
 
 const N: usize = 24;
 const W: u32 = 3;
@@ -48,9 +47,9 @@ fn pipeline(r: &Registry, dtype: DType) -> Pipe {
 }
 
 fn rows(seed: u64, dtype: DType, shape: &[usize]) -> Tensor {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut rng = Rng::new(seed);
     let n: usize = shape.iter().product();
-    let v: Vec<f64> = (0..n).map(|_| rng.random_range(-1.5..1.5)).collect();
+    let v: Vec<f64> = (0..n).map(|_| rng.uniform(-1.5, 1.5)).collect();
     Tensor::from_f64(dtype, shape.to_vec(), &v).expect("rows")
 }
 
