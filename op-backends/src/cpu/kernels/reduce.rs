@@ -226,22 +226,78 @@ fn lane_tree(mut v: [f64; 16]) -> f64 {
     v[0]
 }
 
-/// Sum of `x` (at most one block).
-#[inline(always)]
-fn block_sum<V: Vf, E: Wide>(x: &[E]) -> f64 {
-    unsafe { block_tree::<V, _>(&Plain(x)) }
+/// A reduction's terms over whole inputs (`x`, or `a` and `b` of one length), summed block
+/// by block by one driver ([`partials`]): what one block yields (its sum; for the checked f64
+/// sums, with its largest magnitude). A trait with a generic method rather than a closure, so
+/// the vector code inlines into each ISA's function.
+trait Source: Sync {
+    /// What one block yields.
+    type Partial: Copy + Default + Send;
+    /// Terms in all.
+    fn len(&self) -> usize;
+    /// The block of terms `start..end` (at most [`BLOCK`] of them).
+    unsafe fn block<V: Vf>(&self, start: usize, end: usize) -> Self::Partial;
 }
 
-/// `sum (a_i - b_i)^2` of one block.
-#[inline(always)]
-fn block_sqdiff<V: Vf, E: Wide>(a: &[E], b: &[E]) -> f64 {
-    unsafe { block_tree::<V, _>(&SqDiff(a, b)) }
+impl<E: Wide> Source for Plain<'_, E> {
+    type Partial = f64;
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    #[inline(always)]
+    unsafe fn block<V: Vf>(&self, start: usize, end: usize) -> f64 {
+        unsafe { block_tree::<V, _>(&Plain(&self.0[start..end])) }
+    }
 }
 
-/// `sum a_i b_i` of one block.
-#[inline(always)]
-fn block_dot<V: Vf, E: Wide>(a: &[E], b: &[E]) -> f64 {
-    unsafe { block_tree::<V, _>(&Prod(a, b)) }
+impl<E: Wide> Source for SqDiff<'_, E> {
+    type Partial = f64;
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    #[inline(always)]
+    unsafe fn block<V: Vf>(&self, start: usize, end: usize) -> f64 {
+        unsafe { block_tree::<V, _>(&SqDiff(&self.0[start..end], &self.1[start..end])) }
+    }
+}
+
+impl<E: Wide> Source for Prod<'_, E> {
+    type Partial = f64;
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    #[inline(always)]
+    unsafe fn block<V: Vf>(&self, start: usize, end: usize) -> f64 {
+        unsafe { block_tree::<V, _>(&Prod(&self.0[start..end], &self.1[start..end])) }
+    }
+}
+
+/// f64 terms whose blocks also yield the bits of the largest magnitude a partial sum of the
+/// block can take a term to: `max|x_i|` for a sum, `(max|a| + max|b|)^2` for squared
+/// differences. Scanned while the block is in the first-level cache.
+struct Checked<S>(S);
+
+impl Source for Checked<Plain<'_, f64>> {
+    type Partial = (f64, u64);
+    fn len(&self) -> usize {
+        self.0 .0.len()
+    }
+    #[inline(always)]
+    unsafe fn block<V: Vf>(&self, start: usize, end: usize) -> (f64, u64) {
+        (unsafe { self.0.block::<V>(start, end) }, max_abs_bits(&self.0 .0[start..end]))
+    }
+}
+
+impl Source for Checked<SqDiff<'_, f64>> {
+    type Partial = (f64, u64);
+    fn len(&self) -> usize {
+        self.0 .0.len()
+    }
+    #[inline(always)]
+    unsafe fn block<V: Vf>(&self, start: usize, end: usize) -> (f64, u64) {
+        let m = f64::from_bits(max_abs_bits(&self.0 .0[start..end])) + f64::from_bits(max_abs_bits(&self.0 .1[start..end]));
+        (unsafe { self.0.block::<V>(start, end) }, (m * m).to_bits())
+    }
 }
 
 /// Combines block sums by the pairwise tree; `+0.0` for none.
@@ -273,58 +329,37 @@ fn combine(partials: &[f64]) -> f64 {
     acc.unwrap_or(0.0) + 0.0
 }
 
-/// Writes the sums of blocks `off ..` of `x` into `p`.
+/// Writes what blocks `off ..` of `src` yield into `p`.
 #[inline(always)]
-fn sum_blocks<V: Vf, E: Wide>(x: &[E], p: &mut [f64], off: usize) {
-    for (i, s) in p.iter_mut().enumerate() {
+fn blocks<V: Vf, S: Source>(src: &S, p: &mut [S::Partial], off: usize) {
+    for (i, out) in p.iter_mut().enumerate() {
         let start = (off + i) * BLOCK;
-        *s = block_sum::<V, E>(&x[start..x.len().min(start + BLOCK)]);
+        // SAFETY: `start < end <= src.len()`: `p` holds blocks that exist.
+        *out = unsafe { src.block::<V>(start, src.len().min(start + BLOCK)) };
     }
 }
 
-/// Writes the squared-difference sums of blocks `off ..` into `p`.
-#[inline(always)]
-fn sqdiff_blocks<V: Vf, E: Wide>(a: &[E], b: &[E], p: &mut [f64], off: usize) {
-    for (i, s) in p.iter_mut().enumerate() {
-        let start = (off + i) * BLOCK;
-        let end = a.len().min(start + BLOCK);
-        *s = block_sqdiff::<V, E>(&a[start..end], &b[start..end]);
-    }
-}
-
-/// Writes the dot products of blocks `off ..` into `p`.
-#[inline(always)]
-fn dot_blocks<V: Vf, E: Wide>(a: &[E], b: &[E], p: &mut [f64], off: usize) {
-    for (i, s) in p.iter_mut().enumerate() {
-        let start = (off + i) * BLOCK;
-        let end = a.len().min(start + BLOCK);
-        *s = block_dot::<V, E>(&a[start..end], &b[start..end]);
-    }
+/// What every block of `src` yields, in block order: blocks in parallel (chunks of
+/// [`GRAIN_BLOCKS`]), each in the vector width of the ISA found at run time. The one driver
+/// of every reduction here.
+fn partials<S: Source>(src: &S) -> Vec<S::Partial> {
+    let isa = Isa::current();
+    let mut p = vec![S::Partial::default(); src.len().div_ceil(BLOCK)];
+    for_each_chunk(&mut p, GRAIN_BLOCKS, |off, p| {
+        with_isa!(isa, V, <S: Source>, (src: &S, p: &mut [S::Partial], off: usize) -> (), blocks::<V, S>(src, p, off))
+    });
+    p
 }
 
 /// The sum of `x` (f32 or f64) in f64 (see the module doc for the order).
 pub fn sum_f64<E: Wide>(x: &[E]) -> f64 {
-    let isa = Isa::current();
-    let mut partials = vec![0f64; x.len().div_ceil(BLOCK)];
-    for_each_chunk(
-        &mut partials,
-        GRAIN_BLOCKS,
-        |off, p| with_isa!(isa, V, <E: Wide>, (x: &[E], p: &mut [f64], off: usize) -> (), sum_blocks::<V, E>(x, p, off)),
-    );
-    combine(&partials)
+    combine(&partials(&Plain(x)))
 }
 
 /// `sum (a_i - b_i)^2` in f64 (terms formed in f64; same order as [`sum_f64`]).
 pub fn sqdiff_f64<E: Wide>(a: &[E], b: &[E]) -> f64 {
     debug_assert_eq!(a.len(), b.len());
-    let isa = Isa::current();
-    let mut partials = vec![0f64; a.len().div_ceil(BLOCK)];
-    for_each_chunk(
-        &mut partials,
-        GRAIN_BLOCKS,
-        |off, p| with_isa!(isa, V, <E: Wide>, (a: &[E], b: &[E], p: &mut [f64], off: usize) -> (), sqdiff_blocks::<V, E>(a, b, p, off)),
-    );
-    combine(&partials)
+    combine(&partials(&SqDiff(a, b)))
 }
 
 /// `sum a_i b_i` in f64 (same order as [`sum_f64`]): for f32 inputs (exact products) within
@@ -332,14 +367,7 @@ pub fn sqdiff_f64<E: Wide>(a: &[E], b: &[E]) -> f64 {
 /// product rounded once.
 pub fn dot_f64<E: Wide>(a: &[E], b: &[E]) -> f64 {
     debug_assert_eq!(a.len(), b.len());
-    let isa = Isa::current();
-    let mut partials = vec![0f64; a.len().div_ceil(BLOCK)];
-    for_each_chunk(
-        &mut partials,
-        GRAIN_BLOCKS,
-        |off, p| with_isa!(isa, V, <E: Wide>, (a: &[E], b: &[E], p: &mut [f64], off: usize) -> (), dot_blocks::<V, E>(a, b, p, off)),
-    );
-    combine(&partials)
+    combine(&partials(&Prod(a, b)))
 }
 
 /// The bits of the largest `|x_i|` (a NaN compares above +inf): a vectorisable scan.
@@ -357,28 +385,6 @@ fn may_overflow(m: f64, n: usize) -> bool {
     !(m * n as f64 <= f64::MAX)
 }
 
-/// Block sums of f64 elements with each block's largest magnitude, blocks `off ..`.
-#[inline(always)]
-fn sum_blocks_checked<V: Vf>(x: &[f64], p: &mut [(f64, u64)], off: usize) {
-    for (i, s) in p.iter_mut().enumerate() {
-        let start = (off + i) * BLOCK;
-        let b = &x[start..x.len().min(start + BLOCK)];
-        *s = (block_sum::<V, f64>(b), max_abs_bits(b));
-    }
-}
-
-/// Squared-difference block sums of f64 elements with each block's largest magnitudes added.
-#[inline(always)]
-fn sqdiff_blocks_checked<V: Vf>(a: &[f64], b: &[f64], p: &mut [(f64, u64)], off: usize) {
-    for (i, s) in p.iter_mut().enumerate() {
-        let start = (off + i) * BLOCK;
-        let end = a.len().min(start + BLOCK);
-        let (a, b) = (&a[start..end], &b[start..end]);
-        let m = f64::from_bits(max_abs_bits(a)) + f64::from_bits(max_abs_bits(b));
-        *s = (block_sqdiff::<V, f64>(a, b), (m * m).to_bits());
-    }
-}
-
 /// The largest magnitude of the checked partials, and their pairwise total.
 fn combine_checked(p: &[(f64, u64)]) -> (f64, f64) {
     let m = p.iter().map(|(_, m)| *m).max().unwrap_or(0);
@@ -392,14 +398,7 @@ fn combine_checked(p: &[(f64, u64)]) -> (f64, f64) {
 /// ([`compensated_in_order`]), so the kernel agrees with it about every non-finite result. The largest
 /// magnitude is scanned block by block, while the block is in the first-level cache.
 pub fn sum_f64_checked(x: &[f64]) -> f64 {
-    let isa = Isa::current();
-    let mut partials = vec![(0f64, 0u64); x.len().div_ceil(BLOCK)];
-    for_each_chunk(
-        &mut partials,
-        GRAIN_BLOCKS,
-        |off, p| with_isa!(isa, V, (x: &[f64], p: &mut [(f64, u64)], off: usize) -> (), sum_blocks_checked::<V>(x, p, off)),
-    );
-    let (m, s) = combine_checked(&partials);
+    let (m, s) = combine_checked(&partials(&Checked(Plain(x))));
     if may_overflow(m, x.len()) {
         return compensated_in_order(x.iter().copied());
     }
@@ -410,14 +409,7 @@ pub fn sum_f64_checked(x: &[f64]) -> f64 {
 /// max|b|)^2`); the fallback forms each term as the reference does.
 pub fn sqdiff_f64_checked(a: &[f64], b: &[f64]) -> f64 {
     debug_assert_eq!(a.len(), b.len());
-    let isa = Isa::current();
-    let mut partials = vec![(0f64, 0u64); a.len().div_ceil(BLOCK)];
-    for_each_chunk(
-        &mut partials,
-        GRAIN_BLOCKS,
-        |off, p| with_isa!(isa, V, (a: &[f64], b: &[f64], p: &mut [(f64, u64)], off: usize) -> (), sqdiff_blocks_checked::<V>(a, b, p, off)),
-    );
-    let (m, s) = combine_checked(&partials);
+    let (m, s) = combine_checked(&partials(&Checked(SqDiff(a, b))));
     if may_overflow(m, a.len()) {
         return compensated_in_order(a.iter().zip(b).map(|(x, y)| {
             let d = x - y;
