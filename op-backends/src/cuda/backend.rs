@@ -32,7 +32,7 @@ impl From<CudaError> for BackendError {
             CudaError::Unavailable { .. } => BackendError::Unavailable(e.to_string()),
             CudaError::Compile { .. } | CudaError::MissingEntry { .. } | CudaError::Cache { .. } => BackendError::Compile(e.to_string()),
             CudaError::InvalidArgument(_) => BackendError::Marshal(e.to_string()),
-            CudaError::Driver(_) => BackendError::Launch(e.to_string()),
+            CudaError::Driver(_) | CudaError::TimedOut { .. } | CudaError::Hung(_) => BackendError::Launch(e.to_string()),
         }
     }
 }

@@ -38,6 +38,7 @@ use super::probe::{guarded, lock, probe_uncached};
 use super::profile::{cuda_profile, format_uuid, parse_nvidia_driver_build, pci_device_id, CudaFacts};
 use super::ptx_cache::{default_ptx_cache_dir, ptx_cache_key, PtxDiskCache};
 use super::resident::Link;
+use super::wait::Waits;
 use crate::transfers::Counters;
 use op_core::device::DeviceProfile;
 use op_core::error::TensorError;
@@ -182,7 +183,7 @@ impl CudaEngine {
         });
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        let link = Arc::new(Link { id, stream: stream.clone(), counters: Counters::default() });
+        let link = Arc::new(Link { id, stream: stream.clone(), counters: Counters::default(), waits: Waits::default() });
         Ok(CudaEngine {
             id,
             link,
@@ -213,6 +214,20 @@ impl CudaEngine {
     /// (`None` where the driver reports neither).
     pub fn peak_memory_bandwidth(&self) -> Option<f64> {
         self.peak_bandwidth
+    }
+
+    /// How long a wait for this engine's device lasts before it is [`CudaError::TimedOut`]:
+    /// 30 s unless set. Every wait (after a launch, before a read back) polls an event with this
+    /// limit; none waits without one.
+    pub fn wait_timeout(&self) -> std::time::Duration {
+        self.link.waits.timeout()
+    }
+
+    /// Sets [`CudaEngine::wait_timeout`] (at least 1 ms) for every later wait on this engine and
+    /// its device tensors. After a wait times out the engine refuses new work
+    /// ([`CudaError::Hung`]) until the late kernel finishes.
+    pub fn set_wait_timeout(&self, timeout: std::time::Duration) {
+        self.link.waits.set_timeout(timeout);
     }
 
     /// Times every following launch's kernel with a pair of CUDA events (off by default: two
@@ -449,6 +464,41 @@ extern "C" __global__ void axpb(const float* a, const float* b, float* out, floa
             assert_eq!(out[i], 3.0 * i as f32 + 2.0 * i as f32 - 7.0, "out[{i}]");
             assert_eq!(acc[i], 10.0 * i as f32 + 1.0, "acc[{i}]");
         }
+    }
+
+    /// Spins for `mcycles` million SM clock cycles, then writes 1 to `out[0]`.
+    const SPIN_SRC: &str = r#"extern "C" __global__ void spin(unsigned int mcycles, float* out) {
+    long long start = clock64();
+    long long cycles = (long long)mcycles * 1000000LL;
+    while (clock64() - start < cycles) { }
+    out[0] = 1.0f;
+}
+"#;
+
+    #[test]
+    fn gpu_wait_times_out_then_refuses_until_the_late_kernel_ends() {
+        let scratch = scratch_dir("gpu-wait");
+        let Some(engine) = gpu_engine("gpu_wait_times_out_then_refuses_until_the_late_kernel_ends", scratch.path()) else { return };
+        let kernel = engine.compile([9; 32], SPIN_SRC, &[], "spin", &[]).expect("compile");
+        let out = vec![0u8; 4];
+        let spin = |mcycles: u32| engine.launch(&kernel, &[CudaArg::U32(mcycles), CudaArg::ReadWrite(&out)], CudaGrid::linear(1, 1));
+        engine.set_wait_timeout(std::time::Duration::from_millis(50));
+        // About 1.5 s at 2 GHz: thirty times the limit.
+        let late = spin(3000).expect_err("a kernel running past the wait limit");
+        assert!(matches!(late, CudaError::TimedOut { .. }), "{late}");
+        assert!(late.to_string().starts_with("the device timed out: kernel `spin`"), "{late}");
+        let refused = spin(0).expect_err("the engine is hung while the late kernel runs");
+        assert!(matches!(refused, CudaError::Hung(_)), "{refused}");
+        engine.set_wait_timeout(std::time::Duration::from_secs(30));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let done = loop {
+            match spin(0) {
+                Ok(r) => break r,
+                Err(CudaError::Hung(_)) if std::time::Instant::now() < deadline => std::thread::sleep(std::time::Duration::from_millis(50)),
+                Err(e) => panic!("after the late kernel: {e}"),
+            }
+        };
+        assert_eq!(f32s(&done[0]), [1.0], "the engine runs work again once the late kernel ended");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use super::ptx_cache::CacheError;
+use super::wait::Stall;
 
 /// Everything that can go wrong in the CUDA engine.
 #[derive(Clone, Debug, thiserror::Error)]
@@ -38,6 +39,19 @@ pub enum CudaError {
     /// A CUDA driver call failed (or cudarc panicked) after initialisation.
     #[error("CUDA driver error: {0}")]
     Driver(String),
+    /// The device did not finish `what` within the engine's wait limit: the kernel may never
+    /// end. The engine is hung until it does ([`CudaError::Hung`]).
+    #[error("the device timed out: {what} did not finish within {limit:?} (the kernel may never end; `CudaEngine::set_wait_timeout` changes the limit)")]
+    TimedOut {
+        /// The launch or transfer waited for.
+        what: String,
+        /// The limit it exceeded.
+        limit: std::time::Duration,
+    },
+    /// An earlier wait timed out and its work is still running: the stream is blocked behind
+    /// it, so nothing more is enqueued until it finishes.
+    #[error("the device is hung: it is still running {0}; nothing more runs on this engine until it finishes")]
+    Hung(String),
     /// The on-disk PTX cache could not be located or written.
     #[error("PTX cache error at {}: {cause}", path.display())]
     Cache {
@@ -51,5 +65,15 @@ pub enum CudaError {
 impl From<CacheError> for CudaError {
     fn from(e: CacheError) -> CudaError {
         CudaError::Cache { path: e.path, cause: e.cause }
+    }
+}
+
+impl From<Stall> for CudaError {
+    fn from(s: Stall) -> CudaError {
+        match s {
+            Stall::TimedOut { what, limit } => CudaError::TimedOut { what, limit },
+            Stall::Hung(what) => CudaError::Hung(what),
+            Stall::Driver(msg) => CudaError::Driver(msg),
+        }
     }
 }

@@ -52,8 +52,9 @@ impl CudaEngine {
     /// A new device buffer holding `bytes` (one counted host-to-device transfer).
     pub fn upload_bytes(&self, bytes: &[u8]) -> Result<CudaBuffer, CudaError> {
         let drv = |what: &str, e: DriverError| CudaError::Driver(format!("{what}: {e:?}"));
+        self.link.waits.check()?;
         let slot = self.upload(&CudaArg::Read(bytes), &drv)?;
-        self.stream.synchronize().map_err(|e| drv("cannot upload a tensor", e))?;
+        self.link.waits.wait(&self.stream, "an upload")?;
         match slot {
             Slot::Buf { dev, len, .. } => Ok(CudaBuffer::new(dev, len as u64, self.link.clone())),
             _ => Err(CudaError::InvalidArgument("an upload made no buffer".into())),
@@ -84,7 +85,7 @@ impl CudaEngine {
                         out.push(host);
                     }
                 }
-                self.stream.synchronize().map_err(|e| drv("cannot read buffers back", e))?;
+                self.link.waits.wait(&self.stream, &format!("the read back of kernel `{}`", kernel.entry))?;
                 drop(slots);
                 // Errors cudarc recorded in destructors (frees) are reported now rather than later.
                 self.ctx.check_err().map_err(|e| drv("freeing device buffers failed", e))?;
@@ -117,6 +118,8 @@ impl CudaEngine {
         if let Some(params) = &kernel.params {
             check_args_against_params(&kernel.entry, params, args)?;
         }
+        // A hung engine refuses at once: an upload behind a kernel that never ends would wait.
+        self.link.waits.check()?;
         guarded(
             |msg| CudaError::Driver(format!("cudarc panicked while launching `{}`: {msg}", kernel.entry)),
             || {
@@ -127,8 +130,9 @@ impl CudaEngine {
                     let cfg = LaunchConfig { grid_dim: (grid[0], grid[1], grid[2]), block_dim: (b[0], b[1], b[2]), shared_mem_bytes: 0 };
                     self.launch_slots(kernel, &slots, cfg, &drv)?;
                 }
-                // Kernel faults surface here (and are sticky: the context is unusable afterwards).
-                self.stream.synchronize().map_err(|e| drv("kernel execution failed", e))?;
+                // Kernel faults surface here (and are sticky: the context is unusable afterwards);
+                // a kernel that does not end is a timeout, never a wait without a limit.
+                self.link.waits.wait(&self.stream, &format!("kernel `{}`", kernel.entry))?;
                 Ok(slots)
             },
         )
@@ -203,6 +207,8 @@ impl CudaEngine {
         unsafe { builder.launch(cfg) }.map_err(|e| drv("cuLaunchKernel failed", e))?;
         if let Some(start) = start {
             let end = event("end")?;
+            // `elapsed_ms` synchronises both events without a limit: the kernel ends first.
+            self.link.waits.wait(&self.stream, &format!("kernel `{}`", kernel.entry))?;
             let ms = start.elapsed_ms(&end).map_err(|e| drv("kernel execution failed", e))?;
             self.last_kernel_ns.store((f64::from(ms) * 1e6) as u64, Ordering::Relaxed);
         }

@@ -13,6 +13,7 @@ mod probe;
 mod profile;
 pub mod ptx_cache;
 pub mod resident;
+mod wait;
 
 pub use backend::CudaBackend;
 pub use engine::CudaEngine;

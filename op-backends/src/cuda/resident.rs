@@ -6,6 +6,7 @@
 //! their uploads and read-backs on the same counters. A call whose inputs are all on one
 //! engine's device leaves its outputs there: nothing crosses to the host.
 
+use super::wait::Waits;
 use crate::transfers::Counters;
 use cudarc::driver::{CudaSlice, CudaStream};
 use op_core::error::TensorError;
@@ -23,6 +24,9 @@ pub struct Link {
     pub stream: Arc<CudaStream>,
     #[doc(hidden)]
     pub counters: Counters,
+    /// Every wait on the stream, with its limit and the hung work.
+    #[doc(hidden)]
+    pub waits: Waits,
 }
 
 impl Link {
@@ -66,11 +70,14 @@ impl DeviceStorage for CudaBuffer {
     fn read(&self) -> Result<Vec<u8>, TensorError> {
         let fail = |reason: String| TensorError::Transfer { device: self.link.device_id().to_string(), reason };
         let len = usize::try_from(self.bytes).map_err(|_| fail("the buffer does not fit the host's address space".into()))?;
+        // The kernels that write this buffer first, with a limit: a copy behind a kernel that
+        // never ends would wait for it without one.
+        self.link.waits.wait(&self.link.stream, "the kernels before a read back").map_err(|e| fail(e.to_string()))?;
         let mut host = vec![0u8; len];
         if len > 0 {
             self.link.stream.memcpy_dtoh(&self.slice.slice(0..len), host.as_mut_slice()).map_err(|e| fail(format!("{e:?}")))?;
         }
-        self.link.stream.synchronize().map_err(|e| fail(format!("{e:?}")))?;
+        self.link.waits.wait(&self.link.stream, "a read back to the host").map_err(|e| fail(e.to_string()))?;
         self.link.counters.down(self.bytes);
         Ok(host)
     }
