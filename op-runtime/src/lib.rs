@@ -201,8 +201,8 @@ pub mod wgpu {
 #[cfg(feature = "cuda")]
 pub mod cuda {
     pub use op_backends::cuda::{
-        choose_ptx_arch, default_ptx_cache_dir, ptx_cache_key, publish_atomically, resolve_ptx_cache_dir, CudaArg, CudaBackend, CudaBuffer,
-        CudaEngine, CudaError, CudaGrid, CudaKernel, CACHE_DIR_ENV, NVIDIA_VENDOR_ID,
+        default_ptx_cache_dir, CudaArg, CudaBackend, CudaBuffer, CudaEngine, CudaError, CudaGrid, CudaKernel, CACHE_DIR_ENV,
+        NVIDIA_VENDOR_ID,
     };
     pub use op_backends::transfers::Transfers;
 }

@@ -279,9 +279,9 @@ impl CudaEngine {
     }
 
     /// PTX for (source, headers, options, entry), compiled with NVRTC for this device and cached:
-    /// in memory per key, and on disk under [`ptx_cache_key`] in [`CudaEngine::cache_dir`]
-    /// (published atomically). `headers` are `(include name, contents)` pairs, visible to
-    /// `#include "name"` in the source. The entry must be `extern "C" __global__`.
+    /// in memory per key, and on disk in [`CudaEngine::cache_dir`] under a key of all of them
+    /// and the device's architecture (published atomically). `headers` are `(include name,
+    /// contents)` pairs, visible to `#include "name"` in the source. The entry must be `extern "C" __global__`.
     pub fn compile(
         &self,
         content_hash: [u8; 32],

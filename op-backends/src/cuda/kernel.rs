@@ -20,7 +20,7 @@ impl CudaKernel {
     pub fn entry(&self) -> &str {
         &self.entry
     }
-    /// The disk-cache key ([`ptx_cache_key`](super::ptx_cache::ptx_cache_key)) the PTX is stored under.
+    /// The disk-cache key (content hash, source, headers, entry, options and architecture) the PTX is stored under.
     pub fn cache_key(&self) -> &str {
         &self.key
     }

@@ -11,7 +11,7 @@ mod launch;
 mod nvrtc;
 mod probe;
 mod profile;
-pub mod ptx_cache;
+mod ptx_cache;
 pub mod resident;
 mod wait;
 
@@ -21,7 +21,6 @@ pub use error::CudaError;
 pub use grid::CudaGrid;
 pub use kernel::CudaKernel;
 pub use launch::CudaArg;
-pub use nvrtc::choose_ptx_arch;
 pub use profile::NVIDIA_VENDOR_ID;
-pub use ptx_cache::{default_ptx_cache_dir, ptx_cache_key, publish_atomically, resolve_ptx_cache_dir, CACHE_DIR_ENV};
+pub use ptx_cache::{default_ptx_cache_dir, CACHE_DIR_ENV};
 pub use resident::CudaBuffer;
