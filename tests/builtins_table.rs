@@ -1,7 +1,7 @@
-//! The README's table of built-ins is generated from their declarations, never written by hand:
-//! this test renders it from the registered contracts (signature, category, tolerance, NaN
-//! policy, broadcasting, backward, kernels) and checks that the README holds exactly that text
-//! between its markers. `OP_BLESS=1 cargo test --test builtins_table` rewrites it.
+//! The table of built-ins in the guide's composing chapter (docs/guide/composing.md) is generated
+//! from their declarations, never written by hand: this test renders it from the registered
+//! contracts (signature, category, tolerance, NaN policy, broadcasting, backward, kernels) and
+//! checks that the chapter holds exactly that text between its markers. `OP_BLESS=1 cargo test --test builtins_table` rewrites it.
 
 use op_runtime::contract::{Arg, Backward, Broadcast, Contract, KernelLang, NanPolicy, TensorSig};
 use std::fmt::Write;
@@ -94,20 +94,22 @@ fn table() -> String {
 }
 
 #[test]
-fn the_readme_table_of_builtins_is_generated_from_their_declarations() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
-    let readme = std::fs::read_to_string(path).expect("README.md");
-    let (Some(b), Some(e)) = (readme.find(BEGIN), readme.find(END)) else { panic!("README.md lacks the markers `{BEGIN}` ... `{END}`") };
+fn the_guide_table_of_builtins_is_generated_from_their_declarations() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/guide/composing.md");
+    let chapter = std::fs::read_to_string(path).expect("docs/guide/composing.md");
+    let (Some(b), Some(e)) = (chapter.find(BEGIN), chapter.find(END)) else {
+        panic!("docs/guide/composing.md lacks the markers `{BEGIN}` ... `{END}`")
+    };
     let generated = format!("{BEGIN}\n{}{END}", table());
-    let current = &readme[b..e + END.len()];
+    let current = &chapter[b..e + END.len()];
     if current == generated {
         return;
     }
     if std::env::var("OP_BLESS").as_deref() == Ok("1") {
-        std::fs::write(path, readme.replace(current, &generated)).expect("README.md written");
+        std::fs::write(path, chapter.replace(current, &generated)).expect("docs/guide/composing.md written");
         return;
     }
-    panic!("the README's table of built-ins is stale; rerun with OP_BLESS=1:\n{generated}");
+    panic!("the table of built-ins in docs/guide/composing.md is stale; rerun with OP_BLESS=1:\n{generated}");
 }
 
 #[test]

@@ -53,6 +53,26 @@
 //!   candle CUDA tensor has no op-runtime engine to share its device with. Move it with
 //!   `to_device(&Device::Cpu)` first, and use `on_cuda` for the op's CUDA kernels.
 //!
+//! Candle ops and registered ops mix in one graph (the interop chapter of op-runtime's guide,
+//! `op_runtime::guide::interop`, describes both adapters):
+//!
+//! ```
+//! use candle_core::{Device, Tensor, Var};
+//! use op_candle::CandleOp;
+//! use op_runtime::Scalar;
+//!
+//! let r = op_runtime::registry();
+//! let scale = CandleOp::new(&r.lookup("builtin/scale").unwrap(), &[Scalar::F32(3.0)]);
+//! let tanh = CandleOp::new(&r.lookup("builtin/tanh").unwrap(), &[]);
+//! let x = Var::from_vec(vec![0.1f32, -0.2, 0.3], 3, &Device::Cpu).unwrap();
+//! let y = tanh.apply(&[&scale.apply(&[x.as_tensor()]).unwrap()]).unwrap();
+//! let loss = (y.sqr().unwrap().sum_all().unwrap() * 0.5).unwrap(); // candle's own ops
+//! let grads = loss.backward().unwrap(); // through tanh's and scale's VJPs
+//! assert_eq!(grads.get(x.as_tensor()).unwrap().dims(), &[3]);
+//! println!("{}", tanh.last_forward().unwrap()); // op, content hash, backend, device
+//! print!("{}", tanh.last_backward().unwrap()); // the VJP op's call
+//! ```
+//!
 //! Errors: candle's hooks carry errors as text; [`CandleOp::apply`] and [`CandleOp::call`]
 //! return the typed [`Error`], and after a failed `backward` [`CandleOp::take_error`] gives it.
 

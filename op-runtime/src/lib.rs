@@ -34,6 +34,10 @@
 //! facade over one crate per floor, each depending only on those below it, so cargo enforces the
 //! layering (`docs/ARCHITECTURE.md`): `op-core`, `op-backends`, `op-train`, `op-verify`,
 //! `op-builtins`.
+//!
+//! The [`guide`] is the documentation beyond the README, one chapter per module, each run as
+//! doctests: declaring ops, tolerances and categories, composing, devices, differentiation,
+//! interop, verification and reports, identity, trust and sharing, limitations.
 
 /// Runs a body with the portable vector type of the best instruction set found at run time (the
 /// `cpu` toolkit's dispatch; see [`cpu::simd`]).
@@ -209,6 +213,8 @@ pub mod cuda {
 
 #[cfg(test)]
 mod size_tests;
+
+pub mod guide;
 
 /// Items generated code refers to. Not a stable API.
 #[doc(hidden)]

@@ -1,7 +1,8 @@
 //! Comparison of a backend's output with the reference's, by the contract's tolerance class,
 //! the guard-band check, and the class of a mismatch. Owns the numerical rules; it must not
 //! generate cases or run kernels. The same text, with the selection ordering convention and
-//! the WGSL/CUDA idioms, is the README's section "Tolerance classes".
+//! the WGSL/CUDA idioms, is the guide's chapter on tolerances (`op_runtime::guide::tolerances`,
+//! docs/guide/tolerances.md).
 //!
 //! - `exact`: bit-identical, sign of zero and NaN payload included. No allowance of any kind.
 //!   With `signed_zero = ignore` (a contract that says the sign of a zero result is not part

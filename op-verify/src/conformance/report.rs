@@ -118,7 +118,7 @@ impl Report {
                 if *side == "max" { "maximum" } else { "minimum" },
                 if *side == "max" { "largest" } else { "smallest" }
             ),
-            (Class::NanOrder, _) => "NaN ordering: the output is the reference's with NaN placed elsewhere in the order (taken as the largest or smallest value whatever its sign, or its sign ignored); the reference orders by IEEE 754 total order, -NaN < -inf < ... < +inf < +NaN: compare total-order keys of the bits (see \"Tolerance classes\" in the README)".to_string(),
+            (Class::NanOrder, _) => "NaN ordering: the output is the reference's with NaN placed elsewhere in the order (taken as the largest or smallest value whatever its sign, or its sign ignored); the reference orders by IEEE 754 total order, -NaN < -inf < ... < +inf < +NaN: compare total-order keys of the bits (see \"Ordering convention of `selection` ops\" in the guide, `op_runtime::guide::tolerances`, docs/guide/tolerances.md)".to_string(),
             (Class::OverflowNan, Some(m)) => format!(
                 "overflow to infinity meeting the opposite infinity: the kernel returned NaN where the reference gives {:e} and no input is NaN ({} element(s)): a partial result overflowed to an infinity and met an infinity of the other sign (inf - inf); keep infinite terms out of the finite partial sums, or sum in a wider type",
                 m.expected, m.count
@@ -160,7 +160,7 @@ impl Report {
         let sign = |b: u64, dtype_bits: u32| if b >> (dtype_bits - 1) & 1 == 1 { "-0" } else { "+0" };
         let w = (self.first().dtype.size() * 8) as u32;
         let order = if self.category == Category::Selection {
-            "the reference orders -0 before +0 (IEEE 754 total order, `total_cmp`); a kernel that compares with `<`, `min` or `max` sees them as a tie (see \"Tolerance classes\" in the README for the WGSL and CUDA total-order key)"
+            "the reference orders -0 before +0 (IEEE 754 total order, `total_cmp`); a kernel that compares with `<`, `min` or `max` sees them as a tie (see \"Ordering convention of `selection` ops\" in the guide, `op_runtime::guide::tolerances`, docs/guide/tolerances.md, for the WGSL and CUDA total-order key)"
         } else {
             "the kernel's `min`, `max`, `select` or `+ 0.0` returned the other zero"
         };
