@@ -1,7 +1,7 @@
 //! The adapters add no dependency to op-runtime: in the workspace's `Cargo.lock`, which lists
 //! every dependency a package can have (each feature's, and its dev-dependencies), nothing
-//! op-runtime reaches is candle or ndarray. A user who does not depend on op-candle or
-//! op-ndarray builds neither library.
+//! op-runtime reaches is candle, burn (or its cubecl) or ndarray. A user who does not depend on
+//! op-candle, op-burn or op-ndarray builds none of those libraries.
 
 use std::collections::{HashMap, HashSet};
 
@@ -59,7 +59,13 @@ fn reached(lock: &str, root: &str) -> HashSet<String> {
 }
 
 fn is_adapter_library(name: &str) -> bool {
-    name.starts_with("candle") || name == "ndarray" || name.starts_with("op-candle") || name.starts_with("op-ndarray")
+    name.starts_with("candle")
+        || name.starts_with("burn")
+        || name.starts_with("cubecl")
+        || name == "ndarray"
+        || name.starts_with("op-candle")
+        || name.starts_with("op-burn")
+        || name.starts_with("op-ndarray")
 }
 
 #[test]
@@ -72,4 +78,6 @@ fn op_runtime_reaches_no_adapter_library() {
     // The walk does find them where they are: from the adapters themselves.
     assert!(reached(&lock, "op-candle").contains("candle-core"));
     assert!(reached(&lock, "op-ndarray").contains("ndarray"));
+    let from_burn = reached(&lock, "op-burn");
+    assert!(from_burn.contains("burn-tensor") && from_burn.contains("burn-autodiff") && from_burn.contains("burn-ndarray"));
 }
