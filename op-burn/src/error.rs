@@ -6,6 +6,10 @@ use op_runtime::DispatchError;
 use op_runtime::{KernelRegistrationError, TensorError};
 use thiserror::Error;
 
+/// The most tensor inputs an op can have for `BurnOp::apply` (burn's backward steps have a
+/// fixed number of parents; one step type is instantiated per arity up to this).
+pub const MAX_INPUTS: usize = 6;
+
 /// Why a registered op could not be applied to burn tensors or differentiated through.
 #[derive(Debug, Error)]
 pub enum Error {
@@ -57,7 +61,7 @@ pub enum Error {
     },
     /// An op `apply` cannot record for burn's autodiff (several outputs, none, or more tensor
     /// inputs than the adapter's backward steps take).
-    #[error("op `{op}` takes {inputs} tensor input(s) and gives {outputs} output(s); `apply` records ops of 1 to {max} inputs and 1 output for burn's autodiff: call it with `BurnOp::call` (every output, no gradient)", max = crate::op::MAX_INPUTS)]
+    #[error("op `{op}` takes {inputs} tensor input(s) and gives {outputs} output(s); `apply` records ops of 1 to {max} inputs and 1 output for burn's autodiff: call it with `BurnOp::call` (every output, no gradient)", max = MAX_INPUTS)]
     NoCustomOp {
         /// The op's `name@version`.
         op: String,

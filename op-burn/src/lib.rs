@@ -55,5 +55,5 @@ mod error;
 mod op;
 mod shared;
 
-pub use error::Error;
-pub use op::{BurnOp, MAX_INPUTS};
+pub use error::{Error, MAX_INPUTS};
+pub use op::BurnOp;

@@ -3,7 +3,7 @@
 //! autodiff the call registers a backward step in burn's graph that runs the tape's pullback.
 
 use crate::convert::{self, AdTensor, Input, Site};
-use crate::error::Error;
+use crate::error::{Error, MAX_INPUTS};
 use crate::shared::{Log, Shared};
 use burn_autodiff::checkpoint::base::Checkpointer;
 use burn_autodiff::checkpoint::strategy::NoCheckpointing;
@@ -17,10 +17,6 @@ use op_runtime::contract::Backward as Declared;
 use op_runtime::provenance::{ProvenanceEntry, ProvenanceRecord};
 use op_runtime::{CallOptions, OpDecl, OpHandle, Scalar, Tensor};
 use std::sync::{Arc, Mutex};
-
-/// The most tensor inputs an op can have for [`BurnOp::apply`] (burn's backward steps have a
-/// fixed number of parents; one step type is instantiated per arity up to this).
-pub const MAX_INPUTS: usize = 6;
 
 /// A registered op with its scalar parameters, applied to burn tensors on burn's `NdArray`
 /// backend (`f32` and `f64`), with or without autodiff.

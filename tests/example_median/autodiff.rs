@@ -8,11 +8,11 @@
 use crate::median;
 use crate::median_vjp;
 
+use op_contract::sample::Rng;
 use op_runtime::graph::{Graph, GraphError};
 use op_runtime::testing::assert_gradcheck_rejected;
 use op_runtime::train::{Tape, TapeError, Var};
 use op_runtime::{op, DType, Real, Registry, Scalar, Tensor};
-use op_contract::sample::Rng;
 
 const N: usize = 40;
 const W: u32 = 3;

@@ -9,10 +9,10 @@
 
 use crate::median;
 
+use op_contract::sample::Rng;
 use op_runtime::conformance::{self, Case, CaseShape, ConformanceFailure, Pattern};
 use op_runtime::train::Tape;
 use op_runtime::{bf16, f16, op, BackendKind, DType, OpHandle, Real, Registry, Tensor};
-use op_contract::sample::Rng;
 
 /// The built-ins of this crate that serve every instance on the CPU, forward and backward.
 const ALL_DTYPES: [&str; 14] = [

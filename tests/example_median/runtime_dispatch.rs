@@ -3,13 +3,13 @@
 //! and exhaustion errors, built-in and user provenance of identical form, and no panic on
 //! random input.
 
+use op_contract::sample::Rng;
 use op_runtime::backend::{Backend, BackendError, ExecRequest, Prepared};
 use op_runtime::backend::{CpuBackend, ReferenceBackend};
 use op_runtime::device::DeviceProfile;
 use op_runtime::BackendKind;
 use op_runtime::RegisteredOp;
 use op_runtime::{op, CallOptions, DispatchError, Real, Registry, Scalar, Tensor};
-use op_contract::sample::Rng;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 

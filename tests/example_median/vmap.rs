@@ -8,9 +8,9 @@ use crate::common;
 use crate::median;
 use crate::median_vjp;
 
+use op_contract::sample::Rng;
 use op_runtime::train::{vmap, InAxis, SharedDevice, Tape, TapeError, TensorFn, Var};
 use op_runtime::{DType, Registry, Scalar, Tensor};
-use op_contract::sample::Rng;
 
 const N: usize = 24;
 const W: u32 = 3;

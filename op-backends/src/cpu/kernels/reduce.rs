@@ -345,9 +345,11 @@ fn blocks<V: Vf, S: Source>(src: &S, p: &mut [S::Partial], off: usize) {
 fn partials<S: Source>(src: &S) -> Vec<S::Partial> {
     let isa = Isa::current();
     let mut p = vec![S::Partial::default(); src.len().div_ceil(BLOCK)];
-    for_each_chunk(&mut p, GRAIN_BLOCKS, |off, p| {
-        with_isa!(isa, V, <S: Source>, (src: &S, p: &mut [S::Partial], off: usize) -> (), blocks::<V, S>(src, p, off))
-    });
+    for_each_chunk(
+        &mut p,
+        GRAIN_BLOCKS,
+        |off, p| with_isa!(isa, V, <S: Source>, (src: &S, p: &mut [S::Partial], off: usize) -> (), blocks::<V, S>(src, p, off)),
+    );
     p
 }
 
