@@ -223,8 +223,10 @@ pub fn resolve_ptx_cache_dir(op_cache_dir: Option<OsString>, xdg_cache_home: Opt
 /// Writes `bytes` to `path` atomically and durably (`files::write_atomic`): a temporary file
 /// with an unpredictable name, created exclusively (never through a symlink), synced, renamed
 /// over `path`, then the directory synced. Readers see either the old file or the complete new
-/// one; the temporary file is removed on failure. Pure filesystem code.
-pub fn publish_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+/// one; the temporary file is removed on failure. Pure filesystem code. (What
+/// [`PtxDiskCache::store`] does; kept for its test.)
+#[cfg(test)]
+fn publish_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     files::write_atomic(path, bytes, Replace::Yes, 0o644)
 }
 
