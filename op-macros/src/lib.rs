@@ -65,9 +65,9 @@ mod tokens;
 /// # }
 /// ```
 ///
-/// The README declares a selection op (a windowed median) with a window parameter, a WGSL and a
-/// CUDA kernel; the section "Every form, by example" below shows each form of the grammar in a
-/// doctest that runs.
+/// The README declares a selection op (a windowed median) with a window parameter and a WGSL
+/// kernel (the example in `examples/windowed_median` adds CUDA and `cpu` kernels); the section
+/// "Every form, by example" below shows each form of the grammar in a doctest that runs.
 ///
 /// # Grammar (EBNF)
 ///
