@@ -1,13 +1,14 @@
-//! The two XLA FFI handlers every op target points at: `forward` (the op's call) and `pullback`
-//! (its declared backward for given cotangents). Both find the op by the `op` attribute, refuse
-//! to run unless the `identity` attribute is the registered op's identity, and call it through
-//! op-runtime's one dispatch path (`OpHandle::call`, `call_batched`, `Tape::pullback`). Nothing
+//! The three XLA FFI handlers every op target points at: `forward` (the op's call), `pullback`
+//! (its declared backward for given cotangents) and `jvp` (its forward mode for given tangents).
+//! Each finds the op by the `op` attribute, refuses to run unless the `identity` attribute is the
+//! registered op's identity, and calls it through op-runtime's one dispatch path
+//! (`OpHandle::call`, `call_batched`, `Tape::pullback`, `Tape::jvp`). Nothing
 //! may unwind into XLA: every entry catches panics and every failure becomes an
 //! `XLA_FFI_Error` naming the op.
 
 use crate::xla;
 use op_runtime::provenance::ProvenanceEntry;
-use op_runtime::{registry, CallOptions, DType, Data, OpHandle, Scalar, Tape, Tensor};
+use op_runtime::{registry, CallOptions, DType, Data, OpHandle, Scalar, Tape, Tensor, Var};
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -36,6 +37,7 @@ impl Failure {
 enum Kind {
     Forward,
     Pullback,
+    Jvp,
 }
 
 /// `XLA_FFI_Handler` for an op's forward call.
@@ -46,6 +48,12 @@ pub extern "C" fn forward(frame: *mut xla::CallFrame) -> *mut xla::Error {
 /// `XLA_FFI_Handler` for an op's pullback (inputs, then one cotangent per output).
 pub extern "C" fn pullback(frame: *mut xla::CallFrame) -> *mut xla::Error {
     entry(frame, Kind::Pullback)
+}
+
+/// `XLA_FFI_Handler` for an op's forward mode (inputs, then one tangent per float input; one
+/// tangent per float output).
+pub extern "C" fn jvp(frame: *mut xla::CallFrame) -> *mut xla::Error {
+    entry(frame, Kind::Jvp)
 }
 
 fn entry(frame: *mut xla::CallFrame, kind: Kind) -> *mut xla::Error {
@@ -126,7 +134,7 @@ impl Drop for FpEnv {
 }
 
 /// An `XLA_FFI_Error` built with the frame's API table (XLA copies the message).
-unsafe fn error(frame: *mut xla::CallFrame, f: Failure) -> *mut xla::Error {
+pub(crate) unsafe fn error(frame: *mut xla::CallFrame, f: Failure) -> *mut xla::Error {
     let api = (*frame).api;
     if api.is_null() || (*api).struct_size < std::mem::offset_of!(xla::Api, error_get_message) {
         return null_mut();
@@ -144,7 +152,7 @@ unsafe fn error(frame: *mut xla::CallFrame, f: Failure) -> *mut xla::Error {
 
 /// Fills the metadata XLA asks for at registration: the API version this module was written
 /// against, no traits, no state.
-unsafe fn metadata(ext: *mut xla::MetadataExtension) -> Result<(), Failure> {
+pub(crate) unsafe fn metadata(ext: *mut xla::MetadataExtension) -> Result<(), Failure> {
     if (*ext).extension_base.struct_size < xla::METADATA_EXTENSION_STRUCT_SIZE {
         return Err(Failure::precondition("op-jax: XLA_FFI_Metadata_Extension is smaller than this module's header"));
     }
@@ -417,7 +425,7 @@ unsafe fn run(frame: *mut xla::CallFrame, kind: Kind) -> Result<(), Failure> {
         };
         tensors.push(tensor(op, v, shape)?);
     }
-    if matches!(kind, Kind::Pullback) && b == Some(0) {
+    if matches!(kind, Kind::Pullback | Kind::Jvp) && b == Some(0) {
         // An empty batch: no slice to differentiate, and every result buffer is empty.
         return Ok(());
     }
@@ -439,7 +447,8 @@ unsafe fn run(frame: *mut xla::CallFrame, kind: Kind) -> Result<(), Failure> {
                 }
             }
         }
-        Kind::Pullback => pullback_call(op, &h, tensors, &params, b)?,
+        Kind::Pullback => per_slice(op, tensors, b, |args| pullback_one(op, &h, args, &params))?,
+        Kind::Jvp => per_slice(op, tensors, b, |args| jvp_one(op, &h, args, &params))?,
     };
     if outputs.len() != rets.len() {
         return Err(Failure::precondition(format!("op `{op}`: {} results expected, the op produced {}", rets.len(), outputs.len())));
@@ -450,20 +459,58 @@ unsafe fn run(frame: *mut xla::CallFrame, kind: Kind) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The gradients of the op's float inputs: `args` are its inputs then one cotangent per output,
-/// batched along a leading axis of `b` slices when `b` is set (one pullback per slice).
-fn pullback_call(op: &str, h: &OpHandle, args: Vec<Tensor>, params: &[Scalar], b: Option<usize>) -> Result<Vec<Tensor>, Failure> {
+/// The gradients of the op's float inputs: `args` are its inputs then one cotangent per output.
+fn pullback_one(op: &str, h: &OpHandle, mut args: Vec<Tensor>, params: &[Scalar]) -> Result<Vec<Tensor>, Failure> {
     let n_in = h.op().contract().signature.inputs().count();
     if args.len() < n_in {
         return Err(Failure::invalid(format!("op `{op}`: a pullback takes the op's {n_in} inputs and the cotangents")));
     }
-    let tape = Tape::new();
-    let one = |args: Vec<Tensor>| -> Result<Vec<Tensor>, Failure> {
-        let mut args = args;
-        let cts = args.split_off(n_in);
-        let pb = tape.pullback(h, args, params, cts).map_err(|e| Failure::invalid(e.to_string()))?;
-        Ok(pb.grads.into_iter().flatten().collect())
-    };
+    let cts = args.split_off(n_in);
+    let pb = Tape::new().pullback(h, args, params, cts).map_err(|e| Failure::invalid(e.to_string()))?;
+    Ok(pb.grads.into_iter().flatten().collect())
+}
+
+/// The tangents of the op's float outputs: `args` are its inputs then one tangent per float
+/// input, pushed through the op's forward mode (`Tape::jvp`: its JVP rules, its differentiable
+/// VJP op, or its graph). An output no tangent reaches gets zeros.
+fn jvp_one(op: &str, h: &OpHandle, mut args: Vec<Tensor>, params: &[Scalar]) -> Result<Vec<Tensor>, Failure> {
+    let n_in = h.op().contract().signature.inputs().count();
+    if args.len() < n_in {
+        return Err(Failure::invalid(format!("op `{op}`: a jvp takes the op's {n_in} inputs and the tangents")));
+    }
+    let tangents = args.split_off(n_in);
+    let mut tape = Tape::new();
+    let vars: Vec<Var> = args.iter().enumerate().map(|(k, x)| tape.input(&format!("in{k}"), x.dtype(), x.shape().to_vec())).collect();
+    let outs = tape.apply(h, &vars, params).map_err(invalid)?;
+    let floats: Vec<Var> = vars.iter().zip(&args).filter(|(_, x)| x.dtype().is_float()).map(|(v, _)| *v).collect();
+    if floats.len() != tangents.len() {
+        return Err(Failure::invalid(format!("op `{op}`: {} tangents for {} float inputs", tangents.len(), floats.len())));
+    }
+    let feeds: Vec<(Var, &Tensor)> = vars.iter().copied().zip(args.iter()).collect();
+    let mut run = tape.run(&feeds).map_err(invalid)?;
+    let seeds: Vec<(Var, &Tensor)> = floats.into_iter().zip(tangents.iter()).collect();
+    let pushed = tape.jvp(&mut run, &seeds).map_err(invalid)?;
+    let mut out = Vec::new();
+    for v in outs {
+        let (Some(d), Some(s)) = (tape.dtype(v), tape.shape(v)) else { continue };
+        if !d.is_float() {
+            continue;
+        }
+        match pushed.get(v) {
+            Some(t) => out.push(t.to_host().map_err(|e| Failure::invalid(format!("op `{op}`: {e}")))?),
+            None => out.push(Tensor::zeros(d, s.to_vec()).map_err(|e| Failure::invalid(format!("op `{op}`: {e}")))?),
+        }
+    }
+    Ok(out)
+}
+
+fn invalid(e: impl std::fmt::Display) -> Failure {
+    Failure::invalid(e.to_string())
+}
+
+/// Runs `one` on the whole arguments, or, batched along a leading axis of `b` slices, once per
+/// slice with the results stacked.
+fn per_slice(op: &str, args: Vec<Tensor>, b: Option<usize>, one: impl Fn(Vec<Tensor>) -> Result<Vec<Tensor>, Failure>) -> Result<Vec<Tensor>, Failure> {
     let Some(b) = b else { return one(args) };
     let mut per: Vec<Vec<Tensor>> = Vec::new();
     for i in 0..b {
@@ -482,7 +529,7 @@ fn pullback_call(op: &str, h: &OpHandle, args: Vec<Tensor>, params: &[Scalar], b
     let mut out = Vec::with_capacity(k);
     for j in 0..k {
         let parts: Vec<&Data> = per.iter().map(|g| g[j].data()).collect();
-        let data = Data::concat(&parts).ok_or_else(|| Failure::invalid(format!("op `{op}`: gradients of slices differ in dtype")))?;
+        let data = Data::concat(&parts).ok_or_else(|| Failure::invalid(format!("op `{op}`: results of slices differ in dtype")))?;
         let shape: Vec<usize> = std::iter::once(b).chain(per[0][j].shape().iter().copied()).collect();
         out.push(Tensor::new(shape, data).map_err(|e| Failure::invalid(format!("op `{op}`: {e}")))?);
     }

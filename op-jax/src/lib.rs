@@ -11,6 +11,7 @@ use pyo3::types::{PyBool, PyBytes, PyCapsule, PyFloat};
 use std::ffi::c_void;
 use std::ptr::NonNull;
 
+mod bench;
 mod fixture;
 mod handler;
 mod xla;
@@ -156,6 +157,7 @@ fn describe(name: &str) -> PyResult<String> {
         "is_vjp_op": op.is_vjp_op(),
         "differentiable": c.backward.is_differentiable(),
         "vjp_op": h.differentiable_vjp_op().map(|v| v.id()),
+        "forward_mode": forward_mode(&h),
         "inputs": c.signature.inputs().map(|t| &t.name).collect::<Vec<_>>(),
         "params": c.signature.params().map(|p| &p.name).collect::<Vec<_>>(),
         "outputs": c.signature.outputs.iter().map(|t| &t.name).collect::<Vec<_>>(),
@@ -167,6 +169,19 @@ fn describe(name: &str) -> PyResult<String> {
         "contract": serde_json::to_value(c).map_err(|e| OpError::new_err(e.to_string()))?,
     });
     Ok(v.to_string())
+}
+
+/// Whether `Tape::jvp` has a rule for the op: a composite pushes through its graph, declared JVP
+/// rules run as they are, and an op with only a VJP goes through the VJP of its differentiable
+/// VJP op (the route `op_train::tape::forward` takes; an op without any is refused there too).
+fn forward_mode(h: &OpHandle) -> bool {
+    use op_runtime::contract::Backward;
+    match &h.op().contract().backward {
+        Backward::None => false,
+        Backward::Composite { .. } => true,
+        Backward::Declared { jvp, .. } if !jvp.is_empty() => true,
+        Backward::Declared { .. } => h.differentiable_vjp_op().is_some(),
+    }
 }
 
 type Buf = (String, Vec<usize>, Vec<u8>);
@@ -209,6 +224,32 @@ fn forward_handler(py: Python<'_>) -> PyResult<Bound<'_, PyCapsule>> {
 #[pyfunction]
 fn pullback_handler(py: Python<'_>) -> PyResult<Bound<'_, PyCapsule>> {
     capsule(py, handler::pullback)
+}
+
+/// The forward-mode (JVP) handler as a capsule for `jax.ffi.register_ffi_target`.
+#[pyfunction]
+fn jvp_handler(py: Python<'_>) -> PyResult<Bound<'_, PyCapsule>> {
+    capsule(py, handler::jvp)
+}
+
+/// The do-nothing handler (`bench::empty`) as a capsule: the baseline of `bench/overhead.py`.
+#[pyfunction]
+fn empty_handler(py: Python<'_>) -> PyResult<Bound<'_, PyCapsule>> {
+    capsule(py, bench::empty)
+}
+
+/// Median seconds of `reps` Rust calls of op `name` on these inputs (dtype, shape, bytes), timed
+/// in Rust around `OpHandle::call` (no Python, no copies): the Rust side of the benchmark.
+#[pyfunction]
+fn time_call(py: Python<'_>, name: &str, inputs: Vec<Buf>, params: Vec<Bound<'_, PyAny>>, reps: usize) -> PyResult<f64> {
+    let id = lookup(name)?.id();
+    let dtypes = inputs.iter().map(|(d, _, _)| parse_dtype(&id, "an input", d)).collect::<PyResult<Vec<_>>>()?;
+    let (h, _, scalars) = resolve(name, &dtypes, &params)?;
+    let tensors = inputs
+        .iter()
+        .map(|(d, s, b)| Tensor::from_bytes(d, s.clone(), b).map_err(|e| ContractError::new_err(format!("op `{id}`: {e}"))))
+        .collect::<PyResult<Vec<_>>>()?;
+    py.detach(|| bench::time_call(&h, &tensors, &scalars, reps)).map_err(OpError::new_err)
 }
 
 /// Sizes and offsets of the `#[repr(C)]` mirrors of `c_api.h` (checked against the header by
@@ -299,6 +340,9 @@ fn _op_jax(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(call, m)?)?;
     m.add_function(wrap_pyfunction!(forward_handler, m)?)?;
     m.add_function(wrap_pyfunction!(pullback_handler, m)?)?;
+    m.add_function(wrap_pyfunction!(jvp_handler, m)?)?;
+    m.add_function(wrap_pyfunction!(empty_handler, m)?)?;
+    m.add_function(wrap_pyfunction!(time_call, m)?)?;
     m.add_function(wrap_pyfunction!(layout, m)?)?;
     m.add_function(wrap_pyfunction!(set_backend, m)?)?;
     m.add_function(wrap_pyfunction!(backends, m)?)?;

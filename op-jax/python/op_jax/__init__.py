@@ -22,6 +22,8 @@ from typing import Any, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
 
 from . import _op_jax as _native
 from ._op_jax import (
@@ -73,7 +75,7 @@ _NAMES = {
 }
 _DTYPES = {v: k for k, v in _NAMES.items()}
 
-_TARGET = re.compile(r"op_jax:(?P<op>[^:\"\s]+@\d+):(?P<prefix>[0-9a-f]{16})(?P<pullback>:pullback)?")
+_TARGET = re.compile(r"op_jax:(?P<op>[^:\"\s]+@\d+):(?P<prefix>[0-9a-f]{16})(?P<kind>:pullback|:jvp)?")
 
 
 def _dtype_name(dtype) -> str:
@@ -81,9 +83,10 @@ def _dtype_name(dtype) -> str:
     return _NAMES.get(d, str(d))
 
 
-def target_name(op_id: str, identity: str, pullback: bool = False) -> str:
-    """The FFI target of an op's forward (or pullback): ``op_jax:<name>@<version>:<16 hex>``."""
-    return f"op_jax:{op_id}:{identity[:16]}" + (":pullback" if pullback else "")
+def target_name(op_id: str, identity: str, kind: str | None = None) -> str:
+    """The FFI target of an op's forward, ``op_jax:<name>@<version>:<16 hex>``, or of its
+    ``"pullback"`` or ``"jvp"`` (the same with ``:pullback`` / ``:jvp``)."""
+    return f"op_jax:{op_id}:{identity[:16]}" + (f":{kind}" if kind else "")
 
 
 # Targets registered with XLA in this process, with the full identity each was registered for.
@@ -91,7 +94,7 @@ _registered: dict[str, str] = {}
 
 
 def _ensure_targets(op_id: str, identity: str) -> None:
-    """Registers the op's two targets once. Registering the same identity again is a no-op; a
+    """Registers the op's three targets (forward, pullback, jvp) once. Registering the same identity again is a no-op; a
     target name is never re-pointed (the name carries the identity, so other content gets
     another name)."""
     fwd = target_name(op_id, identity)
@@ -104,9 +107,10 @@ def _ensure_targets(op_id: str, identity: str) -> None:
             "(a 64-bit prefix collision); bump the op's version or give it a new name"
         )
     jax.ffi.register_ffi_target(fwd, _native.forward_handler(), platform="cpu")
-    jax.ffi.register_ffi_target(target_name(op_id, identity, True), _native.pullback_handler(), platform="cpu")
-    _registered[fwd] = identity
-    _registered[target_name(op_id, identity, True)] = identity
+    jax.ffi.register_ffi_target(target_name(op_id, identity, "pullback"), _native.pullback_handler(), platform="cpu")
+    jax.ffi.register_ffi_target(target_name(op_id, identity, "jvp"), _native.jvp_handler(), platform="cpu")
+    for kind in (None, "pullback", "jvp"):
+        _registered[target_name(op_id, identity, kind)] = identity
 
 
 def _register_all() -> None:
@@ -195,6 +199,7 @@ class Op:
         self.source: str = d["source"]
         self.differentiable: bool = d["differentiable"]
         self.vjp_op: str | None = d["vjp_op"]
+        self.forward_mode: bool = d["forward_mode"]
         self.inputs: list[str] = d["inputs"]
         self.params: list[str] = d["params"]
         self.outputs: list[str] = d["outputs"]
@@ -261,36 +266,122 @@ def _forward(c: _Call, arrays):
 
 
 def _zero_cotangent(ct, like: jax.ShapeDtypeStruct):
-    if ct is None or getattr(ct, "dtype", None) == jax.dtypes.float0:
+    if ct is None or type(ct) is ad.Zero or getattr(ct, "dtype", None) == jax.dtypes.float0:
         return jnp.zeros(like.shape, like.dtype)
     return ct
 
 
 def _differentiable(o: Op, c: _Call, params):
-    """The op's forward under `jax.custom_vjp`, whose backward is the op's declared one."""
+    """The op's forward under `jax.custom_jvp`. Its tangent is `_tangent_p`, a primitive linear
+    in the tangents: evaluated (``jax.jvp``) it runs the op's forward mode through the `:jvp`
+    target; transposed (``jax.grad``, ``jax.vjp``) it runs the op's declared backward (its
+    differentiable VJP op, else the `:pullback` target). So forward and reverse mode each run
+    what the op declares, and neither is derived from the other in JAX."""
 
-    @jax.custom_vjp
+    @jax.custom_jvp
     def f(*xs):
         return _forward(c, xs)
 
-    def fwd(*xs):
-        # `f` itself, not the raw FFI call: differentiating this forward again (reverse over
-        # reverse) then uses the same rule instead of asking the FFI call for a JVP.
-        return f(*xs), xs
-
-    def bwd(xs, cts):
+    def f_jvp(primals, tangents):
+        ys = f(*primals)
+        if not any(_is_float(s.dtype) for s in c.outs):
+            # Integer and bool outputs carry no tangent, whatever the op declares.
+            return ys, tuple(np.zeros(s.shape, jax.dtypes.float0) for s in c.outs)
         if not o.differentiable:
             raise NotDifferentiableError(f"op `{o.id}` declares `backward = none`: no gradient flows through it")
-        cts = [_zero_cotangent(ct, like) for ct, like in zip(cts, c.outs)]
-        floats = [i for i, x in enumerate(xs) if _is_float(x.dtype)]
-        grads = _backward(o, c, params, xs, cts, floats)
-        out = [None] * len(xs)
-        for i, g in zip(floats, grads):
-            out[i] = g
-        return tuple(out)
+        floats = tuple(i for i, x in enumerate(primals) if _is_float(x.dtype))
+        ts = [tangents[i] for i in floats]
+        touts = iter(_tangent_p.bind(*primals, *ts, call=c, op=o, params=tuple(params), floats=floats))
+        out_ts = tuple(next(touts) if _is_float(s.dtype) else np.zeros(s.shape, jax.dtypes.float0) for s in c.outs)
+        return ys, out_ts
 
-    f.defvjp(fwd, bwd)
+    f.defjvp(f_jvp)
     return f
+
+
+# ---- the tangent primitive ------------------------------------------------------------------
+#
+# `_tangent_p(xs..., ts...)`: the tangents of an op's float outputs for tangents `ts` of its float
+# inputs at `xs`. Linear in `ts`. Arguments may carry leading batch dims beyond the op's ranks
+# (vmap; every argument the same ones); the handlers read them as one batch axis.
+
+_tangent_p = Primitive("op_jax_tangent")
+_tangent_p.multiple_results = True
+
+
+def _batch_dims(args, c: _Call) -> tuple[int, ...]:
+    x, r = args[0], c.ranks[0]
+    return tuple(x.shape[: len(x.shape) - r])
+
+
+def _tangent_outs(args, c: _Call):
+    b = _batch_dims(args, c)
+    return [jax.ShapeDtypeStruct(b + tuple(s.shape), s.dtype) for s in c.outs if _is_float(s.dtype)]
+
+
+def _tangent_abstract(*args, call, op, params, floats):
+    return [jax.core.ShapedArray(s.shape, s.dtype) for s in _tangent_outs(args, call)]
+
+
+def _tangent_ffi(*args, call, op, params, floats):
+    if not op.forward_mode:
+        raise NotDifferentiableError(
+            f"op `{op.id}` has no forward mode: it declares no JVP rule, is not a composite, and has no "
+            "differentiable VJP op to take the VJP-of-VJP route (reverse mode, jax.grad, still works)"
+        )
+    ranks = [call.ranks[i] for i in floats]
+    ffi = jax.ffi.ffi_call(target_name(call.op_id, call.identity, "jvp"), _tangent_outs(args, call))
+    return list(ffi(*args, **call.attributes(ranks)))
+
+
+def _tangent_batch(args, dims, *, call, op, params, floats):
+    size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+    moved = [
+        jnp.broadcast_to(a, (size,) + a.shape) if d is None else jnp.moveaxis(a, d, 0)
+        for a, d in zip(args, dims)
+    ]
+    outs = _tangent_p.bind(*moved, call=call, op=op, params=params, floats=floats)
+    return outs, [0] * len(outs)
+
+
+def _tangent_transpose(cts, *args, call, op, params, floats):
+    n = len(call.ranks)
+    xs = args[:n]
+    if any(ad.is_undefined_primal(x) for x in xs):
+        raise NotDifferentiableError(f"op `{op.id}`: its tangent is linear in the tangents only, not in the inputs")
+    b = _batch_dims(xs, call)
+    it = iter(cts)
+    full = []
+    for s in call.outs:
+        like = jax.ShapeDtypeStruct(b + tuple(s.shape), s.dtype)
+        full.append(_zero_cotangent(next(it), like) if _is_float(s.dtype) else jnp.zeros(like.shape, like.dtype))
+
+    def grads(xs, cts):
+        return tuple(_backward(op, call, params, xs, cts, list(floats)))
+
+    g = grads
+    for _ in b:
+        g = jax.vmap(g)
+    gs = g(tuple(xs), tuple(full))
+    ts = args[n:]
+    return [None] * n + [gk if ad.is_undefined_primal(t) else None for gk, t in zip(gs, ts)]
+
+
+_tangent_p.def_abstract_eval(_tangent_abstract)
+_tangent_p.def_impl(_tangent_ffi)
+mlir.register_lowering(_tangent_p, mlir.lower_fun(_tangent_ffi, multiple_results=True))
+batching.primitive_batchers[_tangent_p] = _tangent_batch
+ad.primitive_transposes[_tangent_p] = _tangent_transpose
+
+
+def _tangent_jvp(primals, tangents, *, call, op, params, floats):
+    raise NotDifferentiableError(
+        f"op `{op.id}`: forward mode over forward mode is not supported (differentiate the gradient instead: "
+        "reverse over reverse or forward over reverse)"
+    )
+
+
+ad.primitive_jvps[_tangent_p] = _tangent_jvp
 
 
 def _backward(o: Op, c: _Call, params, xs, cts, floats):
@@ -310,7 +401,7 @@ def _backward(o: Op, c: _Call, params, xs, cts, floats):
 
     @jax.custom_vjp
     def pb(*args):
-        call = jax.ffi.ffi_call(target_name(c.op_id, c.identity, True), outs, vmap_method="broadcast_all")
+        call = jax.ffi.ffi_call(target_name(c.op_id, c.identity, "pullback"), outs, vmap_method="broadcast_all")
         return tuple(call(*args, **c.attributes(ranks_out)))
 
     def pb_fwd(*args):
