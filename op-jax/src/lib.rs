@@ -13,6 +13,8 @@ use std::ptr::NonNull;
 
 mod fixture;
 mod handler;
+mod verdict_fixture;
+mod verdicts;
 mod xla;
 
 pyo3::create_exception!(_op_jax, OpError, PyValueError, "An op refused a call, or op_jax refused an op; the message names the op.");
@@ -305,5 +307,8 @@ fn _op_jax(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(provenance, m)?)?;
     m.add_function(wrap_pyfunction!(identity, m)?)?;
     m.add_function(wrap_pyfunction!(_register_fixture, m)?)?;
+    m.add_function(wrap_pyfunction!(verdicts::conformance, m)?)?;
+    m.add_function(wrap_pyfunction!(verdicts::gradcheck, m)?)?;
+    m.add_function(wrap_pyfunction!(verdicts::_register_verdict_fixtures, m)?)?;
     Ok(())
 }

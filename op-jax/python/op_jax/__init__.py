@@ -33,6 +33,7 @@ from ._op_jax import (
     UnknownOpError,
     VerificationError,
 )
+from ._verdicts import conformance, gradcheck
 
 __all__ = [
     "op",
@@ -47,6 +48,8 @@ __all__ = [
     "set_backend",
     "backends",
     "provenance",
+    "conformance",
+    "gradcheck",
     "OpError",
     "ContractError",
     "UnknownOpError",
