@@ -11,6 +11,7 @@ use pyo3::types::{PyBool, PyBytes, PyCapsule, PyFloat};
 use std::ffi::c_void;
 use std::ptr::NonNull;
 
+mod example_median;
 mod fixture;
 mod handler;
 mod verdict_fixture;
@@ -310,5 +311,6 @@ fn _op_jax(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(verdicts::conformance, m)?)?;
     m.add_function(wrap_pyfunction!(verdicts::gradcheck, m)?)?;
     m.add_function(wrap_pyfunction!(verdicts::_register_verdict_fixtures, m)?)?;
+    m.add_function(wrap_pyfunction!(example_median::_register_examples, m)?)?;
     Ok(())
 }

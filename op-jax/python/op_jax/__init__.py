@@ -33,6 +33,7 @@ from ._op_jax import (
     UnknownOpError,
     VerificationError,
 )
+from . import _examples  # registers the example ops before `_register_all()` below
 from ._verdicts import conformance, gradcheck
 
 __all__ = [
