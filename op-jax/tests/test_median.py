@@ -76,6 +76,14 @@ def test_edge_values_and_half_precision():
         same_bits(jax.jit(lambda v: med(v, 5))(x), op_jax.rust_call(NAME, x, 5))
 
 
+def test_the_cpu_kernels_serve_f32_and_f64_and_the_reference_the_half_types():
+    med = op_jax.op(NAME)
+    for dt, backend in [(np.float16, "reference"), (jnp.bfloat16, "reference"), (np.float32, "cpu"), (np.float64, "cpu")]:
+        np.asarray(jax.jit(lambda v: med(v, 7))(np.linspace(0, 1, 50).astype(dt)))
+        p = op_jax.provenance(NAME)
+        assert p["backend"] == backend and p["content_hash"] == med.identity, (dt, p)
+
+
 def test_a_broken_contract_raises_at_trace_time():
     med = op_jax.op(NAME)
     with pytest.raises(op_jax.ContractError, match="w % 2 == 1"):
