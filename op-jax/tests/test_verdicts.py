@@ -33,7 +33,7 @@ def fixtures():
 
 def test_a_builtin_conforms_on_every_backend_here_with_a_receipt():
     res = op_jax.conformance("builtin/exp")
-    json.dumps(res)  # plain data
+    json.dumps(res, allow_nan=False)  # plain, strict JSON
     o = op_jax.op("builtin/exp")
     by = {}
     for r in res:
@@ -64,7 +64,7 @@ def test_a_wrong_kernel_is_rejected_with_its_class_and_case_beside_a_correct_one
     x = jnp.linspace(-1, 1, 8, dtype=jnp.float32)
     np.testing.assert_array_equal(jax.jit(op_jax.op(GOOD))(x), 2 * np.asarray(x))
     [bad] = op_jax.conformance(SHIFTED, "cpu")
-    json.dumps(bad)
+    json.dumps(bad, allow_nan=False)
     assert bad["verdict"] == "rejected", bad
     assert bad["op"] == SHIFTED and bad["backend"] == "cpu"
     assert bad["class"] == bad["classes"][0] and "output shifted" in bad["classes"], bad["classes"]
@@ -113,6 +113,7 @@ def test_a_kernel_that_aborts_is_a_verdict_and_the_interpreter_goes_on(fixtures)
         if handler_was_on:
             faulthandler.enable()
     assert calls, "the JAX thread ran"
+    json.dumps(res, allow_nan=False)
     by = {r["backend"]: r for r in res}
     cpu = by["cpu"]
     assert cpu["verdict"] == "rejected" and cpu["class"] == "crashed", cpu
@@ -126,7 +127,7 @@ def test_a_kernel_that_aborts_is_a_verdict_and_the_interpreter_goes_on(fixtures)
 
 def test_gradcheck_passes_a_builtins_backward():
     r = op_jax.gradcheck("builtin/tanh")
-    json.dumps(r)
+    json.dumps(r, allow_nan=False)
     assert r["passed"] is True and r["op"] == "builtin/tanh@1"
     rep = r["report"]
     assert rep["content_hash"] == op_jax.op("builtin/tanh").identity
@@ -137,7 +138,7 @@ def test_gradcheck_passes_a_builtins_backward():
 
 def test_gradcheck_rejects_a_wrong_vjp_naming_the_element(fixtures):
     r = op_jax.gradcheck(BAD_VJP)
-    json.dumps(r)
+    json.dumps(r, allow_nan=False)
     assert r["passed"] is False and r["rejection"] is True and r["kind"] == "mismatch", r
     assert BAD_VJP in r["message"] and r["form"] == "VJP"
     # `2 x^2` against `3 x^2`: the analytic derivative is two thirds of the numeric one.
