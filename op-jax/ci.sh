@@ -7,6 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 PYTHON="${PYTHON:-python3.11}"
 command -v "$PYTHON" >/dev/null || PYTHON=python3
+# Formatting, as for the root workspace (its rustfmt.toml applies here too).
+cargo fmt --check
 if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi

@@ -250,7 +250,9 @@ unsafe fn scalar(op: &str, name: &str, code: i32, v: *const c_void) -> Result<Sc
         9 => Scalar::U64(*(v as *const u64)),
         11 => Scalar::F32(*(v as *const f32)),
         12 => Scalar::F64(*(v as *const f64)),
-        other => return Err(Failure::invalid(format!("op `{op}`: parameter `{name}` has XLA dtype code {other}, which no op parameter takes"))),
+        other => {
+            return Err(Failure::invalid(format!("op `{op}`: parameter `{name}` has XLA dtype code {other}, which no op parameter takes")))
+        }
     })
 }
 
@@ -270,7 +272,8 @@ fn handle(op: &str) -> Result<OpHandle, Failure> {
 
 fn hex_eq(hash: &[u8; 32], hex: &str) -> bool {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    hex.len() == 64 && hash.iter().zip(hex.as_bytes().chunks(2)).all(|(b, c)| c[0] == DIGITS[(b >> 4) as usize] && c[1] == DIGITS[(b & 15) as usize])
+    hex.len() == 64
+        && hash.iter().zip(hex.as_bytes().chunks(2)).all(|(b, c)| c[0] == DIGITS[(b >> 4) as usize] && c[1] == DIGITS[(b & 15) as usize])
 }
 
 /// The last call's provenance per op (`name@version`), for `op_jax.provenance`.
@@ -290,8 +293,9 @@ unsafe fn buffer(op: &str, what: &str, p: *mut c_void) -> Result<View, Failure> 
     if b.is_null() {
         return Err(Failure::invalid(format!("op `{op}`: {what} is null")));
     }
-    let dtype = dtype_of((*b).dtype)
-        .ok_or_else(|| Failure::invalid(format!("op `{op}`: {what} has XLA dtype code {}, which op-runtime has no dtype for", (*b).dtype)))?;
+    let dtype = dtype_of((*b).dtype).ok_or_else(|| {
+        Failure::invalid(format!("op `{op}`: {what} has XLA dtype code {}, which op-runtime has no dtype for", (*b).dtype))
+    })?;
     let rank = usize::try_from((*b).rank).map_err(|_| Failure::invalid(format!("op `{op}`: {what} has a negative rank")))?;
     let dims = if rank == 0 { Vec::new() } else { std::slice::from_raw_parts((*b).dims, rank).to_vec() };
     let dims = dims
@@ -306,7 +310,8 @@ fn numel(dims: &[usize]) -> Option<usize> {
 }
 
 unsafe fn tensor(op: &str, v: &View, shape: Vec<usize>) -> Result<Tensor, Failure> {
-    let n = numel(&shape).and_then(|n| n.checked_mul(v.dtype.size())).ok_or_else(|| Failure::invalid(format!("op `{op}`: shape overflow")))?;
+    let n =
+        numel(&shape).and_then(|n| n.checked_mul(v.dtype.size())).ok_or_else(|| Failure::invalid(format!("op `{op}`: shape overflow")))?;
     let bytes: &[u8] = if n == 0 { &[] } else { std::slice::from_raw_parts(v.data, n) };
     let data = Data::from_le_bytes(v.dtype, bytes).map_err(|e| Failure::invalid(format!("op `{op}`: {e}")))?;
     Tensor::new(shape, data).map_err(|e| Failure::invalid(format!("op `{op}`: {e}")))
@@ -394,9 +399,10 @@ unsafe fn run(frame: *mut xla::CallFrame, kind: Kind) -> Result<(), Failure> {
     // argument carries all of them).
     let mut batch: Option<Vec<usize>> = None;
     for (i, (v, &r)) in views.iter().zip(&ranks).enumerate() {
-        let own = usize::try_from(r).ok().filter(|r| *r <= v.dims.len()).ok_or_else(|| {
-            Failure::invalid(format!("op `{op}`: argument {i} has rank {}, below the op's rank {r}", v.dims.len()))
-        })?;
+        let own = usize::try_from(r)
+            .ok()
+            .filter(|r| *r <= v.dims.len())
+            .ok_or_else(|| Failure::invalid(format!("op `{op}`: argument {i} has rank {}, below the op's rank {r}", v.dims.len())))?;
         let lead = v.dims[..v.dims.len() - own].to_vec();
         match &batch {
             None => batch = Some(lead),
@@ -510,7 +516,12 @@ fn invalid(e: impl std::fmt::Display) -> Failure {
 
 /// Runs `one` on the whole arguments, or, batched along a leading axis of `b` slices, once per
 /// slice with the results stacked.
-fn per_slice(op: &str, args: Vec<Tensor>, b: Option<usize>, one: impl Fn(Vec<Tensor>) -> Result<Vec<Tensor>, Failure>) -> Result<Vec<Tensor>, Failure> {
+fn per_slice(
+    op: &str,
+    args: Vec<Tensor>,
+    b: Option<usize>,
+    one: impl Fn(Vec<Tensor>) -> Result<Vec<Tensor>, Failure>,
+) -> Result<Vec<Tensor>, Failure> {
     let Some(b) = b else { return one(args) };
     let mut per: Vec<Vec<Tensor>> = Vec::new();
     for i in 0..b {

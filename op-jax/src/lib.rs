@@ -12,8 +12,11 @@ use std::ffi::c_void;
 use std::ptr::NonNull;
 
 mod bench;
+mod example_median;
 mod fixture;
 mod handler;
+mod verdict_fixture;
+mod verdicts;
 mod xla;
 
 pyo3::create_exception!(_op_jax, OpError, PyValueError, "An op refused a call, or op_jax refused an op; the message names the op.");
@@ -22,7 +25,12 @@ pyo3::create_exception!(_op_jax, UnknownOpError, OpError, "No op of that name is
 pyo3::create_exception!(_op_jax, RegistrationError, OpError, "An op could not be registered (another identity holds its name@version).");
 pyo3::create_exception!(_op_jax, IdentityError, OpError, "An artefact names an op identity this process does not hold.");
 pyo3::create_exception!(_op_jax, NotDifferentiableError, OpError, "The op declares no backward (or no gradient reaches this input).");
-pyo3::create_exception!(_op_jax, VerificationError, PyException, "Conformance or gradcheck could not run (the verdict itself is returned, never raised).");
+pyo3::create_exception!(
+    _op_jax,
+    VerificationError,
+    PyException,
+    "Conformance or gradcheck could not run (the verdict itself is returned, never raised)."
+);
 
 fn lookup(name: &str) -> PyResult<OpHandle> {
     registry().lookup(name).map_err(|e| UnknownOpError::new_err(e.to_string()))
@@ -73,11 +81,7 @@ fn resolve(name: &str, dtypes: &[DType], params: &[Bound<'_, PyAny>]) -> PyResul
     let n_in = sig.inputs().count();
     if dtypes.len() != n_in {
         let names: Vec<&str> = sig.inputs().map(|t| t.name.as_str()).collect();
-        return Err(ContractError::new_err(format!(
-            "op `{id}` takes {n_in} tensor input(s) ({}), got {}",
-            names.join(", "),
-            dtypes.len()
-        )));
+        return Err(ContractError::new_err(format!("op `{id}` takes {n_in} tensor input(s) ({}), got {}", names.join(", "), dtypes.len())));
     }
     let n_params = sig.params().count();
     if params.len() != n_params {
@@ -96,7 +100,8 @@ fn resolve(name: &str, dtypes: &[DType], params: &[Bound<'_, PyAny>]) -> PyResul
         .params()
         .map(|p| (p.name.clone(), if matches!(p.dtype, DType::f16 | DType::bf16) { DType::f32 } else { p.dtype }))
         .collect();
-    let scalars = inst.contract().signature.params().zip(params).map(|(p, v)| to_scalar(&id, &p.name, p.dtype, v)).collect::<PyResult<Vec<_>>>()?;
+    let scalars =
+        inst.contract().signature.params().zip(params).map(|(p, v)| to_scalar(&id, &p.name, p.dtype, v)).collect::<PyResult<Vec<_>>>()?;
     Ok((h, pdt, scalars))
 }
 
@@ -117,7 +122,8 @@ fn infer(name: &str, inputs: Vec<Aval>, params: Vec<Bound<'_, PyAny>>) -> PyResu
         .collect::<PyResult<Vec<_>>>()?;
     let (h, pdt, scalars) = resolve(name, &dtypes, &params)?;
     let mut tape = Tape::new();
-    let vars: Vec<_> = inputs.iter().zip(&dtypes).enumerate().map(|(i, ((_, s), d))| tape.input(&format!("in{i}"), *d, s.clone())).collect();
+    let vars: Vec<_> =
+        inputs.iter().zip(&dtypes).enumerate().map(|(i, ((_, s), d))| tape.input(&format!("in{i}"), *d, s.clone())).collect();
     let outs = tape.apply(&h, &vars, &scalars).map_err(|e| ContractError::new_err(e.to_string()))?;
     let mut avals = Vec::with_capacity(outs.len());
     for v in outs {
@@ -349,5 +355,9 @@ fn _op_jax(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(provenance, m)?)?;
     m.add_function(wrap_pyfunction!(identity, m)?)?;
     m.add_function(wrap_pyfunction!(_register_fixture, m)?)?;
+    m.add_function(wrap_pyfunction!(verdicts::conformance, m)?)?;
+    m.add_function(wrap_pyfunction!(verdicts::gradcheck, m)?)?;
+    m.add_function(wrap_pyfunction!(verdicts::_register_verdict_fixtures, m)?)?;
+    m.add_function(wrap_pyfunction!(example_median::_register_examples, m)?)?;
     Ok(())
 }

@@ -201,19 +201,84 @@ pub fn layout() -> Vec<(String, usize)> {
         };
     }
     fields!("XLA_FFI_Extension_Base", ExtensionBase, [struct_size = "struct_size", type_ = "type", next = "next"]);
-    fields!("XLA_FFI_Api_Version", ApiVersion, [struct_size = "struct_size", extension_start = "extension_start", major_version = "major_version", minor_version = "minor_version"]);
-    fields!("XLA_FFI_Error_Create_Args", ErrorCreateArgs, [struct_size = "struct_size", extension_start = "extension_start", message = "message", errc = "errc"]);
-    fields!("XLA_FFI_Buffer", Buffer, [struct_size = "struct_size", extension_start = "extension_start", dtype = "dtype", data = "data", rank = "rank", dims = "dims"]);
+    fields!(
+        "XLA_FFI_Api_Version",
+        ApiVersion,
+        [
+            struct_size = "struct_size",
+            extension_start = "extension_start",
+            major_version = "major_version",
+            minor_version = "minor_version"
+        ]
+    );
+    fields!(
+        "XLA_FFI_Error_Create_Args",
+        ErrorCreateArgs,
+        [struct_size = "struct_size", extension_start = "extension_start", message = "message", errc = "errc"]
+    );
+    fields!(
+        "XLA_FFI_Buffer",
+        Buffer,
+        [struct_size = "struct_size", extension_start = "extension_start", dtype = "dtype", data = "data", rank = "rank", dims = "dims"]
+    );
     fields!("XLA_FFI_ByteSpan", ByteSpan, [ptr = "ptr", len = "len"]);
     fields!("XLA_FFI_Scalar", Scalar, [dtype = "dtype", value = "value"]);
     fields!("XLA_FFI_Array", Array, [dtype = "dtype", size = "size", data = "data"]);
-    fields!("XLA_FFI_Args", Args, [struct_size = "struct_size", extension_start = "extension_start", size = "size", types = "types", args = "args"]);
-    fields!("XLA_FFI_Rets", Rets, [struct_size = "struct_size", extension_start = "extension_start", size = "size", types = "types", rets = "rets"]);
-    fields!("XLA_FFI_Attrs", Attrs, [struct_size = "struct_size", extension_start = "extension_start", size = "size", types = "types", names = "names", attrs = "attrs"]);
-    fields!("XLA_FFI_CallFrame", CallFrame, [struct_size = "struct_size", extension_start = "extension_start", api = "api", ctx = "ctx", stage = "stage", args = "args", rets = "rets", attrs = "attrs", future = "future"]);
-    fields!("XLA_FFI_Metadata", Metadata, [struct_size = "struct_size", api_version = "api_version", traits = "traits", state_type_id = "state_type_id"]);
+    fields!(
+        "XLA_FFI_Args",
+        Args,
+        [struct_size = "struct_size", extension_start = "extension_start", size = "size", types = "types", args = "args"]
+    );
+    fields!(
+        "XLA_FFI_Rets",
+        Rets,
+        [struct_size = "struct_size", extension_start = "extension_start", size = "size", types = "types", rets = "rets"]
+    );
+    fields!(
+        "XLA_FFI_Attrs",
+        Attrs,
+        [
+            struct_size = "struct_size",
+            extension_start = "extension_start",
+            size = "size",
+            types = "types",
+            names = "names",
+            attrs = "attrs"
+        ]
+    );
+    fields!(
+        "XLA_FFI_CallFrame",
+        CallFrame,
+        [
+            struct_size = "struct_size",
+            extension_start = "extension_start",
+            api = "api",
+            ctx = "ctx",
+            stage = "stage",
+            args = "args",
+            rets = "rets",
+            attrs = "attrs",
+            future = "future"
+        ]
+    );
+    fields!(
+        "XLA_FFI_Metadata",
+        Metadata,
+        [struct_size = "struct_size", api_version = "api_version", traits = "traits", state_type_id = "state_type_id"]
+    );
     fields!("XLA_FFI_Metadata_Extension", MetadataExtension, [extension_base = "extension_base", metadata = "metadata"]);
-    fields!("XLA_FFI_Api", Api, [struct_size = "struct_size", extension_start = "extension_start", api_version = "api_version", internal_api = "internal_api", error_create = "XLA_FFI_Error_Create", device_ordinal_get = "XLA_FFI_DeviceOrdinal_Get"]);
+    fields!(
+        "XLA_FFI_Api",
+        Api,
+        [
+            struct_size = "struct_size",
+            extension_start = "extension_start",
+            api_version = "api_version",
+            internal_api = "internal_api",
+            error_create = "XLA_FFI_Error_Create",
+            device_ordinal_get = "XLA_FFI_DeviceOrdinal_Get"
+        ]
+    );
     for (name, size) in [
         ("XLA_FFI_CallFrame_STRUCT_SIZE", CALL_FRAME_STRUCT_SIZE),
         ("XLA_FFI_Buffer_STRUCT_SIZE", BUFFER_STRUCT_SIZE),

@@ -35,6 +35,8 @@ from ._op_jax import (
     UnknownOpError,
     VerificationError,
 )
+from . import _examples  # registers the example ops before `_register_all()` below
+from ._verdicts import conformance, gradcheck
 
 __all__ = [
     "op",
@@ -49,6 +51,8 @@ __all__ = [
     "set_backend",
     "backends",
     "provenance",
+    "conformance",
+    "gradcheck",
     "OpError",
     "ContractError",
     "UnknownOpError",
