@@ -46,7 +46,7 @@ def overhead(calls: int, repeats: int) -> None:
     x = jnp.linspace(0.0, 1.0, 16, dtype=jnp.float32)
     c = exp._trace([x], [])
     empty_call = jax.ffi.ffi_call(EMPTY, list(c.outs))
-    f_empty = jax.jit(lambda x: empty_call(x, **c.attributes()))
+    f_empty = jax.jit(lambda x: empty_call(x, **c.attributes())[0])
     f_op = jax.jit(lambda x: exp(x))
     f_jnp = jax.jit(jnp.exp)
     t_empty = per_call(f_empty, x, calls, repeats)

@@ -313,7 +313,7 @@ unsafe fn tensor(op: &str, v: &View, shape: Vec<usize>) -> Result<Tensor, Failur
     let n =
         numel(&shape).and_then(|n| n.checked_mul(v.dtype.size())).ok_or_else(|| Failure::invalid(format!("op `{op}`: shape overflow")))?;
     let bytes: &[u8] = if n == 0 { &[] } else { std::slice::from_raw_parts(v.data, n) };
-    let data = Data::from_le_bytes(v.dtype, bytes).map_err(|e| Failure::invalid(format!("op `{op}`: {e}")))?;
+    let data = crate::copy::data_from(v.dtype, bytes).map_err(|e| Failure::invalid(format!("op `{op}`: {e}")))?;
     Tensor::new(shape, data).map_err(|e| Failure::invalid(format!("op `{op}`: {e}")))
 }
 
@@ -329,9 +329,12 @@ unsafe fn write(op: &str, k: usize, r: &View, t: &Tensor) -> Result<(), Failure>
         )));
     }
     let data = t.host_data().map_err(|e| Failure::invalid(format!("op `{op}`: {e}")))?;
-    let bytes = data.to_le_bytes();
-    if !bytes.is_empty() {
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), r.data, bytes.len());
+    let len = numel(&r.dims).and_then(|n| n.checked_mul(r.dtype.size())).unwrap_or(0);
+    if len > 0 {
+        let dst = std::slice::from_raw_parts_mut(r.data, len);
+        if !crate::copy::write_into(&data, dst) {
+            return Err(Failure::precondition(format!("op `{op}`: result {k} holds {len} bytes, the op's output another size")));
+        }
     }
     Ok(())
 }
@@ -440,13 +443,15 @@ unsafe fn run(frame: *mut xla::CallFrame, kind: Kind) -> Result<(), Failure> {
             let refs: Vec<&Tensor> = tensors.iter().collect();
             match b {
                 None => {
-                    let out = h.call(&refs, &params).map_err(|e| Failure::invalid(e.to_string()))?;
+                    let mut out = h.call(&refs, &params).map_err(|e| Failure::invalid(e.to_string()))?;
+                    crate::receipts::attach(&mut out.provenance);
                     provenance().lock().unwrap_or_else(|p| p.into_inner()).insert(op.to_string(), out.provenance);
                     out.outputs
                 }
                 Some(_) => {
                     let out = h.call_batched(&refs, &params, CallOptions::default()).map_err(|e| Failure::invalid(e.to_string()))?;
-                    if let Some(last) = out.provenance.into_iter().last() {
+                    if let Some(mut last) = out.provenance.into_iter().last() {
+                        crate::receipts::attach(&mut last);
                         provenance().lock().unwrap_or_else(|p| p.into_inner()).insert(op.to_string(), last);
                     }
                     out.outputs

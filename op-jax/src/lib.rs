@@ -12,9 +12,11 @@ use std::ffi::c_void;
 use std::ptr::NonNull;
 
 mod bench;
+mod copy;
 mod example_median;
 mod fixture;
 mod handler;
+mod receipts;
 mod verdict_fixture;
 mod verdicts;
 mod xla;
@@ -305,6 +307,48 @@ fn provenance(name: &str) -> PyResult<Option<String>> {
     last.map(|e| serde_json::to_string(&e).map_err(|e| OpError::new_err(e.to_string()))).transpose()
 }
 
+/// Holds receipts given as JSON (one receipt or a list, as `op_jax.conformance` returns them
+/// under `receipt`, or as a file of receipts holds them). Returns how many were held and how
+/// many were refused as tampered (digest not matching the fields); text that is not receipts
+/// raises `VerificationError`.
+#[pyfunction]
+fn present_receipts(json: &str) -> PyResult<(usize, usize)> {
+    let v: serde_json::Value = serde_json::from_str(json).map_err(|e| VerificationError::new_err(format!("not JSON: {e}")))?;
+    let items = match v {
+        serde_json::Value::Array(items) => items,
+        one => vec![one],
+    };
+    let (mut ok, mut refused) = (0, 0);
+    for item in items {
+        let r = op_runtime::receipt::Receipt::from_json(&item.to_string()).map_err(|e| VerificationError::new_err(e.to_string()))?;
+        if receipts::hold(r) {
+            ok += 1;
+        } else {
+            refused += 1;
+        }
+    }
+    Ok((ok, refused))
+}
+
+/// The receipts held for op `name`'s current content (JSON list): backend, device, dtypes,
+/// digest, and `valid_here` (verified against this machine's device profile of that backend).
+#[pyfunction]
+#[pyo3(name = "receipts")]
+fn receipts_of(name: &str) -> PyResult<String> {
+    let h = lookup(name)?;
+    let here: Vec<String> = receipts::valid_here(&h).into_iter().map(|r| r.digest).collect();
+    let list: Vec<serde_json::Value> = receipts::of(&h)
+        .into_iter()
+        .map(|r| {
+            serde_json::json!({
+                "op": r.op, "backend": r.backend.name(), "device": r.device.adapter, "dtypes": r.dtypes,
+                "digest": r.digest, "valid_here": here.contains(&r.digest),
+            })
+        })
+        .collect();
+    Ok(serde_json::Value::Array(list).to_string())
+}
+
 /// The registry's identity for an op's `name@version` (hex), or `None`.
 #[pyfunction]
 fn identity(name: &str) -> Option<String> {
@@ -349,6 +393,8 @@ fn _op_jax(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(jvp_handler, m)?)?;
     m.add_function(wrap_pyfunction!(empty_handler, m)?)?;
     m.add_function(wrap_pyfunction!(time_call, m)?)?;
+    m.add_function(wrap_pyfunction!(present_receipts, m)?)?;
+    m.add_function(wrap_pyfunction!(receipts_of, m)?)?;
     m.add_function(wrap_pyfunction!(layout, m)?)?;
     m.add_function(wrap_pyfunction!(set_backend, m)?)?;
     m.add_function(wrap_pyfunction!(backends, m)?)?;

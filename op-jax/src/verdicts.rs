@@ -248,6 +248,9 @@ pub fn conformance(py: Python<'_>, name: &str, backend: Option<&str>) -> PyResul
         let why: Vec<String> = results.iter().filter_map(|(_, _, r)| r.as_ref().err().map(|e| e.to_string())).collect();
         return Err(VerificationError::new_err(format!("op `{id}`: nothing to conform on backend `{}`: {}", kinds[0], why.join("; "))));
     }
+    for r in results.iter().filter_map(|(_, _, r)| r.as_ref().ok()) {
+        crate::receipts::hold(r.clone());
+    }
     let out = results.iter().map(|(i, k, r)| verdict_json(i, *k, r)).collect::<Result<Vec<_>, _>>().map_err(VerificationError::new_err)?;
     Ok(Value::Array(out).to_string())
 }

@@ -47,6 +47,8 @@ __all__ = [
     "export",
     "deserialize",
     "verify",
+    "receipts",
+    "present_receipts",
     "targets_of",
     "set_backend",
     "backends",
@@ -253,6 +255,11 @@ class Op:
         op_id, identity, outs, pdt = _native.infer(self.id, avals, list(params))
         _ensure_targets(op_id, identity)
         attrs = tuple((f"param_{n}", np.dtype(_DTYPES[d]).type(v)) for (n, d), v in zip(pdt, params))
+        held = json.loads(_native.receipts(op_id))
+        if held:
+            # The receipts held when this call was traced travel with it (an exported
+            # artefact carries them); the handler does not read them.
+            attrs += (("receipts", ",".join(sorted(f"{r['backend']}:{r['digest']}" for r in held))),)
         shapes = tuple(jax.ShapeDtypeStruct(tuple(s), _DTYPES[d]) for d, s in outs)
         return _Call(op_id, identity, tuple(len(a.shape) for a in arrays), shapes, attrs)
 
@@ -451,24 +458,72 @@ def export(fun, **kwargs):
     return jax.export.export(fun, disabled_checks=checks, **kwargs)
 
 
+_CALL = re.compile(r'custom_call @"?(?P<target>op_jax:[^"(\s]+)"?\((?P<rest>.*)')
+_ATTR = re.compile(r'(?P<key>identity|receipts) = "(?P<value>[^"]*)"')
+
+
+def _artefact_calls(exported) -> dict[str, dict[str, set[str]]]:
+    """Per op_jax target in an artefact: the identities and receipt digests its calls carry."""
+    calls: dict[str, dict[str, set[str]]] = {}
+    for line in exported.mlir_module().splitlines():
+        m = _CALL.search(line)
+        if not m:
+            continue
+        c = calls.setdefault(m.group("target"), {"identity": set(), "receipts": set()})
+        for a in _ATTR.finditer(m.group("rest")):
+            if a.group("key") == "identity":
+                c["identity"].add(a.group("value"))
+            elif a.group("value"):
+                c["receipts"].update(a.group("value").split(","))
+    return calls
+
+
 def verify(exported) -> list[dict]:
-    """For each op target in an artefact: the op, the identity prefix it was made for, and
-    whether this process holds that identity (``registered``) and which identity it holds."""
+    """For each op target in an artefact: the op, the identity it was made for
+    (``identity_prefix``, and ``identity`` in full), whether this process holds that identity
+    (``registered``, ``identity_here``), the receipts the artefact carries (``backend:digest``,
+    those held when it was traced), and whether this process holds a receipt for the op's
+    content that is valid on this machine (``verified_here``, with ``receipts_here``)."""
     out = []
+    calls = _artefact_calls(exported)
     for t in targets_of(exported):
         m = _TARGET.fullmatch(t)
         op_id, prefix = m.group("op"), m.group("prefix")
         here = _native.identity(op_id)
+        registered = here is not None and here.startswith(prefix)
+        held = json.loads(_native.receipts(op_id)) if registered else []
+        valid = [f"{r['backend']}:{r['digest']}" for r in held if r["valid_here"]]
+        c = calls.get(t, {"identity": set(), "receipts": set()})
         out.append(
             {
                 "target": t,
                 "op": op_id,
                 "identity_prefix": prefix,
-                "registered": here is not None and here.startswith(prefix),
+                "identity": next(iter(c["identity"]), None),
+                "registered": registered,
                 "identity_here": here,
+                "receipts": sorted(c["receipts"]),
+                "verified_here": bool(valid),
+                "receipts_here": valid,
             }
         )
     return out
+
+
+def receipts(name: str) -> list[dict]:
+    """The receipts this process holds for op ``name``'s current content: minted by
+    ``conformance`` here or given to ``present_receipts``. Each names its backend, device,
+    dtypes and digest, and ``valid_here`` (verified against this machine's device)."""
+    return json.loads(_native.receipts(op(name).id))
+
+
+def present_receipts(receipts) -> tuple[int, int]:
+    """Holds receipts (a receipt dict, a list of them, or their JSON text, as ``conformance``
+    returns them under ``receipt``): later calls name them in their provenance, artefacts
+    traced afterwards carry them, and ``verify`` counts them where valid on this machine.
+    Returns (held, refused as tampered)."""
+    text = receipts if isinstance(receipts, str) else json.dumps(receipts)
+    return tuple(_native.present_receipts(text))
 
 
 def deserialize(blob: bytes | bytearray):

@@ -1,0 +1,60 @@
+//! The receipts this process holds: minted by `op_jax.conformance` here, or presented
+//! (`op_jax.present_receipts`, e.g. read from a file another run wrote). A receipt is held only
+//! when it is intact (its digest matches its fields). Each forward call's provenance names the
+//! held receipt covering (op, content, backend, device), as the tape does for its own calls; an
+//! artefact carries the digests held when it was traced, and `op_jax.verify` asks which of its
+//! ops hold a receipt valid on this machine (`Receipt::verify`: same op, same content, the
+//! device profile of a backend here).
+
+use op_runtime::provenance::ProvenanceEntry;
+use op_runtime::receipt::Receipt;
+use op_runtime::{registry, OpHandle};
+use std::fmt::Write;
+use std::sync::{Mutex, OnceLock};
+
+fn held() -> &'static Mutex<Vec<Receipt>> {
+    static HELD: OnceLock<Mutex<Vec<Receipt>>> = OnceLock::new();
+    HELD.get_or_init(Default::default)
+}
+
+/// Holds `r` if it is intact and not held already; false where its digest does not match.
+pub fn hold(r: Receipt) -> bool {
+    if r.compute_digest() != r.digest {
+        return false;
+    }
+    let mut h = held().lock().unwrap_or_else(|p| p.into_inner());
+    if !h.iter().any(|x| x.digest == r.digest) {
+        h.push(r);
+    }
+    true
+}
+
+/// The held receipts of op `h` (its `name@version` and its current content).
+pub fn of(h: &OpHandle) -> Vec<Receipt> {
+    let (id, hash) = (h.id(), h.op().hash_hex());
+    held().lock().unwrap_or_else(|p| p.into_inner()).iter().filter(|r| r.op == id && r.content_hash == hash).cloned().collect()
+}
+
+/// The held receipts of `h` that are valid on this machine: each verified against the device
+/// profile of the backend it names, as this process's registry sees it.
+pub fn valid_here(h: &OpHandle) -> Vec<Receipt> {
+    of(h)
+        .into_iter()
+        .filter(|r| {
+            let local = registry().backend(r.backend).and_then(|b| b.profile().ok());
+            local.is_some_and(|p| r.verify_parts(&h.id(), &h.op().hash_hex(), &p).is_ok())
+        })
+        .collect()
+}
+
+/// Names the held receipt covering this call (op, content, backend, device) in its entry.
+pub fn attach(e: &mut ProvenanceEntry) {
+    let hash = e.content_hash.iter().fold(String::with_capacity(64), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    });
+    let h = held().lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(r) = h.iter().find(|r| r.content_hash == hash && r.backend == e.backend && r.device == *e.device && *r.op == *e.op) {
+        e.receipt = Some(r.digest.clone());
+    }
+}
