@@ -16,4 +16,6 @@ fi
 # `--release`: the tests call every op many times; measured here, the release build is the one
 # whose handler overhead is representative (see README).
 .venv/bin/maturin develop --release --quiet
+# A user's own module (examples/user_ops, the README's template), for tests/test_user_module.py.
+(cd examples/user_ops && ../../.venv/bin/maturin develop --release --quiet)
 .venv/bin/python -m pytest -q tests "$@"

@@ -374,9 +374,38 @@ fn _register_fixture(which: u8) -> PyResult<String> {
     }
 }
 
-#[pymodule]
-fn _op_jax(m: &Bound<'_, PyModule>) -> PyResult<()> {
+/// The native module op_jax's Python half runs on, filled into `m`: what `_op_jax` is, and what
+/// a user's own module is. A crate that builds its own ops into JAX writes (the whole of it;
+/// `examples/user_ops/` is such a crate, built and imported by `tests/test_user_module.py`):
+///
+/// ```ignore
+/// use pyo3::prelude::*;
+///
+/// #[pymodule]
+/// fn my_ops(m: &Bound<'_, PyModule>) -> PyResult<()> {
+///     op_jax::register(&my_crate::cube::DECL)?; // each of the crate's ops
+///     op_jax::init_module(m)
+/// }
+/// ```
+///
+/// and Python imports it before `op_jax` (`import my_ops, op_jax`): the module takes the place
+/// of `op_jax._op_jax`, so op_jax runs on the registry that holds the user's ops beside the
+/// built-ins and the example median, with one set of exception classes. Imported after op_jax,
+/// it raises `ImportError` (op_jax already runs on another registry).
+pub fn init_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    let modules = py.import("sys")?.getattr("modules")?;
+    let slot = "op_jax._op_jax";
+    if let Ok(current) = modules.get_item(slot) {
+        if !current.is(m) {
+            return Err(pyo3::exceptions::PyImportError::new_err(format!(
+                "`{}` must be imported before op_jax: op_jax already runs on the registry of `{}`; import `{}` first",
+                m.name()?,
+                current.getattr("__name__").map(|n| n.to_string()).unwrap_or_default(),
+                m.name()?
+            )));
+        }
+    }
     m.add("OpError", py.get_type::<OpError>())?;
     m.add("ContractError", py.get_type::<ContractError>())?;
     m.add("UnknownOpError", py.get_type::<UnknownOpError>())?;
@@ -405,5 +434,13 @@ fn _op_jax(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(verdicts::gradcheck, m)?)?;
     m.add_function(wrap_pyfunction!(verdicts::_register_verdict_fixtures, m)?)?;
     m.add_function(wrap_pyfunction!(example_median::_register_examples, m)?)?;
+    if m.name()?.to_str()? != slot {
+        modules.set_item(slot, m)?;
+    }
     Ok(())
+}
+
+#[pymodule]
+fn _op_jax(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    init_module(m)
 }
