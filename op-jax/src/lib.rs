@@ -14,8 +14,17 @@ use std::ptr::NonNull;
 mod bench;
 mod copy;
 mod example_median;
+// The example's module, with its CPU kernels (`median_cpu.rs`, `median_net.rs`, `keys.rs`) and
+// the kernel sources beside it, which its own `#[path]` attributes and `#[op]` resolve, and the
+// median's VJP op, which names it `crate::median`. Not every item is used here (the SIMD
+// kernels' other entry points).
 mod fixture;
 mod handler;
+#[allow(dead_code, unused_imports)]
+#[path = "../../examples/windowed_median/median.rs"]
+pub mod median;
+#[path = "../../examples/autodiff/median_vjp.rs"]
+mod median_vjp;
 mod receipts;
 mod verdict_fixture;
 mod verdicts;

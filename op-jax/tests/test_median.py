@@ -107,11 +107,24 @@ def test_grad_is_the_declared_backward():
         same_bits(g, want)
 
 
-def test_second_order_is_refused_by_name():
+def test_second_order_and_forward_mode_through_its_vjp_op():
+    # The median's VJP op (examples/autodiff/median_vjp.rs) is linked: the median selects, so
+    # its second derivative is zero away from order crossings, and its JVP gathers the tangent
+    # from each window's selected element.
     med = op_jax.op(NAME)
-    gg = jax.grad(lambda v: jnp.sum(jax.grad(lambda u: jnp.sum(med(u, 3) ** 2))(v)))
-    with pytest.raises(op_jax.NotDifferentiableError, match=ID):
-        gg(jnp.linspace(0.0, 1.0, 9))
+    assert med.vjp_op == "user/example/windowed_median_vjp@1" and med.forward_mode
+    rng = np.random.default_rng(9)
+    x = rng.permutation(np.linspace(-3, 3, 40))
+    c = rng.standard_normal(36)
+    gg = jax.grad(lambda v: jnp.sum(jax.grad(lambda u: jnp.sum(med(u, 5) * c))(v) * v))(x)
+    grad = np.zeros(40)
+    np.add.at(grad, argmedian(x, 5), c)
+    np.testing.assert_array_equal(gg, grad)  # d/dv [g(v) . v] = g + 0
+    t = rng.standard_normal(40)
+    y, ty = jax.jvp(lambda v: med(v, 5), (x,), (t,))
+    same_bits(ty, t[argmedian(x, 5)])
+    check_grads(lambda v: med(v, 5), (x,), order=2, modes=["rev"])
+    check_grads(lambda v: med(v, 5), (x,), order=1, modes=["fwd"])
 
 
 def test_vmap_equals_a_loop():
