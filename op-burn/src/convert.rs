@@ -54,10 +54,16 @@ pub(crate) fn sort(site: &Site<'_>, t: DispatchTensor) -> Result<Input, Error> {
         (DispatchTensorKind::Autodiff(inner), context) => match (*inner, context) {
             (DispatchTensorKind::NdArray(BackendTensor::Autodiff(a)), DispatchAutodiffContext::Enabled(s)) => Input::Autodiff(a, s),
             (DispatchTensorKind::NdArray(_), _) => return Err(site.dtype_err(format!("{dtype:?} (not a float tensor)"))),
+            // Another backend's tensor under autodiff (or an autodiff kind nested twice, which
+            // burn does not make). The allow is for builds where nothing else is left.
             #[allow(unreachable_patterns)]
             (other, _) => return Err(device_err(site, &other)),
         },
         (DispatchTensorKind::NdArray(_), _) => return Err(site.dtype_err(format!("{dtype:?} (not a float tensor)"))),
+        // Another backend's tensor: a variant burn's features add (flex, cubecl's wgpu or CUDA,
+        // tch, ...). Unreachable where burn-dispatch has only `ndarray` and `autodiff`, as in the
+        // library's own dependency tree (hence the allow); op-burn's tests add `flex` through a
+        // dev-dependency and reach it (tests/burn.rs).
         #[allow(unreachable_patterns)]
         (other, _) => return Err(device_err(site, &other)),
     };
@@ -124,5 +130,52 @@ pub(crate) fn autodiff(t: AdTensor, strategy: GradientCheckpointingStrategy) -> 
     DispatchTensor {
         kind: DispatchTensorKind::Autodiff(Box::new(DispatchTensorKind::NdArray(BackendTensor::Autodiff(t)))),
         autodiff: DispatchAutodiffContext::Enabled(strategy),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use op_runtime::device::{DeviceId, DeviceStorage};
+    use op_runtime::{BackendKind, DType, TensorError};
+    use std::sync::Arc;
+
+    /// Two `f32` in a GPU backend's memory, as `Tensor::on_device` takes them (what a wgpu or
+    /// CUDA kernel's resident output is). Reading it back panics: the refusal must come before
+    /// any copy.
+    #[derive(Debug)]
+    struct Resident;
+    impl DeviceStorage for Resident {
+        fn device(&self) -> DeviceId {
+            DeviceId { backend: BackendKind::Wgpu, instance: 7 }
+        }
+        fn bytes(&self) -> u64 {
+            8
+        }
+        fn read(&self) -> Result<Vec<u8>, TensorError> {
+            panic!("the adapter read a device tensor back (an implicit copy)")
+        }
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    }
+
+    #[test]
+    fn a_runtime_tensor_on_a_device_is_refused_naming_the_op_and_the_tensor() {
+        let site = Site { op: "test/op@1", what: "output 0" };
+        let t = Tensor::on_device(DType::f32, [2], Arc::new(Resident)).expect("a device tensor");
+        let placement = t.placement().to_string();
+        match from_runtime(&site, t, vec![2]) {
+            Err(Error::Device { op, what, device }) => {
+                assert_eq!((op.as_str(), what.as_str()), ("test/op@1", "output 0"));
+                assert_eq!(device, placement);
+                assert!(device.contains("wgpu") && device.contains("#7"), "{device}");
+            }
+            Err(other) => panic!("expected Error::Device, got {other:?}"),
+            Ok(_) => panic!("expected Error::Device, got a tensor"),
+        }
+        // The same shape on the host is served.
+        let host = from_runtime(&site, Tensor::vector(vec![1.0f32, 2.0]), vec![2]).expect("a host tensor");
+        assert!(matches!(host, NdArrayTensor::F32(_)));
     }
 }

@@ -435,6 +435,61 @@ fn bad_inputs_are_typed_errors_at_the_call() {
     }
 }
 
+/// The `Error::Device` an adapter call gave, else a panic naming what it gave.
+fn device_error<T: std::fmt::Debug>(r: Result<T, Error>) -> (String, String, String) {
+    match r {
+        Err(Error::Device { op, what, device }) => (op, what, device),
+        other => panic!("expected Error::Device, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_tensor_on_a_backend_the_adapter_does_not_serve_is_refused_naming_the_op_and_the_input() {
+    // burn-flex is compiled in for the tests only (op-burn's dev-dependencies): a second dispatch
+    // backend, so a tensor the adapter does not serve exists. Refused, plain or under autodiff
+    // (tracked or not), in any input position, by `apply`, `apply_dispatch` and `call` alike;
+    // never copied to NdArray behind the caller's back.
+    let fma = BurnOp::new(&user(&fma3::DECL), &[]);
+    let flex = Device::flex();
+    for (here, there) in [(Device::ndarray(), flex.clone()), (Device::ndarray().autodiff(), flex.clone().autodiff())] {
+        for tracked in [false, true] {
+            let track = |t: BTensor<1>| match tracked && t.is_autodiff() {
+                true => t.require_grad(),
+                false => t,
+            };
+            let ok_in = track(btensor(&[1.0f32, 2.0], &here));
+            let flex_in = track(btensor(&[3.0f32, 4.0], &there));
+            // Third input on flex: the first two are served, the third is named.
+            let (op, what, device) = device_error(fma.apply::<1, 1>(&[ok_in.clone(), ok_in.clone(), flex_in.clone()]));
+            assert!(op.starts_with("test/burn/fma3"), "op {op}");
+            assert_eq!(what, "input `c`");
+            assert!(device.contains("Flex"), "device {device}");
+            // First input on flex.
+            let (_, what, _) = device_error(fma.apply::<1, 1>(&[flex_in.clone(), ok_in.clone(), ok_in.clone()]));
+            assert_eq!(what, "input `a`");
+            // The message names the op, the input, the device, and the way out.
+            let e = fma.apply::<1, 1>(&[flex_in.clone(), ok_in.clone(), ok_in.clone()]).expect_err("a flex input");
+            let msg = e.to_string();
+            for part in ["test/burn/fma3", "input `a`", "Flex", "NdArray backend only", "no implicit copy"] {
+                assert!(msg.contains(part), "`{part}` not in: {msg}");
+            }
+            // `call` sorts its inputs the same way.
+            let (_, what, _) =
+                device_error(fma.call(vec![ok_in.clone().into_dispatch(), flex_in.clone().into_dispatch(), ok_in.into_dispatch()]));
+            assert_eq!(what, "input `b`");
+            // A one-input builtin, through `apply_dispatch`.
+            let tanh = BurnOp::new(&handle("builtin/tanh"), &[]);
+            let (op, what, _) = device_error(tanh.apply_dispatch(vec![flex_in.into_dispatch()]));
+            assert!(op.starts_with("builtin/tanh"), "op {op}");
+            assert_eq!(what, "input `x`");
+        }
+    }
+    // Control: the same elements made on NdArray run; the refusal above is the backend alone.
+    let x = btensor(&[3.0f32, 4.0], &Device::ndarray());
+    let y: BTensor<1> = ok(BurnOp::new(&handle("builtin/tanh"), &[]).apply(&[x]));
+    assert_eq!(flat::<f32, 1>(y).len(), 2);
+}
+
 #[test]
 fn one_burn_op_serves_threads_at_once() {
     let h = handle("builtin/tanh");
