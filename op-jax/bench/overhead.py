@@ -29,15 +29,19 @@ from op_jax import _op_jax as native
 EMPTY = "op_jax_bench:empty"
 
 
-def per_call(f, x, calls: int, repeats: int) -> float:
-    f(x).block_until_ready()
-    runs = []
+def per_call(fs, x, calls: int, repeats: int) -> list[float]:
+    """Per-call seconds of each function, the median over `repeats` runs of `calls` calls; the
+    functions take turns within each repeat, so they share the machine's noise."""
+    for f in fs:
+        f(x).block_until_ready()
+    runs: list[list[float]] = [[] for _ in fs]
     for _ in range(repeats):
-        t = time.perf_counter()
-        for _ in range(calls):
-            f(x).block_until_ready()
-        runs.append((time.perf_counter() - t) / calls)
-    return statistics.median(runs)
+        for k, f in enumerate(fs):
+            t = time.perf_counter()
+            for _ in range(calls):
+                f(x).block_until_ready()
+            runs[k].append((time.perf_counter() - t) / calls)
+    return [statistics.median(r) for r in runs]
 
 
 def overhead(calls: int, repeats: int) -> None:
@@ -49,11 +53,16 @@ def overhead(calls: int, repeats: int) -> None:
     f_empty = jax.jit(lambda x: empty_call(x, **c.attributes())[0])
     f_op = jax.jit(lambda x: exp(x))
     f_jnp = jax.jit(jnp.exp)
-    t_empty = per_call(f_empty, x, calls, repeats)
-    t_op = per_call(f_op, x, calls, repeats)
-    t_jnp = per_call(f_jnp, x, calls, repeats)
+    t_empty, t_op, t_jnp = per_call([f_empty, f_op, f_jnp], x, calls, repeats)
+    # Time inside the op's handler itself (measured in Rust around each entry).
+    ns0, n0 = native.handler_time()
+    for _ in range(calls):
+        f_op(x).block_until_ready()
+    ns1, n1 = native.handler_time()
+    t_handler = (ns1 - ns0) / max(1, n1 - n0) * 1e-9
     print(f"jit call, f32[16]: empty FFI handler {t_empty * 1e6:.2f} us, builtin/exp {t_op * 1e6:.2f} us, "
-          f"jnp.exp {t_jnp * 1e6:.2f} us; op overhead above the empty handler {(t_op - t_empty) * 1e6:.2f} us (bound 2 us)")
+          f"jnp.exp {t_jnp * 1e6:.2f} us; op overhead above the empty handler {(t_op - t_empty) * 1e6:.2f} us (bound 2 us), "
+          f"of which inside the handler {t_handler * 1e6:.2f} us")
 
 
 def median_1m(repeats: int) -> None:
@@ -67,7 +76,7 @@ def median_1m(repeats: int) -> None:
     w = 15
     f = jax.jit(lambda x: med(x, w))
     xj = jnp.asarray(x)
-    t_jax = per_call(f, xj, 3, repeats)
+    [t_jax] = per_call([f], xj, 3, repeats)
     t_rust = native.time_call(med.id, [("f32", [x.size], x.tobytes())], [w], repeats * 3)
     print(f"{name} w={w}, 1M f32: through jax.jit {t_jax * 1e3:.2f} ms, Rust call {t_rust * 1e3:.2f} ms, "
           f"ratio {t_jax / t_rust:.2f}x")

@@ -13,7 +13,9 @@ use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::null_mut;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, RwLock};
+use std::time::Instant;
 
 /// A failure to report to XLA: its error code and message.
 pub struct Failure {
@@ -56,7 +58,19 @@ pub extern "C" fn jvp(frame: *mut xla::CallFrame) -> *mut xla::Error {
     entry(frame, Kind::Jvp)
 }
 
+/// Time spent inside the handlers (nanoseconds) and the number of entries, for the benchmark
+/// (`bench/overhead.py` reports it per call beside the wall-clock figures).
+pub static SPENT: (AtomicU64, AtomicU64) = (AtomicU64::new(0), AtomicU64::new(0));
+
 fn entry(frame: *mut xla::CallFrame, kind: Kind) -> *mut xla::Error {
+    let t = Instant::now();
+    let e = entry_timed(frame, kind);
+    SPENT.0.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    SPENT.1.fetch_add(1, Ordering::Relaxed);
+    e
+}
+
+fn entry_timed(frame: *mut xla::CallFrame, kind: Kind) -> *mut xla::Error {
     if frame.is_null() {
         // No API table to build an error with; XLA never passes a null frame.
         return null_mut();
@@ -173,6 +187,20 @@ pub(crate) unsafe fn metadata(ext: *mut xla::MetadataExtension) -> Result<(), Fa
     Ok(())
 }
 
+/// A call's attributes, in XLA's order (a handful: a list beats a hash map on every call).
+struct Attrs<'a>(Vec<(&'a str, Attr<'a>)>);
+
+impl<'a> Attrs<'a> {
+    fn get(&self, key: &str) -> Option<&Attr<'a>> {
+        self.0.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
+    /// The attribute `param_<name>` of parameter `name`.
+    fn param(&self, name: &str) -> Option<&Attr<'a>> {
+        self.0.iter().find(|(k, _)| k.strip_prefix("param_") == Some(name)).map(|(_, v)| v)
+    }
+}
+
 /// One decoded attribute.
 enum Attr<'a> {
     Str(&'a str),
@@ -191,8 +219,8 @@ unsafe fn span<'a>(s: *const xla::ByteSpan) -> Result<&'a str, Failure> {
     std::str::from_utf8(bytes).map_err(|_| Failure::invalid("op-jax: an attribute string is not UTF-8"))
 }
 
-unsafe fn attrs<'a>(a: &'a xla::Attrs) -> Result<HashMap<&'a str, Attr<'a>>, Failure> {
-    let mut out = HashMap::new();
+unsafe fn attrs<'a>(a: &'a xla::Attrs) -> Result<Attrs<'a>, Failure> {
+    let mut out = Attrs(Vec::with_capacity(8));
     let n = usize::try_from(a.size).map_err(|_| Failure::invalid("op-jax: negative attribute count"))?;
     for i in 0..n {
         let name = span(*a.names.add(i))?;
@@ -212,7 +240,7 @@ unsafe fn attrs<'a>(a: &'a xla::Attrs) -> Result<HashMap<&'a str, Attr<'a>>, Fai
             }
             _ => continue, // dictionaries: op-jax passes none
         };
-        out.insert(name, v);
+        out.0.push((name, v));
     }
     Ok(out)
 }
@@ -260,6 +288,20 @@ unsafe fn scalar(op: &str, name: &str, code: i32, v: *const c_void) -> Result<Sc
 /// handle re-reads its registry slot on every call, so a replacement is still seen (and then
 /// refused by the identity check).
 fn handle(op: &str) -> Result<OpHandle, Failure> {
+    // The last op this thread ran, without a hash or a lock: a jitted loop calls one op again
+    // and again.
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<(Box<str>, OpHandle)>> = const { std::cell::RefCell::new(None) };
+    }
+    if let Some(h) = LAST.with(|l| l.borrow().as_ref().filter(|(k, _)| **k == *op).map(|(_, h)| h.clone())) {
+        return Ok(h);
+    }
+    let h = handle_shared(op)?;
+    LAST.with(|l| *l.borrow_mut() = Some((op.into(), h.clone())));
+    Ok(h)
+}
+
+fn handle_shared(op: &str) -> Result<OpHandle, Failure> {
     static CACHE: OnceLock<RwLock<HashMap<String, OpHandle>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     if let Some(h) = cache.read().unwrap_or_else(|p| p.into_inner()).get(op) {
@@ -270,7 +312,7 @@ fn handle(op: &str) -> Result<OpHandle, Failure> {
     Ok(h)
 }
 
-fn hex_eq(hash: &[u8; 32], hex: &str) -> bool {
+pub(crate) fn hex_eq(hash: &[u8; 32], hex: &str) -> bool {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     hex.len() == 64
         && hash.iter().zip(hex.as_bytes().chunks(2)).all(|(b, c)| c[0] == DIGITS[(b >> 4) as usize] && c[1] == DIGITS[(b & 15) as usize])
@@ -282,13 +324,40 @@ pub fn provenance() -> &'static Mutex<HashMap<String, ProvenanceEntry>> {
     LAST.get_or_init(Default::default)
 }
 
+/// Records a call's provenance as its op's last (no allocation once the op has an entry).
+fn remember(op: &str, e: ProvenanceEntry) {
+    let mut last = provenance().lock().unwrap_or_else(|p| p.into_inner());
+    match last.get_mut(op) {
+        Some(slot) => *slot = e,
+        None => {
+            last.insert(op.to_string(), e);
+        }
+    }
+}
+
 struct View {
     dtype: DType,
     dims: Vec<usize>,
     data: *mut u8,
 }
 
-unsafe fn buffer(op: &str, what: &str, p: *mut c_void) -> Result<View, Failure> {
+/// Which buffer of a call, for messages (formatted only when one is needed).
+#[derive(Clone, Copy)]
+enum Slot {
+    Argument(usize),
+    Result(usize),
+}
+
+impl std::fmt::Display for Slot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Slot::Argument(i) => write!(f, "argument {i}"),
+            Slot::Result(k) => write!(f, "result {k}"),
+        }
+    }
+}
+
+unsafe fn buffer(op: &str, what: Slot, p: *mut c_void) -> Result<View, Failure> {
     let b = p as *const xla::Buffer;
     if b.is_null() {
         return Err(Failure::invalid(format!("op `{op}`: {what} is null")));
@@ -367,12 +436,12 @@ unsafe fn run(frame: *mut xla::CallFrame, kind: Kind) -> Result<(), Failure> {
             registered.hash_hex()
         )));
     }
-    let ranks: Vec<i64> = match attrs.get("ranks") {
+    let ranks: &[i64] = match attrs.get("ranks") {
         Some(Attr::Array(5, n, p)) => {
             if *n == 0 {
-                Vec::new()
+                &[]
             } else {
-                std::slice::from_raw_parts(*p as *const i64, *n).to_vec()
+                std::slice::from_raw_parts(*p as *const i64, *n)
             }
         }
         _ => return Err(Failure::invalid(format!("op `{op}`: the call has no i64 array attribute `ranks`"))),
@@ -380,10 +449,9 @@ unsafe fn run(frame: *mut xla::CallFrame, kind: Kind) -> Result<(), Failure> {
     let contract = registered.contract();
     let mut params = Vec::new();
     for p in contract.signature.params() {
-        let key = format!("param_{}", p.name);
-        match attrs.get(key.as_str()) {
+        match attrs.param(&p.name) {
             Some(Attr::Scalar(code, v)) => params.push(scalar(op, &p.name, *code, *v)?),
-            _ => return Err(Failure::invalid(format!("op `{op}`: the call has no scalar attribute `{key}`"))),
+            _ => return Err(Failure::invalid(format!("op `{op}`: the call has no scalar attribute `param_{}`", p.name))),
         }
     }
     // Arguments: the op's inputs (and for a pullback, one cotangent per output).
@@ -396,17 +464,17 @@ unsafe fn run(frame: *mut xla::CallFrame, kind: Kind) -> Result<(), Failure> {
         if *f.args.types.add(i) != xla::ARG_BUFFER {
             return Err(Failure::invalid(format!("op `{op}`: argument {i} is not a buffer")));
         }
-        views.push(buffer(op, &format!("argument {i}"), *f.args.args.add(i))?);
+        views.push(buffer(op, Slot::Argument(i), *f.args.args.add(i))?);
     }
     // Leading dims beyond the op's own rank are batch dims (vmap's `broadcast_all`: every
     // argument carries all of them).
-    let mut batch: Option<Vec<usize>> = None;
-    for (i, (v, &r)) in views.iter().zip(&ranks).enumerate() {
+    let mut batch: Option<&[usize]> = None;
+    for (i, (v, &r)) in views.iter().zip(ranks).enumerate() {
         let own = usize::try_from(r)
             .ok()
             .filter(|r| *r <= v.dims.len())
             .ok_or_else(|| Failure::invalid(format!("op `{op}`: argument {i} has rank {}, below the op's rank {r}", v.dims.len())))?;
-        let lead = v.dims[..v.dims.len() - own].to_vec();
+        let lead = &v.dims[..v.dims.len() - own];
         match &batch {
             None => batch = Some(lead),
             Some(b) if *b == lead => {}
@@ -415,14 +483,14 @@ unsafe fn run(frame: *mut xla::CallFrame, kind: Kind) -> Result<(), Failure> {
             }
         }
     }
-    let batch = batch.unwrap_or_default();
+    let batch = batch.unwrap_or_default().to_vec();
     let nrets = usize::try_from(f.rets.size).unwrap_or(0);
     let mut rets = Vec::with_capacity(nrets);
     for k in 0..nrets {
         if *f.rets.types.add(k) != xla::RET_BUFFER {
             return Err(Failure::invalid(format!("op `{op}`: result {k} is not a buffer")));
         }
-        rets.push(buffer(op, &format!("result {k}"), *f.rets.rets.add(k))?);
+        rets.push(buffer(op, Slot::Result(k), *f.rets.rets.add(k))?);
     }
     let b = if batch.is_empty() { None } else { Some(numel(&batch).unwrap_or(0)) };
     let mut tensors = Vec::with_capacity(nargs);
@@ -445,14 +513,14 @@ unsafe fn run(frame: *mut xla::CallFrame, kind: Kind) -> Result<(), Failure> {
                 None => {
                     let mut out = h.call(&refs, &params).map_err(|e| Failure::invalid(e.to_string()))?;
                     crate::receipts::attach(&mut out.provenance);
-                    provenance().lock().unwrap_or_else(|p| p.into_inner()).insert(op.to_string(), out.provenance);
+                    remember(op, out.provenance);
                     out.outputs
                 }
                 Some(_) => {
                     let out = h.call_batched(&refs, &params, CallOptions::default()).map_err(|e| Failure::invalid(e.to_string()))?;
                     if let Some(mut last) = out.provenance.into_iter().last() {
                         crate::receipts::attach(&mut last);
-                        provenance().lock().unwrap_or_else(|p| p.into_inner()).insert(op.to_string(), last);
+                        remember(op, last);
                     }
                     out.outputs
                 }

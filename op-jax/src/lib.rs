@@ -255,6 +255,14 @@ fn empty_handler(py: Python<'_>) -> PyResult<Bound<'_, PyCapsule>> {
     capsule(py, bench::empty)
 }
 
+/// Nanoseconds spent inside the op handlers and the number of handler entries since the module
+/// loaded (XLA enters a handler once per stage it runs, execution included).
+#[pyfunction]
+fn handler_time() -> (u64, u64) {
+    use std::sync::atomic::Ordering;
+    (handler::SPENT.0.load(Ordering::Relaxed), handler::SPENT.1.load(Ordering::Relaxed))
+}
+
 /// Median seconds of `reps` Rust calls of op `name` on these inputs (dtype, shape, bytes), timed
 /// in Rust around `OpHandle::call` (no Python, no copies): the Rust side of the benchmark.
 #[pyfunction]
@@ -431,6 +439,7 @@ pub fn init_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(jvp_handler, m)?)?;
     m.add_function(wrap_pyfunction!(empty_handler, m)?)?;
     m.add_function(wrap_pyfunction!(time_call, m)?)?;
+    m.add_function(wrap_pyfunction!(handler_time, m)?)?;
     m.add_function(wrap_pyfunction!(present_receipts, m)?)?;
     m.add_function(wrap_pyfunction!(receipts_of, m)?)?;
     m.add_function(wrap_pyfunction!(layout, m)?)?;
