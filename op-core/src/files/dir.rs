@@ -396,15 +396,20 @@ mod tests {
 
     #[test]
     fn names_must_be_single_plain_components() {
+        // The root is a directory inside the test's own scratch directory, so "nothing escaped
+        // to `../x`" is checked where no other process writes (not in the shared temp dir).
         let t = scratch("names");
-        let root = Dir::open_root(t.path(), false).unwrap();
+        let inner = t.path().join("root");
+        std::fs::create_dir(&inner).unwrap();
+        let root = Dir::open_root(&inner, false).unwrap();
         for bad in ["", ".", "..", "a/b", "../x", "/abs"] {
             assert_eq!(root.write_atomic(bad, b"x", Replace::Yes, 0o644).unwrap_err().kind(), io::ErrorKind::InvalidInput, "{bad:?}");
         }
         for bad in ["../x", "/abs", "a/../b", "."] {
             assert!(root.sub(bad, true).is_err(), "{bad:?}");
         }
-        assert!(!t.path().parent().unwrap().join("x").exists());
+        assert!(!t.path().join("x").exists(), "nothing written beside the root");
+        assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 1, "only the root in the scratch directory");
     }
 
     #[test]

@@ -12,7 +12,7 @@ pub use catalog::{entries, same_decl};
 pub use catalog::{CatalogEntry, KernelInfo};
 pub use errors::{measure, ErrorPoint, MAX_ERROR_CASES};
 
-use crate::conformance::{is_kernel, ConformanceFailure, Report};
+use crate::conformance::{is_kernel, ConformanceFailure, Fault, Report};
 use crate::gradcheck::{GradcheckError, GradcheckReport, ProbePoint};
 use crate::sharing::{KernelTrust, LocalDevices, OpCard};
 use op_core::files::{ensure_dir, write_atomic, Replace};
@@ -92,6 +92,11 @@ pub struct BackendRecord {
     pub errors: Vec<ErrorPoint>,
 }
 
+/// Whether conformance saw the kernel's process die on a case (any defect of a rejection).
+fn died(result: &Result<Receipt, ConformanceFailure>) -> bool {
+    matches!(result, Err(ConformanceFailure::Rejected(r)) if r.defects.iter().any(|d| matches!(d.fault, Fault::Died(_))))
+}
+
 impl BackendRecord {
     /// The record of one backend's conformance result; `errors` measured where a kernel ran.
     pub fn of(handle: &OpHandle, backend: BackendKind, result: &Result<Receipt, ConformanceFailure>) -> BackendRecord {
@@ -120,7 +125,10 @@ impl BackendRecord {
                 r.detail = e.to_string();
             }
         }
-        if is_kernel(backend) && matches!(r.verdict, Verdict::Conformed | Verdict::Rejected) {
+        // The error plot calls the kernel again, in this process: never for a kernel that died
+        // under conformance (crashed, ran out of memory, timed out), which would take the
+        // report's run down with it or hang it.
+        if is_kernel(backend) && matches!(r.verdict, Verdict::Conformed | Verdict::Rejected) && !died(result) {
             r.errors = measure(handle, backend);
         }
         r
