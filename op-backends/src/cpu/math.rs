@@ -33,8 +33,28 @@ pub unsafe fn exp<V: Vf>(x: V) -> V {
     unsafe {
         // `c.max(x)` / `c.min(x)` return `x` when it is NaN.
         let xc = V::splat(89.0).min(V::splat(-104.0).max(x));
-        // n = round(x / ln 2), r = x - n ln 2 in about [-0.35, 0.35] (two-step, exact first
-        // step on every path).
+        let (p, n) = exp_parts(xc);
+        // n in [-150, 129]: rounded once to a subnormal / to inf where due.
+        p.scale2(n)
+    }
+}
+
+/// `e^x` for `x` in `[0, 64]`, without [`exp`]'s clamps: bit for bit [`exp`] there (`n` is at
+/// most 93 and the result normal, so the scaling is exact).
+#[inline(always)]
+unsafe fn exp_0_64<V: Vf>(x: V) -> V {
+    unsafe {
+        let (p, n) = exp_parts(x);
+        p.scale2(n)
+    }
+}
+
+/// `e^x = p 2^n` for clamped `x`: `n = round(x / ln 2)`, `p = e^r` with `r = x - n ln 2` in
+/// about `[-0.35, 0.35]` (two-step reduction, exact first step on every path), `p` in
+/// `[0.7, 1.42]`.
+#[inline(always)]
+unsafe fn exp_parts<V: Vf>(xc: V) -> (V, V) {
+    unsafe {
         let n = xc.fma(V::splat(LOG2E), V::splat(MAGIC)).sub(V::splat(MAGIC));
         let r = xc.sub(n.mul(V::splat(C1)));
         let r = r.sub(n.mul(V::splat(C2)));
@@ -46,9 +66,7 @@ pub unsafe fn exp<V: Vf>(x: V) -> V {
         let p = p.fma(r, V::splat(4.166_579_6e-2));
         let p = p.fma(r, V::splat(1.666_666_5e-1));
         let p = p.fma(r, V::splat(5.000_000_1e-1));
-        let p = p.fma(z, r).add(V::splat(1.0));
-        // n in [-150, 129]: rounded once to a subnormal / to inf where due.
-        p.scale2(n)
+        (p.fma(z, r).add(V::splat(1.0)), n)
     }
 }
 
@@ -107,8 +125,10 @@ pub unsafe fn tanh<V: Vf>(x: V) -> V {
         let small = p.mul(z).fma(x, x).or(x.and(sign));
         // Large branch (|x| clamped: tanh is exactly +-1 in f32 beyond ~9.01).
         let axc = ax.min(V::splat(16.0));
-        let e = exp(axc.add(axc));
-        let t = V::splat(1.0).sub(V::splat(2.0).div(e.add(V::splat(1.0))));
+        let e = exp_0_64(axc.add(axc));
+        // `1 - 2 / (e + 1)`: `e + 1` lies in [e^1.25 + 1, e^32 + 1], where the reciprocal
+        // estimate holds; the subtraction fused with the doubling (one rounding).
+        let t = V::splat(-2.0).fma(e.add(V::splat(1.0)).recip_normal(), V::splat(1.0));
         let large = t.or(x.and(sign));
         V::select(ax.gt(V::splat(0.625)), large, small)
     }

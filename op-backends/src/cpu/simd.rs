@@ -258,6 +258,14 @@ pub trait Vf: Copy {
     unsafe fn div(self, o: Self) -> Self;
     /// `self * b + c` (fused on x86, two roundings on the portable path).
     unsafe fn fma(self, b: Self, c: Self) -> Self;
+    /// `1 / self` for normal `self` whose reciprocal is normal (`|self|` in `[2^-126, 2^126]`),
+    /// within 1 ulp, not always correctly rounded: where the instruction set has a reciprocal
+    /// estimate it is refined by one fused Newton step (a fraction of a division's cost);
+    /// elsewhere it divides. Zeros, infinities and NaN are outside its contract: use `div`.
+    #[inline(always)]
+    unsafe fn recip_normal(self) -> Self {
+        unsafe { Self::splat(1.0).div(self) }
+    }
     /// `self < o ? self : o`.
     unsafe fn min(self, o: Self) -> Self;
     /// `self > o ? self : o`.
@@ -787,6 +795,16 @@ pub mod x86 {
         #[inline(always)]
         unsafe fn div(self, o: Self) -> Self {
             unsafe { F16(_mm512_div_ps(self.0, o.0)) }
+        }
+        #[inline(always)]
+        unsafe fn recip_normal(self) -> Self {
+            unsafe {
+                // The estimate is within 2^-14; one Newton step `r + r (1 - x r)`, the residual
+                // fused, leaves about 2^-28 before the final rounding.
+                let r = _mm512_rcp14_ps(self.0);
+                let e = _mm512_fnmadd_ps(self.0, r, _mm512_set1_ps(1.0));
+                F16(_mm512_fmadd_ps(r, e, r))
+            }
         }
         #[inline(always)]
         unsafe fn fma(self, b: Self, c: Self) -> Self {
