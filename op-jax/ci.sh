@@ -18,4 +18,7 @@ fi
 .venv/bin/maturin develop --release --quiet
 # A user's own module (examples/user_ops, the README's template), for tests/test_user_module.py.
 (cd examples/user_ops && ../../.venv/bin/maturin develop --release --quiet)
+# The Rust side: unit tests (the buffer copies, the fixtures' generated tests) and doctests
+# (`init_module`'s example), in the release profile maturin just built (its dependencies reused).
+PYO3_PYTHON="$PWD/.venv/bin/python" cargo test --release -q
 .venv/bin/python -m pytest -q tests "$@"

@@ -203,17 +203,24 @@ fn forward_mode(h: &OpHandle) -> bool {
 
 type Buf = (String, Vec<usize>, Vec<u8>);
 
-/// Calls an op eagerly through the registry (no JAX): the Rust call the tests compare JAX's
-/// outputs with, bit for bit. Inputs and outputs are (dtype, shape, little-endian bytes).
-#[pyfunction]
-fn call(py: Python<'_>, name: &str, inputs: Vec<Buf>, params: Vec<Bound<'_, PyAny>>) -> PyResult<Vec<(String, Vec<usize>, Py<PyBytes>)>> {
+/// An eager call's parts: the op resolved for these inputs (dtype, shape, little-endian bytes)
+/// and parameters, the inputs as tensors and the parameters as the op's scalars.
+fn eager_call(name: &str, inputs: &[Buf], params: &[Bound<'_, PyAny>]) -> PyResult<(OpHandle, Vec<Tensor>, Vec<Scalar>)> {
     let id = lookup(name)?.id();
     let dtypes = inputs.iter().map(|(d, _, _)| parse_dtype(&id, "an input", d)).collect::<PyResult<Vec<_>>>()?;
-    let (h, _, scalars) = resolve(name, &dtypes, &params)?;
+    let (h, _, scalars) = resolve(name, &dtypes, params)?;
     let tensors = inputs
         .iter()
         .map(|(d, s, b)| Tensor::from_bytes(d, s.clone(), b).map_err(|e| ContractError::new_err(format!("op `{id}`: {e}"))))
         .collect::<PyResult<Vec<_>>>()?;
+    Ok((h, tensors, scalars))
+}
+
+/// Calls an op eagerly through the registry (no JAX): the Rust call the tests compare JAX's
+/// outputs with, bit for bit. Inputs and outputs are (dtype, shape, little-endian bytes).
+#[pyfunction]
+fn call(py: Python<'_>, name: &str, inputs: Vec<Buf>, params: Vec<Bound<'_, PyAny>>) -> PyResult<Vec<(String, Vec<usize>, Py<PyBytes>)>> {
+    let (h, tensors, scalars) = eager_call(name, &inputs, &params)?;
     let refs: Vec<&Tensor> = tensors.iter().collect();
     let out = py.detach(|| h.call(&refs, &scalars)).map_err(|e| OpError::new_err(e.to_string()))?;
     out.outputs
@@ -267,13 +274,7 @@ fn handler_time() -> (u64, u64) {
 /// in Rust around `OpHandle::call` (no Python, no copies): the Rust side of the benchmark.
 #[pyfunction]
 fn time_call(py: Python<'_>, name: &str, inputs: Vec<Buf>, params: Vec<Bound<'_, PyAny>>, reps: usize) -> PyResult<f64> {
-    let id = lookup(name)?.id();
-    let dtypes = inputs.iter().map(|(d, _, _)| parse_dtype(&id, "an input", d)).collect::<PyResult<Vec<_>>>()?;
-    let (h, _, scalars) = resolve(name, &dtypes, &params)?;
-    let tensors = inputs
-        .iter()
-        .map(|(d, s, b)| Tensor::from_bytes(d, s.clone(), b).map_err(|e| ContractError::new_err(format!("op `{id}`: {e}"))))
-        .collect::<PyResult<Vec<_>>>()?;
+    let (h, tensors, scalars) = eager_call(name, &inputs, &params)?;
     py.detach(|| bench::time_call(&h, &tensors, &scalars, reps)).map_err(OpError::new_err)
 }
 
@@ -395,14 +396,34 @@ fn _register_fixture(which: u8) -> PyResult<String> {
 /// a user's own module is. A crate that builds its own ops into JAX writes (the whole of it;
 /// `examples/user_ops/` is such a crate, built and imported by `tests/test_user_module.py`):
 ///
-/// ```ignore
+/// ```
+/// use op_runtime::{op, Real};
 /// use pyo3::prelude::*;
+///
+/// /// `x^3`, with its VJP rule.
+/// #[op(name = "user/doc_ops/cube", version = 1, signature(x: f32[n]) -> f32[n],
+///      category = elementwise, tolerance = ulp(2), backward = vjp(cube_vjp), generated_tests = false)]
+/// pub fn cube<T: Real>(x: &[T]) -> Vec<T> {
+///     x.iter().map(|&v| v * v * v).collect()
+/// }
+///
+/// /// The VJP of `cube`.
+/// pub fn cube_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
+///     x.iter().zip(g).map(|(&v, &g)| T::from_f64(3.0) * v * v * g).collect()
+/// }
 ///
 /// #[pymodule]
 /// fn my_ops(m: &Bound<'_, PyModule>) -> PyResult<()> {
-///     op_jax::register(&my_crate::cube::DECL)?; // each of the crate's ops
+///     op_jax::register(&cube::DECL)?; // each of the crate's ops
 ///     op_jax::init_module(m)
 /// }
+///
+/// # fn main() -> PyResult<()> {
+/// // Python runs `my_ops` on import; the registration it starts with needs no interpreter:
+/// assert_eq!(op_jax::register(&cube::DECL)?, "user/doc_ops/cube@1");
+/// assert!(op_runtime::registry().lookup("user/doc_ops/cube").is_ok());
+/// # Ok(())
+/// # }
 /// ```
 ///
 /// and Python imports it before `op_jax` (`import my_ops, op_jax`): the module takes the place
