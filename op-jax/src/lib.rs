@@ -327,7 +327,7 @@ fn provenance(name: &str) -> PyResult<Option<String>> {
 
 /// Holds receipts given as JSON (one receipt or a list, as `op_jax.conformance` returns them
 /// under `receipt`, or as a file of receipts holds them). Returns how many were held and how
-/// many were refused as tampered (digest not matching the fields); text that is not receipts
+/// many were refused as not intact (`Receipt::check_intact`: a tampered digest, another format, a bad signature); text that is not receipts
 /// raises `VerificationError`.
 #[pyfunction]
 fn present_receipts(json: &str) -> PyResult<(usize, usize)> {

@@ -1,6 +1,7 @@
 //! The receipts this process holds: minted by `op_jax.conformance` here, or presented
 //! (`op_jax.present_receipts`, e.g. read from a file another run wrote). A receipt is held only
-//! when it is intact (its digest matches its fields). Each forward call's provenance names the
+//! when it is intact (`Receipt::check_intact`: its digest matches its fields, its format is this
+//! engine's, a signature verifies). Each forward call's provenance names the
 //! held receipt covering (op, content, backend, device), as the tape does for its own calls; an
 //! artefact carries the digests held when it was traced, and `op_jax.verify` asks which of its
 //! ops hold a receipt valid on this machine (`Receipt::verify`: same op, same content, the
@@ -16,9 +17,10 @@ fn held() -> &'static Mutex<Vec<Receipt>> {
     HELD.get_or_init(Default::default)
 }
 
-/// Holds `r` if it is intact and not held already; false where its digest does not match.
+/// Holds `r` if it is intact and not held already; false where it is not
+/// (`Receipt::check_intact`: digest, format, signature).
 pub fn hold(r: Receipt) -> bool {
-    if r.compute_digest() != r.digest {
+    if r.check_intact().is_err() {
         return false;
     }
     let mut h = held().lock().unwrap_or_else(|p| p.into_inner());

@@ -521,7 +521,7 @@ def present_receipts(receipts) -> tuple[int, int]:
     """Holds receipts (a receipt dict, a list of them, or their JSON text, as ``conformance``
     returns them under ``receipt``): later calls name them in their provenance, artefacts
     traced afterwards carry them, and ``verify`` counts them where valid on this machine.
-    Returns (held, refused as tampered)."""
+    Returns (held, refused as not intact: tampered, another format, a bad signature)."""
     text = receipts if isinstance(receipts, str) else json.dumps(receipts)
     return tuple(_native.present_receipts(text))
 
