@@ -2,7 +2,7 @@
 # CUDA checks for a session lent an NVIDIA machine (the `device` tool). That machine has no
 # network, so the binaries are built here and carried:
 #   here  : bash scripts/device-cuda.sh prepare    # stripped, xz-packed release binaries in device-bin/
-#   device: run(command = "bash scripts/device-cuda.sh run", carry = ["device-bin", ".gl"])
+#   device: run(command = "bash scripts/device-cuda.sh run", carry = ["device-bin", "device-inc", ".gl"])
 # (`.gl`, optional: the Vulkan loader's .deb, fetched as the device tool's README says.)
 # With OP_REQUIRE_CUDA=1 an unavailable CUDA backend is a failure, never a skip. `run` does, in
 # order: the CUDA engine's own tests; CUDA conformance of every built-in (and the broken CUDA
@@ -47,6 +47,11 @@ prepare)
     # wgpu on the NVIDIA Vulkan driver too, where the Vulkan loader is carried in `.gl` (see run).
     for t in $WGPU_TESTS; do [ -e "device-bin/$t" ] || cp "$(exe_of test --release --no-run --test "$t")" "device-bin/$t"; done
     for b in $WGPU_BENCHES; do cp "$(exe_of bench --no-run --bench "$b")" "device-bin/$b"; done
+    # CUDA's half-precision headers (NVRTC ships none; the device may have no toolkit): from the
+    # wheel .ci/run installs (target/nvrtc-venv), carried as device-inc (OP_CUDA_INCLUDE there).
+    rm -rf device-inc && mkdir -p device-inc
+    inc=$(find target/nvrtc-venv -path '*nvidia/cuda_runtime/include' -type d 2>/dev/null | head -1)
+    if [ -n "$inc" ]; then cp "$inc"/cuda_fp16.h* "$inc"/cuda_bf16.h* device-inc/; else echo "no target/nvrtc-venv: run .ci/run's nvrtc step first, or the f16/bf16 CUDA kernels will not compile on the device"; fi
     strip device-bin/*
     xz -6 -T2 device-bin/*   # about 8 MB each unpacked; the carried tree must stay under 64 MiB
     du -sh device-bin && ls -la device-bin
@@ -76,7 +81,12 @@ run)
     echo "libcuda: ${driver:-not found}; LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
     echo "libnvrtc candidates: $(find $nvrtc_dirs -maxdepth 1 -name 'libnvrtc.so*' 2>/dev/null | tr '\n' ' ')"
     # At most 8 files come back from $OUT: every step's log is appended to all.log as well.
-    export OP_REQUIRE_CUDA=1 OP_CACHE_DIR=/tmp/op-ptx-cache
+    # CUDA's half-precision headers: a toolkit's where CUDA_PATH or /usr/local/cuda has them,
+    # else the carried copy.
+    if [ -f device-inc/cuda_fp16.h ] && [ ! -f "${CUDA_PATH:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
+        export OP_CUDA_INCLUDE="$PWD/device-inc"
+    fi
+    export OP_REQUIRE_CUDA=1 OP_REQUIRE_NVRTC=1 OP_CACHE_DIR=/tmp/op-ptx-cache
     { nvidia-smi -L || true; echo "libcuda: ${driver:-not found}"; echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH";
       find $nvrtc_dirs -maxdepth 1 -name 'libnvrtc.so*' 2>/dev/null; } | tee "$out/all.log"
     status=0

@@ -43,6 +43,8 @@ fn vjp_cpu<T: Elem>(x: &[T], g: &[T], k: fn(&[T], &[T], &mut [std::mem::MaybeUni
     cpu = add_cpu,
     kernel(wgsl = "kernels/add.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
     kernel(cuda = "kernels/elementwise.cu", entry = "add", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
+    kernel(wgsl = "kernels/half_binary.wgsl", entry = "add_half", dtypes(T: f16), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
+    kernel(cuda = "kernels/half.cu", entry = "add_half", dtypes(T: f16 | bf16), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
     license = "MIT OR Apache-2.0",
     visibility = public,
 )]
@@ -80,6 +82,8 @@ fn add_vjp_cpu<T: Elem>(_a: &[T], _b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
     cpu = sub_cpu,
     kernel(wgsl = "kernels/sub.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
     kernel(cuda = "kernels/elementwise.cu", entry = "sub", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
+    kernel(wgsl = "kernels/half_binary.wgsl", entry = "sub_half", dtypes(T: f16), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
+    kernel(cuda = "kernels/half.cu", entry = "sub_half", dtypes(T: f16 | bf16), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
     license = "MIT OR Apache-2.0",
     visibility = public,
 )]
@@ -117,6 +121,8 @@ fn sub_vjp_cpu<T: Elem>(_a: &[T], _b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
     cpu = mul_cpu,
     kernel(wgsl = "kernels/mul.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
     kernel(cuda = "kernels/elementwise.cu", entry = "mul", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
+    kernel(wgsl = "kernels/half_binary.wgsl", entry = "mul_half", dtypes(T: f16), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
+    kernel(cuda = "kernels/half.cu", entry = "mul_half", dtypes(T: f16 | bf16), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
     license = "MIT OR Apache-2.0",
     visibility = public,
 )]
@@ -154,6 +160,8 @@ fn mul_vjp_cpu<T: Elem>(a: &[T], b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
     cpu = div_cpu,
     kernel(wgsl = "kernels/div.wgsl", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
     kernel(cuda = "kernels/elementwise.cu", entry = "div_kernel", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
+    kernel(wgsl = "kernels/half_binary.wgsl", entry = "div_half", dtypes(T: f16), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
+    kernel(cuda = "kernels/half.cu", entry = "div_half", dtypes(T: f16 | bf16), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
     license = "MIT OR Apache-2.0",
     visibility = public,
 )]
@@ -195,6 +203,8 @@ fn div_vjp_cpu<T: Elem>(a: &[T], b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
     cpu = neg_cpu,
     kernel(wgsl = "kernels/neg.wgsl", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n),
     kernel(cuda = "kernels/elementwise.cu", entry = "neg", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
+    kernel(wgsl = "kernels/half_unary.wgsl", entry = "neg_half", dtypes(T: f16), bindings(x: read, out: read_write, uniform(n)), threads = n),
+    kernel(cuda = "kernels/half.cu", entry = "neg_half", dtypes(T: f16 | bf16), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
     license = "MIT OR Apache-2.0",
     visibility = public,
 )]
@@ -267,6 +277,8 @@ fn scale_vjp_cpu<T: Elem>(_x: &[T], s: T, g: &[T]) -> Vec<T> {
     cpu = exp_cpu,
     kernel(wgsl = "kernels/exp_tanh.wgsl", entry = "exp_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n),
     kernel(cuda = "kernels/elementwise.cu", entry = "exp_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
+    kernel(wgsl = "kernels/half_unary.wgsl", entry = "exp_half", dtypes(T: f16), bindings(x: read, out: read_write, uniform(n)), threads = n),
+    kernel(cuda = "kernels/half.cu", entry = "exp_half", dtypes(T: f16 | bf16), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
     license = "MIT OR Apache-2.0",
     visibility = public,
 )]
@@ -325,6 +337,8 @@ fn exp_vjp_cpu<T: Elem>(x: &[T], g: &[T]) -> Vec<T> {
     cpu = log_cpu,
     kernel(wgsl = "kernels/log.wgsl", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n),
     kernel(cuda = "kernels/elementwise.cu", entry = "log_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
+    kernel(wgsl = "kernels/half_unary.wgsl", entry = "log_half", dtypes(T: f16), bindings(x: read, out: read_write, uniform(n)), threads = n),
+    kernel(cuda = "kernels/half.cu", entry = "log_half", dtypes(T: f16 | bf16), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
     license = "MIT OR Apache-2.0",
     visibility = public,
 )]
@@ -362,6 +376,8 @@ fn log_vjp_cpu<T: Elem>(x: &[T], g: &[T]) -> Vec<T> {
     cpu = tanh_cpu,
     kernel(wgsl = "kernels/exp_tanh.wgsl", entry = "tanh_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n),
     kernel(cuda = "kernels/elementwise.cu", entry = "tanh_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
+    kernel(wgsl = "kernels/half_unary.wgsl", entry = "tanh_half", dtypes(T: f16), bindings(x: read, out: read_write, uniform(n)), threads = n),
+    kernel(cuda = "kernels/half.cu", entry = "tanh_half", dtypes(T: f16 | bf16), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
     license = "MIT OR Apache-2.0",
     visibility = public,
 )]
@@ -411,6 +427,8 @@ fn tanh_vjp_cpu<T: Elem>(x: &[T], g: &[T]) -> Vec<T> {
     cpu = relu_cpu,
     kernel(wgsl = "kernels/relu.wgsl", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n),
     kernel(cuda = "kernels/elementwise.cu", entry = "relu", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
+    kernel(wgsl = "kernels/half_unary.wgsl", entry = "relu_half", dtypes(T: f16), bindings(x: read, out: read_write, uniform(n)), threads = n),
+    kernel(cuda = "kernels/half.cu", entry = "relu_half", dtypes(T: f16 | bf16), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
     license = "MIT OR Apache-2.0",
     visibility = public,
 )]

@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 
 pub mod contract;
+pub mod cuda_headers;
 pub mod generic;
 pub mod identity;
 pub mod sample;

@@ -205,10 +205,12 @@ pub mod wgpu {
 #[cfg(feature = "cuda")]
 pub mod cuda {
     pub use op_backends::cuda::{
-        default_ptx_cache_dir, CudaArg, CudaBackend, CudaBuffer, CudaEngine, CudaError, CudaGrid, CudaKernel, CACHE_DIR_ENV,
-        NVIDIA_VENDOR_ID,
+        compile_without_device, default_ptx_cache_dir, CudaArg, CudaBackend, CudaBuffer, CudaEngine, CudaError, CudaGrid, CudaKernel,
+        CACHE_DIR_ENV, NVIDIA_VENDOR_ID,
     };
     pub use op_backends::transfers::Transfers;
+    /// Where NVRTC finds CUDA's half-precision headers (`OP_CUDA_INCLUDE`, `CUDA_PATH`, ...).
+    pub use op_contract::cuda_headers;
 }
 
 #[cfg(test)]

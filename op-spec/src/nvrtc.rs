@@ -74,10 +74,14 @@ pub fn version() -> Option<(i32, i32)> {
 }
 
 /// Compiles `source` (named `name`, with in-memory `headers` as (include name, text, names
-/// distinct)). `None` when NVRTC is unavailable; else `Ok`, or the program log (or why NVRTC
-/// refused to create the program).
+/// distinct)). `None` when NVRTC is unavailable, or when the source includes CUDA's
+/// half-precision headers and they are not found (`op_contract::cuda_headers`: nothing to
+/// check it with); else `Ok`, or the program log (or why NVRTC refused to create the program).
 pub fn compile(source: &str, name: &str, headers: &[(String, String)]) -> Option<Result<(), String>> {
     let n = nvrtc()?;
+    let options = op_contract::cuda_headers::nvrtc_options(source).ok()?;
+    let options: Vec<CString> = options.iter().map(|o| CString::new(o.replace('\0', " ")).unwrap_or_default()).collect();
+    let option_ptrs: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();
     let c = |s: &str| CString::new(s.replace('\0', " ")).unwrap_or_default();
     let (src, cname) = (c(source), c(name));
     let header_texts: Vec<CString> = headers.iter().map(|(_, t)| c(t)).collect();
@@ -93,7 +97,7 @@ pub fn compile(source: &str, name: &str, headers: &[(String, String)]) -> Option
             // Refused inputs are the caller's error (repeated header names, say), never a skip.
             return Some(Err(format!("nvrtcCreateProgram refused the program (NVRTC result {created})")));
         }
-        let ok = (n.compile)(prog, 0, std::ptr::null()) == 0;
+        let ok = (n.compile)(prog, option_ptrs.len() as c_int, option_ptrs.as_ptr()) == 0;
         let mut size = 0usize;
         let mut log = String::new();
         if (n.log_size)(prog, &mut size) == 0 && size > 1 {
@@ -128,5 +132,11 @@ mod tests {
         // Repeated header names: NVRTC refuses to create the program, reported, never a skip.
         let twice = vec![headers[0].clone(), headers[0].clone()];
         assert!(matches!(compile(good, "k.cu", &twice), Some(Err(_))));
+        // The half-precision prelude's toolkit headers, where they are found (`OP_CUDA_INCLUDE`).
+        let half = "#include <cuda_fp16.h>\ntypedef __half T;\nextern \"C\" __global__ void h(const T* x, T* out) { out[threadIdx.x] = T(float(x[threadIdx.x]) * 2.0f); }\n";
+        match op_contract::cuda_headers::include_dir() {
+            Some(_) => assert_eq!(compile(half, "h.cu", &[]), Some(Ok(()))),
+            None => assert_eq!(compile(half, "h.cu", &[]), None, "nothing to check a half kernel with"),
+        }
     }
 }

@@ -52,23 +52,52 @@ impl Backend for CudaBackend {
     }
     fn prepare(&self, op: &Arc<RegisteredOp>) -> Result<Arc<dyn Prepared>, BackendError> {
         let plan = LaunchPlan::new(op, KernelLang::Cuda)?;
-        let src =
-            op.decl.kernels.get(plan.kernel).ok_or_else(|| BackendError::Unsupported("the op's CUDA source is not embedded".into()))?;
-        let text = op.kernel_text(plan.kernel).map_err(BackendError::Compile)?;
-        let source = text.as_str();
-        // Headers are visible under the name the source includes them by (relative to its dir).
-        let dir = std::path::Path::new(src.path).parent().map(|p| p.to_string_lossy().to_string()).unwrap_or_default();
-        let headers: Vec<(String, String)> = src
-            .headers
-            .iter()
-            .map(|(p, b)| {
-                let name = p.strip_prefix(&format!("{dir}/")).unwrap_or(p).to_string();
-                (name, String::from_utf8_lossy(b).to_string())
-            })
-            .collect();
-        let kernel = engine()?.compile(op.cache_hash(), source, &headers, src.entry, &[])?;
-        Ok(Arc::new(CudaPrepared { hash: op.hash, plan, kernel, block: src.workgroup_size }))
+        let p = program(op, plan.kernel)?;
+        let kernel = engine()?.compile(op.cache_hash(), &p.source, &p.headers, p.entry, &p.options)?;
+        Ok(Arc::new(CudaPrepared { hash: op.hash, plan, kernel, block: p.block }))
     }
+}
+
+/// What NVRTC is handed for kernel `k` of `op`: the instance's source (prelude included), its
+/// headers under the names the source includes them by (relative to its directory), the entry,
+/// and the options (`op_contract::cuda_headers`: the toolkit's include directory for the
+/// half-precision headers; their absence is a compile error naming the remedy).
+struct Program {
+    source: String,
+    headers: Vec<(String, String)>,
+    entry: &'static str,
+    options: Vec<String>,
+    /// Threads per block along x, y and z.
+    block: [u32; 3],
+}
+
+fn program(op: &RegisteredOp, k: usize) -> Result<Program, BackendError> {
+    let src = op.decl.kernels.get(k).ok_or_else(|| BackendError::Unsupported("the op's CUDA source is not embedded".into()))?;
+    let source = op.kernel_text(k).map_err(BackendError::Compile)?;
+    let options = op_contract::cuda_headers::nvrtc_options(&source)
+        .map_err(|e| BackendError::Compile(format!("op `{}`: CUDA kernel `{}`: {e}", op.id, src.entry)))?;
+    let dir = std::path::Path::new(src.path).parent().map(|p| p.to_string_lossy().to_string()).unwrap_or_default();
+    let headers = src
+        .headers
+        .iter()
+        .map(|(p, b)| {
+            let name = p.strip_prefix(&format!("{dir}/")).unwrap_or(p).to_string();
+            (name, String::from_utf8_lossy(b).to_string())
+        })
+        .collect();
+    Ok(Program { source, headers, entry: src.entry, options, block: src.workgroup_size })
+}
+
+/// Compiles `op`'s CUDA kernel for this instance with NVRTC alone, no device or driver needed
+/// (for a machine without a GPU, such as CI's): for the newest architecture NVRTC supports up
+/// to compute capability 9.0, with exactly the source, headers and options a launch would use.
+/// Returns the PTX. `Err(Unavailable)` where libnvrtc does not load; `Err(Compile)` with
+/// NVRTC's log where the kernel does not compile; `Err(Unsupported)` where the instance has
+/// no CUDA kernel.
+pub fn compile_without_device(op: &RegisteredOp) -> Result<String, BackendError> {
+    let plan = LaunchPlan::new(op, KernelLang::Cuda)?;
+    let p = program(op, plan.kernel)?;
+    super::engine::compile_for_newest(&p.source, &p.headers, p.entry, &p.options).map_err(BackendError::from)
 }
 
 struct CudaPrepared {

@@ -83,6 +83,20 @@ impl std::fmt::Debug for CudaEngine {
     }
 }
 
+/// Compiles with NVRTC alone (no driver, no device) for the newest virtual architecture it
+/// supports up to `compute_90`; returns the PTX. `Unavailable` where libnvrtc does not load.
+pub(super) fn compile_for_newest(source: &str, headers: &[(String, String)], entry: &str, options: &[String]) -> Result<String, CudaError> {
+    super::probe::nvrtc_loads()?;
+    guarded(
+        |msg| CudaError::Unavailable { reason: format!("cudarc panicked while compiling `{entry}` with NVRTC: {msg}") },
+        || {
+            validate_compile_inputs(source, headers, entry, options)?;
+            let arch = choose_ptx_arch(90, &nvrtc_supported_archs()).unwrap_or(90);
+            nvrtc::compile(&format!("compute_{arch}"), source, headers, entry, options).map(|(ptx, _log)| ptx)
+        },
+    )
+}
+
 impl CudaEngine {
     /// Checks libcuda and libnvrtc can be loaded and a device exists; a typed
     /// [`CudaError::Unavailable`] otherwise. Never panics. The answer is computed once per process.

@@ -15,7 +15,7 @@ mod ptx_cache;
 pub mod resident;
 mod wait;
 
-pub use backend::CudaBackend;
+pub use backend::{compile_without_device, CudaBackend};
 pub use engine::CudaEngine;
 pub use error::CudaError;
 pub use grid::CudaGrid;

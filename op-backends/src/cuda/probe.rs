@@ -44,6 +44,22 @@ pub(super) fn probe_uncached() -> Result<(), CudaError> {
     )
 }
 
+/// Whether libnvrtc loads (the driver and a device need not exist): `Unavailable` naming the
+/// library names tried where it does not.
+pub(super) fn nvrtc_loads() -> Result<(), CudaError> {
+    // SAFETY: this only tries to dlopen the candidate names (and closes them again).
+    if guarded(|_| (), || Ok(unsafe { nvsys::is_culib_present() })).unwrap_or(false) {
+        Ok(())
+    } else {
+        Err(CudaError::Unavailable {
+            reason: format!(
+                "cannot load libnvrtc (the CUDA runtime compiler; tried {}); install CUDA's NVRTC or add its directory to LD_LIBRARY_PATH",
+                candidates("nvrtc")
+            ),
+        })
+    }
+}
+
 /// A few of the file names cudarc tries for `lib`, for error messages.
 fn candidates(lib: &str) -> String {
     let all = cudarc::get_lib_name_candidates(lib);
