@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, RwLock};
 use std::time::Instant;
 
@@ -59,10 +59,17 @@ pub extern "C" fn jvp(frame: *mut xla::CallFrame) -> *mut xla::Error {
 }
 
 /// Time spent inside the handlers (nanoseconds) and the number of entries, for the benchmark
-/// (`bench/overhead.py` reports it per call beside the wall-clock figures).
+/// (`bench/overhead.py` reports it per call beside the wall-clock figures). Counted only once
+/// [`TIMING`] is on (`handler_time` turns it on), so an ordinary call reads no clock.
 pub static SPENT: (AtomicU64, AtomicU64) = (AtomicU64::new(0), AtomicU64::new(0));
 
+/// Whether handlers time themselves into [`SPENT`].
+pub static TIMING: AtomicBool = AtomicBool::new(false);
+
 fn entry(frame: *mut xla::CallFrame, kind: Kind) -> *mut xla::Error {
+    if !TIMING.load(Ordering::Relaxed) {
+        return entry_timed(frame, kind);
+    }
     let t = Instant::now();
     let e = entry_timed(frame, kind);
     SPENT.0.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
@@ -366,10 +373,10 @@ unsafe fn buffer(op: &str, what: Slot, p: *mut c_void) -> Result<View, Failure> 
         Failure::invalid(format!("op `{op}`: {what} has XLA dtype code {}, which op-runtime has no dtype for", (*b).dtype))
     })?;
     let rank = usize::try_from((*b).rank).map_err(|_| Failure::invalid(format!("op `{op}`: {what} has a negative rank")))?;
-    let dims = if rank == 0 { Vec::new() } else { std::slice::from_raw_parts((*b).dims, rank).to_vec() };
-    let dims = dims
-        .into_iter()
-        .map(|d| usize::try_from(d).map_err(|_| Failure::invalid(format!("op `{op}`: {what} has a negative dimension"))))
+    let raw: &[i64] = if rank == 0 { &[] } else { std::slice::from_raw_parts((*b).dims, rank) };
+    let dims = raw
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| Failure::invalid(format!("op `{op}`: {what} has a negative dimension"))))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(View { dtype, dims, data: (*b).data as *mut u8 })
 }
