@@ -170,6 +170,9 @@ fn inputs() -> Inputs {
         ("pos".to_string(), vec32(M, 1e-3, 100.0, 4)),
         ("taps".to_string(), vec32(64, -1.0, 1.0, 7)),
         ("wide16m".to_string(), vec32(BIG, -20.0, 20.0, 8)),
+        ("x16m".to_string(), vec32(BIG, -1.0, 1.0, 12)),
+        ("y16m".to_string(), vec32(BIG, -1.0, 1.0, 13)),
+        ("pos16m".to_string(), vec32(BIG, 1e-3, 100.0, 14)),
         ("sig".to_string(), signal(M)),
         ("sig16m".to_string(), signal(BIG)),
     ];
@@ -229,6 +232,20 @@ fn lines() -> Vec<Line> {
         Line { bytes: Some(2.0 * 4.0 * (16 << 20) as f64), ..plain("exp", "exp n=16M", vec!["wide16m"]) },
         Line { bytes: Some(2.0 * 4.0 * (16 << 20) as f64), ..plain("tanh", "tanh n=16M", vec!["wide16m"]) },
     ];
+    // Every other elementwise built-in at 16M (issue 37): inputs read plus the output written.
+    let (unary, binary) = (Some(2.0 * 4.0 * (16 << 20) as f64), Some(3.0 * 4.0 * (16 << 20) as f64));
+    for op in ["add", "sub", "mul", "div"] {
+        v.push(Line { bytes: binary, ..plain(op, &format!("{op} n=16M"), vec!["x16m", "y16m"]) });
+    }
+    v.push(Line { bytes: unary, ..plain("neg", "neg n=16M", vec!["x16m"]) });
+    v.push(Line {
+        bytes: unary,
+        params: vec![Scalar::F32(1.7)],
+        worker_args: names(&["x16m", "1.7"]),
+        ..plain("scale", "scale n=16M", vec!["x16m"])
+    });
+    v.push(Line { bytes: unary, ..plain("log", "log n=16M", vec!["pos16m"]) });
+    v.push(Line { bytes: unary, ..plain("relu", "relu n=16M", vec!["x16m"]) });
     for (w, n, name, tag) in [(7u32, 1usize << 20, "sig", "1M"), (31, 1 << 20, "sig", "1M"), (7, 16 << 20, "sig16m", "16M")] {
         v.push(Line {
             op: "median",

@@ -65,6 +65,12 @@ fn main() {
         assert_eq!(first.provenance.backend, BackendKind::Cpu, "{label}: default selection runs the cpu kernel");
         let r = timing::race(budget, &|| call(&h1), &|| call(&h1), &|| call(&h2));
         let t1 = (r.reference + r.one) / 2.0;
-        println!("{label:<20} 1 thread {:>10}   2 threads {:>10}   speedup {:.2}x", timing::fmt(t1), timing::fmt(r.all), t1 / r.all);
+        println!(
+            "{label:<20} 1 thread {:>10}   2 threads {:>10}   speedup {:.2}x   ({} rounds)",
+            timing::fmt(t1),
+            timing::fmt(r.all),
+            t1 / r.all,
+            r.samples
+        );
     }
 }

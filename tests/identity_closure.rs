@@ -8,8 +8,8 @@
 //! their values as the compiler was configured, and a path dependency it names with a digest
 //! of its sources.
 
-use op_runtime::KernelRegistrationError;
 use op_runtime::OpDecl;
+use op_runtime::RegistrationError;
 use op_runtime::{Registry, Tensor};
 
 /// Declares `twin` (the same tokens in every module) calling `helper` as the module resolves it.
@@ -108,7 +108,7 @@ fn references_that_differ_only_in_a_helper_get_two_identities_wherever_the_helpe
         let r = Registry::new();
         r.register(a).expect("the first registers");
         match r.register(b) {
-            Err(e @ KernelRegistrationError::ContentChanged { .. }) => {
+            Err(e @ RegistrationError::ContentChanged { .. }) => {
                 let msg = e.to_string();
                 assert!(msg.contains(a.site) && msg.contains(b.site), "{msg}");
             }
@@ -135,7 +135,7 @@ fn assert_two_computations(hole: &str, a: &'static OpDecl, b: &'static OpDecl) {
     let r = Registry::new();
     r.register(a).expect("the first registers");
     match r.register(b) {
-        Err(e @ KernelRegistrationError::ContentChanged { .. }) => {
+        Err(e @ RegistrationError::ContentChanged { .. }) => {
             let msg = e.to_string();
             assert!(msg.contains(a.site) && msg.contains(b.site), "{hole}: {msg}");
         }

@@ -1,7 +1,7 @@
 //! Registry: identity, idempotent and concurrent registration, conflicting content, verified
 //! replacement, deterministic names across processes.
 
-use op_runtime::KernelRegistrationError;
+use op_runtime::RegistrationError;
 use op_runtime::{op, BackendKind, CallOptions, Real, Registry, Scalar, Tensor};
 use std::sync::Arc;
 
@@ -49,7 +49,7 @@ fn changed_content_under_same_name_and_version_is_refused_naming_both_remedies()
     let r = Registry::new();
     r.register(&affine_a::DECL).unwrap();
     let e = r.register(&affine_b::DECL).unwrap_err();
-    assert!(matches!(e, KernelRegistrationError::ContentChanged { .. }));
+    assert!(matches!(e, RegistrationError::ContentChanged { .. }));
     let msg = e.to_string();
     assert!(msg.contains("test/registry/affine@1"), "{msg}");
     assert!(msg.contains("bump the version"), "{msg}");
@@ -74,7 +74,7 @@ fn replace_is_verified_by_the_very_next_call_through_an_old_handle() {
     assert_eq!(*old.op().hash(), affine_b::DECL.identity());
     // Replacing something never registered is refused.
     let e = Registry::new().replace(&affine_b::DECL).unwrap_err();
-    assert!(matches!(e, KernelRegistrationError::NotRegistered { .. }), "{e}");
+    assert!(matches!(e, RegistrationError::NotRegistered { .. }), "{e}");
 }
 
 #[test]
@@ -187,7 +187,7 @@ fn a_hand_built_description_is_validated_field_by_field_never_a_panic() {
     for (want, edit) in cases {
         let decl = hand_built(edit);
         match Registry::new().register(decl) {
-            Err(e @ KernelRegistrationError::BadContract { .. }) => assert!(e.to_string().contains(want), "{e}"),
+            Err(e @ RegistrationError::BadContract { .. }) => assert!(e.to_string().contains(want), "{e}"),
             other => panic!("expected BadContract containing {want:?}, got {other:?}"),
         }
     }

@@ -97,7 +97,7 @@ macro_rules! __op_tests {
 pub fn with_edited_contract(
     decl: &'static OpDecl,
     edit: impl FnOnce(&mut op_contract::contract::Contract),
-) -> Result<RegisteredOp, op_core::error::KernelRegistrationError> {
+) -> Result<RegisteredOp, op_core::error::RegistrationError> {
     let mut op = RegisteredOp::load(decl)?;
     edit(&mut op.contract);
     Ok(op)

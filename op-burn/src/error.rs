@@ -3,7 +3,7 @@
 use op_runtime::gradcheck::GradcheckError;
 use op_runtime::train::TapeError;
 use op_runtime::DispatchError;
-use op_runtime::{KernelRegistrationError, TensorError};
+use op_runtime::{RegistrationError, TensorError};
 use thiserror::Error;
 
 /// The most tensor inputs an op can have for `BurnOp::apply` (burn's backward steps have a
@@ -80,7 +80,7 @@ pub enum Error {
     Backward(Box<TapeError>),
     /// Registering the op failed.
     #[error(transparent)]
-    Registration(Box<KernelRegistrationError>),
+    Registration(Box<RegistrationError>),
     /// The op's declared backward disagrees with central differences (or its VJP with its JVP):
     /// [`crate::BurnOp::register_checked`] refuses to adapt it.
     #[error(transparent)]
@@ -106,8 +106,8 @@ impl From<TapeError> for Error {
         Error::Backward(Box::new(e))
     }
 }
-impl From<KernelRegistrationError> for Error {
-    fn from(e: KernelRegistrationError) -> Error {
+impl From<RegistrationError> for Error {
+    fn from(e: RegistrationError) -> Error {
         Error::Registration(Box::new(e))
     }
 }

@@ -2,7 +2,7 @@
 
 use op_runtime::train::TapeError;
 use op_runtime::DispatchError;
-use op_runtime::{KernelRegistrationError, TensorError};
+use op_runtime::{RegistrationError, TensorError};
 use thiserror::Error;
 
 /// Why a registered op could not be applied to candle tensors or differentiated through.
@@ -93,7 +93,7 @@ pub enum Error {
     Backward(Box<TapeError>),
     /// Registering the op failed.
     #[error(transparent)]
-    Registration(Box<KernelRegistrationError>),
+    Registration(Box<RegistrationError>),
     /// A runtime tensor could not be made (it names what).
     #[error("op `{op}`: {source}")]
     Tensor {
@@ -123,8 +123,8 @@ impl From<TapeError> for Error {
         Error::Backward(Box::new(e))
     }
 }
-impl From<KernelRegistrationError> for Error {
-    fn from(e: KernelRegistrationError) -> Error {
+impl From<RegistrationError> for Error {
+    fn from(e: RegistrationError) -> Error {
         Error::Registration(Box::new(e))
     }
 }

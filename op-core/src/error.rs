@@ -7,6 +7,7 @@ use thiserror::Error;
 
 /// How a backend fails. Dispatch wraps it with the op and the backend's kind.
 #[derive(Debug, Clone, Error, PartialEq)]
+#[non_exhaustive]
 pub enum BackendError {
     /// The backend cannot be used on this machine (no adapter, no driver, not compiled in).
     #[error("{0}")]
@@ -54,6 +55,7 @@ pub enum BackendError {
 
 /// Creating or reading a tensor.
 #[derive(Debug, Clone, Error, PartialEq)]
+#[non_exhaustive]
 pub enum TensorError {
     /// The dtype name is unknown or refused.
     #[error("dtype `{dtype}` is not supported: {why}")]
@@ -142,7 +144,8 @@ pub enum TensorError {
 
 /// Registering an op.
 #[derive(Debug, Clone, Error, PartialEq)]
-pub enum KernelRegistrationError {
+#[non_exhaustive]
+pub enum RegistrationError {
     /// `name@version` is registered with a different content hash.
     #[error(
         "op `{op}` is already registered with different content: the registered one is declared at {old_site} \
@@ -215,6 +218,11 @@ pub enum KernelRegistrationError {
     },
 }
 
+/// The former name of [`RegistrationError`], renamed for what fails (registering an op, its
+/// kernels among the rest).
+#[deprecated(note = "renamed `RegistrationError`")]
+pub type KernelRegistrationError = RegistrationError;
+
 /// A kernel that failed to build on a backend. Nothing falls back silently: the error keeps the
 /// cause and lists the backends that could still run the op if chosen.
 #[derive(Debug, Clone, Error, PartialEq)]
@@ -250,6 +258,7 @@ fn list(v: &[BackendKind]) -> String {
 
 /// Calling an op.
 #[derive(Debug, Clone, Error, PartialEq)]
+#[non_exhaustive]
 pub enum DispatchError {
     /// No op is registered under that name or `name@version`.
     #[error("no op named `{name}` is registered")]

@@ -3,7 +3,7 @@
 //! registers or runs anything.
 
 use crate::decl::{OpDecl, ShimFn};
-use crate::error::{DispatchError, KernelRegistrationError};
+use crate::error::{DispatchError, RegistrationError};
 use crate::kind::BackendKind;
 use crate::plan::Plan;
 use crate::tensor::{Scalar, Tensor};
@@ -121,31 +121,30 @@ impl RegisteredOp {
 
     /// Loads and verifies a user declaration: the contract must parse and the compile-time hash
     /// must equal the hash recomputed from the embedded contract, tokens and kernel bytes.
-    pub fn load(decl: &'static OpDecl) -> Result<RegisteredOp, KernelRegistrationError> {
+    pub fn load(decl: &'static OpDecl) -> Result<RegisteredOp, RegistrationError> {
         RegisteredOp::load_as(decl, OpSource::User)
     }
 
     /// Loads a declaration with the source its registration path gives it (`Builtin` only
     /// from op-runtime's own built-in list, never from the op's name).
-    pub fn load_as(decl: &'static OpDecl, source: OpSource) -> Result<RegisteredOp, KernelRegistrationError> {
+    pub fn load_as(decl: &'static OpDecl, source: OpSource) -> Result<RegisteredOp, RegistrationError> {
         let contract: Contract = serde_json::from_str(decl.contract_json)
-            .map_err(|e| KernelRegistrationError::BadContract { op: decl.rust_name.to_string(), reason: e.to_string() })?;
+            .map_err(|e| RegistrationError::BadContract { op: decl.rust_name.to_string(), reason: e.to_string() })?;
         let id = contract.id();
         let kernels: Vec<KernelBytes<'_>> =
             decl.kernels.iter().map(|k| KernelBytes { path: k.path, bytes: k.source, headers: k.headers.to_vec() }).collect();
         let actual = identity(decl.contract_json, decl.body_tokens, &kernels);
         if actual != decl.hash {
-            return Err(KernelRegistrationError::IdentityMismatch { op: id, declared: hex(&decl.hash), actual: hex(&actual) });
+            return Err(RegistrationError::IdentityMismatch { op: id, declared: hex(&decl.hash), actual: hex(&actual) });
         }
         let actual = decl.identity();
-        check_description(decl, &contract).map_err(|reason| KernelRegistrationError::BadContract { op: id.clone(), reason })?;
-        let (at, shims, primary) =
-            primary(decl, &contract).map_err(|reason| KernelRegistrationError::BadContract { op: id.clone(), reason })?;
+        check_description(decl, &contract).map_err(|reason| RegistrationError::BadContract { op: id.clone(), reason })?;
+        let (at, shims, primary) = primary(decl, &contract).map_err(|reason| RegistrationError::BadContract { op: id.clone(), reason })?;
         let mut op = RegisteredOp::instance(decl, at, actual, source, shims, primary)?;
         if contract.is_generic() {
             op.binders = binders(&contract);
             for (i, (m, b)) in decl.members.iter().zip(contract.instances()).enumerate() {
-                let at = contract.instantiate(&b).map_err(|reason| KernelRegistrationError::BadContract { op: id.clone(), reason })?;
+                let at = contract.instantiate(&b).map_err(|reason| RegistrationError::BadContract { op: id.clone(), reason })?;
                 let shims = Shims { reference: m.reference, cpu: m.cpu, vjp: m.vjp, jvp: m.jvp, vjp_cpu: m.vjp_cpu };
                 op.members.push(Arc::new(RegisteredOp::instance(decl, at, actual, source, shims, i)?));
             }
@@ -161,9 +160,9 @@ impl RegisteredOp {
         source: OpSource,
         shims: Shims,
         member: usize,
-    ) -> Result<RegisteredOp, KernelRegistrationError> {
+    ) -> Result<RegisteredOp, RegistrationError> {
         let id = contract.id();
-        let plan = Plan::new(&contract).map_err(|reason| KernelRegistrationError::BadContract { op: id.clone(), reason })?;
+        let plan = Plan::new(&contract).map_err(|reason| RegistrationError::BadContract { op: id.clone(), reason })?;
         let id_shared: Arc<str> = Arc::from(id.as_str());
         Ok(RegisteredOp {
             decl,
@@ -190,7 +189,7 @@ impl RegisteredOp {
         shims: Shims,
         member: usize,
         inputs: usize,
-    ) -> Result<RegisteredOp, KernelRegistrationError> {
+    ) -> Result<RegisteredOp, RegistrationError> {
         let mut op = RegisteredOp::instance(decl, contract, hash, source, shims, member)?;
         op.vjp_of = Some(inputs);
         Ok(op)

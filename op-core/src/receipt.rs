@@ -112,6 +112,7 @@ impl std::fmt::Display for Attestation {
 
 /// Why a receipt is not valid here.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReceiptError {
     /// The text is not a receipt's JSON.
     #[error("the receipt is not valid JSON for a receipt: {0}")]

@@ -30,6 +30,7 @@ const MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// Why a key or trust list could not be made, read or written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum KeyError {
     /// A file could not be read or written.
     #[error("cannot {action} `{}`: {reason}", file.display())]

@@ -6,7 +6,7 @@
 //! one; the one runner (`core::shim`) hands the rule the op's inputs and the cotangents apart.
 
 use crate::decl::OpDecl;
-use crate::error::KernelRegistrationError;
+use crate::error::RegistrationError;
 use crate::op::{RegisteredOp, Shims};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -25,22 +25,22 @@ pub fn vjp_identity(forward: &[u8; 32]) -> [u8; 32] {
 }
 
 /// The VJP op of `op` (`None` where its backward declares no VJP kernels).
-pub fn derive(op: &RegisteredOp) -> Option<Result<RegisteredOp, KernelRegistrationError>> {
+pub fn derive(op: &RegisteredOp) -> Option<Result<RegisteredOp, RegistrationError>> {
     if op.contract.vjp_kernels().is_empty() && op.contract.vjp_cpu_kernels().is_empty() {
         return None;
     }
     Some(build(op))
 }
 
-fn build(op: &RegisteredOp) -> Result<RegisteredOp, KernelRegistrationError> {
-    let bad = |reason: String| KernelRegistrationError::BadContract { op: op.id.clone(), reason };
+fn build(op: &RegisteredOp) -> Result<RegisteredOp, RegistrationError> {
+    let bad = |reason: String| RegistrationError::BadContract { op: op.id.clone(), reason };
     let contract_of = |o: &RegisteredOp| o.contract.vjp_contract().unwrap_or_else(|| Err("declares no VJP kernels".into())).map_err(bad);
     let primary = contract_of(op)?;
     let json = serde_json::to_string(&primary).map_err(|e| bad(e.to_string()))?;
     let decl = derived_decl(op.decl, op.contract.kernels.len(), json).map_err(bad)?;
     let hash = vjp_identity(&op.hash);
     let inputs = op.contract.signature.inputs().count();
-    let instance = |o: &RegisteredOp, contract| -> Result<RegisteredOp, KernelRegistrationError> {
+    let instance = |o: &RegisteredOp, contract| -> Result<RegisteredOp, RegistrationError> {
         let reference = o.shims.vjp.ok_or_else(|| bad("declares VJP kernels but embeds no VJP rule".into()))?;
         let shims = Shims { reference, cpu: o.shims.vjp_cpu, vjp: None, jvp: &[], vjp_cpu: None };
         RegisteredOp::derived(decl, contract, hash, o.source, shims, o.member, inputs)

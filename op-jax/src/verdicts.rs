@@ -208,6 +208,9 @@ fn verdict_json(h: &OpHandle, kind: BackendKind, r: &Result<Receipt, Conformance
             with(base("contract_defect", "no_accum_scale", e), json!({"case": case, "reason": message}))
         }
         Err(e @ ConformanceFailure::NoCases { .. }) => base("contract_defect", "no_cases", e),
+        // A failure this build of op-jax does not classify (the enum is non-exhaustive): raised,
+        // as a check that cannot run is, never reported as a verdict.
+        Err(other) => return Err(format!("op `{}` on {kind}: {other}", op.id)),
     })
 }
 

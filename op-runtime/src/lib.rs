@@ -72,8 +72,11 @@ pub use op_builtins::gradcheck;
 pub use op_contract::contract;
 pub use op_contract::contract::{Contract, DType, KernelLang};
 pub use op_core::decl::OpDecl;
+/// The former name of [`RegistrationError`].
+#[allow(deprecated)]
+pub use op_core::error::KernelRegistrationError;
 pub use op_core::error::{
-    BackendError, DispatchError, KernelCompilationError, KernelFallbackExhaustedError, KernelRegistrationError, TensorError,
+    BackendError, DispatchError, KernelCompilationError, KernelFallbackExhaustedError, RegistrationError, TensorError,
 };
 pub use op_core::kind::BackendKind;
 pub use op_core::op::{OpSource, RegisteredOp};
@@ -127,7 +130,7 @@ pub mod catalog {
     /// The catalog entry of every op linked into this binary ([`decls`]), each loaded, not
     /// registered, the built-ins labelled as such; sorted by id then identity. An op that does
     /// not load (a tampered build) is left out and returned with its error.
-    pub fn entries() -> (Vec<CatalogEntry>, Vec<crate::KernelRegistrationError>) {
+    pub fn entries() -> (Vec<CatalogEntry>, Vec<crate::RegistrationError>) {
         op_verify::record::entries(&op_builtins::decls())
     }
 }

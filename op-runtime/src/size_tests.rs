@@ -10,7 +10,7 @@ fn errors_stay_under_128_bytes() {
     let mut sizes = vec![
         ("BackendError", size_of::<crate::BackendError>()),
         ("TensorError", size_of::<crate::TensorError>()),
-        ("KernelRegistrationError", size_of::<crate::KernelRegistrationError>()),
+        ("RegistrationError", size_of::<crate::RegistrationError>()),
         ("KernelCompilationError", size_of::<crate::KernelCompilationError>()),
         ("KernelFallbackExhaustedError", size_of::<crate::KernelFallbackExhaustedError>()),
         ("DispatchError", size_of::<crate::DispatchError>()),

@@ -7,6 +7,7 @@ use super::wait::Stall;
 
 /// Everything that can go wrong in the CUDA engine.
 #[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CudaError {
     /// The backend cannot be used on this machine: a library is missing, there is no device,
     /// the driver is too old, or initialisation failed.

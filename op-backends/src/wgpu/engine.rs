@@ -148,6 +148,7 @@ pub enum SlotKind {
 /// Errors of the wgpu engine. Cloneable so the process-wide [`WgpuEngine::shared`] result can be
 /// handed out repeatedly.
 #[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum WgpuError {
     /// No adapter on any backend wgpu was built with.
     #[error("no wgpu adapter available: {hint}")]

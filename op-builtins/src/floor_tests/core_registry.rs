@@ -1,7 +1,7 @@
 //! Unit tests of `op-core/src/registry/mod.rs` that need a built-in op (moved up to the floor that has them).
 
 use op_core::decl::OpDecl;
-use op_core::error::KernelRegistrationError;
+use op_core::error::RegistrationError;
 use op_core::registry::*;
 use std::sync::Arc;
 
@@ -28,7 +28,7 @@ fn one_identity_from_two_items_is_refused_naming_both_and_one_item_twice_is_not(
         ("crate", copy(|d| d.module = "other_crate::elementwise::add")),
     ] {
         match r.register(other) {
-            Err(e @ KernelRegistrationError::SameIdentityOtherItem { .. }) => {
+            Err(e @ RegistrationError::SameIdentityOtherItem { .. }) => {
                 let msg = e.to_string();
                 assert!(msg.contains(crate::add::DECL.site) && msg.contains(other.site), "{what}: {msg}");
                 assert!(msg.contains(&item_path(other)) && msg.contains(&item_path(&crate::add::DECL)), "{what}: {msg}");

@@ -14,6 +14,7 @@ use thiserror::Error;
 
 /// Errors of a batched call; every variant names the op.
 #[derive(Debug, Clone, Error, PartialEq)]
+#[non_exhaustive]
 pub enum BatchError {
     /// The op has no tensor input to carry a batch axis.
     #[error("op `{op}` has no tensor input, so there is no axis to batch over")]

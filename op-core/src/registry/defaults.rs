@@ -58,6 +58,6 @@ pub fn registry() -> &'static Registry {
 }
 
 /// Registers an op in the process-wide registry.
-pub fn register(decl: &'static crate::decl::OpDecl) -> Result<super::OpHandle, crate::error::KernelRegistrationError> {
+pub fn register(decl: &'static crate::decl::OpDecl) -> Result<super::OpHandle, crate::error::RegistrationError> {
     registry().register(decl)
 }

@@ -18,7 +18,7 @@ pub use rejected::Rejection;
 
 use crate::backend::{Backend, Prepared};
 use crate::decl::OpDecl;
-use crate::error::{DispatchError, KernelRegistrationError};
+use crate::error::{DispatchError, RegistrationError};
 use crate::kind::BackendKind;
 use crate::op::{OpSource, RegisteredOp};
 use std::collections::HashMap;
@@ -231,18 +231,18 @@ impl Registry {
 
     /// Registers an op. Byte-identical content again returns the same slot (idempotent);
     /// changed content under an existing `name@version` is a `ContentChanged` error.
-    pub fn register(&self, decl: &'static OpDecl) -> Result<OpHandle, KernelRegistrationError> {
+    pub fn register(&self, decl: &'static OpDecl) -> Result<OpHandle, RegistrationError> {
         self.register_as(decl, OpSource::User)
     }
 
     /// Registers one of op-runtime's own built-ins (the only path that labels an op built-in).
-    pub fn register_builtin(&self, decl: &'static OpDecl) -> Result<OpHandle, KernelRegistrationError> {
+    pub fn register_builtin(&self, decl: &'static OpDecl) -> Result<OpHandle, RegistrationError> {
         self.register_as(decl, OpSource::Builtin)
     }
 
     /// Loads `decl` and registers it, and its VJP op where its backward declares VJP kernels
     /// (`core::vjp_op`; a VJP op that cannot be derived fails the registration).
-    fn register_as(&self, decl: &'static OpDecl, source: OpSource) -> Result<OpHandle, KernelRegistrationError> {
+    fn register_as(&self, decl: &'static OpDecl, source: OpSource) -> Result<OpHandle, RegistrationError> {
         let op = RegisteredOp::load_as(decl, source)?;
         let vjp = crate::vjp_op::derive(&op).transpose()?;
         let handle = self.insert(op)?;
@@ -252,7 +252,7 @@ impl Registry {
         Ok(handle)
     }
 
-    fn insert(&self, op: RegisteredOp) -> Result<OpHandle, KernelRegistrationError> {
+    fn insert(&self, op: RegisteredOp) -> Result<OpHandle, RegistrationError> {
         let id = op.id.clone();
         {
             let slots = self.inner.slots.read().unwrap_or_else(|p| p.into_inner());
@@ -281,13 +281,13 @@ impl Registry {
 
     /// The slot again for the same content declared by the same item; else a typed error
     /// naming both declarations.
-    fn same_or_conflict(&self, slot: &Arc<Slot>, op: &RegisteredOp) -> Result<OpHandle, KernelRegistrationError> {
+    fn same_or_conflict(&self, slot: &Arc<Slot>, op: &RegisteredOp) -> Result<OpHandle, RegistrationError> {
         let cur = read(&slot.entry);
         if cur.hash == op.hash && !same_item(cur.decl, op.decl) {
             // Belt and braces: the identity covers the code it can see; two declarations it
             // cannot tell apart are still two functions, and the second must not get the
             // first one's slot (its handle would compute the first one's numbers).
-            Err(KernelRegistrationError::SameIdentityOtherItem {
+            Err(RegistrationError::SameIdentityOtherItem {
                 op: op.id.clone(),
                 hash: op.hash_hex(),
                 old: declaration(cur.decl),
@@ -296,7 +296,7 @@ impl Registry {
         } else if cur.hash == op.hash {
             Ok(OpHandle { registry: self.clone(), slot: slot.clone(), member: None })
         } else {
-            Err(KernelRegistrationError::ContentChanged {
+            Err(RegistrationError::ContentChanged {
                 op: op.id.clone(),
                 old: cur.hash_hex(),
                 old_site: cur.decl.site.to_string(),
@@ -310,11 +310,11 @@ impl Registry {
     /// runs it: every call re-reads the slot's entry, and dispatch executes a prepared kernel
     /// only if it was built from that entry's content hash (a stale one is rebuilt, never run).
     /// The slot's prepared kernels are also dropped here so their memory goes with them.
-    pub fn replace(&self, decl: &'static OpDecl) -> Result<OpHandle, KernelRegistrationError> {
+    pub fn replace(&self, decl: &'static OpDecl) -> Result<OpHandle, RegistrationError> {
         let loaded = RegisteredOp::load(decl)?;
         let slot = {
             let slots = self.inner.slots.read().unwrap_or_else(|p| p.into_inner());
-            slots.get(&loaded.id).cloned().ok_or_else(|| KernelRegistrationError::NotRegistered { op: loaded.id.clone() })?
+            slots.get(&loaded.id).cloned().ok_or_else(|| RegistrationError::NotRegistered { op: loaded.id.clone() })?
         };
         // The replacement keeps the slot's registration path (a built-in stays built-in).
         let op = RegisteredOp::load_as(decl, read(&slot.entry).source)?;

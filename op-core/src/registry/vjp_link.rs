@@ -7,7 +7,7 @@
 
 use super::{OpHandle, Registry};
 use crate::decl::OpDecl;
-use crate::error::KernelRegistrationError;
+use crate::error::RegistrationError;
 use crate::op::{OpSource, RegisteredOp};
 use op_contract::contract::{Arg, Backward, TensorSig};
 
@@ -18,24 +18,20 @@ impl Registry {
     /// `op` (that input's dtype and dims), and it must declare a VJP rule or a composite graph
     /// of its own (the second derivative). Registering the same link again is a no-op; a
     /// declaration that does not fit is a typed error naming both ops.
-    pub fn register_vjp_op(&self, op: &str, vjp: &'static OpDecl) -> Result<OpHandle, KernelRegistrationError> {
+    pub fn register_vjp_op(&self, op: &str, vjp: &'static OpDecl) -> Result<OpHandle, RegistrationError> {
         self.link_vjp_op(op, vjp, OpSource::User)
     }
 
     /// [`Registry::register_vjp_op`] with the registration path's source (the built-ins' own).
-    pub fn link_vjp_op(&self, op: &str, vjp: &'static OpDecl, source: OpSource) -> Result<OpHandle, KernelRegistrationError> {
-        let forward = self.lookup(op).map_err(|e| KernelRegistrationError::VjpOpMismatch {
+    pub fn link_vjp_op(&self, op: &str, vjp: &'static OpDecl, source: OpSource) -> Result<OpHandle, RegistrationError> {
+        let forward = self.lookup(op).map_err(|e| RegistrationError::VjpOpMismatch {
             op: op.to_string(),
             vjp_op: vjp.rust_name.to_string(),
             reason: e.to_string(),
         })?;
         let loaded = RegisteredOp::load(vjp)?;
         let (fop, id) = (forward.op(), forward.id());
-        fits(&fop, &loaded).map_err(|reason| KernelRegistrationError::VjpOpMismatch {
-            op: id.clone(),
-            vjp_op: loaded.id.clone(),
-            reason,
-        })?;
+        fits(&fop, &loaded).map_err(|reason| RegistrationError::VjpOpMismatch { op: id.clone(), vjp_op: loaded.id.clone(), reason })?;
         let handle = self.register_as(vjp, source)?;
         self.inner.vjp_links.write().unwrap_or_else(|p| p.into_inner()).insert(id, handle.id());
         Ok(handle)

@@ -68,6 +68,7 @@ pub use op_core::graph::Var;
 /// Errors of recording, planning, running and differentiating a tape. Every variant that
 /// concerns an op names it.
 #[derive(Debug, Clone, Error, PartialEq)]
+#[non_exhaustive]
 pub enum TapeError {
     /// The op is declared `backward = none`.
     #[error("op `{op}` is declared `backward = none`: gradients cannot flow through it; remove it from the differentiated path or declare a backward")]

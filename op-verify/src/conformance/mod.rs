@@ -71,6 +71,7 @@ pub const GUARD: usize = 16;
 const SHRINK_BUDGET: usize = 64;
 /// Why an op did not conform (or could not be conformed) on a backend.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConformanceFailure {
     /// The backend cannot run here (no adapter, no CUDA driver): skipped, not a verdict.
     #[error("op `{op}`: backend {backend} is unavailable here, not conformed: {reason}")]

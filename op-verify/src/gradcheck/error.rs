@@ -1,6 +1,6 @@
 //! Why a gradcheck failed or could not run: one typed error per cause, each naming the op.
 
-use op_core::error::KernelRegistrationError;
+use op_core::error::RegistrationError;
 use op_train::tape::TapeError;
 use std::fmt;
 use thiserror::Error;
@@ -64,6 +64,7 @@ impl fmt::Display for Locus {
 
 /// Why a gradcheck failed or could not run. Every variant names the op.
 #[derive(Debug, Clone, Error, PartialEq)]
+#[non_exhaustive]
 pub enum GradcheckError {
     /// The op is declared `backward = none`: there is nothing to check and no gradient to ask.
     #[error("op `{op}` is declared `backward = none`: gradients cannot flow through it")]
@@ -74,7 +75,7 @@ pub enum GradcheckError {
     /// The declaration could not be loaded (boxed, as is [`GradcheckError::Tape`], so a
     /// `Result` carrying a gradcheck error stays small).
     #[error(transparent)]
-    Load(Box<KernelRegistrationError>),
+    Load(Box<RegistrationError>),
     /// The reference has no f64 instantiation.
     #[error("op `{op}`: gradcheck runs the reference in f64, but it is not generic; write it as `fn {rust}<T: Real>(..)`")]
     NoF64Reference {
@@ -213,8 +214,8 @@ pub enum GradcheckError {
     Tape(Box<TapeError>),
 }
 
-impl From<KernelRegistrationError> for GradcheckError {
-    fn from(e: KernelRegistrationError) -> Self {
+impl From<RegistrationError> for GradcheckError {
+    fn from(e: RegistrationError) -> Self {
         GradcheckError::Load(Box::new(e))
     }
 }

@@ -90,7 +90,7 @@ pub use report::{BackwardForm, ControlOutcome, Corruption, GradcheckReport, Prob
 use op_contract::contract::{Backward, Category, Contract, DType, Tolerance};
 use op_contract::sample::Rng;
 use op_core::decl::OpDecl;
-use op_core::error::KernelRegistrationError;
+use op_core::error::RegistrationError;
 use op_core::op::RegisteredOp;
 use op_core::registry::Registry;
 use op_core::tensor::{Scalar, Tensor};
@@ -195,7 +195,7 @@ fn setup(registry: &Registry, decl: &'static OpDecl, opts: &GradcheckOptions) ->
     // The checker refuses such a range at compile time; a contract built by hand may carry one.
     if let Some(m) = op.contract.magnitude.iter().find(|m| !m.is_valid()) {
         let reason = format!("the magnitude range `{m}` is not `0 < lo <= hi`, both finite");
-        return Err(KernelRegistrationError::BadContract { op: op.id.clone(), reason }.into());
+        return Err(RegistrationError::BadContract { op: op.id.clone(), reason }.into());
     }
     let mut rng = Rng::from_hash(&op.hash, 0x6772_6164 ^ opts.salt);
     let binding = case::binding(&op, &opts.pin, &mut rng)

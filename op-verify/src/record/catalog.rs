@@ -7,7 +7,7 @@ use op_contract::contract::{Contract, CpuKernel, KernelLang};
 use op_contract::generic::{binding_text, serves};
 use op_core::catalog::decls;
 use op_core::decl::OpDecl;
-use op_core::error::KernelRegistrationError;
+use op_core::error::RegistrationError;
 use op_core::kind::BackendKind;
 use op_core::op::{OpSource, RegisteredOp};
 use op_core::receipt::Receipt;
@@ -76,7 +76,7 @@ pub struct CatalogEntry {
 impl CatalogEntry {
     /// The entry of `decl` as `source` (built-in or user: the label comes from who registers
     /// it, as registration's does): it is loaded (its identity re-checked), not registered.
-    pub fn of(decl: &'static OpDecl, source: OpSource) -> Result<CatalogEntry, KernelRegistrationError> {
+    pub fn of(decl: &'static OpDecl, source: OpSource) -> Result<CatalogEntry, RegistrationError> {
         Ok(CatalogEntry::of_op(&RegisteredOp::load_as(decl, source)?))
     }
 
@@ -159,7 +159,7 @@ fn vjp_cpu_kernels(c: &Contract) -> Vec<KernelInfo> {
 /// The catalog entry of every op linked into this binary that loads (an op that does not is a
 /// tampered build, left out with its error), sorted by id then identity; `builtins` are the
 /// descriptions op-runtime registers as built-ins.
-pub fn entries(builtins: &[&'static OpDecl]) -> (Vec<CatalogEntry>, Vec<KernelRegistrationError>) {
+pub fn entries(builtins: &[&'static OpDecl]) -> (Vec<CatalogEntry>, Vec<RegistrationError>) {
     let (mut ok, mut failed) = (Vec::new(), Vec::new());
     for d in decls() {
         let source = if builtins.iter().any(|b| same_decl(b, d)) { OpSource::Builtin } else { OpSource::User };

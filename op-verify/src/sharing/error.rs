@@ -41,6 +41,7 @@ impl fmt::Display for Missing {
 
 /// Why an op could not be published to, or loaded from, a store.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SharingError {
     /// The op is private: nothing leaves private.
     #[error("op `{op}` is private and nothing leaves private; declare `visibility = workspace` or `visibility = public` with a `license` to share it")]
