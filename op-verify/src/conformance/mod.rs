@@ -385,6 +385,12 @@ impl Checker<'_> {
                 c.index = found.case.index;
                 if let Err(e) = self.run_for(&c, Some(&class)) {
                     let CaseError::Fault { output, fault, classes } = e else { continue };
+                    // Diagnosed only as far as it can show the class (the costly explanations
+                    // skipped); a smaller case must also show it checked on its own, as a
+                    // reader rerunning it would: else another class leads there.
+                    if !classes.iter().any(|k| k.same_kind(&class)) || !self.leads_alone(&c, &class) {
+                        continue;
+                    }
                     if let Some(k) = classes.iter().find(|k| k.same_kind(&class)) {
                         let fault = with_class(fault, k);
                         found = Found { case: c, output, fault, classes, explained: found.explained };
@@ -396,6 +402,16 @@ impl Checker<'_> {
             break;
         }
         (found, shrunk)
+    }
+
+    /// Whether `class` leads the full diagnosis of `case` alone: the case fails and, of the
+    /// classes it is consistent with, `class` is the one a report of that case alone names first
+    /// (`classes::cover` on one case: the lowest rank).
+    fn leads_alone(&self, case: &Case, class: &Class) -> bool {
+        match self.run_for(case, None) {
+            Err(CaseError::Fault { classes, .. }) => classes.iter().min_by_key(|k| k.rank()).is_some_and(|k| k.same_kind(class)),
+            _ => false,
+        }
     }
 
     /// A contract defect found on a case, as the typed failure.

@@ -149,6 +149,10 @@ pub enum Measured {
     Unresolved,
 }
 
+/// Derivatives at least this large (`f64::MAX / 2^16`) are near overflow: a backward that
+/// evaluates to infinity there is skipped as not finite (see [`measure`]).
+pub const NEAR_OVERFLOW: f64 = f64::MAX / 65536.0;
+
 /// A passing probe whose resolution (everything in the bound but the relative term) exceeds
 /// this fraction of its derivative is [`Measured::Unresolved`]: it could not tell the backward
 /// from one off by as much.
@@ -556,6 +560,14 @@ pub fn measure(
     } else {
         (ck.jvp(dir, u)?, ck.jvp(&dir.shifted(), u)?, None)
     };
+    if !analytic.is_finite() && d1.abs() >= NEAR_OVERFLOW {
+        // The differences say the derivative is finite but within 2^16 of f64's largest value,
+        // where the backward's own f64 evaluation (its outputs times the cotangent and the
+        // direction, summed) overflows for a correct rule as readily as for a wrong one: as
+        // uninformative as a forward that is not finite. Far from overflow an infinite
+        // backward is judged (and rejected) like any other value.
+        return Ok(Measured::NonFinite);
+    }
     let at = match dir.coord {
         Some((k, j)) => (k, Some(j)),
         None => (0, None),
