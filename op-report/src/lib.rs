@@ -6,13 +6,24 @@
 //! the error per case, the gradcheck probes and the negative control's margins). No script, no
 //! network: the pages read the same in any browser or none.
 //!
-//! ```no_run
-//! // Not run as a doctest: it reads the records a `cargo op report` run (or the generated
-//! // tests with `OP_REPORT_DIR` set) wrote under `target/`, which a doctest does not have.
-//! let records = op_report::Records::load(std::path::Path::new("target/op-report/records"))?;
-//! let rendered = op_report::render(&records, std::path::Path::new("target/op-report"))?;
-//! println!("{}", rendered.index.display());
-//! # Ok::<(), op_report::ReportError>(())
+//! ```
+//! use op_runtime::conformance::conform;
+//! use op_runtime::report::{record_name, write_record, ConformanceRecord, CONFORMANCE_DIR};
+//! use op_runtime::BackendKind;
+//!
+//! // The records a generated test writes with `OP_REPORT_DIR` set (`cargo op report` sets it
+//! // to `target/op-report/records`): here one, for `builtin/exp` conformed on the cpu backend.
+//! let dir = tempfile::tempdir()?;
+//! let records_dir = dir.path().join("records");
+//! let exp = op_runtime::registry().lookup("builtin/exp@1")?;
+//! let record = ConformanceRecord::of(&exp, &[(BackendKind::Cpu, conform(&exp, BackendKind::Cpu))]);
+//! write_record(&records_dir, CONFORMANCE_DIR, &record_name(&record.op, "conformance"), &record)?;
+//!
+//! let records = op_report::Records::load(&records_dir)?;
+//! let rendered = op_report::render(&records, dir.path())?;
+//! assert!(rendered.index.exists());
+//! assert_eq!(rendered.pages.len(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 mod error;
