@@ -90,18 +90,22 @@ impl<'e> WgpuRaw<'e> {
     pub fn device(self) -> &'e wgpu::Device {
         &self.0.device
     }
+
     /// The queue.
     pub fn queue(self) -> &'e wgpu::Queue {
         &self.0.queue
     }
+
     /// wgpu's description of the adapter (device type, backend, driver).
     pub fn adapter_info(self) -> &'e wgpu::AdapterInfo {
         &self.0.info
     }
+
     /// The device's limits (the adapter's own).
     pub fn limits(self) -> &'e wgpu::Limits {
         &self.0.limits
     }
+
     /// The features enabled on the device.
     pub fn features(self) -> wgpu::Features {
         self.0.features

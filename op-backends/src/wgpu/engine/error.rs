@@ -132,6 +132,7 @@ impl WgpuEngine {
     pub fn take_uncaptured_errors(&self) -> Vec<String> {
         std::mem::take(&mut *lock(&self.uncaptured))
     }
+
     /// Runs `f` inside validation, out-of-memory and internal error scopes on this thread and
     /// turns a captured error into a typed one.
     pub(super) fn scoped<T>(&self, what: &str, f: impl FnOnce() -> T) -> Result<T, WgpuError> {
@@ -155,6 +156,7 @@ impl WgpuEngine {
         }
         Ok(out)
     }
+
     /// `Ok` unless the device is lost or hung (a launch that timed out is still running).
     pub(super) fn check_lost(&self) -> Result<(), WgpuError> {
         if self.lost_flag.load(Ordering::Acquire) {

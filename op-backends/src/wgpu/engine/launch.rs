@@ -37,17 +37,12 @@ impl WgpuEngine {
         let pipeline = self.pipeline(key, source, entry, &kinds)?;
         self.run_pipeline(&pipeline, geometry, slots)
     }
+
     /// Runs a pipeline from [`WgpuEngine::prepare`] (see [`WgpuEngine::run`]); the slots must
     /// have the kinds it was prepared with.
     pub fn run_pipeline(&self, pipeline: &Pipeline, geometry: Geometry, slots: &[Slot<'_>]) -> Result<Vec<Vec<u8>>, WgpuError> {
         self.check_lost()?;
-        if slots.len() != pipeline.kinds.len() || slots.iter().zip(&pipeline.kinds).any(|(s, k)| s.kind() != *k) {
-            let kinds: Vec<SlotKind> = slots.iter().map(Slot::kind).collect();
-            return Err(WgpuError::KeyMismatch {
-                entry: String::new(),
-                detail: format!("prepared with slots {:?}, called with {kinds:?}", pipeline.kinds),
-            });
-        }
+        pipeline.check_slots(slots)?;
         let groups = self.grid(geometry)?;
         let sizes = self.slot_sizes(slots)?;
         if geometry.is_empty() {
@@ -65,6 +60,7 @@ impl WgpuEngine {
         self.wait(submission, geometry)?;
         self.read_back(&bound, maps, slots)
     }
+
     /// Runs a pipeline with every output kept on the device: inputs are [`Slot::Resident`]
     /// buffers (or uploaded slots), each [`Slot::Output`] becomes a new zero-filled device
     /// buffer the kernel writes, returned in slot order without any readback. The launch is
@@ -74,13 +70,7 @@ impl WgpuEngine {
         if slots.iter().any(|s| matches!(s, Slot::ReadWrite(_) | Slot::Guarded { .. })) || slots.len() != pipeline.kinds.len() {
             return Err(WgpuError::InvalidLaunch("a resident launch takes resident or read inputs, uniforms and plain outputs".into()));
         }
-        if slots.iter().zip(&pipeline.kinds).any(|(s, k)| s.kind() != *k) {
-            let kinds: Vec<SlotKind> = slots.iter().map(Slot::kind).collect();
-            return Err(WgpuError::KeyMismatch {
-                entry: String::new(),
-                detail: format!("prepared with slots {:?}, called with {kinds:?}", pipeline.kinds),
-            });
-        }
+        pipeline.check_slots(slots)?;
         let groups = self.grid(geometry)?;
         let sizes = self.slot_sizes(slots)?;
         let bound = self.bind(pipeline, slots, &sizes, false)?;
@@ -97,6 +87,7 @@ impl WgpuEngine {
             })
             .collect())
     }
+
     /// The workgroups to dispatch, `[x, y, z]`, for a launch within the device's limits: flat
     /// kernels `ceil(threads / wg)` along each dimension; linear ones in rows (see `Geometry`).
     pub fn grid(&self, g: Geometry) -> Result<[u32; 3], WgpuError> {
@@ -135,6 +126,7 @@ impl WgpuEngine {
         }
         Ok([width as u32, rows as u32, 1])
     }
+
     /// A workgroup size within the device's limits: every dimension at least 1 and at most its
     /// limit, and their product at most the invocations per workgroup.
     fn check_workgroup(&self, wg: [u32; 3]) -> Result<(), WgpuError> {
@@ -157,6 +149,7 @@ impl WgpuEngine {
         }
         Ok(())
     }
+
     /// Each slot's (padded) buffer size, checked against the device's limits before any GPU work.
     fn slot_sizes(&self, slots: &[Slot<'_>]) -> Result<Vec<u64>, WgpuError> {
         let mut sizes = Vec::with_capacity(slots.len());
@@ -191,6 +184,7 @@ impl WgpuEngine {
         }
         Ok(sizes)
     }
+
     /// Creates and uploads the buffers, the staging buffers of read-back slots (where
     /// `readback`; else outputs are device-tensor buffers, pooled ones listed to be cleared, and
     /// the bind group may be a cached one) and the bind group. Resident slots bind their own
@@ -275,6 +269,7 @@ impl WgpuEngine {
         };
         Ok(Bound { buffers, staging, clear, bind_group })
     }
+
     /// A new bind group binding each `(buffer, offset, size)` (`size` 0: the whole buffer) at
     /// its index. Call inside an error scope.
     fn bind_group(&self, pipeline: &Pipeline, windows: &[Binding]) -> wgpu::BindGroup {
@@ -291,6 +286,7 @@ impl WgpuEngine {
             .collect();
         self.device.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: &pipeline.layout, entries: &entries })
     }
+
     /// Encodes the clearing of pooled outputs, the dispatch (none for `None`: an empty launch)
     /// and the copies to staging, submits, and requests the staging maps.
     fn dispatch(
@@ -326,6 +322,7 @@ impl WgpuEngine {
         })?;
         Ok((submission, rx))
     }
+
     /// Waits for the submission of a launch of `geometry`, for at most the engine's wait limit
     /// for its invocations (`wait::Waits`): past it, `TimedOut` and the device is hung. A
     /// panic inside wgpu's poll becomes `DeviceLost`.
@@ -340,6 +337,7 @@ impl WgpuEngine {
             other => other.map_err(WgpuError::from),
         }
     }
+
     /// How long a wait on the device lasts before it is a [`WgpuError::TimedOut`], for a launch
     /// of up to 2^24 invocations: 30 s unless set. A wait lasts this long per 2^24 invocations
     /// begun, counting the launches on device tensors submitted before it without a wait (a
@@ -347,6 +345,7 @@ impl WgpuEngine {
     pub fn wait_timeout(&self) -> std::time::Duration {
         self.link.waits.timeout()
     }
+
     /// Sets [`WgpuEngine::wait_timeout`] (at least 1 ms) for every later wait on this engine and
     /// its device tensors: longer for kernels known to run long, shorter to give up sooner on a
     /// kernel that may never end. After a wait times out the engine refuses new work
@@ -354,6 +353,7 @@ impl WgpuEngine {
     pub fn set_wait_timeout(&self, timeout: std::time::Duration) {
         self.link.waits.set_timeout(timeout);
     }
+
     /// The read-back slots' bytes, once every staging map has completed.
     fn read_back(&self, bound: &Bound, rx: MapReceiver, slots: &[Slot<'_>]) -> Result<Vec<Vec<u8>>, WgpuError> {
         // Map callbacks run on whichever thread polls the device: another thread's poll may have

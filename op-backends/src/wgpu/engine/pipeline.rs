@@ -3,7 +3,7 @@
 //! and their compilation, inside error scopes.
 
 use super::super::bind_cache::BindCache;
-use super::{lock, SlotKind, WgpuEngine, WgpuError};
+use super::{lock, Slot, SlotKind, WgpuEngine, WgpuError};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -27,6 +27,18 @@ impl std::fmt::Debug for Pipeline {
 
 /// Pipelines by key, then by entry point (a Vec: kernels have one or a few entries, and this
 /// avoids allocating a `String` per lookup).
+impl Pipeline {
+    /// `Ok` where `slots` have the kinds the pipeline was prepared with, one per binding; else
+    /// the `KeyMismatch` naming both.
+    pub(super) fn check_slots(&self, slots: &[Slot<'_>]) -> Result<(), WgpuError> {
+        if slots.len() == self.kinds.len() && slots.iter().zip(&self.kinds).all(|(s, k)| s.kind() == *k) {
+            return Ok(());
+        }
+        let kinds: Vec<SlotKind> = slots.iter().map(Slot::kind).collect();
+        Err(WgpuError::KeyMismatch { entry: String::new(), detail: format!("prepared with slots {:?}, called with {kinds:?}", self.kinds) })
+    }
+}
+
 pub(super) type PipelineCache = HashMap<[u8; 32], Vec<(String, Arc<Pipeline>)>>;
 
 impl WgpuEngine {
@@ -37,10 +49,12 @@ impl WgpuEngine {
         self.check_lost()?;
         self.pipeline(key, source, entry, kinds)
     }
+
     /// How many pipelines have been compiled so far (cache misses that built successfully).
     pub fn pipelines_built(&self) -> usize {
         self.built.load(Ordering::Relaxed)
     }
+
     /// Finds or builds the pipeline for `(key, entry)`.
     pub(super) fn pipeline(&self, key: [u8; 32], source: &str, entry: &str, kinds: &[SlotKind]) -> Result<Arc<Pipeline>, WgpuError> {
         let check = |p: &Arc<Pipeline>| -> Result<Arc<Pipeline>, WgpuError> {
@@ -71,6 +85,7 @@ impl WgpuEngine {
         entries.push((entry.to_string(), Arc::clone(&built)));
         Ok(built)
     }
+
     /// Compiles a pipeline (uncached, uncounted: [`WgpuEngine::pipelines_built`] counts the
     /// cache's builds).
     pub(super) fn build(&self, source: &str, entry: &str, kinds: &[SlotKind]) -> Result<Pipeline, WgpuError> {
