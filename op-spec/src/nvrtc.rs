@@ -80,9 +80,9 @@ pub fn version() -> Option<(i32, i32)> {
 pub fn compile(source: &str, name: &str, headers: &[(String, String)]) -> Option<Result<(), String>> {
     let n = nvrtc()?;
     let options = op_contract::cuda_headers::nvrtc_options(source).ok()?;
-    let options: Vec<CString> = options.iter().map(|o| CString::new(o.replace('\0', " ")).unwrap_or_default()).collect();
-    let option_ptrs: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();
     let c = |s: &str| CString::new(s.replace('\0', " ")).unwrap_or_default();
+    let options: Vec<CString> = options.iter().map(|o| c(o)).collect();
+    let option_ptrs: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();
     let (src, cname) = (c(source), c(name));
     let header_texts: Vec<CString> = headers.iter().map(|(_, t)| c(t)).collect();
     let header_names: Vec<CString> = headers.iter().map(|(h, _)| c(h)).collect();
