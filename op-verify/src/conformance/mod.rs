@@ -388,15 +388,14 @@ impl Checker<'_> {
                     // Diagnosed only as far as it can show the class (the costly explanations
                     // skipped); a smaller case must also show it checked on its own, as a
                     // reader rerunning it would: else another class leads there.
-                    if !classes.iter().any(|k| k.same_kind(&class)) || !self.leads_alone(&c, &class) {
+                    let Some(k) = classes.iter().find(|k| k.same_kind(&class)) else { continue };
+                    if !self.leads_alone(&c, &class) {
                         continue;
                     }
-                    if let Some(k) = classes.iter().find(|k| k.same_kind(&class)) {
-                        let fault = with_class(fault, k);
-                        found = Found { case: c, output, fault, classes, explained: found.explained };
-                        shrunk = true;
-                        continue 'outer;
-                    }
+                    let fault = with_class(fault, k);
+                    found = Found { case: c, output, fault, classes, explained: found.explained };
+                    shrunk = true;
+                    continue 'outer;
                 }
             }
             break;
