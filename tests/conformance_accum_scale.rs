@@ -12,6 +12,11 @@
 //! term or carried over from the rows before), declared `generated_tests = false`, rejected on the corpus and on
 //! the drawn inputs, named "exceeds the accum bound by N" where nothing more specific explains
 //! it.
+//!
+//! A scan's carry rounds once per step, and over long runs of equal terms those roundings go one
+//! way: the carry allowance (`carry_bound`, on the running-value scale `C`) accepts the natural
+//! f32 carry there, where the pairwise bound alone accused it, while an f16 carry that stagnates
+//! and an elementwise op off by 1e-5 (no carry, whatever its gain) stay rejected.
 
 use op_runtime::conformance::{self, Case, CaseShape, Class, ConformanceFailure, Pattern, Report};
 use op_runtime::testing::assert_conformance_rejected;
@@ -242,6 +247,61 @@ pub fn softmax_f16_sum_carried_over(x: &[f16], rows: usize, cols: usize) -> Vec<
     out
 }
 
+/// A prefix sum over f16, carried in f64 and each output rounded once to `T`.
+#[op(name = "test/accum_scale/cumsum_f16", version = 1, signature(x: f16[n]) -> f16[n],
+     category = reduction, tolerance = accum(2), backward = none, cpu = cumsum_f16_in_f32)]
+pub fn cumsum_f16<T: Real>(x: &[T]) -> Vec<T> {
+    let mut acc = 0.0f64;
+    x.iter()
+        .map(|v| {
+            acc += v.to_f64();
+            T::from_f64(acc)
+        })
+        .collect()
+}
+
+/// The same op with a kernel that carries in f16 itself: over a long run of small terms the
+/// carry stagnates (0.1 stops at 256).
+#[op(name = "test/broken/accum_scale/cumsum_f16_stagnates", version = 1, signature(x: f16[n]) -> f16[n],
+     category = reduction, tolerance = accum(2), backward = none, cpu = cumsum_f16_in_f16, generated_tests = false)]
+pub fn cumsum_f16_stagnates<T: Real>(x: &[T]) -> Vec<T> {
+    cumsum_f16(x)
+}
+
+/// Right: an f32 carry, each output rounded to f16.
+pub fn cumsum_f16_in_f32(x: &[f16]) -> Vec<f16> {
+    let mut acc = 0.0f32;
+    x.iter()
+        .map(|v| {
+            acc += v.to_f32();
+            f16::from_f32(acc)
+        })
+        .collect()
+}
+
+/// Wrong: an f16 carry.
+pub fn cumsum_f16_in_f16(x: &[f16]) -> Vec<f16> {
+    let mut acc = f16::from_f32(0.0);
+    x.iter()
+        .map(|v| {
+            acc = f16::from_f32(acc.to_f32() + v.to_f32());
+            acc
+        })
+        .collect()
+}
+
+/// `y = 1024 x`, elementwise, declared `accum(2)`: no carry, whatever its gain.
+#[op(name = "test/broken/accum_scale/gain_off_by_1e_5", version = 1, signature(x: f32[n]) -> f32[n],
+     category = reduction, tolerance = accum(2), backward = none, cpu = gain_off_by_1e5, generated_tests = false)]
+pub fn gain<T: Real>(x: &[T]) -> Vec<T> {
+    x.iter().map(|v| T::from_f64(1024.0 * v.to_f64())).collect()
+}
+
+/// Wrong: off by `1e-5` relative, far beyond one rounding, far within `sqrt(eps)`.
+pub fn gain_off_by_1e5(x: &[f32]) -> Vec<f32> {
+    x.iter().map(|v| 1024.0 * v * (1.0 + 1e-5)).collect()
+}
+
 // ---------------------------------------------------------------------------------------------
 // Drawing inputs.
 
@@ -338,6 +398,21 @@ fn rows_of(d: &mut Draws, top: f64, half: bool) -> Drawn {
     };
     let syms = vec![rows as i128, cols as i128];
     Drawn { syms, inputs: vec![t.expect("a tensor of its shape")], params: vec![] }
+}
+
+/// A clipped scan's inputs over f32 made of long runs of equal terms (the inputs on which a
+/// sequential carry's roundings all go one way): `n` up to 4096 in runs of up to 1024, each
+/// run's term of either sign with magnitude from 1e-3 to 1e1, bounds as [`clipped_f32`]'s but
+/// wider (magnitudes up to 1e3), so that a stretch runs long unclipped.
+fn runs_f32(d: &mut Draws) -> Drawn {
+    let n = d.len(4096);
+    let mut x = Vec::with_capacity(n);
+    while x.len() < n {
+        let (run, c) = (d.len(1024).min(n - x.len()), d.signed(-3.0, 1.0) as f32);
+        x.extend(std::iter::repeat_n(c, run));
+    }
+    let (a, b) = (d.signed(-1.0, 3.0) as f32, d.signed(-1.0, 3.0) as f32);
+    Drawn { syms: vec![n as i128], inputs: vec![Tensor::vector(x)], params: vec![a.min(b), a.max(b)] }
 }
 
 /// A rejection on a drawn case: the case and the report.
@@ -489,4 +564,74 @@ fn softmax_in_f32_and_f16_is_accepted_and_a_short_or_carried_over_denominator_is
     conforms(&softmax_f16::DECL);
     rejected_on_draws(&softmax_f16_sum_not_reset::DECL, 100, 0x50f7, |d| rows_of(d, 1.0, true));
     corpus_rejection(&softmax_f16_sum_not_reset::DECL);
+}
+
+#[test]
+fn a_clipped_scan_carried_in_f32_over_long_runs_of_equal_terms_is_accepted_and_its_twin_is_not() {
+    // The inputs on which the pairwise bound alone accused the natural carry (1.01x over 71
+    // equal terms): the carry allowance covers them, and the unclipped carry stays rejected.
+    accepted_on_every_draw(&clipped_scan::DECL, BackendKind::Cpu, 2000, 0xca77, runs_f32);
+    rejected_on_draws(&clipped_scan_carry_unclipped::DECL, 400, 0xca77, runs_f32);
+}
+
+#[test]
+fn a_carry_beyond_the_pairwise_bound_is_accepted_by_the_carry_allowance_alone() {
+    // 4096 x 0.1 between lo = -1 and hi = 1e6: a plain prefix sum in f32, sequential. Its error
+    // at the end exceeds the pairwise bound on S, and is within the carry allowance on C.
+    let h = Registry::new().register(&clipped_scan::DECL).expect("registers");
+    let x = vec![0.1f32; 4096];
+    let case = case_of(&template(&h), 0, 3, Drawn { syms: vec![4096], inputs: vec![Tensor::vector(x.clone())], params: vec![-1.0, 1e6] });
+    let y = clipped_scan_f32(&x, -1.0, 1e6);
+    let (mut worst, mut c) = (0.0f64, 0.0f64);
+    for (i, yi) in y.iter().enumerate() {
+        let exact = (i + 1) as f64 * 0.1f32 as f64;
+        let s = exact; // the terms' magnitudes: every term is positive, nothing is clipped
+        let pairwise = conformance::accum_bound(2, op_runtime::DType::f32, 4096, s);
+        worst = worst.max((*yi as f64 - exact).abs() / pairwise);
+        c += if i > 0 { (i as f64) * 0.1f32 as f64 } else { 0.0 };
+        let carried = conformance::carry_bound(2, op_runtime::DType::f32, s, c);
+        assert!((*yi as f64 - exact).abs() <= carried.max(pairwise), "element {i}: {yi} against {exact}");
+    }
+    eprintln!("the f32 carry's worst error is {worst:.2}x the pairwise bound");
+    assert!(worst > 1.0, "the pairwise bound alone would accuse the carry here");
+    conformance::check_case(&h, BackendKind::Cpu, &case).unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn an_f16_carry_that_stagnates_is_rejected_and_an_f32_carry_of_the_same_op_is_not() {
+    // f16(0.1) 4096 times: the exact running sum reaches 409.5; an f16 carry stops at 256.
+    let x = vec![f16::from_f32(0.1); 4096];
+    assert_eq!(cumsum_f16_in_f16(&x)[4095].to_f32(), 256.0, "the fixture stagnates");
+    let drawn = || Drawn { syms: vec![4096], inputs: vec![Tensor::vector(x.clone())], params: vec![] };
+    let good = Registry::new().register(&cumsum_f16::DECL).expect("registers");
+    conformance::check_case(&good, BackendKind::Cpu, &case_of(&template(&good), 0, 5, drawn())).unwrap_or_else(|e| panic!("{e}"));
+    let bad = Registry::new().register(&cumsum_f16_stagnates::DECL).expect("registers");
+    match conformance::check_case(&bad, BackendKind::Cpu, &case_of(&template(&bad), 0, 5, drawn())) {
+        Err(ConformanceFailure::Rejected(r)) => {
+            eprintln!("{r}");
+            assert!(matches!(r.first().class, Class::AccumBound(n) if n > 1.0), "{r}");
+        }
+        other => panic!("the stagnating f16 carry is not rejected: {other:?}"),
+    }
+    accepted_on_every_draw(&cumsum_f16::DECL, BackendKind::Cpu, 500, 0xc5, scan_f16);
+    conforms(&cumsum_f16::DECL);
+    corpus_rejection(&cumsum_f16_stagnates::DECL);
+}
+
+#[test]
+fn an_elementwise_op_gets_no_carry_allowance_whatever_its_gain() {
+    // `1024 x` off by 1e-5 relative: a carry measured on the element's own input would grant
+    // it min(eps * 1024 |y|, sqrt(eps) |y|); measured on the other steps only, it grants none.
+    corpus_rejection(&gain::DECL);
+    let many = |d: &mut Draws| {
+        let n = d.len(512).max(2);
+        Drawn {
+            syms: vec![n as i128],
+            inputs: vec![Tensor::vector(d.values(n).into_iter().map(|v| v as f32).collect::<Vec<_>>())],
+            params: vec![],
+        }
+    };
+    let (_, rejected) = drawn_verdicts(&gain::DECL, BackendKind::Cpu, 200, 0x9a1, many);
+    assert_eq!(rejected.len(), 200, "accepted on some of 200 drawn cases of 2 or more elements");
+    assert!(rejected.iter().all(|r| matches!(r.report.first().class, Class::AccumBound(n) if n > 1.0)));
 }

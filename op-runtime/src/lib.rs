@@ -100,8 +100,8 @@ pub mod prelude {
 /// in a receipt; the failure classes and reports when a kernel disagrees.
 pub mod conformance {
     pub use op_verify::conformance::{
-        accum_bound, accum_margin, check_case, conform, conform_all, corpus, AccumScale, Case, CaseShape, Class, ConformanceFailure,
-        Corpus, Death, Defect, Fault, Flaky, Isolation, Mismatch, OutOfBounds, Pattern, Report, RunLimits,
+        accum_bound, accum_margin, carry_bound, check_case, conform, conform_all, corpus, AccumScale, Case, CaseShape, Class,
+        ConformanceFailure, Corpus, Death, Defect, Fault, Flaky, Isolation, Mismatch, OutOfBounds, Pattern, Report, RunLimits,
     };
 }
 

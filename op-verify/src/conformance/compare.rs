@@ -50,7 +50,25 @@
 //!   f32 reference's own error (the former `k * max(|r32 - r64|, sqrt(len) eps S)`) grew with
 //!   that bias and hid a kernel that drops a few terms; this one stays at `2 * 17 * eps` =
 //!   4e-6 relative at `len` = 131_071. A kernel that sums sequentially over long inputs does
-//!   not meet `accum(k)` for small `k`. The reference's own output is held to the same bound
+//!   not meet `accum(k)` for small `k`.
+//!
+//!   **A carry.** A scan has no pairwise order where a step does not associate (a running value
+//!   clipped to `[lo, hi]` each step): its element `i` is a sequential carry, rounded once per
+//!   step at the running value's magnitude, and on a long stretch of equal terms those roundings
+//!   go the same way (a natural f32 carry exceeded the pairwise bound by 1.01x over 71 equal
+//!   terms). So where an input is shaped like an output (a scan's `x` and `y`), the bound is
+//!   also at least the carry allowance `min(k * eps/2 * C, sqrt(eps) * S)` (`carry_bound`):
+//!   `C = sum_t |d r64_i / d x_t| |r64_t|` over the steps `t` before `i` is the running-value
+//!   scale (`scale`: the input's elements of one parity moved by `δ |r64_t|`, the output's own
+//!   values; a step's rounding is such a move; twice the other parity's move, so that an op
+//!   whose `y_i` comes from `x_i` alone has none). A clip cuts the steps before it off, as it
+//!   does their errors. The allowance stops at `sqrt(eps) * S`, half the significand's digits:
+//!   a carry that stagnates (its terms below half an ulp of the running value, lost whole, as an
+//!   f16 running sum of 0.1 stops at 256 where the exact one reaches 409.6) has lost a
+//!   computation, not rounded one, and is rejected. A reduction (a contracted dim: `sum`,
+//!   `matmul`) keeps the pairwise bound alone.
+//!
+//!   The reference's own output is held to the same bound
 //!   (it is not an anchor, and bits equal to it earn nothing): a kernel that copies an f16
 //!   running sum is as wrong as that sum, and a reference that accumulates in its own low
 //!   precision is rejected like a kernel (the built-ins sum in f64, compensated, and round once,
@@ -213,9 +231,26 @@ pub struct AccumScale {
     /// The reference evaluated in f64 on the inputs with subnormals flushed (the anchor of the
     /// flushed-input allowance); empty when the case has no subnormal input.
     pub flushed_exact: Vec<f64>,
+    /// The running-value scale `C` of each output element (see the module doc, "a carry"):
+    /// `sum_t |d r64 / d x_t| |r64_t|` over the elements `t` of an input shaped like the output,
+    /// what a sequential carry's roundings reach the element by. Empty where not measured (no
+    /// allowance).
+    pub carry: Vec<f64>,
 }
 
 impl AccumScale {
+    /// The `accum(k)` bound of element `i` at `dtype`: the pairwise bound on `S`
+    /// ([`accum_bound`]), or the carry allowance ([`carry_bound`]) where that is larger.
+    pub fn bound(&self, k: u32, dtype: DType, i: usize) -> f64 {
+        let s = self.magnitude.get(i).copied().unwrap_or(f64::INFINITY);
+        accum_bound(k, dtype, self.len, s).max(carry_bound(k, dtype, s, self.carry.get(i).copied().unwrap_or(0.0)))
+    }
+
+    /// `S` and `C` of element `i` (`C` 0 where not measured).
+    fn scales(&self, i: usize) -> (f64, f64) {
+        (self.magnitude[i], self.carry.get(i).copied().unwrap_or(0.0))
+    }
+
     /// Checks that the scale covers an output of `n` elements.
     fn covers(&self, n: usize) -> Result<(), String> {
         if self.magnitude.len() < n || self.exact.len() < n {
@@ -342,6 +377,20 @@ pub fn accum_bound(k: u32, dtype: DType, len: usize, s: f64) -> f64 {
     k as f64 * pairwise_depth(len) as f64 * eps(dtype) * s + 2.0 * len.max(1) as f64 * min_normal(dtype)
 }
 
+/// The carry allowance of one element under `accum(k)`: `min(k * eps/2 * C, sqrt(eps) * S)`
+/// (see the module doc). A sequential carry rounds once per step at the running value's
+/// magnitude, which reaches the element as the op's sensitivity to that step does: `C`. The
+/// allowance stops at `sqrt(eps) * S`, half the significand's digits: a carry that stagnates
+/// (terms below half an ulp of the running value, lost whole, as an f16 running sum of 0.1 stops
+/// at 256) is a lost computation, not rounding. 0 where `C` or `S` is not finite.
+pub fn carry_bound(k: u32, dtype: DType, s: f64, c: f64) -> f64 {
+    if !(c.is_finite() && s.is_finite()) {
+        return 0.0;
+    }
+    let e = eps(dtype);
+    (k as f64 * e / 2.0 * c).min(e.sqrt() * s).max(0.0)
+}
+
 /// The bits of `x` rounded to the float dtype `dtype` (to nearest).
 fn rounded_bits(x: f64, dtype: DType) -> u64 {
     super::cases::to_data(dtype, &[x]).bits(0).unwrap_or_default()
@@ -350,7 +399,7 @@ fn rounded_bits(x: f64, dtype: DType) -> u64 {
 /// The `accum(k)` verdict for one element of a float output: `a` (bits `ab`, at the declared
 /// dtype) against the reference's f64 evaluation `x` and `S = s`. The reference's own output
 /// does not enter: it is held to the same bound as any kernel.
-fn accum_within(k: u32, dtype: DType, len: usize, s: f64, x: f64, a: f64, ab: u64) -> Result<(), String> {
+fn accum_within(k: u32, dtype: DType, len: usize, (s, c): (f64, f64), x: f64, a: f64, ab: u64) -> Result<(), String> {
     let tol = Tolerance::Accum(k);
     if x.is_nan() {
         // The exact result is NaN (a NaN input, or `inf - inf` among the inputs' terms).
@@ -388,7 +437,9 @@ fn accum_within(k: u32, dtype: DType, len: usize, s: f64, x: f64, a: f64, ab: u6
             Err(format!("{tol}: the error scale S is {s:e} for a finite f64 reference {x:e}: only that value rounded to {dtype} conforms"))
         };
     }
-    let bound = accum_bound(k, dtype, len, s);
+    let pairwise = accum_bound(k, dtype, len, s);
+    let carried = carry_bound(k, dtype, s, c);
+    let bound = pairwise.max(carried);
     if a.is_infinite() {
         let max = overflow_threshold(dtype);
         return if a.signum() == x.signum() && x.abs() + bound >= max {
@@ -399,15 +450,18 @@ fn accum_within(k: u32, dtype: DType, len: usize, s: f64, x: f64, a: f64, ab: u6
     }
     let d = (a - x).abs();
     if d <= bound {
-        Ok(())
-    } else {
-        Err(format!(
-            "{tol}: |actual - f64 reference {x:e}| = {d:e} (relative {:.2e}) exceeds the bound by {}: {k} * ceil(log2 len {len}) = {} * eps * S {s:e} + flush = {bound:e}",
-            d / x.abs().max(f64::MIN_POSITIVE),
-            ratio_text(d / bound),
-            k * pairwise_depth(len),
-        ))
+        return Ok(());
     }
+    let what = if carried > pairwise {
+        format!("the carry allowance min({k} * eps/2 * C {c:e}, sqrt(eps) * S {s:e}) = {bound:e}")
+    } else {
+        format!("{k} * ceil(log2 len {len}) = {} * eps * S {s:e} + flush = {bound:e}", k * pairwise_depth(len))
+    };
+    Err(format!(
+        "{tol}: |actual - f64 reference {x:e}| = {d:e} (relative {:.2e}) exceeds the bound by {}: {what}",
+        d / x.abs().max(f64::MIN_POSITIVE),
+        ratio_text(d / bound),
+    ))
 }
 
 /// `r` (a ratio above 1) with three significant digits, or in exponent form from 10,000 on:
@@ -428,7 +482,7 @@ fn accum_excess(k: u32, dtype: DType, s: &AccumScale, actual: &Data, guard: usiz
     bad.iter().try_fold(0.0f64, |worst, &i| {
         let (x, m, a) = (*s.exact.get(i)?, *s.magnitude.get(i)?, actual.get_f64(guard + i)?);
         let finite = x.is_finite() && m.is_finite() && a.is_finite();
-        finite.then(|| worst.max((a - x).abs() / accum_bound(k, dtype, s.len, m)))
+        finite.then(|| worst.max((a - x).abs() / s.bound(k, dtype, i)))
     })
 }
 
@@ -458,7 +512,7 @@ fn element(
     let (e, eb) = (expected.get_f64(i).unwrap_or(f64::NAN), expected.bits(i).unwrap_or_default());
     let (a, ab) = (actual.get_f64(rule.guard + i).unwrap_or(f64::NAN), actual.bits(rule.guard + i).unwrap_or_default());
     let verdict = match (rule.tol, accum) {
-        (Tolerance::Accum(k), Some((_, s))) => accum_within(k, dtype, s.len, s.magnitude[i], s.exact[i], a, ab),
+        (Tolerance::Accum(k), Some((_, s))) => accum_within(k, dtype, s.len, s.scales(i), s.exact[i], a, ab),
         // Integer outputs (no scale) compare bit for bit.
         (Tolerance::Accum(_), None) if eb == ab => Ok(()),
         (Tolerance::Accum(k), None) => Err(format!("{}: bits differ (integer output)", Tolerance::Accum(k))),
@@ -476,7 +530,7 @@ fn element(
         let (fe, feb) = (alt.data().get_f64(i).unwrap_or(f64::NAN), alt.data().bits(i).unwrap_or_default());
         let ok = match accum {
             // Anchored on the flushed reference's own f64 evaluation; without one, no allowance.
-            Some((k, s)) => s.flushed_exact.get(i).is_some_and(|fx| accum_within(k, dtype, s.len, s.magnitude[i], *fx, a, ab).is_ok()),
+            Some((k, s)) => s.flushed_exact.get(i).is_some_and(|fx| accum_within(k, dtype, s.len, s.scales(i), *fx, a, ab).is_ok()),
             None => within(rule.tol, rule.signed_zero, dtype, fe, feb, a, ab).is_ok(),
         };
         if ok || (is_subnormal(fe, dtype) && a == 0.0) {
@@ -705,7 +759,7 @@ mod tests {
     }
 
     fn scale(len: usize, magnitude: f64, exact: f64) -> AccumScale {
-        AccumScale { len, magnitude: vec![magnitude], exact: vec![exact], flushed_exact: vec![] }
+        AccumScale { len, magnitude: vec![magnitude], exact: vec![exact], flushed_exact: vec![], carry: vec![] }
     }
 
     #[test]
@@ -738,12 +792,30 @@ mod tests {
     }
 
     #[test]
+    fn the_carry_allowance_is_k_half_eps_c_stops_at_sqrt_eps_s_and_names_itself() {
+        let eps = eps(DType::f32);
+        assert_eq!(carry_bound(2, DType::f32, 10.0, 100.0), 100.0 * eps);
+        assert_eq!(carry_bound(2, DType::f32, 10.0, 1e12), eps.sqrt() * 10.0, "stops at sqrt(eps) S");
+        assert_eq!(carry_bound(2, DType::f32, f64::INFINITY, f64::INFINITY), 0.0);
+        assert_eq!(carry_bound(2, DType::f32, 1.0, f64::NAN), 0.0);
+        // An error of 60 eps at S = 1: beyond the pairwise bound at len 8 (2 * 3 * eps), within
+        // the allowance of C = 100 (100 eps), beyond that of C = 50.
+        let e = Tensor::new(vec![1], Data::F32(vec![1.0])).unwrap();
+        let a = 1.0 + 60.0 * eps;
+        let with = |c: f64| AccumScale { carry: vec![c], ..scale(8, 1.0, 1.0) };
+        assert!(check_accum(2, &e, &guarded(&[a as f32], 1), &scale(8, 1.0, 1.0)).is_err());
+        assert!(check_accum(2, &e, &guarded(&[a as f32], 1), &with(100.0)).is_ok());
+        let Fault::Mismatch(m) = check_accum(2, &e, &guarded(&[a as f32], 1), &with(50.0)).unwrap_err() else { panic!("a mismatch") };
+        assert!(m.detail.contains("carry allowance") && matches!(m.class, Class::AccumBound(r) if (r - 1.2).abs() < 0.01), "{m:?}");
+    }
+
+    #[test]
     fn an_accum_excess_of_finite_values_is_named_by_its_ratio() {
         // Two elements off by 40 and 10 eps of S = 1 at len 4 (bound 4 eps): the class holds the
         // worst ratio, 10, and the detail of the first element says by how much it exceeds.
         let eps = f32::EPSILON as f64;
         let e = Tensor::vector(vec![1.0f32, 1.0]);
-        let s = AccumScale { len: 4, magnitude: vec![1.0; 2], exact: vec![1.0; 2], flushed_exact: vec![] };
+        let s = AccumScale { len: 4, magnitude: vec![1.0; 2], exact: vec![1.0; 2], flushed_exact: vec![], carry: vec![] };
         let a = guarded(&[(1.0 + 10.0 * eps) as f32, (1.0 + 40.0 * eps) as f32], 1);
         let Fault::Mismatch(m) = check_accum(2, &e, &a, &s).unwrap_err() else { panic!("a mismatch") };
         let worst = 40.0 * eps / accum_bound(2, DType::f32, 4, 1.0);
@@ -833,8 +905,8 @@ mod tests {
         assert!(matches!(check(Tolerance::Accum(2), &e, &wrong, 1), Err(Fault::Scale(_))));
         for s in [
             AccumScale::default(),
-            AccumScale { len: 2, magnitude: vec![1.0], exact: vec![1.0, 2.0], flushed_exact: vec![] },
-            AccumScale { len: 2, magnitude: vec![1.0, 2.0], exact: vec![], flushed_exact: vec![] },
+            AccumScale { len: 2, magnitude: vec![1.0], exact: vec![1.0, 2.0], flushed_exact: vec![], carry: vec![] },
+            AccumScale { len: 2, magnitude: vec![1.0, 2.0], exact: vec![], flushed_exact: vec![], carry: vec![] },
         ] {
             match check_accum(2, &e, &wrong, &s) {
                 Err(Fault::Scale(m)) => assert!(m.contains("accum(2)"), "{m}"),

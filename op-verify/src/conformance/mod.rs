@@ -50,7 +50,7 @@ pub mod scale;
 pub use crate::isolate::Death;
 pub use cases::{Case, Corpus, Pattern, Shape as CaseShape};
 pub use classes::Class;
-pub use compare::{accum_bound, AccumScale, Fault, Flaky, Mismatch, OutOfBounds};
+pub use compare::{accum_bound, carry_bound, AccumScale, Fault, Flaky, Mismatch, OutOfBounds};
 pub use op_contract::contract::Tolerance;
 pub use op_core::limits::{Isolation, RunLimits};
 pub use report::{Defect, Report};
@@ -603,7 +603,7 @@ pub fn accum_margin(handle: &OpHandle, kind: BackendKind) -> Result<Option<(f64,
                 if !x.is_finite() || !v.is_finite() {
                     continue;
                 }
-                let r = (v - x).abs() / compare::accum_bound(k, e.dtype(), s.len, s.magnitude[i]);
+                let r = (v - x).abs() / s.bound(k, e.dtype(), i);
                 if r > worst.0 {
                     worst = (r, case.to_string());
                 }

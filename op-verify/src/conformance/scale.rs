@@ -54,16 +54,40 @@ enum Feed {
     Abs,
     /// One group of values perturbed relatively (see [`Perturb`]).
     Perturbed(Perturb),
+    /// Every other element of one input moved by the running values of an output of its shape
+    /// (see [`Carry`]).
+    Carried(Carry),
+}
+
+/// One input's elements `j` of one parity moved by `sign * δ * |r64_j|`, the f64 values of an
+/// output of the input's shape (see [`carry_sensitivity`]).
+struct Carry {
+    input: usize,
+    parity: usize,
+    sign: f64,
+    running: Vec<f64>,
+}
+
+impl Carry {
+    fn apply(&self, j: usize, x: f64) -> f64 {
+        let by = self.running.get(j).copied().unwrap_or(0.0);
+        if j % 2 == self.parity && x.is_finite() && by.is_finite() {
+            x + self.sign * DELTA * by
+        } else {
+            x
+        }
+    }
 }
 
 impl Feed {
-    /// Element value `x` of input `k`.
-    fn input(&mut self, k: usize, x: f64) -> f64 {
+    /// Element `j` (value `x`) of input `k`.
+    fn input(&mut self, k: usize, j: usize, x: f64) -> f64 {
         match self {
             Feed::Plain => x,
             Feed::Abs => x.abs(),
             Feed::Perturbed(p) if p.group == Group::Input(k) => p.apply(x),
-            Feed::Perturbed(_) => x,
+            Feed::Carried(c) if c.input == k => c.apply(j, x),
+            Feed::Perturbed(_) | Feed::Carried(..) => x,
         }
     }
 
@@ -125,7 +149,8 @@ impl Perturb {
 }
 
 fn to_f64_tensor(k: usize, t: &Tensor, feed: &mut Feed) -> Result<Tensor, String> {
-    let v: Vec<f64> = t.data().to_f64_vec().ok_or("a float input has no f64 view")?.into_iter().map(|x| feed.input(k, x)).collect();
+    let v: Vec<f64> =
+        t.data().to_f64_vec().ok_or("a float input has no f64 view")?.into_iter().enumerate().map(|(j, x)| feed.input(k, j, x)).collect();
     Tensor::new(t.shape().to_vec(), op_core::tensor::Data::F64(v)).map_err(|e| e.to_string())
 }
 
@@ -182,16 +207,59 @@ fn groups(case: &Case) -> Vec<Group> {
 fn sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>]) -> Vec<Vec<f64>> {
     let mut out: Vec<Vec<f64>> = plain.iter().map(|p| vec![0.0; p.len()]).collect();
     for group in groups(case) {
-        for (pattern, sign) in (0..PATTERNS).flat_map(|p| [(p, 1.0), (p, -1.0)]) {
-            let mut feed = Feed::Perturbed(Perturb::new(group, case.seed, pattern, sign));
-            let Ok(moved) = reference_f64(op, &case.inputs, &case.params, &mut feed) else { continue };
-            for ((o, p), m) in out.iter_mut().zip(plain).zip(&moved).filter(|((_, p), m)| p.len() == m.len()) {
-                for ((o, p), m) in o.iter_mut().zip(p).zip(m) {
-                    let r = (m - p).abs() / DELTA;
-                    if r.is_finite() {
-                        *o = o.max(r);
-                    }
+        let feeds = (0..PATTERNS)
+            .flat_map(|p| [(p, 1.0), (p, -1.0)])
+            .map(|(pattern, sign)| Feed::Perturbed(Perturb::new(group, case.seed, pattern, sign)));
+        largest_moves(op, case, plain, feeds, |_| 1.0, &mut out);
+    }
+    out
+}
+
+/// The largest `|r64(x') - r64(x)| / δ` of every output element `i` over the runs `feeds`
+/// (each a perturbation of the case), as [`sensitivity`] measures it, times `weight(i)` (an
+/// element's measurement is left out where that is 0).
+fn largest_moves(
+    op: &RegisteredOp,
+    case: &Case,
+    plain: &[Vec<f64>],
+    feeds: impl Iterator<Item = Feed>,
+    weight: impl Fn(usize) -> f64,
+    out: &mut [Vec<f64>],
+) {
+    for mut feed in feeds {
+        let Ok(moved) = reference_f64(op, &case.inputs, &case.params, &mut feed) else { continue };
+        for ((o, p), m) in out.iter_mut().zip(plain).zip(&moved).filter(|((_, p), m)| p.len() == m.len()) {
+            for (i, ((o, p), m)) in o.iter_mut().zip(p).zip(m).enumerate() {
+                let r = weight(i) * (m - p).abs() / DELTA;
+                if r.is_finite() {
+                    *o = o.max(r);
                 }
+            }
+        }
+    }
+}
+
+/// The running-value scale `C` of every output element (see the module doc of `compare`).
+/// For each float input with more than one element and each float output of the same shape (a
+/// scan's `x` and `y`, whose element `t` is the running value after `x_t`), the input's
+/// elements of one parity are moved by `±δ |r64_t|`, the output's own f64 values. A
+/// sequential carry rounds at step `t` by at most `eps/2 |y_t|`, which is such a move of
+/// `x_t`, so for an op that grows with every `x_t` (a prefix sum, clipped or not: a clip cuts
+/// the steps before it off) the move of `y_i` is `sum_t |d y_i / d x_t| |y_t|` over the `t` of
+/// that parity. Element `i` takes twice the move from the other parity: the steps before it,
+/// not its own (one rounding of its own value, which the pairwise bound covers), so that an op
+/// without a carry (elementwise, `y_i` from `x_i` alone) gets none, whatever its gain. Zero
+/// where no input is shaped like an output.
+fn carry_sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>], expected: &[Tensor]) -> Vec<Vec<f64>> {
+    let mut out: Vec<Vec<f64>> = plain.iter().map(|p| vec![0.0; p.len()]).collect();
+    for (k, x) in case.inputs.iter().enumerate().filter(|(_, t)| t.dtype().is_float() && t.numel() > 1) {
+        let shaped = expected.iter().zip(plain).filter(|(e, p)| e.dtype().is_float() && e.shape() == x.shape() && p.len() == x.numel());
+        for (_, running) in shaped {
+            let running: Vec<f64> = running.iter().map(|v| v.abs()).collect();
+            for parity in 0..2 {
+                let feeds = [1.0, -1.0].into_iter().map(|sign| Feed::Carried(Carry { input: k, parity, sign, running: running.clone() }));
+                let other = |i: usize| if i % 2 == parity { 0.0 } else { 2.0 };
+                largest_moves(op, case, plain, feeds, other, &mut out);
             }
         }
     }
@@ -212,6 +280,9 @@ fn sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>]) -> Vec<Vec<f6
 ///   clipped: a running value clipped to `[lo, hi]` after large terms of both signs, a
 ///   softmax of large inputs, `sum(x) - sum(y)`; there the op on `|x|` is far smaller than the
 ///   magnitudes inside the computation.
+///
+/// With the measurement, also `C`, the running-value scale of an output shaped like an input
+/// (`carry_sensitivity`; the carry allowance of `compare`).
 ///
 /// `flushed` are the inputs with subnormals flushed, if the case has any (their f64 result
 /// anchors the flushed-input allowance). A failure is an error (a typed
@@ -252,7 +323,9 @@ fn scales(
     if abs.len() != expected.len() || plain.len() != expected.len() {
         return Err(format!("the f64 reference returned {} and {} output(s), the reference {}", abs.len(), plain.len(), expected.len()));
     }
-    let sens = if measure { sensitivity(op, case, &plain) } else { plain.iter().map(|p| vec![0.0; p.len()]).collect() };
+    let zeros = || plain.iter().map(|p| vec![0.0; p.len()]).collect::<Vec<_>>();
+    let sens = if measure { sensitivity(op, case, &plain) } else { zeros() };
+    let carry = if measure { carry_sensitivity(op, case, &plain, expected) } else { zeros() };
     expected
         .iter()
         .enumerate()
@@ -268,7 +341,7 @@ fn scales(
             }
             let flushed_exact = flushed.as_ref().and_then(|f| f.get(i)).filter(|f| f.len() == e.numel()).cloned().unwrap_or_default();
             let magnitude = a.iter().zip(p).zip(m).map(|((x, y), z)| x.abs().max(y.abs()).max(*z)).collect();
-            Ok(AccumScale { len, magnitude, exact: p.clone(), flushed_exact })
+            Ok(AccumScale { len, magnitude, exact: p.clone(), flushed_exact, carry: carry[i].clone() })
         })
         .collect()
 }
