@@ -5,8 +5,8 @@
 //! type and how to make one.
 
 use op_core::backend::{BackendError, ExecRequest};
+use op_core::device::{DeviceId, DeviceStorage, Placement};
 use op_core::error::TensorError;
-use op_core::placement::{DeviceId, DeviceStorage, Placement};
 use op_core::tensor::Tensor;
 use std::sync::Arc;
 

@@ -1,14 +1,14 @@
 //! Tensors: a dtype, a shape and contiguous row-major storage for every dtype of the design,
-//! on the host or on a device (see [`crate::placement`]), plus scalar parameter values.
+//! on the host or on a device (see [`crate::device`]), plus scalar parameter values.
 //! Creating a tensor from bytes checks dtype and length; nothing is ever reinterpreted, and
 //! nothing moves between host and device except through [`Tensor::to_device`] and
 //! [`Tensor::to_host`]. Every constructor that allocates checks the size (overflow, the host's
 //! physical memory) and allocates fallibly: a size it cannot allocate is a typed
 //! [`TensorError`], never an abort or a panic.
 
+use crate::device::{DeviceId, DeviceStorage, Placement};
 use crate::error::TensorError;
 use crate::hostmem::host_memory;
-use crate::placement::{DeviceId, DeviceStorage, Placement};
 pub use half::{bf16, f16};
 pub use op_contract::contract::DType;
 use std::sync::Arc;

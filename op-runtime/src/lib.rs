@@ -172,7 +172,7 @@ pub mod sharing {
 /// implements to take tensors (`Tensor::to_device`).
 pub mod device {
     pub use op_core::device::{fingerprint, machine_fingerprint, DeviceProfile};
-    pub use op_core::placement::{DeviceId, DeviceStorage, Placement};
+    pub use op_core::device::{DeviceId, DeviceStorage, Placement};
     pub use op_core::tensor::Device;
 }
 

@@ -40,10 +40,11 @@ use super::ptx_cache::{default_ptx_cache_dir, ptx_cache_key, PtxDiskCache};
 use super::resident::Link;
 use super::wait::Waits;
 use crate::transfers::Counters;
+use op_core::device::DeviceId;
 use op_core::device::DeviceProfile;
 use op_core::error::TensorError;
-use op_core::placement::DeviceId;
-use op_core::tensor::{Device, Tensor};
+use op_core::tensor::Device;
+use op_core::tensor::Tensor;
 
 /// A CUDA device with its primary context, a stream, and the kernel caches.
 pub struct CudaEngine {

@@ -9,9 +9,9 @@
 use super::wait::Waits;
 use crate::transfers::Counters;
 use cudarc::driver::{CudaSlice, CudaStream};
+use op_core::device::{DeviceId, DeviceStorage};
 use op_core::error::TensorError;
 use op_core::kind::BackendKind;
-use op_core::placement::{DeviceId, DeviceStorage};
 use std::any::Any;
 use std::sync::Arc;
 

@@ -303,7 +303,7 @@ impl WgpuPrepared {
             slots.push(match (a, input) {
                 (Arg::Input(_), Some(i)) => {
                     let b = buffers[i];
-                    Slot::Resident { buffer: b.buffer(), bytes: op_core::placement::DeviceStorage::bytes(b) }
+                    Slot::Resident { buffer: b.buffer(), bytes: op_core::device::DeviceStorage::bytes(b) }
                 }
                 (Arg::Scalars(_), _) => {
                     Slot::UniformBuffer(u.next().ok_or_else(|| BackendError::Marshal("a uniform slot without a buffer".into()))?)

@@ -8,11 +8,12 @@
 //! still round-trip.
 
 use super::{exec, shim_err, Node, Tape, TapeError};
+use op_core::device::Placement;
 use op_core::op::RegisteredOp;
-use op_core::placement::Placement;
 use op_core::provenance::ProvenanceRecord;
 use op_core::registry::OpHandle;
-use op_core::tensor::{Device, Tensor};
+use op_core::tensor::Device;
+use op_core::tensor::Tensor;
 
 /// A device a tape runs on: an engine that lives as long as the process (`WgpuEngine::shared()`,
 /// `CudaEngine::shared()`, or one leaked on purpose).

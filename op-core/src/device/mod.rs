@@ -1,5 +1,12 @@
-//! Device profiles: which device model, software stack and machine a kernel ran on. Receipts are
-//! bound to a profile; this module only describes devices, it never chooses one.
+//! Devices: where a tensor lives ([`Placement`], [`DeviceId`]), a tensor's buffer on a device
+//! ([`DeviceStorage`]), and which device model, software stack and machine a kernel ran on
+//! ([`DeviceProfile`]). The seam a device implements to take host tensors is
+//! [`crate::tensor::Device`], beside `Tensor`, which it produces (so that this module never
+//! depends on tensors). This module describes devices: choosing one is dispatch's, driving one
+//! the backends'. `op_core::placement::{DeviceId, DeviceStorage, Placement}`, their former path,
+//! still names the same items.
+//!
+//! **Profiles.** Receipts are bound to a profile.
 //!
 //! A profile has two parts. The *model* part (backend, adapter, driver, PCI ids, `details`) is
 //! everything that can change what a kernel computes: for the host CPU the vendor and model
@@ -10,6 +17,9 @@
 //! wgpu: a fingerprint of the machine id) it is. An unsigned receipt counts only on its exact
 //! profile, instance included (the machine that minted it); a receipt signed by a trusted key
 //! counts on any device of the same model ([`DeviceProfile::same_model`]).
+
+mod placement;
+pub use placement::{DeviceId, DeviceStorage, Placement};
 
 use crate::kind::BackendKind;
 use serde::{Deserialize, Serialize};
