@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 
 /// Runs a forward shim for a validated call (host backends).
 pub fn run_forward(shim: ShimFn, req: &ExecRequest<'_>) -> Result<Vec<Tensor>, BackendError> {
-    let outs = shim::run(req.op, shim, req.inputs, req.params, req.bound, Rule::Forward).map_err(|e| BackendError::Kernel(e.0))?;
+    let outs = shim::run(req.op, shim, req.inputs, req.params, req.bound, Rule::Forward).map_err(|e| BackendError::Kernel(e.0.into()))?;
     if req.guard == 0 {
         return Ok(outs);
     }

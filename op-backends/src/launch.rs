@@ -17,7 +17,7 @@ use std::borrow::Cow;
 /// static output sizes); `Unsupported` with the reason otherwise.
 pub fn gpu_kernel(op: &RegisteredOp, lang: KernelLang) -> Result<usize, BackendError> {
     if let Some(class) = op.plan.shape_class() {
-        return Err(BackendError::Unsupported(format!("`output = {class}` ops run on host backends only")));
+        return Err(BackendError::Unsupported(format!("`output = {class}` ops run on host backends only").into()));
     }
     let name = match lang {
         KernelLang::Wgsl => "WGSL",
@@ -25,14 +25,13 @@ pub fn gpu_kernel(op: &RegisteredOp, lang: KernelLang) -> Result<usize, BackendE
     };
     let kind = BackendKind::for_kernel(lang);
     if kind.runs_kernel(op.contract.kernels.iter().map(|k| k.lang)).is_none() {
-        return Err(BackendError::Unsupported(format!("the op declares no {name} kernel")));
+        return Err(BackendError::Unsupported(format!("the op declares no {name} kernel").into()));
     }
     // Of an op with dtype variables, the kernel serving this instance's binding.
     (0..op.contract.kernels.len()).find(|&i| op.contract.kernels[i].lang == lang && op.contract.kernel_serves(i)).ok_or_else(|| {
-        BackendError::Unsupported(format!(
-            "the op's {name} kernels do not serve `{}` (no silent conversion: run another backend)",
-            op.binding_text()
-        ))
+        BackendError::Unsupported(
+            format!("the op's {name} kernels do not serve `{}` (no silent conversion: run another backend)", op.binding_text()).into(),
+        )
     })
 }
 
@@ -120,7 +119,7 @@ impl LaunchPlan {
         let kernel = gpu_kernel(op, lang)?;
         let decl = &op.contract.kernels[kernel];
         let sig = &op.contract.signature;
-        let bad = |m: String| BackendError::Marshal(m);
+        let bad = |m: String| BackendError::Marshal(m.into());
         let mut roles = Vec::with_capacity(decl.bindings.len());
         for b in &decl.bindings {
             roles.push(match b {
@@ -177,7 +176,7 @@ impl LaunchPlan {
         for role in &self.roles {
             args.push(match role {
                 Role::Input(i) => {
-                    let t = req.inputs.get(*i).ok_or_else(|| BackendError::Marshal(format!("tensor input {i} was not passed")))?;
+                    let t = req.inputs.get(*i).ok_or_else(|| BackendError::Marshal(format!("tensor input {i} was not passed").into()))?;
                     Arg::Input(input_bytes(t))
                 }
                 Role::Output(o, acc) => self.output_arg(req, *o, *acc)?,
@@ -190,16 +189,17 @@ impl LaunchPlan {
         for (d, e) in self.threads.iter().enumerate() {
             let v =
                 e.eval(&req.bound.values).ok_or_else(|| BackendError::Launch("launch geometry `threads` cannot be evaluated".into()))?;
-            threads[d] = u64::try_from(v).map_err(|_| BackendError::Launch(format!("launch geometry `threads` = {v} is negative")))?;
+            threads[d] =
+                u64::try_from(v).map_err(|_| BackendError::Launch(format!("launch geometry `threads` = {v} is negative").into()))?;
         }
         Ok((args, threads))
     }
 
     fn output_arg(&self, req: &ExecRequest<'_>, o: usize, accumulate: bool) -> Result<Arg<'static>, BackendError> {
         let dtype = self.out_dtypes[o];
-        let shape = req.bound.out_shapes.get(o).ok_or_else(|| BackendError::Marshal(format!("output {o} has no shape")))?;
+        let shape = req.bound.out_shapes.get(o).ok_or_else(|| BackendError::Marshal(format!("output {o} has no shape").into()))?;
         let too_large =
-            |what: &str| BackendError::TooLarge(format!("output {o}: its {what} for shape {shape:?} of `{dtype}` overflow 64 bits"));
+            |what: &str| BackendError::TooLarge(format!("output {o}: its {what} for shape {shape:?} of `{dtype}` overflow 64 bits").into());
         let numel = checked_numel(shape).ok_or_else(|| too_large("elements"))?;
         let data = (numel as u64).checked_mul(dtype.size() as u64).ok_or_else(|| too_large("bytes"))?;
         let guard = (req.guard as u64).checked_mul(dtype.size() as u64).ok_or_else(|| too_large("guard bytes"))?;
@@ -213,12 +213,15 @@ impl LaunchPlan {
     pub fn outputs(&self, req: &ExecRequest<'_>, reads: Vec<(usize, Vec<u8>)>) -> Result<Vec<Tensor>, BackendError> {
         let mut outs: Vec<Option<Tensor>> = vec![None; self.out_dtypes.len()];
         for (o, bytes) in reads {
-            let dtype = *self.out_dtypes.get(o).ok_or_else(|| BackendError::Kernel(format!("read back an unknown output {o}")))?;
-            let data = Data::from_le_bytes(dtype, &bytes).map_err(|e| BackendError::Kernel(format!("output {o}: {e}")))?;
+            let dtype = *self.out_dtypes.get(o).ok_or_else(|| BackendError::Kernel(format!("read back an unknown output {o}").into()))?;
+            let data = Data::from_le_bytes(dtype, &bytes).map_err(|e| BackendError::Kernel(format!("output {o}: {e}").into()))?;
             let shape = if req.guard > 0 { vec![data.len()] } else { req.bound.out_shapes[o].to_vec() };
-            outs[o] = Some(Tensor::new(shape, data).map_err(|e| BackendError::Kernel(format!("output {o}: {e}")))?);
+            outs[o] = Some(Tensor::new(shape, data).map_err(|e| BackendError::Kernel(format!("output {o}: {e}").into()))?);
         }
-        outs.into_iter().enumerate().map(|(o, t)| t.ok_or_else(|| BackendError::Kernel(format!("output {o} was not read back")))).collect()
+        outs.into_iter()
+            .enumerate()
+            .map(|(o, t)| t.ok_or_else(|| BackendError::Kernel(format!("output {o} was not read back").into())))
+            .collect()
     }
 }
 
@@ -227,9 +230,9 @@ fn resolve_field(op: &RegisteredOp, field: &str) -> Result<Field, BackendError> 
     if let Some((pi, p)) = op.contract.signature.params().enumerate().find(|(_, p)| p.name == field) {
         return match p.dtype {
             DType::u32 | DType::i32 | DType::f32 => Ok(Field::Param(pi, field.to_string())),
-            other => Err(BackendError::Marshal(format!(
-                "parameter `{field}` of type `{other}` cannot be passed to a kernel (u32, i32 or f32 only)"
-            ))),
+            other => Err(BackendError::Marshal(
+                format!("parameter `{field}` of type `{other}` cannot be passed to a kernel (u32, i32 or f32 only)").into(),
+            )),
         };
     }
     op.plan
@@ -237,7 +240,7 @@ fn resolve_field(op: &RegisteredOp, field: &str) -> Result<Field, BackendError> 
         .iter()
         .position(|s| s == field)
         .map(|k| Field::Dim(k, field.to_string()))
-        .ok_or_else(|| BackendError::Marshal(format!("field `{field}` is not a dim or parameter")))
+        .ok_or_else(|| BackendError::Marshal(format!("field `{field}` is not a dim or parameter").into()))
 }
 
 /// A field's value on a validated call.
@@ -247,14 +250,16 @@ fn field_value(f: &Field, values: &[i128], params: &[Scalar]) -> Result<FieldVal
             Some(Scalar::U32(v)) => Ok(FieldValue::U32(v)),
             Some(Scalar::I32(v)) => Ok(FieldValue::I32(v)),
             Some(Scalar::F32(v)) => Ok(FieldValue::F32(v)),
-            Some(other) => Err(BackendError::Marshal(format!("parameter `{name}` is `{}`; a kernel takes u32, i32 or f32", other.dtype()))),
-            None => Err(BackendError::Marshal(format!("parameter `{name}` was not passed"))),
+            Some(other) => {
+                Err(BackendError::Marshal(format!("parameter `{name}` is `{}`; a kernel takes u32, i32 or f32", other.dtype()).into()))
+            }
+            None => Err(BackendError::Marshal(format!("parameter `{name}` was not passed").into())),
         },
         Field::Dim(k, name) => {
-            let v = values.get(*k).copied().ok_or_else(|| BackendError::Marshal(format!("dim `{name}` has no value")))?;
+            let v = values.get(*k).copied().ok_or_else(|| BackendError::Marshal(format!("dim `{name}` has no value").into()))?;
             u32::try_from(v)
                 .map(FieldValue::U32)
-                .map_err(|_| BackendError::Marshal(format!("dim `{name}` = {v} does not fit a u32 kernel field")))
+                .map_err(|_| BackendError::Marshal(format!("dim `{name}` = {v} does not fit a u32 kernel field").into()))
         }
     }
 }

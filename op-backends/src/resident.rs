@@ -17,25 +17,31 @@ pub fn inputs_on<'r, B: DeviceStorage>(req: &ExecRequest<'r>, here: DeviceId) ->
     let op = &req.op.id;
     let here = Placement::Device(here);
     if req.guard > 0 {
-        return Err(BackendError::Placement(format!("op `{op}`: guarded (conformance) runs take host tensors only")));
+        return Err(BackendError::Placement(format!("op `{op}`: guarded (conformance) runs take host tensors only").into()));
     }
     let mut out = Vec::with_capacity(req.inputs.len());
     for (t, decl) in req.inputs.iter().zip(req.op.contract.signature.inputs()) {
         let name = &decl.name;
         let Some(s) = t.device_storage() else {
-            return Err(BackendError::Placement(format!(
-                "op `{op}`: input `{name}` is on the host while other inputs are on {here}; a call takes all its tensors \
+            return Err(BackendError::Placement(
+                format!(
+                    "op `{op}`: input `{name}` is on the host while other inputs are on {here}; a call takes all its tensors \
                  on one device (move it with `to_device`; no implicit copy)"
-            )));
+                )
+                .into(),
+            ));
         };
         match s.as_any().downcast_ref::<B>() {
             Some(b) if Placement::Device(s.device()) == here => out.push(b),
             _ => {
-                return Err(BackendError::Placement(format!(
-                    "op `{op}`: input `{name}` lives on {}, but this call runs on {here}: move it through the host \
+                return Err(BackendError::Placement(
+                    format!(
+                        "op `{op}`: input `{name}` lives on {}, but this call runs on {here}: move it through the host \
                      (`to_host`, then `to_device`); no implicit copy",
-                    t.placement()
-                )))
+                        t.placement()
+                    )
+                    .into(),
+                ))
             }
         }
     }
@@ -48,12 +54,17 @@ pub fn device_outputs<B: DeviceStorage>(req: &ExecRequest<'_>, outs: Vec<usize>,
     let sig = &req.op.contract.signature;
     let mut result: Vec<Option<Tensor>> = vec![None; sig.outputs.len()];
     for (o, buf) in outs.into_iter().zip(made) {
-        let shape = req.bound.out_shapes.get(o).ok_or_else(|| BackendError::Kernel(format!("output {o} has no shape")))?;
-        let dtype = sig.outputs.get(o).ok_or_else(|| BackendError::Kernel(format!("output {o} is not declared")))?.dtype;
-        let t = Tensor::on_device(dtype, shape.to_vec(), Arc::new(buf)).map_err(|e| BackendError::Kernel(format!("output {o}: {e}")))?;
+        let shape = req.bound.out_shapes.get(o).ok_or_else(|| BackendError::Kernel(format!("output {o} has no shape").into()))?;
+        let dtype = sig.outputs.get(o).ok_or_else(|| BackendError::Kernel(format!("output {o} is not declared").into()))?.dtype;
+        let t =
+            Tensor::on_device(dtype, shape.to_vec(), Arc::new(buf)).map_err(|e| BackendError::Kernel(format!("output {o}: {e}").into()))?;
         result[o] = Some(t);
     }
-    result.into_iter().enumerate().map(|(o, t)| t.ok_or_else(|| BackendError::Kernel(format!("output {o} was not produced")))).collect()
+    result
+        .into_iter()
+        .enumerate()
+        .map(|(o, t)| t.ok_or_else(|| BackendError::Kernel(format!("output {o} was not produced").into())))
+        .collect()
 }
 
 /// `Device::upload` for device `me`: a tensor already there as is (no transfer), one on another

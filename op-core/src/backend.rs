@@ -3,7 +3,7 @@
 //! backends only prepare and execute. The concrete backends live in `backends`.
 
 use crate::device::DeviceProfile;
-pub use crate::error::BackendError;
+pub use crate::error::{BackendError, Cause};
 use crate::kind::BackendKind;
 use crate::op::RegisteredOp;
 use crate::plan::Bound;
@@ -91,13 +91,13 @@ pub fn pad_with_canaries(t: Tensor, guard: usize) -> Result<Tensor, BackendError
     }
     let size = t.dtype().size();
     let too_large =
-        || BackendError::TooLarge(format!("a guarded output of {} elements plus 2 x {guard} canaries overflows usize", t.numel()));
+        || BackendError::TooLarge(format!("a guarded output of {} elements plus 2 x {guard} canaries overflows usize", t.numel()).into());
     let pad = guard.checked_mul(size).ok_or_else(too_large)?;
     let canary = canary_byte(t.dtype());
     let mut bytes = vec![canary; pad];
     bytes.extend(t.data().to_le_bytes());
     bytes.extend(std::iter::repeat_n(canary, pad));
     let n = t.numel().checked_add(guard.checked_mul(2).ok_or_else(too_large)?).ok_or_else(too_large)?;
-    let data = Data::from_le_bytes(t.dtype(), &bytes).map_err(|e| BackendError::Kernel(e.to_string()))?;
-    Tensor::new(vec![n], data).map_err(|e| BackendError::Kernel(e.to_string()))
+    let data = Data::from_le_bytes(t.dtype(), &bytes).map_err(|e| BackendError::Kernel(e.to_string().into()))?;
+    Tensor::new(vec![n], data).map_err(|e| BackendError::Kernel(e.to_string().into()))
 }

@@ -3,39 +3,43 @@
 
 use crate::kind::BackendKind;
 use op_contract::contract::DType;
+use std::fmt;
+use std::sync::Arc;
 use thiserror::Error;
 
-/// How a backend fails. Dispatch wraps it with the op and the backend's kind.
+/// How a backend fails, by category (the variant); each carries its [`Cause`], the message and
+/// the error below it where there is one (its `source()`). Dispatch wraps it with the op and
+/// the backend's kind.
 #[derive(Debug, Clone, Error, PartialEq)]
 #[non_exhaustive]
 pub enum BackendError {
     /// The backend cannot be used on this machine (no adapter, no driver, not compiled in).
-    #[error("{0}")]
-    Unavailable(String),
+    #[error(transparent)]
+    Unavailable(Cause),
     /// The backend has nothing to run this op with (no kernel for it, a data-dependent shape).
-    #[error("{0}")]
-    Unsupported(String),
+    #[error(transparent)]
+    Unsupported(Cause),
     /// The op's kernel failed to build (the compiler's message).
-    #[error("{0}")]
-    Compile(String),
+    #[error(transparent)]
+    Compile(Cause),
     /// The call does not fit the kernel's bindings (a field the call cannot supply, a size that
     /// does not fit the binding's type).
-    #[error("{0}")]
-    Marshal(String),
+    #[error(transparent)]
+    Marshal(Cause),
     /// The launch was refused or failed on the device.
-    #[error("{0}")]
-    Launch(String),
+    #[error(transparent)]
+    Launch(Cause),
     /// A buffer or launch exceeds what the device or host allows (what, how much, the limit).
-    #[error("{0}")]
-    TooLarge(String),
+    #[error(transparent)]
+    TooLarge(Cause),
     /// Conformance rejected this kernel on this device in this process: default selection
     /// passes over it (an explicit choice still runs it).
-    #[error("{0}")]
-    Rejected(String),
+    #[error(transparent)]
+    Rejected(Cause),
     /// The kernel ran but its results are unusable (a host kernel's own error, an output
     /// that was not produced, a readback that came back short).
-    #[error("{0}")]
-    Kernel(String),
+    #[error(transparent)]
+    Kernel(Cause),
     /// The kernel needs a device feature this device lacks (e.g. `shader-f16` for a WGSL kernel
     /// on `f16`): refused before any work.
     #[error("the kernel needs the `{feature}` feature, which device `{device}` lacks; {hint}")]
@@ -49,8 +53,95 @@ pub enum BackendError {
     },
     /// A tensor is on a device this backend cannot use (a device tensor passed to a host
     /// backend, or to another device): refused, never copied silently.
-    #[error("{0}")]
-    Placement(String),
+    #[error(transparent)]
+    Placement(Cause),
+}
+
+impl BackendError {
+    /// What it says and what caused it; `None` for [`BackendError::MissingFeature`], whose
+    /// fields say it.
+    pub fn cause(&self) -> Option<&Cause> {
+        match self {
+            BackendError::Unavailable(c)
+            | BackendError::Unsupported(c)
+            | BackendError::Compile(c)
+            | BackendError::Marshal(c)
+            | BackendError::Launch(c)
+            | BackendError::TooLarge(c)
+            | BackendError::Rejected(c)
+            | BackendError::Kernel(c)
+            | BackendError::Placement(c) => Some(c),
+            BackendError::MissingFeature { .. } => None,
+        }
+    }
+}
+
+/// What a [`BackendError`] says, and the typed error that caused it where there is one (the
+/// wgpu or CUDA engine's `WgpuError` / `CudaError`): [`Cause::error`], to downcast and match on
+/// (a lost device, a compile error) instead of parsing the message. The message already holds
+/// that error's text, so it is not also returned as [`std::error::Error::source`] (a reporter
+/// walking the chain would print it twice). A `Cause` reads as its message (`Display`, and
+/// `Deref` to `str`); two are equal when their messages are.
+#[derive(Clone, Debug)]
+pub struct Cause {
+    message: String,
+    source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl Cause {
+    /// A message with no underlying error.
+    pub fn new(message: impl Into<String>) -> Cause {
+        Cause { message: message.into(), source: None }
+    }
+
+    /// An error's text as the message, and the error itself as its cause.
+    pub fn of(error: impl std::error::Error + Send + Sync + 'static) -> Cause {
+        Cause { message: error.to_string(), source: Some(Arc::new(error)) }
+    }
+
+    /// The typed error that caused it, if any (`downcast_ref::<WgpuError>()`, ...).
+    pub fn error(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
+        self.source.as_deref()
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// No `source()`: the message holds the cause's text (see [`Cause`]).
+impl std::error::Error for Cause {}
+
+impl PartialEq for Cause {
+    fn eq(&self, other: &Cause) -> bool {
+        self.message == other.message
+    }
+}
+
+impl std::ops::Deref for Cause {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.message
+    }
+}
+
+impl From<String> for Cause {
+    fn from(message: String) -> Cause {
+        Cause::new(message)
+    }
+}
+
+impl From<&str> for Cause {
+    fn from(message: &str) -> Cause {
+        Cause::new(message)
+    }
 }
 
 /// Creating or reading a tensor.

@@ -76,7 +76,7 @@ pub use op_core::decl::OpDecl;
 #[allow(deprecated)]
 pub use op_core::error::KernelRegistrationError;
 pub use op_core::error::{
-    BackendError, DispatchError, KernelCompilationError, KernelFallbackExhaustedError, RegistrationError, TensorError,
+    BackendError, Cause, DispatchError, KernelCompilationError, KernelFallbackExhaustedError, RegistrationError, TensorError,
 };
 pub use op_core::kind::BackendKind;
 pub use op_core::op::{OpSource, RegisteredOp};
@@ -181,7 +181,7 @@ pub mod device {
 pub mod backend {
     pub use op_backends::{all, CpuBackend, ReferenceBackend};
     pub use op_core::backend::{Backend, ExecRequest, Prepared};
-    pub use op_core::error::BackendError;
+    pub use op_core::error::{BackendError, Cause};
 }
 
 /// The toolkit `cpu = path` kernels are written with: chunks that do not depend on the thread

@@ -155,7 +155,7 @@ impl Backend for Broken {
     }
     fn prepare(&self, _op: &Arc<RegisteredOp>) -> Result<Arc<dyn Prepared>, BackendError> {
         self.0.fetch_add(1, Ordering::Relaxed);
-        Err(BackendError::Compile("shader failed validation: unknown identifier `x2`".to_string()))
+        Err(BackendError::Compile("shader failed validation: unknown identifier `x2`".to_string().into()))
     }
 }
 

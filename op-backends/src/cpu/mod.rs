@@ -78,7 +78,7 @@ fn start_pool(threads: usize) -> Result<Arc<rayon::ThreadPool>, BackendError> {
         .thread_name(|i| format!("op-cpu-{i}"))
         .build()
         .map(Arc::new)
-        .map_err(|e| BackendError::Unavailable(format!("cannot start {n} CPU worker threads: {e}")))
+        .map_err(|e| BackendError::Unavailable(format!("cannot start {n} CPU worker threads: {e}").into()))
 }
 
 impl Default for CpuBackend {
@@ -107,10 +107,13 @@ impl CpuBackend {
 }
 
 fn no_kernel(op: &RegisteredOp) -> BackendError {
-    BackendError::Unsupported(match op.contract.cpu {
-        Some(_) => format!("the op's `cpu` kernel does not serve `{}` (no silent conversion: run another backend)", op.binding_text()),
-        None => "the op declares no `cpu` kernel".into(),
-    })
+    BackendError::Unsupported(
+        match op.contract.cpu {
+            Some(_) => format!("the op's `cpu` kernel does not serve `{}` (no silent conversion: run another backend)", op.binding_text()),
+            None => "the op declares no `cpu` kernel".into(),
+        }
+        .into(),
+    )
 }
 
 impl Backend for CpuBackend {

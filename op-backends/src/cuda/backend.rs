@@ -8,7 +8,7 @@ use super::{CudaArg, CudaEngine, CudaError, CudaGrid, CudaKernel};
 use crate::launch::{Arg, FieldValue, LaunchPlan};
 use crate::resident;
 use op_contract::contract::KernelLang;
-use op_core::backend::{Backend, BackendError, ExecRequest, Prepared, CANARY_BYTE};
+use op_core::backend::{Backend, BackendError, Cause, ExecRequest, Prepared, CANARY_BYTE};
 use op_core::device::DeviceProfile;
 use op_core::kind::BackendKind;
 use op_core::op::RegisteredOp;
@@ -27,12 +27,13 @@ fn engine() -> Result<&'static CudaEngine, BackendError> {
 }
 
 impl From<CudaError> for BackendError {
+    /// Its category, with the `CudaError` itself as the cause ([`Cause::error`]).
     fn from(e: CudaError) -> BackendError {
         match e {
-            CudaError::Unavailable { .. } => BackendError::Unavailable(e.to_string()),
-            CudaError::Compile { .. } | CudaError::MissingEntry { .. } | CudaError::Cache { .. } => BackendError::Compile(e.to_string()),
-            CudaError::InvalidArgument(_) => BackendError::Marshal(e.to_string()),
-            CudaError::Driver(_) | CudaError::TimedOut { .. } | CudaError::Hung(_) => BackendError::Launch(e.to_string()),
+            CudaError::Unavailable { .. } => BackendError::Unavailable(Cause::of(e)),
+            CudaError::Compile { .. } | CudaError::MissingEntry { .. } | CudaError::Cache { .. } => BackendError::Compile(Cause::of(e)),
+            CudaError::InvalidArgument(_) => BackendError::Marshal(Cause::of(e)),
+            CudaError::Driver(_) | CudaError::TimedOut { .. } | CudaError::Hung(_) => BackendError::Launch(Cause::of(e)),
         }
     }
 }
@@ -73,9 +74,9 @@ struct Program {
 
 fn program(op: &RegisteredOp, k: usize) -> Result<Program, BackendError> {
     let src = op.decl.kernels.get(k).ok_or_else(|| BackendError::Unsupported("the op's CUDA source is not embedded".into()))?;
-    let source = op.kernel_text(k).map_err(BackendError::Compile)?;
+    let source = op.kernel_text(k).map_err(|m| BackendError::Compile(m.into()))?;
     let options = op_contract::cuda_headers::nvrtc_options(&source)
-        .map_err(|e| BackendError::Compile(format!("op `{}`: CUDA kernel `{}`: {e}", op.id, src.entry)))?;
+        .map_err(|e| BackendError::Compile(format!("op `{}`: CUDA kernel `{}`: {e}", op.id, src.entry).into()))?;
     let dir = std::path::Path::new(src.path).parent().map(|p| p.to_string_lossy().to_string()).unwrap_or_default();
     let headers = src
         .headers
@@ -132,7 +133,7 @@ impl Prepared for CudaPrepared {
                 }
                 let total = data.checked_add(2 * guard).and_then(|t| usize::try_from(t).ok());
                 let total = total.ok_or_else(|| {
-                    BackendError::TooLarge(format!("output {index}: {data} bytes plus guards do not fit this host's address space"))
+                    BackendError::TooLarge(format!("output {index}: {data} bytes plus guards do not fit this host's address space").into())
                 })?;
                 let mut init = vec![CANARY_BYTE; total];
                 if accumulate {
@@ -191,5 +192,19 @@ impl CudaPrepared {
         }
         let made = engine.launch_resident(&self.kernel, &cargs, CudaGrid { threads, block: self.block })?;
         resident::device_outputs(req, outs, made)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BackendError, Cause, CudaError};
+
+    #[test]
+    fn a_cuda_error_becomes_its_category_with_the_cuda_error_as_its_cause() {
+        let e = BackendError::from(CudaError::Unavailable { reason: "no libcuda".into() });
+        assert!(matches!(e, BackendError::Unavailable(_)), "{e:?}");
+        assert_eq!(e.to_string(), "CUDA backend unavailable: no libcuda");
+        let cause = e.cause().and_then(Cause::error).and_then(|c| c.downcast_ref::<CudaError>());
+        assert!(matches!(cause, Some(CudaError::Unavailable { reason }) if reason == "no libcuda"), "{cause:?}");
     }
 }

@@ -16,7 +16,7 @@ use super::resident::WgpuBuffer;
 use crate::launch::{Arg, LaunchPlan};
 use crate::resident;
 use op_contract::contract::KernelLang;
-use op_core::backend::{Backend, BackendError, ExecRequest, Prepared, CANARY_BYTE};
+use op_core::backend::{Backend, BackendError, Cause, ExecRequest, Prepared, CANARY_BYTE};
 use op_core::decl::Launch;
 use op_core::device::DeviceProfile;
 use op_core::kind::BackendKind;
@@ -51,16 +51,15 @@ impl WgpuBackend {
 }
 
 impl From<WgpuError> for BackendError {
+    /// Its category, with the `WgpuError` itself as the cause ([`Cause::error`]).
     fn from(e: WgpuError) -> BackendError {
-        match e {
-            WgpuError::NoAdapter { .. } | WgpuError::RequestDevice(_) => BackendError::Unavailable(e.to_string()),
-            WgpuError::TooLarge { what, requested, limit } => {
-                BackendError::TooLarge(format!("{what}: {requested} exceeds the device limit {limit}"))
+        match &e {
+            WgpuError::NoAdapter { .. } | WgpuError::RequestDevice(_) => BackendError::Unavailable(Cause::of(e)),
+            WgpuError::TooLarge { .. } => BackendError::TooLarge(Cause::of(e)),
+            WgpuError::Validation { what, .. } if what == "shader module" || what == "compute pipeline" => {
+                BackendError::Compile(Cause::of(e))
             }
-            WgpuError::Validation { ref what, .. } if what == "shader module" || what == "compute pipeline" => {
-                BackendError::Compile(e.to_string())
-            }
-            other => BackendError::Launch(other.to_string()),
+            _ => BackendError::Launch(Cause::of(e)),
         }
     }
 }
@@ -97,7 +96,7 @@ impl Backend for WgpuBackend {
         let plan = LaunchPlan::new(op, KernelLang::Wgsl)?;
         let src =
             op.decl.kernels.get(plan.kernel).ok_or_else(|| BackendError::Unsupported("the op's WGSL source is not embedded".into()))?;
-        let text = op.kernel_text(plan.kernel).map_err(BackendError::Compile)?;
+        let text = op.kernel_text(plan.kernel).map_err(|m| BackendError::Compile(m.into()))?;
         let source = text.as_str();
         let kinds: Vec<SlotKind> = plan
             .slot_writable()
@@ -311,7 +310,7 @@ impl WgpuPrepared {
                 (Arg::Output { index, data, .. }, _) => {
                     outs.push(*index);
                     Slot::Output {
-                        len: usize::try_from(*data).map_err(|_| BackendError::TooLarge(format!("output {index}: {data} bytes")))?,
+                        len: usize::try_from(*data).map_err(|_| BackendError::TooLarge(format!("output {index}: {data} bytes").into()))?,
                     }
                 }
                 (Arg::Input(_), None) => return Err(BackendError::Marshal("an input slot without an input".into())),
@@ -349,7 +348,7 @@ impl WgpuPrepared {
 /// accumulating output keeps its data zero between the canary guards), laid out for the
 /// device's `(storage offset alignment, largest window)`; `elem` bytes per element.
 fn out_buf(data: u64, guard: u64, accumulate: bool, (align, max_window): (u64, u64), elem: usize) -> Result<OutBuf, BackendError> {
-    let too_large = || BackendError::TooLarge(format!("an output buffer of {data} bytes does not fit this host's address space"));
+    let too_large = || BackendError::TooLarge(format!("an output buffer of {data} bytes does not fit this host's address space").into());
     if guard == 0 {
         return Ok(OutBuf::Plain { len: usize::try_from(data).map_err(|_| too_large())? });
     }
@@ -366,7 +365,19 @@ fn out_buf(data: u64, guard: u64, accumulate: bool, (align, max_window): (u64, u
 
 #[cfg(test)]
 mod tests {
-    use super::{GuardLayout, CANARY_BYTE, FAR_GUARD_BYTES};
+    use super::{BackendError, Cause, GuardLayout, WgpuError, CANARY_BYTE, FAR_GUARD_BYTES};
+
+    #[test]
+    fn a_backend_error_keeps_its_category_and_the_engine_error_behind_it() {
+        let e = BackendError::from(WgpuError::TooLarge { what: "storage buffer".into(), requested: 10, limit: 4 });
+        assert!(matches!(e, BackendError::TooLarge(_)), "{e:?}");
+        assert_eq!(e.to_string(), "storage buffer: 10 exceeds the device limit 4");
+        let cause = e.cause().and_then(Cause::error).expect("the engine's error");
+        assert!(matches!(cause.downcast_ref::<WgpuError>(), Some(WgpuError::TooLarge { requested: 10, .. })), "{cause:?}");
+        assert!(std::error::Error::source(&e).is_none(), "its text is not repeated down the chain");
+        let plain = BackendError::Launch("a launch failed".into());
+        assert!(plain.cause().is_some_and(|c| c.error().is_none() && c.message() == "a launch failed"));
+    }
 
     #[test]
     fn guard_layout_aligns_front_and_covers_back() {

@@ -208,7 +208,7 @@ impl Registry {
                 continue;
             }
             if let Some(r) = self.inner.rejected.of(op, b.kind()) {
-                tried.push((b.kind(), BackendError::Rejected(r.reason())));
+                tried.push((b.kind(), BackendError::Rejected(r.reason().into())));
                 continue;
             }
             let prepared = self.prepared(slot, op, b)?;
@@ -275,7 +275,7 @@ fn check_placement(op: &RegisteredOp, inputs: &[&Tensor], kind: BackendKind) -> 
              or call the op on {} (no implicit copy)",
             decl.name, d.backend
         );
-        return Err(DispatchError::Execution { op: op.id.clone(), backend: kind, source: BackendError::Placement(reason) });
+        return Err(DispatchError::Execution { op: op.id.clone(), backend: kind, source: BackendError::Placement(reason.into()) });
     }
     Ok(())
 }
