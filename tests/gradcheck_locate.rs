@@ -376,9 +376,13 @@ pub fn abs_vjp<T: Real>(x: &[T], g: &[T]) -> Vec<T> {
 fn a_step_wider_than_the_kinks_stays_inconclusive_and_says_why() {
     // At h = 2e3 every probe straddles the kink at 0 (the step is h |x| below |x| = 1 and h
     // above it, for values up to 1e3): no round can be conclusive, and more rounds stop once
-    // nine in ten probes of four rounds were within h of a kink.
+    // nine in ten probes of four rounds were within h of a kink. Over 400 identities: a random
+    // direction whose kinks' one-sided differences cancel passes the kink test, and its
+    // difference then measures the kinks (salt 179, and salt 1 at an earlier identity, accused
+    // this correct rule so); it is skipped because the element its failure narrows down to is
+    // itself within h of a kink (`verdict::dismiss_kinked`).
     let wide = |salt| GradcheckOptions { salt, h: 2.0e3, ..GradcheckOptions::default() };
-    for salt in 0..4 {
+    for salt in 0..400 {
         match check(&abs::DECL, wide(salt)) {
             Err(e @ GradcheckError::Inconclusive { .. }) => {
                 let m = e.to_string();

@@ -27,18 +27,20 @@
 //!
 //!   `S` comes from what the reference computes (`scale`): the largest of `|r64|`, the
 //!   reference in f64 on the absolute values of the inputs (the sum of the magnitudes of the
-//!   element's terms: for matmul `sum |a_ip b_pj|`), and the reference's measured sensitivity,
-//!   `max |r64(x') - r64(x)| / δ` over each input, and the float parameters, moved alone and
-//!   relatively by `±δ` (`δ = 2^-20`) in two sign patterns (all up; random, seeded from the
-//!   case): the componentwise condition number `sum_j |d r64 / d x_j| |x_j|` of that input,
-//!   exactly for ops that grow with every value of it, in order of magnitude for the others.
+//!   element's terms: for matmul `sum |a_ip b_pj|`), and the reference's measured sensitivity
+//!   to each input (and to the float parameters) moved relatively by `±δ` (`δ = 2^-20`): the
+//!   componentwise condition number `sum_j |d r64 / d x_j| |x_j|` of that input, measured one
+//!   value at a time for up to 256 values (exactly), by sign patterns beyond (all up, one per
+//!   bit of the index, two random ones, the largest move: exact for ops that grow with every
+//!   value, its order of magnitude for the others).
 //!   A backward-stable kernel (its result is the exact one of inputs moved by a few eps) is
 //!   off by at most a few eps times it. It is what the op on `|x|` misses where the
 //!   computation cancels or is clipped: a prefix sum whose running value is clipped to
 //!   `[lo, hi]` each step carries values as large as the terms since the last clip, while the
 //!   op on `|x|` stays within `[lo, hi]`; a softmax of large inputs rounds `x - max` at the
-//!   inputs' magnitude. It costs four more runs of the f64 reference per input (and for the
-//!   float parameters) on every case.
+//!   inputs' magnitude. It is measured only for a case that fails without it (it never
+//!   lowers the bound): two runs of the f64 reference per value of a small input, about
+//!   `2 log2 n + 6` for a large one.
 //!
 //!   Why: pairwise summation (a balanced tree, or a binary counter over blocks, as the
 //!   built-in kernels sum) rounds each term at most `ceil(log2 len)` times, so its error is at

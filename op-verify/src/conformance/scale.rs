@@ -85,16 +85,16 @@ impl Feed {
         match self {
             Feed::Plain => x,
             Feed::Abs => x.abs(),
-            Feed::Perturbed(p) if p.group == Group::Input(k) => p.apply(x),
+            Feed::Perturbed(p) if p.group == Group::Input(k) => p.apply(j, x),
             Feed::Carried(c) if c.input == k => c.apply(j, x),
             Feed::Perturbed(_) | Feed::Carried(..) => x,
         }
     }
 
-    /// Float parameter value `x`.
-    fn param(&mut self, x: f64) -> f64 {
+    /// Float parameter `j` (value `x`).
+    fn param(&mut self, j: usize, x: f64) -> f64 {
         match self {
-            Feed::Perturbed(p) if p.group == Group::Params => p.apply(x),
+            Feed::Perturbed(p) if p.group == Group::Params => p.apply(j, x),
             _ => x,
         }
     }
@@ -105,10 +105,11 @@ impl Feed {
 /// op's, not noise) and far below the curvature of ordinary ops (so it is their first-order
 /// response).
 const DELTA: f64 = 1.0 / (1u64 << 20) as f64;
-/// Sign patterns per group (pattern 0: every value moved up by its magnitude, `x_j + δ |x_j|`;
-/// pattern 1: random signs), each run at `+δ` and at `-δ` (so that a kink with one flat side
-/// is still seen).
-const PATTERNS: u64 = 2;
+/// Groups of at most this many float values are measured one value at a time (see
+/// [`sensitivity`]); larger ones by sign patterns.
+const EXACT_MAX: usize = 256;
+/// Random sign patterns per large group (besides all-up and the index-bit patterns).
+const RANDOM_PATTERNS: u64 = 2;
 /// Mixed into the case's seed for the random sign patterns.
 const SALT: u64 = 0x7365_6e73_6974_6976;
 
@@ -119,31 +120,52 @@ enum Group {
     Params,
 }
 
-/// One relative perturbation of a case: the `j`-th float value of its group is moved by
-/// `sign * s_j * δ * |x_j|`, `s_j = ±1` drawn from the case's seed (all `+1` for pattern 0).
-/// Zeros and non-finite values stay as they are (a relative perturbation keeps every sign, so a
-/// domain such as `x > 0` still holds).
+/// Which values of a group one perturbation moves, and with which signs `s_j`.
+#[derive(Clone, Copy, Debug)]
+enum Which {
+    /// Value `j` alone, `s_j = +1`.
+    One(usize),
+    /// Every value, `s_j = +1`.
+    AllUp,
+    /// Every value, `s_j = -1` where bit `b` of `j` is set: any two values differ in some bit,
+    /// so for every pair some pattern moves them in opposite directions.
+    Bit(u32),
+    /// Every value, `s_j` drawn from the case's seed and this pattern number.
+    Random(u64),
+}
+
+/// One relative perturbation of a case: value `j` of its group is moved by
+/// `sign * s_j * δ * |x_j|` where [`Which`] moves it. Zeros and non-finite values stay as they
+/// are (a relative perturbation keeps every sign, so a domain such as `x > 0` still holds).
 struct Perturb {
     group: Group,
-    rng: Option<Rng>,
+    which: Which,
+    seed: u64,
     sign: f64,
 }
 
 impl Perturb {
-    fn new(group: Group, seed: u64, pattern: u64, sign: f64) -> Perturb {
-        let rng = (pattern > 0).then(|| Rng::new(seed ^ SALT.wrapping_mul(pattern)));
-        Perturb { group, rng, sign }
+    fn new(group: Group, which: Which, seed: u64, sign: f64) -> Perturb {
+        Perturb { group, which, seed, sign }
     }
 
-    fn apply(&mut self, x: f64) -> f64 {
-        let s = match self.rng.as_mut().map(Rng::next_u64) {
-            Some(bits) if bits & 1 == 1 => -1.0,
-            _ => 1.0,
+    /// `s_j`, or `None` where value `j` is not moved.
+    fn direction(&self, j: usize) -> Option<f64> {
+        let down = match self.which {
+            Which::One(i) if i != j => return None,
+            Which::One(_) | Which::AllUp => false,
+            Which::Bit(b) => (j >> b) & 1 == 1,
+            Which::Random(p) => {
+                Rng::new(self.seed ^ SALT.wrapping_mul(p + 1) ^ (j as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).next_u64() & 1 == 1
+            }
         };
-        if x.is_finite() {
-            x + self.sign * s * DELTA * x.abs()
-        } else {
-            x
+        Some(if down { -1.0 } else { 1.0 })
+    }
+
+    fn apply(&mut self, j: usize, x: f64) -> f64 {
+        match self.direction(j) {
+            Some(s) if x.is_finite() => x + self.sign * s * DELTA * x.abs(),
+            _ => x,
         }
     }
 }
@@ -165,9 +187,10 @@ fn reference_f64(op: &RegisteredOp, inputs: &[Tensor], params: &[Scalar], feed: 
         .collect::<Result<Vec<Tensor>, String>>()?;
     let params: Vec<Scalar> = params
         .iter()
-        .map(|p| match p {
-            Scalar::F32(v) => Scalar::F64(feed.param(*v as f64)),
-            Scalar::F64(v) => Scalar::F64(feed.param(*v)),
+        .enumerate()
+        .map(|(j, p)| match p {
+            Scalar::F32(v) => Scalar::F64(feed.param(j, *v as f64)),
+            Scalar::F64(v) => Scalar::F64(feed.param(j, *v)),
             other => *other,
         })
         .collect();
@@ -178,39 +201,64 @@ fn reference_f64(op: &RegisteredOp, inputs: &[Tensor], params: &[Scalar], feed: 
 
 /// The groups of a case that a relative perturbation moves: each float input, and the float
 /// parameters, holding a finite value other than zero.
-fn groups(case: &Case) -> Vec<Group> {
+fn groups(case: &Case) -> Vec<(Group, usize)> {
     let moves = |v: f64| v.is_finite() && v != 0.0;
     let inputs = case.inputs.iter().enumerate().filter(|(_, t)| t.dtype().is_float());
-    let mut out: Vec<Group> =
-        inputs.filter(|(_, t)| t.data().to_f64_vec().is_some_and(|v| v.into_iter().any(moves))).map(|(k, _)| Group::Input(k)).collect();
+    let mut out: Vec<(Group, usize)> = inputs
+        .filter(|(_, t)| t.data().to_f64_vec().is_some_and(|v| v.into_iter().any(moves)))
+        .map(|(k, t)| (Group::Input(k), t.numel()))
+        .collect();
     let param = |p: &Scalar| match p {
         Scalar::F32(v) => moves(*v as f64),
         Scalar::F64(v) => moves(*v),
         _ => false,
     };
     if case.params.iter().any(param) {
-        out.push(Group::Params);
+        out.push((Group::Params, case.params.len()));
     }
     out
 }
 
 /// The measured sensitivity of every output element (one vector per output of `plain`, the f64
-/// reference on the case): the largest `|r64(x') - r64(x)| / δ` over the perturbations `x'` of
-/// each group ([`Group`]) by [`PATTERNS`] sign patterns at `±δ`. For an op that grows with
-/// every value of a group (a sum, a scan, clipped or not), pattern 0 gives exactly
-/// `sum_j |d y / d x_j| |x_j|` over the group, its componentwise condition number; for others
-/// the random signs give its order of magnitude. Groups are moved one at a time, as a
-/// backward error analysis puts the error of a product on one factor: for a matmul each gives
-/// `sum_p |a_ip b_pj|`, not twice it. A perturbed run that fails (it leaves a declared domain,
-/// or breaks `lo <= hi` where `lo == hi`) tells nothing, and a change that is not finite (an
-/// overflow, a NaN) is left out: the scale stays finite.
+/// reference on the case): how far `r64` moves per unit of relative perturbation of one group
+/// ([`Group`]: a float input, or the float parameters), the largest over the groups. Groups are
+/// moved one at a time, as a backward error analysis puts the error of a product on one
+/// factor: for a matmul each gives `sum_p |a_ip b_pj|`, not twice it.
+///
+/// A group of at most [`EXACT_MAX`] values is moved one value at a time, at `+δ` and at `-δ`
+/// (so that a kink with one flat side is still seen): the sum over its values of the larger
+/// move is exactly `sum_j |d r64 / d x_j| |x_j|`, the componentwise condition number, which
+/// bounds any backward-stable kernel. A larger group is moved all at once by sign patterns
+/// (all up; one per bit of the index, so that any two values move apart in some pattern; and
+/// [`RANDOM_PATTERNS`] random ones), each at `±δ`, the largest move counting: exact for an op
+/// that grows with every value (a sum, a scan), an estimate of the order of magnitude for the
+/// others, where terms of opposite sign can cancel in one pattern (a softmax: `x_i` and the
+/// row's max of equal magnitude moved up together leave `x_i - max` unmoved) but not in all.
+/// A perturbed run that fails (it leaves a declared domain, or breaks `lo <= hi` where
+/// `lo == hi`) tells nothing, and a change that is not finite (an overflow, a NaN) is left out:
+/// the scale stays finite.
 fn sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>]) -> Vec<Vec<f64>> {
-    let mut out: Vec<Vec<f64>> = plain.iter().map(|p| vec![0.0; p.len()]).collect();
-    for group in groups(case) {
-        let feeds = (0..PATTERNS)
-            .flat_map(|p| [(p, 1.0), (p, -1.0)])
-            .map(|(pattern, sign)| Feed::Perturbed(Perturb::new(group, case.seed, pattern, sign)));
-        largest_moves(op, case, plain, feeds, |_| 1.0, &mut out);
+    let zeros = || plain.iter().map(|p| vec![0.0; p.len()]).collect::<Vec<Vec<f64>>>();
+    let mut out = zeros();
+    for (group, n) in groups(case) {
+        let moved = |which: Which| [1.0, -1.0].into_iter().map(move |sign| Feed::Perturbed(Perturb::new(group, which, case.seed, sign)));
+        if n <= EXACT_MAX {
+            let mut sum = zeros();
+            for j in 0..n {
+                let mut one = zeros();
+                largest_moves(op, case, plain, moved(Which::One(j)), |_| 1.0, &mut one);
+                for (s, o) in sum.iter_mut().zip(&one) {
+                    s.iter_mut().zip(o).for_each(|(s, o)| *s += o);
+                }
+            }
+            for (o, s) in out.iter_mut().zip(&sum) {
+                o.iter_mut().zip(s).for_each(|(o, s)| *o = o.max(*s));
+            }
+        } else {
+            let bits = usize::BITS - (n - 1).leading_zeros();
+            let patterns = std::iter::once(Which::AllUp).chain((0..bits).map(Which::Bit)).chain((0..RANDOM_PATTERNS).map(Which::Random));
+            largest_moves(op, case, plain, patterns.flat_map(moved), |_| 1.0, &mut out);
+        }
     }
     out
 }

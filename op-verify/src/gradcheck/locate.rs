@@ -26,6 +26,8 @@ pub struct Found {
     pub j: usize,
     /// The element's coordinate probe under the dense probe's cotangent.
     pub probe: Option<Probe>,
+    /// Whether that probe is within h of a kink (so the element alone cannot be judged).
+    pub kink: bool,
 }
 
 /// The elements a direction moves, as `(differentiable input, element)`.
@@ -90,11 +92,12 @@ pub fn narrow(s: &mut Setup, p: &Probe) -> Result<Option<Found>, GradcheckError>
         let m = measure(ck, &Dir::coordinate(&sizes, k, j, step), u, &base, g.as_deref())?;
         let sc = score(&m);
         if best.as_ref().is_none_or(|(b, _)| sc > *b) {
+            let kink = matches!(m, Measured::Kink);
             let probe = match m {
                 Measured::Checked(q) => Some(q),
                 _ => None,
             };
-            best = Some((sc, Found { k, j, probe }));
+            best = Some((sc, Found { k, j, probe, kink }));
         }
     }
     Ok(best.map(|(_, f)| f))
