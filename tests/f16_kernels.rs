@@ -114,7 +114,8 @@ fn builtin_f16_wgsl_kernels_conform_where_the_adapter_has_shader_f16() {
     }
     let ops = builtins_with_f16_wgsl();
     let names: Vec<String> = ops.iter().map(|h| h.id().to_string()).collect();
-    for want in ["add", "sub", "mul", "div", "neg", "relu", "exp", "log", "tanh"] {
+    for want in ["add", "sub", "mul", "div", "neg", "relu", "exp", "log", "tanh", "abs", "sqrt", "square", "sigmoid", "maximum", "minimum"]
+    {
         assert!(names.contains(&format!("builtin/{want}@1")), "builtin/{want} declares no f16 WGSL kernel: {names:?}");
     }
     let engine = WgpuEngine::shared().expect("engine");

@@ -57,7 +57,9 @@ fn every_builtin_cuda_kernel_compiles_under_nvrtc_at_every_instance() {
     );
     assert!(at(DType::f32) >= 15, "only {} f32 CUDA kernels compiled", at(DType::f32));
     if headers_found || required() {
-        for name in ["add", "sub", "mul", "div", "neg", "relu", "exp", "log", "tanh"] {
+        for name in
+            ["add", "sub", "mul", "div", "neg", "relu", "exp", "log", "tanh", "abs", "sqrt", "square", "sigmoid", "maximum", "minimum"]
+        {
             for d in [DType::f16, DType::bf16] {
                 assert!(compiled.contains(&(format!("builtin/{name}@1"), d)), "builtin/{name} has no CUDA kernel compiled at {d}");
             }

@@ -23,6 +23,8 @@ fn selects_a<T: Real>(a: T, b: T, side: Ordering) -> bool {
      cpu(maximum_cpu, dtypes(T: f32)),
      kernel(wgsl = "kernels/binary_lib.wgsl", entry = "maximum_main", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
      kernel(cuda = "kernels/binary_lib.cu", entry = "maximum_kernel", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
+     kernel(wgsl = "kernels/half_binary_lib.wgsl", entry = "maximum_half", dtypes(T: f16), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
+     kernel(cuda = "kernels/half_lib.cu", entry = "maximum_half", dtypes(T: f16 | bf16), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn maximum<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     a.iter().zip(b).map(|(a, b)| if selects_a(*a, *b, Ordering::Greater) { *a } else { *b }).collect()
@@ -47,6 +49,8 @@ fn maximum_cpu(a: &[f32], b: &[f32]) -> Vec<f32> {
      cpu(minimum_cpu, dtypes(T: f32)),
      kernel(wgsl = "kernels/binary_lib.wgsl", entry = "minimum_main", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
      kernel(cuda = "kernels/binary_lib.cu", entry = "minimum_kernel", dtypes(T: f32), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
+     kernel(wgsl = "kernels/half_binary_lib.wgsl", entry = "minimum_half", dtypes(T: f16), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n),
+     kernel(cuda = "kernels/half_lib.cu", entry = "minimum_half", dtypes(T: f16 | bf16), bindings(a: read, b: read, out: read_write, uniform(n)), threads = n, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn minimum<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     a.iter().zip(b).map(|(a, b)| if selects_a(*a, *b, Ordering::Less) { *a } else { *b }).collect()

@@ -15,6 +15,8 @@ use op_backends::cpu::kernels::pointwise::{filled, map1};
      cpu(abs_cpu, dtypes(T: f32)),
      kernel(wgsl = "kernels/unary_lib.wgsl", entry = "abs_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n),
      kernel(cuda = "kernels/unary_lib.cu", entry = "abs_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
+     kernel(wgsl = "kernels/half_unary_lib.wgsl", entry = "abs_half", dtypes(T: f16), bindings(x: read, out: read_write, uniform(n)), threads = n),
+     kernel(cuda = "kernels/half_lib.cu", entry = "abs_half", dtypes(T: f16 | bf16), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn abs<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| v.abs()).collect()
@@ -49,6 +51,8 @@ fn abs_cpu(x: &[f32]) -> Vec<f32> {
      cpu(sqrt_cpu, dtypes(T: f32)),
      kernel(wgsl = "kernels/unary_lib.wgsl", entry = "sqrt_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n),
      kernel(cuda = "kernels/unary_lib.cu", entry = "sqrt_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
+     kernel(wgsl = "kernels/half_unary_lib.wgsl", entry = "sqrt_half", dtypes(T: f16), bindings(x: read, out: read_write, uniform(n)), threads = n),
+     kernel(cuda = "kernels/half_lib.cu", entry = "sqrt_half", dtypes(T: f16 | bf16), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn sqrt<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| v.sqrt()).collect()
@@ -72,6 +76,8 @@ fn sqrt_cpu(x: &[f32]) -> Vec<f32> {
      cpu(square_cpu, dtypes(T: f32)),
      kernel(wgsl = "kernels/unary_lib.wgsl", entry = "square_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n),
      kernel(cuda = "kernels/unary_lib.cu", entry = "square_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
+     kernel(wgsl = "kernels/half_unary_lib.wgsl", entry = "square_half", dtypes(T: f16), bindings(x: read, out: read_write, uniform(n)), threads = n),
+     kernel(cuda = "kernels/half_lib.cu", entry = "square_half", dtypes(T: f16 | bf16), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn square<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| *v * *v).collect()
@@ -94,6 +100,8 @@ fn square_cpu(x: &[f32]) -> Vec<f32> {
      cpu(sigmoid_cpu, dtypes(T: f32)),
      kernel(wgsl = "kernels/unary_lib.wgsl", entry = "sigmoid_main", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n),
      kernel(cuda = "kernels/unary_lib.cu", entry = "sigmoid_kernel", dtypes(T: f32), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
+     kernel(wgsl = "kernels/half_unary_lib.wgsl", entry = "sigmoid_half", dtypes(T: f16), bindings(x: read, out: read_write, uniform(n)), threads = n),
+     kernel(cuda = "kernels/half_lib.cu", entry = "sigmoid_half", dtypes(T: f16 | bf16), bindings(x: read, out: read_write, uniform(n)), threads = n, block = 256),
      license = "MIT OR Apache-2.0", visibility = public)]
 pub fn sigmoid<T: Real>(x: &[T]) -> Vec<T> {
     x.iter().map(|v| T::one() / (T::one() + (-*v).exp())).collect()
