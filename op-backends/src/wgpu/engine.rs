@@ -785,10 +785,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
 
     /// Compares `run` with a minimal hand-written wgpu program (same device, pipeline built
-    /// once) on a 1M-element add. Run with
-    /// `cargo test --release -p op-runtime --lib gpu::wgpu_engine -- --ignored --nocapture`.
+    /// once) on a 1M-element add. Run with (from `op-backends/`)
+    /// `cargo test --release --lib wgpu::engine::tests::bench_vs_minimal_wgpu -- --ignored --nocapture`.
     #[test]
-    #[ignore]
+    #[ignore = "a timing comparison, meant for release builds: run by hand (command above)"]
     fn bench_vs_minimal_wgpu() {
         use wgpu::util::DeviceExt;
         let Some(e) = engine() else { return };
