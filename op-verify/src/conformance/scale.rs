@@ -54,29 +54,6 @@ enum Feed {
     Abs,
     /// One group of values perturbed relatively (see [`Perturb`]).
     Perturbed(Perturb),
-    /// Every other element of one input moved by the running values of an output of its shape
-    /// (see [`Carry`]).
-    Carried(Carry),
-}
-
-/// One input's elements `j` of one parity moved by `sign * δ * |r64_j|`, the f64 values of an
-/// output of the input's shape (see [`carry_sensitivity`]).
-struct Carry {
-    input: usize,
-    parity: usize,
-    sign: f64,
-    running: Vec<f64>,
-}
-
-impl Carry {
-    fn apply(&self, j: usize, x: f64) -> f64 {
-        let by = self.running.get(j).copied().unwrap_or(0.0);
-        if j % 2 == self.parity && x.is_finite() && by.is_finite() {
-            x + self.sign * DELTA * by
-        } else {
-            x
-        }
-    }
 }
 
 impl Feed {
@@ -86,8 +63,7 @@ impl Feed {
             Feed::Plain => x,
             Feed::Abs => x.abs(),
             Feed::Perturbed(p) if p.group == Group::Input(k) => p.apply(j, x),
-            Feed::Carried(c) if c.input == k => c.apply(j, x),
-            Feed::Perturbed(_) | Feed::Carried(..) => x,
+            Feed::Perturbed(_) => x,
         }
     }
 
@@ -132,28 +108,35 @@ enum Which {
     Bit(u32),
     /// Every value, `s_j` drawn from the case's seed and this pattern number.
     Random(u64),
+    /// The values `j` of this parity (`j % 2`), `s_j = +1`.
+    Parity(usize),
 }
 
-/// One relative perturbation of a case: value `j` of its group is moved by
-/// `sign * s_j * δ * |x_j|` where [`Which`] moves it. Zeros and non-finite values stay as they
-/// are (a relative perturbation keeps every sign, so a domain such as `x > 0` still holds).
+/// One perturbation of a case: value `j` of its group is moved by `sign * s_j * δ * m_j` where
+/// [`Which`] moves it, `m_j` its own magnitude `|x_j|` (a relative perturbation), or `by[j]`
+/// where given (the running values of [`carry_sensitivity`]). Zeros and non-finite values stay
+/// as they are under a relative perturbation (it keeps every sign, so a domain such as `x > 0`
+/// still holds).
 struct Perturb {
     group: Group,
     which: Which,
     seed: u64,
     sign: f64,
+    by: Option<Vec<f64>>,
 }
 
 impl Perturb {
+    /// A relative perturbation.
     fn new(group: Group, which: Which, seed: u64, sign: f64) -> Perturb {
-        Perturb { group, which, seed, sign }
+        Perturb { group, which, seed, sign, by: None }
     }
 
     /// `s_j`, or `None` where value `j` is not moved.
     fn direction(&self, j: usize) -> Option<f64> {
         let down = match self.which {
             Which::One(i) if i != j => return None,
-            Which::One(_) | Which::AllUp => false,
+            Which::Parity(p) if j % 2 != p => return None,
+            Which::One(_) | Which::AllUp | Which::Parity(_) => false,
             Which::Bit(b) => (j >> b) & 1 == 1,
             Which::Random(p) => {
                 Rng::new(self.seed ^ SALT.wrapping_mul(p + 1) ^ (j as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).next_u64() & 1 == 1
@@ -163,8 +146,12 @@ impl Perturb {
     }
 
     fn apply(&mut self, j: usize, x: f64) -> f64 {
+        let m = match &self.by {
+            Some(by) => by.get(j).copied().unwrap_or(0.0),
+            None => x.abs(),
+        };
         match self.direction(j) {
-            Some(s) if x.is_finite() => x + self.sign * s * DELTA * x.abs(),
+            Some(s) if x.is_finite() && m.is_finite() => x + self.sign * s * DELTA * m,
             _ => x,
         }
     }
@@ -238,7 +225,7 @@ fn groups(case: &Case) -> Vec<(Group, usize)> {
 /// `lo == hi`) tells nothing, and a change that is not finite (an overflow, a NaN) is left out:
 /// the scale stays finite.
 fn sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>]) -> Vec<Vec<f64>> {
-    let zeros = || plain.iter().map(|p| vec![0.0; p.len()]).collect::<Vec<Vec<f64>>>();
+    let zeros = || zeros_like(plain);
     let mut out = zeros();
     for (group, n) in groups(case) {
         let moved = |which: Which| [1.0, -1.0].into_iter().map(move |sign| Feed::Perturbed(Perturb::new(group, which, case.seed, sign)));
@@ -261,6 +248,11 @@ fn sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>]) -> Vec<Vec<f6
         }
     }
     out
+}
+
+/// A zero for every element of every output of `plain`.
+fn zeros_like(plain: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    plain.iter().map(|p| vec![0.0; p.len()]).collect()
 }
 
 /// The largest `|r64(x') - r64(x)| / δ` of every output element `i` over the runs `feeds`
@@ -299,13 +291,16 @@ fn largest_moves(
 /// without a carry (elementwise, `y_i` from `x_i` alone) gets none, whatever its gain. Zero
 /// where no input is shaped like an output.
 fn carry_sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>], expected: &[Tensor]) -> Vec<Vec<f64>> {
-    let mut out: Vec<Vec<f64>> = plain.iter().map(|p| vec![0.0; p.len()]).collect();
+    let mut out = zeros_like(plain);
     for (k, x) in case.inputs.iter().enumerate().filter(|(_, t)| t.dtype().is_float() && t.numel() > 1) {
         let shaped = expected.iter().zip(plain).filter(|(e, p)| e.dtype().is_float() && e.shape() == x.shape() && p.len() == x.numel());
         for (_, running) in shaped {
             let running: Vec<f64> = running.iter().map(|v| v.abs()).collect();
             for parity in 0..2 {
-                let feeds = [1.0, -1.0].into_iter().map(|sign| Feed::Carried(Carry { input: k, parity, sign, running: running.clone() }));
+                let feeds = [1.0, -1.0].into_iter().map(|sign| {
+                    let by = Some(running.clone());
+                    Feed::Perturbed(Perturb { by, ..Perturb::new(Group::Input(k), Which::Parity(parity), case.seed, sign) })
+                });
                 let other = |i: usize| if i % 2 == parity { 0.0 } else { 2.0 };
                 largest_moves(op, case, plain, feeds, other, &mut out);
             }
@@ -371,9 +366,8 @@ fn scales(
     if abs.len() != expected.len() || plain.len() != expected.len() {
         return Err(format!("the f64 reference returned {} and {} output(s), the reference {}", abs.len(), plain.len(), expected.len()));
     }
-    let zeros = || plain.iter().map(|p| vec![0.0; p.len()]).collect::<Vec<_>>();
-    let sens = if measure { sensitivity(op, case, &plain) } else { zeros() };
-    let carry = if measure { carry_sensitivity(op, case, &plain, expected) } else { zeros() };
+    let sens = if measure { sensitivity(op, case, &plain) } else { zeros_like(&plain) };
+    let carry = if measure { carry_sensitivity(op, case, &plain, expected) } else { zeros_like(&plain) };
     expected
         .iter()
         .enumerate()
