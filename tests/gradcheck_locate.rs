@@ -380,7 +380,7 @@ fn a_step_wider_than_the_kinks_stays_inconclusive_and_says_why() {
     // direction whose kinks' one-sided differences cancel passes the kink test, and its
     // difference then measures the kinks (salt 179, and salt 1 at an earlier identity, accused
     // this correct rule so); it is skipped because the element its failure narrows down to is
-    // itself within h of a kink (`verdict::dismiss_kinked`).
+    // itself within h of a kink (`verdict::judge`).
     let wide = |salt| GradcheckOptions { salt, h: 2.0e3, ..GradcheckOptions::default() };
     for salt in 0..400 {
         match check(&abs::DECL, wide(salt)) {

@@ -22,7 +22,7 @@
 //! of them rejects, naming that round's salt.
 
 use super::probe::{Measured, Probe};
-use super::verdict::{consistency, dismiss_kinked, judge};
+use super::verdict::{consistency, judge};
 use super::{measure_probes, setup, GradcheckError, GradcheckOptions, Setup};
 use crate::gradcheck::draw::DrawRange;
 use op_core::decl::OpDecl;
@@ -113,10 +113,9 @@ pub fn run(registry: &Registry, decl: &'static OpDecl, opts: &GradcheckOptions) 
             }
         };
         let (mut measured, swept) = measure_probes(&mut s, opts)?;
-        dismiss_kinked(&mut s, &mut measured)?;
-        let probes: Vec<&Probe> = measured.iter().filter_map(|m| if let Measured::Checked(p) = m { Some(p) } else { None }).collect();
         // A failing probe rejects whatever was skipped around it.
-        judge(&mut s, &probes)?;
+        judge(&mut s, &mut measured)?;
+        let probes: Vec<&Probe> = measured.iter().filter_map(|m| if let Measured::Checked(p) = m { Some(p) } else { None }).collect();
         let c = consistency(&mut s, &probes)?;
         pool.consistency = match (pool.consistency, c) {
             (Some(a), Some(b)) => Some(a.max(b)),

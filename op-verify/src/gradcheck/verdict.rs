@@ -45,50 +45,48 @@ pub(super) fn summarize(probes: &[&Probe]) -> Judged {
     j
 }
 
-/// Most failing random directions [`dismiss_kinked`] narrows in one round.
+/// Most failing random directions [`judge`] sets aside as kinked in one round.
 const MAX_DISMISSED: usize = 8;
 
-/// Reclassifies as within h of a kink each failing random direction whose error narrows down
-/// (`locate`) to an element that is itself within h of a kink, where no coordinate probe
-/// fails. Along a random direction the kink test can miss kinks: many elements' kinks inside
-/// the step (`|x|` with `h` far above the values) give one-sided differences whose sum cancels,
-/// and the difference then measures the kinks, not the derivative, so a correct rule was
-/// accused. The element the failure comes down to shows it alone; where it can be measured (a
-/// probe that passes or fails), the direction's failure stands and `judge` rejects it. At most
-/// [`MAX_DISMISSED`] directions are narrowed.
-#[allow(clippy::neg_cmp_op_on_partial_ord)]
-pub(super) fn dismiss_kinked(s: &mut Setup, measured: &mut [Measured]) -> Result<(), GradcheckError> {
-    let fails = |m: &Measured, coord: bool| matches!(m, Measured::Checked(p) if p.at.1.is_some() == coord && !(p.ratio() <= 1.0));
-    if measured.iter().any(|m| fails(m, true)) {
-        return Ok(());
-    }
-    for _ in 0..MAX_DISMISSED {
-        let ratio = |m: &Measured| if let Measured::Checked(p) = m { p.ratio() } else { 0.0 };
-        let worst = (0..measured.len())
-            .filter(|&i| fails(&measured[i], false))
-            .max_by(|&a, &b| ratio(&measured[a]).total_cmp(&ratio(&measured[b])));
-        let Some(i) = worst else { return Ok(()) };
-        let Measured::Checked(p) = &measured[i] else { return Ok(()) };
-        match locate::narrow(s, p)? {
-            Some(f) if f.kink => measured[i] = Measured::Kink,
-            _ => return Ok(()),
+/// The verdict over one round's probes: `Err(Mismatch)` where a checked one exceeds the bound,
+/// naming an element. The worst failing coordinate probe is reported where there is one (it
+/// names its element); else the worst failing random direction, narrowed down to the element
+/// that carries its error (`locate`).
+///
+/// Where that element is itself within h of a kink, the direction is set aside as within h of
+/// a kink instead (its `Measured` becomes `Kink`, so the round counts it as skipped) and the
+/// next worst is judged, at most [`MAX_DISMISSED`] times. Along a random direction the kink test
+/// can miss kinks: many elements' kinks inside the step (`|x|` with `h` far above the values)
+/// give one-sided differences whose sum cancels, and the difference then measures the kinks,
+/// not the derivative, so a correct rule was accused. The element the failure comes down to
+/// shows it alone; where it can be measured (a probe that passes or fails), the direction's
+/// failure stands.
+pub(super) fn judge(s: &mut Setup, measured: &mut [Measured]) -> Result<(), GradcheckError> {
+    for dismissed in 0..=MAX_DISMISSED {
+        match verdict(s, measured, dismissed < MAX_DISMISSED)? {
+            Some(i) => measured[i] = Measured::Kink,
+            None => return Ok(()),
         }
     }
     Ok(())
 }
 
-/// The verdict over one round's checked probes: `Err(Mismatch)` where any exceeds the bound,
-/// naming an element. The worst failing coordinate probe is reported where there is one (it
-/// names its element); else the worst failing random direction, narrowed down to the element
-/// that carries its error (`locate`).
+/// One turn of [`judge`]: `Ok(None)` where nothing fails, `Ok(Some(i))` where the failing random
+/// direction `measured[i]` is to be set aside as kinked (only where `may_dismiss`), else the
+/// rejection.
 // Comparisons are written `!(ratio <= 1)` so that a NaN fails them.
 #[allow(clippy::neg_cmp_op_on_partial_ord)]
-pub(super) fn judge(s: &mut Setup, probes: &[&Probe]) -> Result<(), GradcheckError> {
-    let failing: Vec<&Probe> = probes.iter().copied().filter(|p| !(p.ratio() <= 1.0)).collect();
-    let worst = |coord: bool| failing.iter().copied().filter(|p| p.at.1.is_some() == coord).max_by(|a, b| a.ratio().total_cmp(&b.ratio()));
+fn verdict(s: &mut Setup, measured: &[Measured], may_dismiss: bool) -> Result<Option<usize>, GradcheckError> {
+    let probes: Vec<(usize, &Probe)> =
+        measured.iter().enumerate().filter_map(|(i, m)| if let Measured::Checked(p) = m { Some((i, p)) } else { None }).collect();
+    let failing: Vec<(usize, &Probe)> = probes.iter().copied().filter(|(_, p)| !(p.ratio() <= 1.0)).collect();
+    let worst = |coord: bool| {
+        failing.iter().copied().filter(|(_, p)| p.at.1.is_some() == coord).max_by(|(_, a), (_, b)| a.ratio().total_cmp(&b.ratio()))
+    };
     let (reported, at, (k, j)) = match (worst(true), worst(false)) {
-        (Some(p), _) => (p.clone(), input_name(&s.contract, &s.ck, p.at), (p.at.0, p.at.1.unwrap_or(0))),
-        (None, Some(p)) => match locate::narrow(s, p)? {
+        (Some((_, p)), _) => (p.clone(), input_name(&s.contract, &s.ck, p.at), (p.at.0, p.at.1.unwrap_or(0))),
+        (None, Some((i, p))) => match locate::narrow(s, p)? {
+            Some(f) if f.kink && may_dismiss => return Ok(Some(i)),
             Some(f) => {
                 let name = input_name(&s.contract, &s.ck, (f.k, Some(f.j)));
                 match f.probe.filter(|q| !(q.ratio() <= 1.0)) {
@@ -98,7 +96,7 @@ pub(super) fn judge(s: &mut Setup, probes: &[&Probe]) -> Result<(), GradcheckErr
             }
             None => (p.clone(), "a random direction".to_string(), (0, 0)),
         },
-        (None, None) => return Ok(()),
+        (None, None) => return Ok(None),
     };
     let form = match &s.form {
         BackwardForm::Jvp { .. } => "JVP".to_string(),
