@@ -8,18 +8,7 @@ struct Params { n: u32 }
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 @group(0) @binding(3) var<uniform> p: Params;
 
-// @include "lib/nan.wgsl"
-// @include "lib/total_order.wgsl"
-
-// Whether the selection takes `x` over `y`: x is NaN, or y is not and x is on the wanted side
-// of y in total order (or equal: then the bits are equal).
-fn takes_first(x: f32, y: f32, larger: bool) -> bool {
-    if (is_nan_(x)) { return true; }
-    if (is_nan_(y)) { return false; }
-    let kx = total_order_key(x);
-    let ky = total_order_key(y);
-    return select(kx <= ky, kx >= ky, larger);
-}
+// @include "lib/takes_first.wgsl"
 
 @compute @workgroup_size(64)
 fn maximum_main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {

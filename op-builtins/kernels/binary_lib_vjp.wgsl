@@ -9,16 +9,7 @@ struct Params { n: u32 }
 @group(0) @binding(4) var<storage, read_write> d_b: array<f32>;
 @group(0) @binding(5) var<uniform> p: Params;
 
-// @include "lib/nan.wgsl"
-// @include "lib/total_order.wgsl"
-
-fn takes_first(x: f32, y: f32, larger: bool) -> bool {
-    if (is_nan_(x)) { return true; }
-    if (is_nan_(y)) { return false; }
-    let kx = total_order_key(x);
-    let ky = total_order_key(y);
-    return select(kx <= ky, kx >= ky, larger);
-}
+// @include "lib/takes_first.wgsl"
 
 fn route(i: u32, larger: bool) {
     let on_a = takes_first(a[i], b[i], larger);

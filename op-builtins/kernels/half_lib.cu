@@ -9,23 +9,7 @@
 __device__ __forceinline__ unsigned short lib_bits_of(T v) { return *reinterpret_cast<unsigned short*>(&v); }
 __device__ __forceinline__ T lib_of_bits(unsigned short b) { return *reinterpret_cast<T*>(&b); }
 
-// The IEEE total-order key of a float: larger keys for larger values, -0 below +0.
-__device__ __forceinline__ unsigned int lib_key(float v) {
-    unsigned int b = __float_as_uint(v);
-    return (b >> 31) ? ~b : (b | 0x80000000u);
-}
-
-__device__ __forceinline__ bool lib_is_nan(float v) { return (__float_as_uint(v) & 0x7fffffffu) > 0x7f800000u; }
-
-// Whether the selection takes `x` over `y`: x is NaN, or y is not and x is on the wanted side of
-// y in total order (or equal: then the bits are equal).
-__device__ __forceinline__ bool takes_first(T x, T y, bool larger) {
-    float fx = float(x), fy = float(y);
-    if (lib_is_nan(fx)) return true;
-    if (lib_is_nan(fy)) return false;
-    unsigned int kx = lib_key(fx), ky = lib_key(fy);
-    return larger ? kx >= ky : kx <= ky;
-}
+#include "takes_first.cuh"
 
 extern "C" __global__ void abs_half(const T* __restrict__ x, T* __restrict__ out, unsigned int n) {
     unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -55,10 +39,10 @@ extern "C" __global__ void sigmoid_half(const T* __restrict__ x, T* __restrict__
 
 extern "C" __global__ void maximum_half(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, unsigned int n) {
     unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = takes_first(a[i], b[i], true) ? a[i] : b[i];
+    if (i < n) out[i] = takes_first(float(a[i]), float(b[i]), true) ? a[i] : b[i];
 }
 
 extern "C" __global__ void minimum_half(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, unsigned int n) {
     unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = takes_first(a[i], b[i], false) ? a[i] : b[i];
+    if (i < n) out[i] = takes_first(float(a[i]), float(b[i]), false) ? a[i] : b[i];
 }
