@@ -1,10 +1,11 @@
 //! Vector f32 `exp`, `ln` and `tanh` for `cpu` kernels (Cephes-style range reduction and
 //! minimax polynomials), generic over [`Vf`]. Owns the polynomials and their special-value
 //! handling; must not read or write memory (callers map them over slices, e.g. with
-//! [`map1`](super::simd::map1)). Maximum error against `f32::exp/ln/tanh` over all 2^32 inputs,
-//! on every instruction set: exp 1 ulp, ln 1 ulp, tanh 2 ulp (the sampled sweep runs in the
-//! unit tests; the exhaustive one is an ignored test, see `kernels/tests.rs`). Special values
-//! are exact.
+//! [`map1`](super::simd::map1)). Maximum error over all 2^32 inputs, on every instruction set:
+//! exp 1 ulp and ln 1 ulp from `f32::exp/ln`, tanh 2 ulp from the correctly rounded value
+//! (`f64::tanh` rounded; the platform's `f32::tanh` is itself up to 2 ulp off). The sampled
+//! sweep runs in the unit tests, the exhaustive one is an ignored test (`exhaustive_transcendentals`
+//! in op-builtins' `cpu_tests.rs`). Special values are exact.
 //!
 //! Safety: each function is `unsafe` only because it calls [`Vf`] methods, so it must run where
 //! the vector type's target feature is enabled (inside [`with_isa!`](crate::with_isa)).
@@ -39,16 +40,6 @@ pub unsafe fn exp<V: Vf>(x: V) -> V {
     }
 }
 
-/// `e^x` for `x` in `[0, 64]`, without [`exp`]'s clamps: bit for bit [`exp`] there (`n` is at
-/// most 93 and the result normal, so the scaling is exact).
-#[inline(always)]
-unsafe fn exp_0_64<V: Vf>(x: V) -> V {
-    unsafe {
-        let (p, n) = exp_parts(x);
-        p.scale2(n)
-    }
-}
-
 /// `e^x = p 2^n` for clamped `x`: `n = round(x / ln 2)`, `p = e^r` with `r = x - n ln 2` in
 /// about `[-0.35, 0.35]` (two-step reduction, exact first step on every path), `p` in
 /// `[0.7, 1.42]`.
@@ -58,7 +49,14 @@ unsafe fn exp_parts<V: Vf>(xc: V) -> (V, V) {
         let n = xc.fma(V::splat(LOG2E), V::splat(MAGIC)).sub(V::splat(MAGIC));
         let r = xc.sub(n.mul(V::splat(C1)));
         let r = r.sub(n.mul(V::splat(C2)));
-        // e^r = 1 + r + r^2 P(r)
+        (expm1_poly(r).add(V::splat(1.0)), n)
+    }
+}
+
+/// `e^r - 1 = r + r^2 P(r)` for `r` in about `[-0.35, 0.35]` (the minimax `P` of [`exp`]).
+#[inline(always)]
+unsafe fn expm1_poly<V: Vf>(r: V) -> V {
+    unsafe {
         let z = r.mul(r);
         let p = V::splat(1.987_569_1e-4);
         let p = p.fma(r, V::splat(1.398_199_9e-3));
@@ -66,15 +64,20 @@ unsafe fn exp_parts<V: Vf>(xc: V) -> (V, V) {
         let p = p.fma(r, V::splat(4.166_579_6e-2));
         let p = p.fma(r, V::splat(1.666_666_5e-1));
         let p = p.fma(r, V::splat(5.000_000_1e-1));
-        (p.fma(z, r).add(V::splat(1.0)), n)
+        p.fma(z, r)
     }
 }
 
 /// `ln(x)`. NaN -> NaN; x < 0 (incl. -inf) -> NaN; +-0 -> -inf; +inf -> +inf; subnormal x
-/// are rescaled exactly.
+/// are rescaled exactly. A vector whose lanes are all positive, normal and finite (the common
+/// case) skips the rescaling and the special values: the same result, bit for bit.
 #[inline(always)]
 pub unsafe fn ln<V: Vf>(x: V) -> V {
     unsafe {
+        if x.all_within(V::splat(f32::MIN_POSITIVE), V::splat(f32::MAX)) {
+            let (e, f) = x.frexp_sqrt2();
+            return ln_parts(e, f);
+        }
         let tiny = x.lt(V::splat(f32::MIN_POSITIVE));
         // Subnormals (and non-positive values, fixed below) scaled by 2^23, exponent - 23.
         let xs = V::select(tiny, x.mul(V::splat(8_388_608.0)), x);
@@ -84,6 +87,20 @@ pub unsafe fn ln<V: Vf>(x: V) -> V {
         let small = m.lt(V::splat(std::f32::consts::FRAC_1_SQRT_2));
         let e = V::select(small, e.sub(V::splat(1.0)), e);
         let f = V::select(small, m.add(m), m).sub(V::splat(1.0));
+        let r = ln_parts(e, f);
+        // Specials.
+        let r = V::select(x.eq(V::splat(f32::INFINITY)), x, r);
+        let r = V::select(x.eq(V::splat(0.0)), V::splat(f32::NEG_INFINITY), r);
+        let r = V::select(x.lt(V::splat(0.0)), V::splat(f32::NAN), r);
+        V::select(x.is_nan(), x.add(x), r)
+    }
+}
+
+/// `ln(2^e (1 + f)) = e ln 2 + ln(1 + f)` for `1 + f` in `[sqrt(1/2), sqrt(2))`:
+/// `f - f^2/2 + f^3 P(f)` (Cephes' minimax `P`), `ln 2` split in two.
+#[inline(always)]
+unsafe fn ln_parts<V: Vf>(e: V, f: V) -> V {
+    unsafe {
         let z = f.mul(f);
         let p = V::splat(7.037_683_6e-2);
         let p = p.fma(f, V::splat(-1.151_461e-1));
@@ -98,39 +115,31 @@ pub unsafe fn ln<V: Vf>(x: V) -> V {
         let y = e.fma(V::splat(C2), y);
         let y = z.fma(V::splat(-0.5), y);
         let r = f.add(y);
-        let r = e.fma(V::splat(C1), r);
-        // Specials.
-        let r = V::select(x.eq(V::splat(f32::INFINITY)), x, r);
-        let r = V::select(x.eq(V::splat(0.0)), V::splat(f32::NEG_INFINITY), r);
-        let r = V::select(x.lt(V::splat(0.0)), V::splat(f32::NAN), r);
-        V::select(x.is_nan(), x.add(x), r)
+        e.fma(V::splat(C1), r)
     }
 }
 
-/// `tanh(x)`. |x| < 0.625: odd polynomial (exact for tiny and subnormal x), its sign bit
-/// or-ed back from `x` (`p z x + x` is +0 at x = -0, since -0 + +0 rounds to +0; tanh(-0) is
-/// -0); otherwise `sign(x) (1 - 2 / (e^{2|x|} + 1))` (+-inf -> +-1). NaN -> NaN.
+/// `tanh(x) = sign(x) m / (m + 2)` with `m = e^{2|x|} - 1` (one formula for every `x`, no
+/// branch): `2|x| = n ln 2 + r` (one fused step), `m = 2^n (e^r - 1) + (2^n - 1)`, which
+/// is `e^r - 1` itself (no cancellation) for small `x`, and exact for tiny and subnormal `x`
+/// (`m = 2|x|`, `m + 2 = 2`, the quotient `|x|`). `|x|` is clamped at 9.5 (tanh is exactly
+/// +-1 in f32 beyond ~9.011; +-inf -> +-1); the sign bit is or-ed back, so tanh(-0) = -0.
+/// NaN -> NaN.
 #[inline(always)]
 pub unsafe fn tanh<V: Vf>(x: V) -> V {
     unsafe {
-        let sign = V::splat_bits(0x8000_0000);
         let ax = x.and(V::splat_bits(0x7fff_ffff));
-        // Small branch.
-        let z = x.mul(x);
-        let p = V::splat(-5.704_988_7e-3);
-        let p = p.fma(z, V::splat(2.063_908_9e-2));
-        let p = p.fma(z, V::splat(-5.373_971_6e-2));
-        let p = p.fma(z, V::splat(1.333_144_2e-1));
-        let p = p.fma(z, V::splat(-3.333_328_2e-1));
-        let small = p.mul(z).fma(x, x).or(x.and(sign));
-        // Large branch (|x| clamped: tanh is exactly +-1 in f32 beyond ~9.01).
-        let axc = ax.min(V::splat(16.0));
-        let e = exp_0_64(axc.add(axc));
-        // `1 - 2 / (e + 1)`: `e + 1` lies in [e^1.25 + 1, e^32 + 1], where the reciprocal
-        // estimate holds; the subtraction fused with the doubling (one rounding).
-        let t = V::splat(-2.0).fma(e.add(V::splat(1.0)).recip_normal(), V::splat(1.0));
-        let large = t.or(x.and(sign));
-        V::select(ax.gt(V::splat(0.625)), large, small)
+        // `c.min(v)` returns `v` when it is NaN.
+        let h = V::splat(9.5).min(ax);
+        let y = h.add(h);
+        // n in [0, 27]; one reduction step: `ln 2`'s rounding (1.9e-9) costs n 1.9e-9 in r,
+        // and the quotient damps an error of m by 2 / (m + 2) < 2 e^{-y}.
+        let n = y.fma(V::splat(LOG2E), V::splat(MAGIC)).sub(V::splat(MAGIC));
+        let r = n.fma(V::splat(-std::f32::consts::LN_2), y);
+        let t = V::pow2(n);
+        // `2^n - 1` is exact for n <= 24; beyond, its rounding is far below m's last bit.
+        let m = t.fma(expm1_poly(r), t.sub(V::splat(1.0)));
+        m.div_normal(m.add(V::splat(2.0))).or_sign_of(x)
     }
 }
 

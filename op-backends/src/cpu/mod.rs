@@ -14,8 +14,11 @@
 pub mod kernels;
 pub mod math;
 pub mod par;
+mod prefetch;
 pub mod simd;
 pub mod simd64;
+#[cfg(test)]
+mod simd_tests;
 
 /// Output buffers for kernels: [`hostmem::with_capacity`] and [`hostmem::zeroed`] advise large
 /// ones for transparent huge pages (one page fault per 2 MiB instead of per 4 KiB).

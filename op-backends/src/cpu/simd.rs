@@ -43,6 +43,7 @@
 // The portable transposes index rows and columns by position, like the x86 shuffles they mirror.
 #![allow(clippy::needless_range_loop)]
 
+use super::prefetch::{prefetch_ahead, prefetch_ahead_write};
 use std::mem::MaybeUninit;
 
 /// Which implementation runs.
@@ -266,6 +267,14 @@ pub trait Vf: Copy {
     unsafe fn recip_normal(self) -> Self {
         unsafe { Self::splat(1.0).div(self) }
     }
+    /// `self / d` for `|d|` in `[2^-126, 2^126]`, finite `self` and a normal quotient (NaN in,
+    /// NaN out), within 1 ulp, not always correctly rounded: where the instruction set has a reciprocal
+    /// estimate, the quotient by the estimate refined by one fused Newton step on its
+    /// residual; elsewhere a division.
+    #[inline(always)]
+    unsafe fn div_normal(self, d: Self) -> Self {
+        unsafe { self.div(d) }
+    }
     /// `self < o ? self : o`.
     unsafe fn min(self, o: Self) -> Self;
     /// `self > o ? self : o`.
@@ -286,6 +295,11 @@ pub trait Vf: Copy {
     unsafe fn or(self, o: Self) -> Self;
     /// Bitwise xor.
     unsafe fn xor(self, o: Self) -> Self;
+    /// `self` with the sign bit of `x` or-ed in (`copysign` for a non-negative `self`).
+    #[inline(always)]
+    unsafe fn or_sign_of(self, x: Self) -> Self {
+        unsafe { self.or(x.and(Self::splat_bits(0x8000_0000))) }
+    }
     /// `2^n` for integral `n` in `[-126, 127]`.
     unsafe fn pow2(n: Self) -> Self;
     /// `self * 2^n` for integral `n` in `[-150, 130]` and `|self|` in `[0.5, 2]`, rounded once
@@ -302,6 +316,20 @@ pub trait Vf: Copy {
     /// For positive normal `x`: `(e, m)` with `x = m * 2^e`, `m` in `[0.5, 1)`, `e` an
     /// integral float (the bits: `e = biased - 126`, `m = mantissa | 0x3f000000`).
     unsafe fn frexp(self) -> (Self, Self);
+    /// For positive normal `x`: `(e, f)` with `x = 2^e (1 + f)`, `1 + f` in
+    /// `[sqrt(1/2), sqrt(2))` (split at the f32 nearest `sqrt(1/2)`), `e` an integral float and
+    /// `f` exact: [`frexp`](Vf::frexp) with the mantissas below `sqrt(1/2)` doubled.
+    #[inline(always)]
+    unsafe fn frexp_sqrt2(self) -> (Self, Self) {
+        unsafe {
+            let (e, m) = self.frexp();
+            let small = m.lt(Self::splat(std::f32::consts::FRAC_1_SQRT_2));
+            let e = Self::select(small, e.sub(Self::splat(1.0)), e);
+            (e, Self::select(small, m.add(m), m).sub(Self::splat(1.0)))
+        }
+    }
+    /// Whether every lane lies in `[lo, hi]` (false where a lane is NaN).
+    unsafe fn all_within(self, lo: Self, hi: Self) -> bool;
     /// `L x L` transpose: `dst[c * L + r] = src[r][c]` (`src[r]` points at `L` floats; only
     /// the first `L` pointers are read).
     unsafe fn transpose_in(src: &[*const f32; 16], dst: *mut f32);
@@ -497,6 +525,10 @@ impl Vf for P8 {
         let e = p8_map!(self, |a| ((a.to_bits() >> 23) as i32 - 126) as f32);
         let m = p8_map!(self, |a| f32::from_bits((a.to_bits() & 0x007f_ffff) | 0x3f00_0000));
         (e, m)
+    }
+    #[inline(always)]
+    unsafe fn all_within(self, lo: Self, hi: Self) -> bool {
+        (0..8).all(|i| self.0[i] >= lo.0[i] && self.0[i] <= hi.0[i])
     }
 }
 
@@ -729,6 +761,25 @@ pub mod x86 {
                 (F8(_mm256_cvtepi32_ps(e)), F8(_mm256_castsi256_ps(m)))
             }
         }
+        #[inline(always)]
+        unsafe fn frexp_sqrt2(self) -> (Self, Self) {
+            unsafe {
+                // x - sqrt(1/2) in the bits: its exponent field is e (borrowing where the
+                // mantissa is below sqrt(1/2)'s), its mantissa field 1 + f - sqrt(1/2).
+                let half = _mm256_set1_epi32(0x3f35_04f3);
+                let ix = _mm256_sub_epi32(_mm256_castps_si256(self.0), half);
+                let e = _mm256_cvtepi32_ps(_mm256_srai_epi32::<23>(ix));
+                let m = _mm256_add_epi32(_mm256_and_si256(ix, _mm256_set1_epi32(0x007f_ffff)), half);
+                (F8(e), F8(_mm256_sub_ps(_mm256_castsi256_ps(m), _mm256_set1_ps(1.0))))
+            }
+        }
+        #[inline(always)]
+        unsafe fn all_within(self, lo: Self, hi: Self) -> bool {
+            unsafe {
+                let m = _mm256_and_ps(_mm256_cmp_ps::<_CMP_GE_OQ>(self.0, lo.0), _mm256_cmp_ps::<_CMP_LE_OQ>(self.0, hi.0));
+                _mm256_movemask_ps(m) == 0xff
+            }
+        }
     }
 
     /// 16 f32 lanes, AVX-512F.
@@ -807,6 +858,17 @@ pub mod x86 {
             }
         }
         #[inline(always)]
+        unsafe fn div_normal(self, d: Self) -> Self {
+            unsafe {
+                // q0 = a r within about 2^-14; q0 + r (a - q0 d), the residual fused, within
+                // about 2^-28 before the final rounding.
+                let r = _mm512_rcp14_ps(d.0);
+                let q = _mm512_mul_ps(self.0, r);
+                let e = _mm512_fnmadd_ps(q, d.0, self.0);
+                F16(_mm512_fmadd_ps(r, e, q))
+            }
+        }
+        #[inline(always)]
         unsafe fn fma(self, b: Self, c: Self) -> Self {
             unsafe { F16(_mm512_fmadd_ps(self.0, b.0, c.0)) }
         }
@@ -851,11 +913,17 @@ pub mod x86 {
             unsafe { F16(_mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(self.0), _mm512_castps_si512(o.0)))) }
         }
         #[inline(always)]
-        unsafe fn pow2(n: Self) -> Self {
+        unsafe fn or_sign_of(self, x: Self) -> Self {
             unsafe {
-                let i = _mm512_add_epi32(_mm512_cvtps_epi32(n.0), _mm512_set1_epi32(127));
-                F16(_mm512_castsi512_ps(_mm512_slli_epi32::<23>(i)))
+                // One ternary-logic instruction: a | (b & c), truth table 0xf8.
+                let (a, b) = (_mm512_castps_si512(self.0), _mm512_castps_si512(x.0));
+                F16(_mm512_castsi512_ps(_mm512_ternarylogic_epi32::<0xf8>(a, b, _mm512_set1_epi32(i32::MIN))))
             }
+        }
+        #[inline(always)]
+        unsafe fn pow2(n: Self) -> Self {
+            // One instruction: 1 * 2^n, exact for integral n in [-126, 127].
+            unsafe { F16(_mm512_scalef_ps(_mm512_set1_ps(1.0), n.0)) }
         }
         #[inline(always)]
         unsafe fn scale2(self, n: Self) -> Self {
@@ -894,6 +962,24 @@ pub mod x86 {
                 let e = _mm512_sub_epi32(_mm512_srli_epi32::<23>(b), _mm512_set1_epi32(126));
                 let m = _mm512_or_si512(_mm512_and_si512(b, _mm512_set1_epi32(0x007f_ffff)), _mm512_set1_epi32(0x3f00_0000));
                 (F16(_mm512_cvtepi32_ps(e)), F16(_mm512_castsi512_ps(m)))
+            }
+        }
+        #[inline(always)]
+        unsafe fn frexp_sqrt2(self) -> (Self, Self) {
+            unsafe {
+                // As on AVX2: x - sqrt(1/2) in the bits.
+                let half = _mm512_set1_epi32(0x3f35_04f3);
+                let ix = _mm512_sub_epi32(_mm512_castps_si512(self.0), half);
+                let e = _mm512_cvtepi32_ps(_mm512_srai_epi32::<23>(ix));
+                let m = _mm512_add_epi32(_mm512_and_si512(ix, _mm512_set1_epi32(0x007f_ffff)), half);
+                (F16(e), F16(_mm512_sub_ps(_mm512_castsi512_ps(m), _mm512_set1_ps(1.0))))
+            }
+        }
+        #[inline(always)]
+        unsafe fn all_within(self, lo: Self, hi: Self) -> bool {
+            unsafe {
+                let ge = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(self.0, lo.0);
+                _mm512_mask_cmp_ps_mask::<_CMP_LE_OQ>(ge, self.0, hi.0) == 0xffff
             }
         }
     }
@@ -1170,6 +1256,8 @@ unsafe fn map1_raw<V: Vf>(x: &[f32], op: *mut f32, n: usize, f: impl Fn(V) -> V)
     let mut i = 0;
     unsafe {
         while i < main {
+            prefetch_ahead(xp, i);
+            prefetch_ahead_write(op, i);
             f(V::load(xp.add(i))).store(op.add(i));
             i += l;
         }
@@ -1193,6 +1281,9 @@ unsafe fn map2_raw<V: Vf>(a: &[f32], b: &[f32], op: *mut f32, n: usize, f: impl 
     let mut i = 0;
     unsafe {
         while i < main {
+            prefetch_ahead(ap, i);
+            prefetch_ahead(bp, i);
+            prefetch_ahead_write(op, i);
             f(V::load(ap.add(i)), V::load(bp.add(i))).store(op.add(i));
             i += l;
         }

@@ -5,7 +5,7 @@
 //! add, sub, mul, div, neg, scale and relu compute exactly the reference's IEEE operation per
 //! element (bit-identical; where both operands of a binary op are NaN, the payload may be the
 //! other operand's, which `ulp(k)` does not compare). exp, log and tanh use the vector
-//! polynomials of [`math`] (within 2 ulp of `f32::exp/ln/tanh` on every input, specials exact).
+//! polynomials of [`math`] (within 2 ulp on every input, specials exact; see its module doc).
 //! All run over [`for_each_chunk`] with [`GRAIN`] elements per chunk: inputs of at most
 //! `GRAIN` elements never leave the calling thread.
 //!
