@@ -2,9 +2,10 @@
 //! [`simd64`](super::simd64). Owns the prefetch distance; must not read or write memory (a
 //! prefetch is a hint with no architectural effect).
 
-/// How far ahead (in bytes) the map loops prefetch their operands: on a machine whose large
-/// L3 holds the data (1M f32 elementwise), the loads of a compute-heavy kernel (tanh, log)
-/// otherwise wait on L3 with few requests in flight.
+/// How far ahead (in bytes) the map loops prefetch their inputs: on a machine whose large L3
+/// holds the data (1M f32 elementwise), the loads of a compute-heavy kernel (tanh, log)
+/// otherwise wait on L3 with few requests in flight. (Prefetching the output for writing as
+/// well made some 16M runs twice as slow on the same machine; it is not done.)
 const PREFETCH_BYTES: usize = 2048;
 
 /// Hints the cache line `PREFETCH_BYTES` past element `i` of `p` into L1 (never faults: the
@@ -16,19 +17,6 @@ pub fn prefetch_ahead<T>(p: *const T, i: usize) {
     unsafe {
         let q = p.wrapping_add(i).wrapping_byte_add(PREFETCH_BYTES);
         std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(q as *const i8)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (p, i);
-}
-
-/// [`prefetch_ahead`] with the intent to write (the line is fetched for ownership).
-#[inline(always)]
-pub fn prefetch_ahead_write<T>(p: *mut T, i: usize) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: as in `prefetch_ahead`.
-    unsafe {
-        let q = p.wrapping_add(i).wrapping_byte_add(PREFETCH_BYTES);
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_ET0 }>(q as *const i8)
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (p, i);

@@ -43,7 +43,7 @@
 // The portable transposes index rows and columns by position, like the x86 shuffles they mirror.
 #![allow(clippy::needless_range_loop)]
 
-use super::prefetch::{prefetch_ahead, prefetch_ahead_write};
+use super::prefetch::prefetch_ahead;
 use std::mem::MaybeUninit;
 
 /// Which implementation runs.
@@ -1257,7 +1257,6 @@ unsafe fn map1_raw<V: Vf>(x: &[f32], op: *mut f32, n: usize, f: impl Fn(V) -> V)
     unsafe {
         while i < main {
             prefetch_ahead(xp, i);
-            prefetch_ahead_write(op, i);
             f(V::load(xp.add(i))).store(op.add(i));
             i += l;
         }
@@ -1283,7 +1282,6 @@ unsafe fn map2_raw<V: Vf>(a: &[f32], b: &[f32], op: *mut f32, n: usize, f: impl 
         while i < main {
             prefetch_ahead(ap, i);
             prefetch_ahead(bp, i);
-            prefetch_ahead_write(op, i);
             f(V::load(ap.add(i)), V::load(bp.add(i))).store(op.add(i));
             i += l;
         }

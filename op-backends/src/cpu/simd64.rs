@@ -15,7 +15,7 @@
 // The safety contract of every method is the module's, stated once.
 #![allow(clippy::missing_safety_doc)]
 
-use super::prefetch::{prefetch_ahead, prefetch_ahead_write};
+use super::prefetch::prefetch_ahead;
 use std::mem::MaybeUninit;
 
 /// A vector of `L` f64 lanes. See the module doc for the shared semantics.
@@ -435,7 +435,6 @@ pub fn map1d_uninit<D: Vd>(x: &[f64], out: &mut [MaybeUninit<f64>], f: impl Fn(D
     unsafe {
         while i < main {
             prefetch_ahead(xp, i);
-            prefetch_ahead_write(op, i);
             f(D::load(xp.add(i))).store(op.add(i));
             i += l;
         }
@@ -463,7 +462,6 @@ pub fn map2d_uninit<D: Vd>(a: &[f64], b: &[f64], out: &mut [MaybeUninit<f64>], f
         while i < main {
             prefetch_ahead(ap, i);
             prefetch_ahead(bp, i);
-            prefetch_ahead_write(op, i);
             f(D::load(ap.add(i)), D::load(bp.add(i))).store(op.add(i));
             i += l;
         }
