@@ -225,6 +225,12 @@ fn lines() -> Vec<Line> {
         plain("log", "log n=1M", vec!["pos"]),
         plain("tanh", "tanh n=1M", vec!["wide"]),
         plain("relu", "relu n=1M", vec!["x"]),
+        plain("abs", "abs n=1M", vec!["x"]),
+        plain("sqrt", "sqrt n=1M", vec!["pos"]),
+        plain("square", "square n=1M", vec!["x"]),
+        Line { rivals: vec!["numpy", "scipy"], ..plain("sigmoid", "sigmoid n=1M", vec!["wide"]) },
+        plain("maximum", "maximum n=1M", vec!["x", "y"]),
+        plain("minimum", "minimum n=1M", vec!["x", "y"]),
         plain("sum", "sum n=1M", vec!["x"]),
         plain("mean", "mean n=1M", vec!["x"]),
         plain("mse_loss", "mse_loss n=1M", vec!["x", "y"]),
@@ -246,6 +252,13 @@ fn lines() -> Vec<Line> {
     });
     v.push(Line { bytes: unary, ..plain("log", "log n=16M", vec!["pos16m"]) });
     v.push(Line { bytes: unary, ..plain("relu", "relu n=16M", vec!["x16m"]) });
+    for (op, input) in [("abs", "x16m"), ("sqrt", "pos16m"), ("square", "x16m")] {
+        v.push(Line { bytes: unary, ..plain(op, &format!("{op} n=16M"), vec![input]) });
+    }
+    v.push(Line { bytes: unary, rivals: vec!["numpy", "scipy"], ..plain("sigmoid", "sigmoid n=16M", vec!["wide16m"]) });
+    for op in ["maximum", "minimum"] {
+        v.push(Line { bytes: binary, ..plain(op, &format!("{op} n=16M"), vec!["x16m", "y16m"]) });
+    }
     for (w, n, name, tag) in [(7u32, 1usize << 20, "sig", "1M"), (31, 1 << 20, "sig", "1M"), (7, 16 << 20, "sig16m", "16M")] {
         v.push(Line {
             op: "median",

@@ -39,6 +39,7 @@ def main():
     if "scipy" in optional:
         import scipy.ndimage  # noqa: F401  (imported on use below; loaded once here)
         import scipy.signal  # noqa: F401
+        import scipy.special  # noqa: F401
     threads = int(os.environ.get("OPENBLAS_NUM_THREADS", "1"))
     clock = time.thread_time if threads == 1 else time.perf_counter
     blas = "?"
@@ -69,6 +70,13 @@ def main():
                 "neg": lambda: np.negative(a[0]),
                 "scale": lambda: np.multiply(a[0], a[0].dtype.type(float(a[1]))),
                 "relu": lambda: np.maximum(a[0], a[0].dtype.type(0)),
+                "abs": lambda: np.abs(a[0]),
+                "sqrt": lambda: np.sqrt(a[0]),
+                "square": lambda: np.square(a[0]),
+                # numpy has no sigmoid: the expression a numpy user writes (scipy's expit below).
+                "sigmoid": lambda: np.reciprocal(np.add(np.exp(np.negative(a[0])), a[0].dtype.type(1))),
+                "maximum": lambda: np.maximum(a[0], a[1]),
+                "minimum": lambda: np.minimum(a[0], a[1]),
                 "sum": lambda: np.sum(a[0]),
                 "mean": lambda: np.mean(a[0]),
                 "mse_loss": lambda: np.mean(np.square(np.subtract(a[0], a[1]))),
@@ -80,6 +88,7 @@ def main():
             sp = optional["scipy"]
             table = {
                 "conv1d": lambda: sp.signal.correlate(a[0], a[1], "valid", method="auto"),
+                "sigmoid": lambda: sp.special.expit(a[0]),
                 # Centred windows of `w` (mode irrelevant inside): out[i + w//2] is our out[i].
                 "median": lambda: sp.ndimage.median_filter(a[0], size=int(a[1])),
             }

@@ -4,7 +4,7 @@
 //! a NaN operand is the result (the first one if both are), as numpy's `maximum` does.
 
 use crate::{op, Real};
-use op_backends::cpu::kernels::pointwise::{filled, map2};
+use op_backends::cpu::kernels::pointwise::{self, filled};
 use std::cmp::Ordering;
 
 /// Whether `maximum`'s (or, with `Ordering::Less`, `minimum`'s) result at one element is `a`:
@@ -36,7 +36,7 @@ pub fn maximum_vjp<T: Real>(a: &[T], b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
 /// `cpu` kernel of `maximum` (bit-identical).
 fn maximum_cpu(a: &[f32], b: &[f32]) -> Vec<f32> {
     let n = a.len().min(b.len());
-    filled(n, |o| map2(&a[..n], &b[..n], o, |x, y| if selects_a(x, y, Ordering::Greater) { x } else { y }))
+    filled(n, |o| pointwise::maximum(&a[..n], &b[..n], o))
 }
 
 /// The elementwise smaller of `a` and `b` in IEEE total order (NaN wins, `a`'s first).
@@ -62,7 +62,7 @@ pub fn minimum_vjp<T: Real>(a: &[T], b: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
 /// `cpu` kernel of `minimum` (bit-identical).
 fn minimum_cpu(a: &[f32], b: &[f32]) -> Vec<f32> {
     let n = a.len().min(b.len());
-    filled(n, |o| map2(&a[..n], &b[..n], o, |x, y| if selects_a(x, y, Ordering::Less) { x } else { y }))
+    filled(n, |o| pointwise::minimum(&a[..n], &b[..n], o))
 }
 
 /// Each cotangent to the operand the selection (on `side`) took.

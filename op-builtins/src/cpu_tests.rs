@@ -7,7 +7,7 @@
 //! ignored test (see [`exhaustive_transcendentals`] for the command).
 
 use crate as builtins;
-use op_backends::cpu::kernels::{conv1d, elementwise as ew, matmul, reduce};
+use op_backends::cpu::kernels::{conv1d, elementwise as ew, matmul, pointwise as pw, reduce};
 use op_backends::cpu::par::run_in;
 use op_backends::cpu::simd::{with_isa_override, Isa};
 use op_backends::{CpuBackend, ReferenceBackend};
@@ -85,7 +85,16 @@ const BINS: [(&str, Bin, BinRef); 4] = [
     ("mul", ew::mul, builtins::mul::<f32>),
     ("div", ew::div, builtins::div::<f32>),
 ];
-const EXACT_UNS: [(&str, Un, UnRef); 2] = [("neg", ew::neg, builtins::neg::<f32>), ("relu", ew::relu, builtins::relu::<f32>)];
+const EXACT_UNS: [(&str, Un, UnRef); 5] = [
+    ("neg", ew::neg, builtins::neg::<f32>),
+    ("relu", ew::relu, builtins::relu::<f32>),
+    ("abs", pw::abs, builtins::abs::<f32>),
+    ("sqrt", pw::sqrt, builtins::sqrt::<f32>),
+    ("square", pw::square, builtins::square::<f32>),
+];
+/// Selections: bit-identical, NaN payloads included (the NaN operand itself is the result).
+const SELECTS: [(&str, Bin, BinRef); 2] =
+    [("maximum", pw::maximum, builtins::maximum::<f32>), ("minimum", pw::minimum, builtins::minimum::<f32>)];
 /// tanh's reference is f64's tanh rounded once (the correctly rounded value but for rare
 /// ties): `f32::tanh` (the platform's `tanhf`) is itself up to 2 ulp off (glibc, at 0.2045).
 const TRANSCENDENTALS: [(&str, Un, Scalar1); 3] =
@@ -116,6 +125,10 @@ fn exact_elementwise_kernels_are_bit_identical_to_the_reference_on_every_isa_and
             for (name, k, reference) in EXACT_UNS {
                 on(isa, t, || k(a, uninit(&mut got)));
                 same(&got, &reference(a), false).unwrap_or_else(|e| panic!("{name} {isa:?} {t} threads n={}: {e}", a.len()));
+            }
+            for (name, k, reference) in SELECTS {
+                on(isa, t, || k(a, b, uninit(&mut got)));
+                same(&got, &reference(a, b), false).unwrap_or_else(|e| panic!("{name} {isa:?} {t} threads n={}: {e}", a.len()));
             }
             for s in [1.7f32, -0.0, f32::INFINITY, f32::from_bits(0xffc0_0001), 1e-40] {
                 on(isa, t, || ew::scale(a, s, uninit(&mut got)));
@@ -195,6 +208,34 @@ fn transcendentals_are_within_2_ulp_of_std_with_exact_specials_on_every_isa() {
             })
             .collect();
         same(&results[0], &results[1], false).unwrap_or_else(|e| panic!("{name}: 1 vs 2 threads: {e}"));
+    }
+}
+
+#[test]
+fn sigmoid_is_within_3_ulp_of_the_reference_on_every_isa() {
+    // exp within 1 ulp of `f32::exp`; `1 + e` may round that one ulp into two of `e` (at a tie):
+    // the quotient within 3.
+    // Every 4099th bit pattern (both signs, every exponent), the specials, and the saturating
+    // ends: 1 / (1 + inf) = 0 and 1 / (1 + 0) = 1.
+    let mut x: Vec<f32> = (0..u32::MAX / 4099).map(|i| f32::from_bits(i * 4099)).collect();
+    x.extend(specials());
+    x.extend([-88.7f32, -89.0, -104.0, 17.0, 88.8, 104.0]);
+    let want = builtins::sigmoid::<f32>(&x);
+    for isa in Isa::available() {
+        let mut got = vec![0f32; x.len()];
+        on(isa, 1, || pw::sigmoid(&x, uninit(&mut got)));
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            let ulps = if g.is_nan() || w.is_nan() {
+                if g.is_nan() == w.is_nan() {
+                    0
+                } else {
+                    u32::MAX
+                }
+            } else {
+                g.to_bits().abs_diff(w.to_bits())
+            };
+            assert!(ulps <= 3, "{isa:?}: sigmoid({:e}) = {g:e}, reference {w:e} ({ulps} ulp)", x[i]);
+        }
     }
 }
 

@@ -257,6 +257,8 @@ pub trait Vf: Copy {
     unsafe fn mul(self, o: Self) -> Self;
     /// `self / o` (IEEE, correctly rounded).
     unsafe fn div(self, o: Self) -> Self;
+    /// `sqrt(self)` (IEEE, correctly rounded).
+    unsafe fn sqrt(self) -> Self;
     /// `self * b + c` (fused on x86, two roundings on the portable path).
     unsafe fn fma(self, b: Self, c: Self) -> Self;
     /// `1 / self` for normal `self` whose reciprocal is normal (`|self|` in `[2^-126, 2^126]`),
@@ -453,6 +455,10 @@ impl Vf for P8 {
     #[inline(always)]
     unsafe fn div(self, o: Self) -> Self {
         p8_map!(self, o, |a, b| a / b)
+    }
+    #[inline(always)]
+    unsafe fn sqrt(self) -> Self {
+        p8_map!(self, |a| a.sqrt())
     }
     #[inline(always)]
     unsafe fn fma(self, b: Self, c: Self) -> Self {
@@ -676,6 +682,10 @@ pub mod x86 {
             unsafe { F8(_mm256_div_ps(self.0, o.0)) }
         }
         #[inline(always)]
+        unsafe fn sqrt(self) -> Self {
+            unsafe { F8(_mm256_sqrt_ps(self.0)) }
+        }
+        #[inline(always)]
         unsafe fn fma(self, b: Self, c: Self) -> Self {
             unsafe { F8(_mm256_fmadd_ps(self.0, b.0, c.0)) }
         }
@@ -846,6 +856,10 @@ pub mod x86 {
         #[inline(always)]
         unsafe fn div(self, o: Self) -> Self {
             unsafe { F16(_mm512_div_ps(self.0, o.0)) }
+        }
+        #[inline(always)]
+        unsafe fn sqrt(self) -> Self {
+            unsafe { F16(_mm512_sqrt_ps(self.0)) }
         }
         #[inline(always)]
         unsafe fn recip_normal(self) -> Self {

@@ -30,14 +30,19 @@ pub const GRAIN: usize = 32 * 1024;
 
 /// The one chunked binary map: `f(isa, a, b, o)` on each chunk (`with_isa!` inside `f`, so
 /// the vector expression is compiled for the chosen instruction set).
-fn binary(a: &[f32], b: &[f32], out: &mut [MaybeUninit<f32>], f: impl Fn(Isa, &[f32], &[f32], &mut [MaybeUninit<f32>]) + Sync + Send) {
+pub(super) fn binary(
+    a: &[f32],
+    b: &[f32],
+    out: &mut [MaybeUninit<f32>],
+    f: impl Fn(Isa, &[f32], &[f32], &mut [MaybeUninit<f32>]) + Sync + Send,
+) {
     debug_assert!(a.len() == out.len() && b.len() == out.len());
     let isa = Isa::current();
     for_each_chunk(out, GRAIN, |off, o| f(isa, &a[off..off + o.len()], &b[off..off + o.len()], o));
 }
 
 /// The one chunked unary map (see [`binary`]).
-fn unary(x: &[f32], out: &mut [MaybeUninit<f32>], f: impl Fn(Isa, &[f32], &mut [MaybeUninit<f32>]) + Sync + Send) {
+pub(super) fn unary(x: &[f32], out: &mut [MaybeUninit<f32>], f: impl Fn(Isa, &[f32], &mut [MaybeUninit<f32>]) + Sync + Send) {
     debug_assert_eq!(x.len(), out.len());
     let isa = Isa::current();
     for_each_chunk(out, GRAIN, |off, o| f(isa, &x[off..off + o.len()], o));
