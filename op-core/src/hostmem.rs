@@ -137,8 +137,10 @@ pub fn keep<T: Send + 'static>(v: Vec<T>) {
     drop(evicted);
 }
 
-/// The smallest kept `Vec<T>` with room for `n` elements and at most `n / 4` to spare, taken
-/// out of the pool, with its length (the elements its last owner initialised) unchanged.
+/// The smallest kept `Vec<T>` with room for `n` elements and at most `n / 4` to spare, the most
+/// recently kept among equals (its lines are the likeliest still in cache: taking the oldest
+/// would cycle a loop's outputs through every kept buffer, each write a cache miss), taken out
+/// of the pool, with its length (the elements its last owner initialised) unchanged.
 fn take<T: Send + 'static>(n: usize) -> Option<Vec<T>> {
     let size = std::mem::size_of::<T>();
     let bytes = n.checked_mul(size)?;
@@ -150,6 +152,7 @@ fn take<T: Send + 'static>(n: usize) -> Option<Vec<T>> {
         .kept
         .iter()
         .enumerate()
+        .rev()
         .filter(|(_, k)| k.bytes >= bytes && k.bytes - bytes <= bytes / 4 && k.vec.is::<Vec<T>>())
         .min_by_key(|(_, k)| k.bytes)
         .map(|(i, _)| i)?;
@@ -310,6 +313,28 @@ mod tests {
         keep(part);
         let o: Vec<Mark> = for_overwrite(n);
         assert!(o[..BIG].iter().all(|x| *x == Mark(3)) && o[BIG..].iter().all(|x| *x == Mark(0)));
+    }
+
+    #[test]
+    fn among_equal_buffers_the_most_recently_kept_comes_back_first() {
+        let _s = serial();
+        while take_empty::<Mark>(BIG).is_some() {}
+        for i in 0..3 {
+            keep(vec![Mark(10 + i); BIG]);
+        }
+        for want in [12, 11, 10] {
+            let o: Vec<Mark> = for_overwrite(BIG);
+            assert!(o.iter().all(|x| x.0 == want), "want the buffer marked {want}, got {}", o[0].0);
+        }
+        // A loop that keeps its output and asks again reuses that one buffer.
+        keep(vec![Mark(20); BIG]);
+        keep(vec![Mark(21); BIG]);
+        for _ in 0..3 {
+            let o: Vec<Mark> = for_overwrite(BIG);
+            assert_eq!(o[0], Mark(21));
+            keep(o);
+        }
+        while take_empty::<Mark>(BIG).is_some() {}
     }
 
     #[test]
