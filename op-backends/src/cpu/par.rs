@@ -6,15 +6,18 @@
 //!
 //! The chunks of `len` elements with grain `g` are `count = clamp(len / g, 1, MAX_CHUNKS)`
 //! contiguous ranges, the first `len % count` of them one element longer: a function of
-//! `(len, g)` only. Where they run: on the CPU backend's thread pool when the kernel was called
-//! through dispatch (the backend sets it for the call, [`CpuBackend::with_threads`]), else on the
-//! current rayon pool (the global one outside any pool). An output of at most `g` elements, or a
-//! pool of one thread, runs on the calling thread, in chunk order, without touching rayon.
+//! `(len, g)` only. Where they run: when the kernel was called through dispatch (the backend sets
+//! its pool for the call, [`CpuBackend::with_threads`]), on the calling thread and `threads - 1`
+//! jobs of that pool, each taking the next chunk from a shared counter (so the caller never idles
+//! while the pool's threads wake); else on the current rayon pool (the global one outside any
+//! pool), split recursively with `rayon::join`. An output of at most `g` elements, or a pool of
+//! one thread, runs on the calling thread, in chunk order, without touching rayon.
 //!
 //! [`CpuBackend::with_threads`]: super::CpuBackend::with_threads
 
 use rayon::ThreadPool;
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Most chunks one call creates (bounds the bookkeeping for huge outputs with a small grain;
@@ -90,9 +93,56 @@ pub fn for_each_chunk<T: Send>(out: &mut [T], grain: usize, f: impl Fn(usize, &m
         return;
     }
     match pool {
-        Some(pool) => pool.install(|| split(out, 0, 0, count, count, len, &f)),
+        Some(pool) => shared(&pool, out, count, len, threads, &f),
         None => split(out, 0, 0, count, count, len, &f),
     }
+}
+
+/// The output's base pointer, shared by the threads of one [`shared`] call.
+struct Base<T>(*mut T);
+// SAFETY: the threads of a `shared` call write disjoint chunks through it (each chunk is claimed
+// once), and `T: Send` lets the elements be written from another thread.
+unsafe impl<T: Send> Sync for Base<T> {}
+
+impl<T> Base<T> {
+    /// The pointer (a method, so a closure captures the whole `Base`, not its `!Sync` field).
+    fn ptr(&self) -> *mut T {
+        self.0
+    }
+}
+
+/// Runs the `count` chunks on the calling thread and `threads - 1` jobs of the backend's pool,
+/// each taking the next unclaimed chunk from a shared counter until none is left. The caller
+/// starts at once and the pool's threads join as they wake (a sleeping worker can take
+/// milliseconds to wake on a VM: with the whole call handed to the pool, the caller idled and
+/// the workers' late start cost up to half the speedup).
+fn shared<T: Send, F: Fn(usize, &mut [T]) + Sync + Send>(
+    pool: &ThreadPool,
+    out: &mut [T],
+    count: usize,
+    len: usize,
+    threads: usize,
+    f: &F,
+) {
+    let next = AtomicUsize::new(0);
+    let base = Base(out.as_mut_ptr());
+    let work = || loop {
+        let c = next.fetch_add(1, Ordering::Relaxed);
+        if c >= count {
+            break;
+        }
+        let (a, b) = (chunk_start(len, count, c), chunk_start(len, count, c + 1));
+        // SAFETY: chunk `c` lies inside `out` (`chunk_start` is at most `len`), is claimed by
+        // this thread alone, and does not overlap any other chunk; `out` outlives the scope.
+        let chunk = unsafe { std::slice::from_raw_parts_mut(base.ptr().add(a), b - a) };
+        f(a, chunk);
+    };
+    pool.in_place_scope(|s| {
+        for _ in 1..threads.min(count) {
+            s.spawn(|_| work());
+        }
+        work();
+    });
 }
 
 /// Recursively halves the chunk range `[c0, c1)` of `count` chunks over `len` elements (`out`
@@ -180,19 +230,48 @@ mod tests {
     }
 
     #[test]
-    fn a_split_call_runs_on_the_backends_pool_and_the_setting_ends_with_the_call() {
+    fn a_split_call_runs_on_the_caller_and_the_backends_pool_and_the_setting_ends_with_the_call() {
         let p = pool(2);
-        let workers = Mutex::new(0usize);
-        let mut big = vec![0f32; 64];
+        let me = std::thread::current().id();
+        let (mine, workers) = (Mutex::new(0usize), Mutex::new(0usize));
+        let mut big = vec![0f32; 4096];
         run_in(&p, || {
             assert_eq!(current_threads(), 2);
-            for_each_chunk(&mut big, 4, |_, _| {
-                if rayon::current_thread_index().is_some() {
+            for_each_chunk(&mut big, 4, |_, c| {
+                // Slow enough chunks that the pool's thread wakes before the caller is done.
+                std::thread::sleep(std::time::Duration::from_micros(200));
+                c.iter_mut().for_each(|v| *v += 1.0);
+                if std::thread::current().id() == me {
+                    *mine.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+                } else if rayon::current_num_threads() == 2 && rayon::current_thread_index().is_some() {
                     *workers.lock().unwrap_or_else(|e| e.into_inner()) += 1;
                 }
             })
         });
-        assert_eq!(*workers.lock().unwrap_or_else(|e| e.into_inner()), 16, "every chunk on a pool thread");
+        let (mine, workers) =
+            (mine.into_inner().unwrap_or_else(|e| e.into_inner()), workers.into_inner().unwrap_or_else(|e| e.into_inner()));
+        assert_eq!(mine + workers, chunk_count(4096, 4), "every chunk once, on the caller or the pool");
+        assert!(mine > 0 && workers > 0, "both took chunks: caller {mine}, pool {workers}");
+        assert!(big.iter().all(|v| *v == 1.0));
         assert_eq!(current_threads(), rayon::current_num_threads(), "no pool left set after the call");
+    }
+
+    #[test]
+    fn a_panicking_chunk_reaches_the_caller_after_the_other_chunks_ran() {
+        let p = pool(2);
+        let done = AtomicUsize::new(0);
+        let mut big = vec![0u8; 1000];
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_in(&p, || {
+                for_each_chunk(&mut big, 10, |off, _| {
+                    if off == 500 {
+                        panic!("chunk at 500");
+                    }
+                    done.fetch_add(1, Ordering::Relaxed);
+                })
+            })
+        }));
+        assert!(r.is_err(), "the panic propagates to the caller");
+        assert!(done.load(Ordering::Relaxed) >= 1, "the other chunks are not lost with the pool");
     }
 }
