@@ -22,7 +22,8 @@
 //! of them rejects, naming that round's salt.
 
 use super::probe::{Measured, Probe};
-use super::verdict::{consistency, judge};
+use super::report::Corruption;
+use super::verdict::{consistency, judge, negative_control, smallest_caught};
 use super::{measure_probes, setup, GradcheckError, GradcheckOptions, Setup};
 use crate::gradcheck::draw::DrawRange;
 use op_core::decl::OpDecl;
@@ -100,6 +101,9 @@ impl Pool {
 pub fn run(registry: &Registry, decl: &'static OpDecl, opts: &GradcheckOptions) -> Result<(Pool, Setup), GradcheckError> {
     let mut pool = Pool::default();
     let mut last: Option<Setup> = None;
+    // A conclusive pool whose probes could not yet tell the negative control's scaled backward
+    // from the true one: returned if no later round helps (the control then fails it).
+    let mut blind: Option<Setup> = None;
     let mut stop = format!("{MAX_ROUNDS} rounds, the most gradcheck draws");
     for round in 0..MAX_ROUNDS {
         let salt = round_salt(opts.salt, round);
@@ -126,7 +130,14 @@ pub fn run(registry: &Registry, decl: &'static OpDecl, opts: &GradcheckOptions) 
         pool.ranges.extend(s.ranges.iter().cloned());
         let alone = pool.add(measured, sampled, swept);
         if pool.conclusive() || (alone && 2 * pool.kinks <= pool.measured()) {
-            return Ok((pool, s));
+            if tells_scaling(&pool) {
+                return Ok((pool, s));
+            }
+            // Conclusive, but no probe resolves the fixed scaling the negative control applies
+            // (a draw whose outputs barely respond): more probes from a fresh round, not a
+            // verdict of "could not fail" on a correct backward.
+            blind = Some(s);
+            continue;
         }
         last = Some(s);
         let kinks = pool.kinks as f64 / pool.measured().max(1) as f64;
@@ -139,10 +150,23 @@ pub fn run(registry: &Registry, decl: &'static OpDecl, opts: &GradcheckOptions) 
             break;
         }
     }
+    if let Some(s) = blind {
+        return Ok((pool, s));
+    }
     match last {
         Some(s) => Err(inconclusive(&s, &pool, opts, &stop)),
         None => Err(GradcheckError::NoAdmissibleInput { op: decl.rust_name.to_string(), tries: MAX_ROUNDS }),
     }
+}
+
+/// Whether the pooled probes reject the negative control's fixed scaling of the backward (the
+/// first corruption `negative_control` applies).
+fn tells_scaling(pool: &Pool) -> bool {
+    let probes: Vec<&Probe> = pool.checked.iter().collect();
+    negative_control(&probes, smallest_caught(&probes))
+        .iter()
+        .find(|c| matches!(c.corruption, Corruption::Scaled(_)))
+        .is_none_or(|c| !c.applicable || c.rejected)
 }
 
 /// The verdict where no round and not the pool was conclusive: the counts over every round,
