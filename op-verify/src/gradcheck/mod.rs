@@ -46,7 +46,9 @@
 //! - the negative control re-judges the same probes with the backward scaled (by 1.01, and by
 //!   `1 + delta` for the smallest relative error `delta` the probes prove they catch),
 //!   sign-flipped and routed to the neighbouring element; each must be rejected, else the check
-//!   "could not fail" and gradcheck fails.
+//!   "could not fail" and gradcheck fails. A conclusive pool whose probes cannot yet resolve the
+//!   fixed scaling (no probe would reject it) first draws further rounds, so a draw whose outputs
+//!   barely respond does not fail a correct backward; where no round helps, the control fails it.
 //!
 //! ```
 //! use op_runtime::{op, Real};
