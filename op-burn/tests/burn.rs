@@ -66,7 +66,7 @@ pub fn window_sum_vjp<T: Real>(x: &[T], w: u32, g: &[T]) -> Vec<T> {
     let mut d = vec![T::zero(); x.len()];
     for (i, gi) in g.iter().enumerate() {
         for v in &mut d[i..i + w] {
-            *v = *v + *gi;
+            *v += *gi;
         }
     }
     d
@@ -351,7 +351,7 @@ fn a_broken_vjp_rule_is_caught_by_gradcheck_not_handed_to_burn() {
     // half the true `2 x`.
     let bad = ok(BurnOp::register(&bad_square::DECL, &[]));
     let x = btensor(&[1.5f32, -2.0], &Device::ndarray().autodiff()).require_grad();
-    let y: BTensor<1> = ok(bad.apply(&[x.clone()]));
+    let y: BTensor<1> = ok(bad.apply(std::slice::from_ref(&x)));
     let g = flat::<f32, 1>(x.grad(&y.sum().backward()).expect("a gradient"));
     assert_eq!(g, [1.5, -2.0]);
 }
@@ -394,25 +394,25 @@ fn bad_inputs_are_typed_errors_at_the_call() {
     let x = btensor(&vec_of::<f32>(64, 4), &ad).require_grad();
     for w in [4u32, 33] {
         let window = BurnOp::new(&user(&window_sum::DECL), &[Scalar::U32(w)]);
-        match window.apply::<1, 1>(&[x.clone()]) {
+        match window.apply::<1, 1>(std::slice::from_ref(&x)) {
             Err(Error::Dispatch(e)) => assert!(e.to_string().contains("test/burn/window_sum"), "w = {w}: {e}"),
             other => panic!("w = {w}: expected Error::Dispatch, got {other:?}"),
         }
     }
     // A missing parameter.
     let scale = BurnOp::new(&handle("builtin/scale"), &[]);
-    assert!(matches!(scale.apply::<1, 1>(&[x.clone()]), Err(Error::Dispatch(_))));
+    assert!(matches!(scale.apply::<1, 1>(std::slice::from_ref(&x)), Err(Error::Dispatch(_))));
     // Arity.
     assert!(matches!(tanh.apply::<1, 1>(&[x.clone(), x.clone()]), Err(Error::Arity { expected: 1, given: 2, .. })));
     // An output rank other than the one asked for.
-    match tanh.apply::<1, 2>(&[x.clone()]) {
+    match tanh.apply::<1, 2>(std::slice::from_ref(&x)) {
         Err(Error::Rank { expected: 2, shape, .. }) => assert_eq!(shape, vec![64]),
         other => panic!("expected Error::Rank, got {other:?}"),
     }
     // A tracked tensor into an op declared `backward = none`: refused at the call, before burn's
     // graph holds a step its backward could not run; a plain one runs.
     let sign = BurnOp::new(&user(&sign::DECL), &[]);
-    match sign.apply::<1, 1>(&[x.clone()]) {
+    match sign.apply::<1, 1>(std::slice::from_ref(&x)) {
         Err(Error::Backward(e)) => assert!(matches!(*e, TapeError::NotDifferentiable { .. })),
         other => panic!("expected Error::Backward, got {other:?}"),
     }
@@ -423,7 +423,7 @@ fn bad_inputs_are_typed_errors_at_the_call() {
     // Several outputs: not `apply`, but `call`.
     let mm = BurnOp::new(&user(&minmax::DECL), &[]);
     let v = btensor(&[0.5f32, -2.0, 3.5, 1.0], &dev);
-    assert!(matches!(mm.apply::<1, 1>(&[v.clone()]), Err(Error::NoCustomOp { inputs: 1, outputs: 2, .. })));
+    assert!(matches!(mm.apply::<1, 1>(std::slice::from_ref(&v)), Err(Error::NoCustomOp { inputs: 1, outputs: 2, .. })));
     let outs = ok(mm.call(vec![v.clone().into_dispatch()]));
     let outs: Vec<Vec<f32>> = outs.into_iter().map(|t| flat::<f32, 1>(BTensor::<1>::from_dispatch(t))).collect();
     assert_eq!(outs, [vec![-2.0], vec![3.5]]);
@@ -502,7 +502,7 @@ fn one_burn_op_serves_threads_at_once() {
                     for k in 0..6u64 {
                         let v = vec_of::<f32>(100 + k as usize, 1000 * t + k);
                         let x = btensor(&v, &Device::ndarray().autodiff()).require_grad();
-                        let y: BTensor<1> = ok(tanh.apply(&[x.clone()]));
+                        let y: BTensor<1> = ok(tanh.apply(std::slice::from_ref(&x)));
                         let g = flat::<f32, 1>(x.grad(&y.sum().backward()).expect("a gradient"));
                         let ones = Tensor::vector(vec![1.0f32; v.len()]);
                         let pb = ok(Tape::with_registry(op_runtime::registry()).pullback(&h, vec![Tensor::vector(v)], &[], vec![ones]));

@@ -1,6 +1,6 @@
 //! Software prefetch for the streaming map loops of [`simd`](super::simd) and
-//! [`simd64`](super::simd64). Owns the prefetch distance; must not read or write memory (a
-//! prefetch is a hint with no architectural effect).
+//! [`simd64`](super::simd64), and for the output tiles of the matmul kernel. Owns the prefetch
+//! distance; must not read or write memory (a prefetch is a hint with no architectural effect).
 
 /// How far ahead (in bytes) the map loops prefetch their inputs: on a machine whose large L3
 /// holds the data (1M f32 elementwise), the loads of a compute-heavy kernel (tanh, log)
@@ -20,4 +20,28 @@ pub fn prefetch_ahead<T>(p: *const T, i: usize) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (p, i);
+}
+
+/// Hints the cache line holding `p` into L1 (never faults: any address; a no-op off x86-64).
+#[inline(always)]
+pub fn prefetch_line<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch has no architectural effect and cannot fault on any address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// Hints the cache line holding `p` into L2 (never faults: any address; a no-op off x86-64).
+#[inline(always)]
+pub fn prefetch_line_l2<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch has no architectural effect and cannot fault on any address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(p as *const i8)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }

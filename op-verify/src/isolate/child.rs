@@ -107,7 +107,7 @@ impl Child {
             Err(Wait::Timeout) => return Err(self.death(Some(limit))),
         }
         let len = wire::frame_len(prefix);
-        let mut body = usize::try_from(len).ok().and_then(|n| vec_of(n)).ok_or(Death::Lost(format!("a reply of {len} bytes")))?;
+        let mut body = usize::try_from(len).ok().and_then(vec_of).ok_or(Death::Lost(format!("a reply of {len} bytes")))?;
         match self.receive(&mut body, deadline, start, progress) {
             Ok(()) => wire::read_reply(&body).map_err(|e| Death::Lost(format!("the child's reply: {e}"))),
             Err(Wait::Closed) => Err(self.death(None)),

@@ -55,6 +55,9 @@ trait Terms<V: Vf> {
 /// An element type the rows of 16 f64 lanes load from: f32 (widened exactly) or f64.
 pub trait Wide: Copy + Default + Send + Sync + 'static {
     /// Row of the 16 elements at `p`.
+    ///
+    /// # Safety
+    /// `p` points at 16 readable elements, and `V`'s target feature is on.
     unsafe fn row<V: Vf>(p: *const Self) -> V::Row;
 }
 impl Wide for f32 {

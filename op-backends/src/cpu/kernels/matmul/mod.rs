@@ -1,7 +1,15 @@
 //! The matmul kernel of the built-in `matmul`, f32 and f64: cache-blocked (B packed into
-//! column strips per panel of `k`, into a buffer kept for the next call; A read in place, `MR`
-//! rows at a time; a register tile of `MR x 2L` outputs). Owns its blocking and summation
-//! orders; must not allocate the output or validate shapes.
+//! column strips per panel of `k`, into a buffer kept for the next call; a row chunk's A rows
+//! packed per panel, `MR` rows interleaved; a register tile of `MR x 2L` outputs). Owns its
+//! blocking and summation orders; must not allocate the output or validate shapes.
+//!
+//! Order of the work (not of any sum): per row chunk and panel, A's rows are packed, then for
+//! each B strip every row block of the chunk runs its tile over that strip, so the strip (one
+//! panel deep: 32 KiB on AVX-512) stays in L1 across the chunk's row blocks while each block's
+//! packed A streams from L2; meanwhile each call hints its share of the next strip into L2
+//! and its own output tile into L1. (B strips per row block, several panels at a time, read B
+//! from L2 on every step and A's rows `k` apart: 0.70x OpenBLAS at f64 1024^3 on an Intel
+//! Xeon, against 0.89x now; see docs/PERFORMANCE.md.)
 //!
 //! f32 summation order of `out[i][j] = sum_p a[i][p] b[p][j]` (fixed: independent of the
 //! thread count, of the instruction set and of where the element falls in a tile; the x86
@@ -44,6 +52,7 @@ mod overflow;
 
 use super::{any_non_finite, dot_f64};
 use crate::cpu::par::for_each_chunk;
+use crate::cpu::prefetch::{prefetch_line, prefetch_line_l2};
 use crate::cpu::simd::Isa;
 use crate::with_isa;
 use lanes::{Elem, Lanes, Tile, Wide, NV};
@@ -95,7 +104,7 @@ trait Kernel: Elem + bytemuck::Pod {
     /// The tile `(MR, NV * L)` of the implementation `isa` runs.
     fn tile(isa: Isa) -> (usize, usize);
     /// What [`Kernel::fix_non_finite`] needs to know of B, computed once per call.
-    fn scales(b: &[Self], n: usize) -> Vec<Self>;
+    fn scales(isa: Isa, b: &[Self], n: usize) -> Vec<Self>;
     /// Packs the B strips `off ..` (see [`pack_b_shared`]) into `units`.
     fn pack(isa: Isa, b: &[Self], k: usize, n: usize, off: usize, units: &mut [&mut [Self]]);
     /// Output rows `r0 .. r1` as blocks of `MR` rows (see [`rows_kernel`]).
@@ -109,7 +118,7 @@ impl Kernel for f32 {
     fn tile(isa: Isa) -> (usize, usize) {
         with_isa!(isa, V, () -> (usize, usize), (<V as Tile>::MR, NV * <V as Lanes>::L))
     }
-    fn scales(_: &[f32], _: usize) -> Vec<f32> {
+    fn scales(_: Isa, _: &[f32], _: usize) -> Vec<f32> {
         Vec::new()
     }
     fn pack(isa: Isa, b: &[f32], k: usize, n: usize, off: usize, units: &mut [&mut [f32]]) {
@@ -141,8 +150,8 @@ impl Kernel for f64 {
     fn tile(isa: Isa) -> (usize, usize) {
         with_isa!(isa, V, () -> (usize, usize), (<<V as Wide>::D as Tile>::MR, NV * <<V as Wide>::D as Lanes>::L))
     }
-    fn scales(b: &[f64], n: usize) -> Vec<f64> {
-        overflow::column_scales(b, n)
+    fn scales(isa: Isa, b: &[f64], n: usize) -> Vec<f64> {
+        with_isa!(isa, V, (b: &[f64], n: usize) -> Vec<f64>, overflow::column_scales(b, n))
     }
     fn pack(isa: Isa, b: &[f64], k: usize, n: usize, off: usize, units: &mut [&mut [f64]]) {
         with_isa!(isa, V, (b: &[f64], k: usize, n: usize, off: usize, units: &mut [&mut [f64]]) -> (),
@@ -153,6 +162,8 @@ impl Kernel for f64 {
             rows_kernel::<<V as Wide>::D, { <<V as Wide>::D as Tile>::MR }>(ops, r0, r1, blocks))
     }
     /// The overflow guard (see the module doc): elements at risk in the reference's arithmetic.
+    /// Inlined into [`Kernel::rows`], so its scans run on the call's instruction set.
+    #[inline(always)]
     fn fix_non_finite(ops: Operands<'_, f64>, r0: usize, mr: usize, blocks: &mut [&mut [f64]]) {
         overflow::repair(ops, r0, mr, blocks);
     }
@@ -173,7 +184,7 @@ fn run<E: Kernel>(a: &[E], b: &[E], m: usize, k: usize, n: usize, out: &mut [E])
     // The tile of the very implementation `with_isa!` runs below.
     let (mr, nr) = E::tile(isa);
     let bpack = pack_b_shared(isa, b, k, n, nr);
-    let scales = E::scales(b, n);
+    let scales = E::scales(isa, b, n);
     let ops = Operands { a, b, bpack: &bpack, scales: &scales, k, n };
     // Row blocks of `mr` rows; chunks of at least ~64 rows and ~2^20 multiply-adds.
     let mut rows: Vec<&mut [E]> = out.chunks_mut(mr * n).collect();
@@ -255,17 +266,50 @@ fn pack_b<W: Lanes>(b: &[W::E], n: usize, pc: usize, kc: usize, st: usize, dst: 
     }
 }
 
-/// A row chunk's own packed copy of B when B is not packed whole (one cache block of panels;
-/// else empty).
+/// Packs A's rows of the blocks `dst` (rows from `r0`, `MR` per block, below `r1`), columns
+/// `pc .. pc + kc`, into `out` as `[block][q][MR]`: the tile's broadcasts of one step are
+/// adjacent, and a block's `kc * MR` elements are contiguous (no rows `k` apart aliasing in L1
+/// with the B strip the row blocks share). Rows past a block's end repeat its last row (their
+/// sums are dropped).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // the chunk's rows and the panel, given as bounds
+fn pack_a<E: Elem, const MR: usize>(
+    a: &[E],
+    k: usize,
+    r0: usize,
+    r1: usize,
+    n: usize,
+    dst: &[&mut [E]],
+    pc: usize,
+    kc: usize,
+    out: &mut [E],
+) {
+    for (ib, blk) in dst.iter().enumerate() {
+        let rows_here = blk.len() / n;
+        let rows: [&[E]; MR] = std::array::from_fn(|i| {
+            let r = (r0 + ib * MR + i.min(rows_here - 1)).min(r1 - 1);
+            &a[r * k + pc..r * k + pc + kc]
+        });
+        for (q, step) in out[ib * MR * kc..(ib + 1) * MR * kc].chunks_exact_mut(MR).enumerate() {
+            for (v, row) in step.iter_mut().zip(&rows) {
+                *v = row[q];
+            }
+        }
+    }
+}
+
+/// A row chunk's own packed copies: of B when B is not packed whole (one cache block of
+/// panels; else empty), and of A's rows for one panel (see [`pack_a`]).
 struct Scratch<E> {
     b: Vec<E>,
+    a: Vec<E>,
 }
 
 impl<E: Elem> Scratch<E> {
-    fn new<W: Lanes<E = E>>(ops: Operands<'_, E>) -> Self {
+    fn new<W: Lanes<E = E>>(ops: Operands<'_, E>, blocks: usize, mr: usize) -> Self {
         let strips = ops.n.div_ceil(NV * W::L);
         let b = if ops.bpack.is_empty() { vec![E::ZERO; (PB * KC).min(ops.k) * strips * NV * W::L] } else { Vec::new() };
-        Scratch { b }
+        Scratch { b, a: vec![E::ZERO; blocks * mr * KC.min(ops.k)] }
     }
 }
 
@@ -277,7 +321,7 @@ fn rows_kernel<W: Tile, const MR: usize>(ops: Operands<'_, W::E>, r0: usize, r1:
 where
     W::E: Kernel,
 {
-    let mut own = Scratch::new::<W>(ops);
+    let mut own = Scratch::new::<W>(ops, blocks.len(), MR);
     if ops.k <= SP * KC {
         panels::<W, MR>(ops, r0, r1, 0, ops.k, &mut own, blocks);
     } else {
@@ -310,9 +354,9 @@ fn b_panels<'a, W: Lanes>(ops: Operands<'a, W::E>, kb: usize, kb1: usize, own: &
 /// `dst = sum_{p in p0 .. p1} a[r][p] b[p][j]` for rows `r0 .. r1` (`dst` as blocks of `MR`
 /// rows of `n`), in the f32 order: panel by panel, each panel summed by [`micro`], the first
 /// stored, the rest added (`p1 - p0 <= SP * KC`).
-/// Cache blocking (the order of the work, not of any sum): [`PB`] panels at a time; for each
-/// strip of B (`PB` panels of it, L2-resident) and each row block, the `PB` panels one after
-/// the other into the same output tile (L1-resident).
+/// Cache blocking (the order of the work, not of any sum; see the module doc): B in cache
+/// blocks of [`PB`] panels (packed here when not packed whole); per panel, A's rows packed,
+/// then per B strip every row block.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)] // the chunk's rows and p-range, both given as bounds
 fn panels<W: Tile, const MR: usize>(
@@ -327,33 +371,43 @@ fn panels<W: Tile, const MR: usize>(
     let (a, k, n) = (ops.a, ops.k, ops.n);
     let nr = NV * W::L;
     let strips = n.div_ceil(nr);
-    // Internal invariant: A's rows `r0 .. r1` hold the columns `p0 .. p1` (the raw reads of
-    // `micro` rely on it).
+    // Internal invariant: A's rows `r0 .. r1` hold the columns `p0 .. p1` (what `pack_a`
+    // copies).
     assert!(r1 <= a.len() / k && p1 <= k);
     let mut kb = p0;
     while kb < p1 {
         let kb1 = (kb + PB * KC).min(p1);
         let bpanels = b_panels::<W>(ops, kb, kb1, &mut own.b);
         assert!(bpanels.len() == (kb1 - kb) * strips * nr);
-        for st in 0..strips {
-            let c0 = st * nr;
-            let w = nr.min(n - c0);
-            for (ib, blk) in dst.iter_mut().enumerate() {
-                let rows_here = blk.len() / n;
-                // Rows past the block's end read the block's last row (their sums are dropped).
-                let rows: [usize; MR] = std::array::from_fn(|i| (r0 + ib * MR + i.min(rows_here - 1)).min(r1 - 1));
-                let mut pc = kb;
-                while pc < kb1 {
-                    let kc = KC.min(kb1 - pc);
-                    let arows: [*const W::E; MR] = std::array::from_fn(|i| a[rows[i] * k + pc..].as_ptr());
-                    let bp = bpanels[(pc - kb) * strips * nr + st * kc * nr..].as_ptr();
-                    // SAFETY: each A row pointer has `kc` elements (`pc + kc <= p1 <= k`), the B
+        let mut pc = kb;
+        while pc < kb1 {
+            let kc = KC.min(kb1 - pc);
+            let apack = &mut own.a[..dst.len() * MR * kc];
+            pack_a::<W::E, MR>(a, k, r0, r1, n, dst, pc, kc, apack);
+            let panel = &bpanels[(pc - kb) * strips * nr..];
+            // The B strip the row blocks share next: the panel's next strip, or the next
+            // panel's first (none after the cache block's last panel).
+            let next_strip = |st: usize| match (st + 1 < strips, pc + kc < kb1) {
+                (true, _) => &panel[(st + 1) * kc * nr..(st + 2) * kc * nr],
+                (false, true) => &panel[strips * kc * nr..][..KC.min(kb1 - pc - kc) * nr],
+                (false, false) => &panel[..0],
+            };
+            for st in 0..strips {
+                let c0 = st * nr;
+                let w = nr.min(n - c0);
+                let bp = panel[st * kc * nr..].as_ptr();
+                let ahead = Ahead::spread(next_strip(st), dst.len());
+                for (ib, blk) in dst.iter_mut().enumerate() {
+                    let rows_here = blk.len() / n;
+                    let ap = apack[ib * MR * kc..].as_ptr();
+                    let tile = OutTile { c: blk.as_mut_ptr().wrapping_add(c0), ldc: n, rows: rows_here, cols: w };
+                    // SAFETY: the packed A block has `kc * MR` elements (sliced above), the B
                     // strip `kc * nr` (inside the panel, asserted above); the tile writes
                     // `rows_here x w` elements of `blk` from column `c0` (row stride n).
-                    unsafe { micro::<W, MR>(kc, &arows, bp, blk.as_mut_ptr().add(c0), n, rows_here, w, pc > p0) };
-                    pc += kc;
+                    unsafe { micro::<W, MR>(kc, ap, bp, tile, pc > p0, ahead.part(ib)) };
                 }
             }
+            pc += kc;
         }
         kb = kb1;
     }
@@ -434,45 +488,108 @@ fn add_into<W: Lanes>(left: &[W::E], right: &mut [W::E]) {
     }
 }
 
-/// One `MR x NV*L` tile of the output at `c` (row stride `ldc`; `rows x cols` of it valid):
-/// `sum_p a[i][p] b[p][j]` over one panel of `kc` steps, in blocks of [`KB`] (see the module
-/// doc), stored (first panel) or added to what is there (`acc_into`).
-///
-/// Safety: each `a[i]` points at `kc` elements, `b` holds `kc * NV * L`, and `c` has
-/// `rows <= MR` rows of `cols <= NV * L` writable elements at stride `ldc`; the lane type's
-/// target feature is on.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)] // a BLAS-style micro-kernel: pointers, stride, extent
-unsafe fn micro<W: Lanes, const MR: usize>(
-    kc: usize,
-    a: &[*const W::E; MR],
-    b: *const W::E,
-    c: *mut W::E,
+/// Where a micro-kernel call writes: `rows x cols` valid elements of a tile at `c`, row
+/// stride `ldc`.
+#[derive(Clone, Copy)]
+struct OutTile<E> {
+    c: *mut E,
     ldc: usize,
     rows: usize,
     cols: usize,
+}
+
+/// Cache lines of the B strip the row blocks share next, split among the row blocks of the
+/// current strip: each micro-kernel call hints its share into L2, spread over its panel, so
+/// the next strip's first call does not wait on L3 (a cache hint only: any address is safe).
+#[derive(Clone, Copy)]
+struct Ahead<E> {
+    p: *const E,
+    lines: usize,
+    per: usize,
+}
+
+impl<E> Ahead<E> {
+    /// `next` split among `calls` calls.
+    fn spread(next: &[E], calls: usize) -> Self {
+        let lines = std::mem::size_of_val(next).div_ceil(64);
+        Ahead { p: next.as_ptr(), lines, per: lines.div_ceil(calls.max(1)) }
+    }
+    /// Call `i`'s share.
+    fn part(self, i: usize) -> Self {
+        let from = (i * self.per).min(self.lines);
+        Ahead { p: self.p.wrapping_byte_add(from * 64), lines: self.per.min(self.lines - from), per: 0 }
+    }
+}
+
+/// One multiply-add step `q` of a block: `blk[i][v] += a[q][i] * b[q][v]`.
+///
+/// Safety: `aq` has `MR` elements, `bq` `NV * L`; the lane type's target feature is on.
+#[inline(always)]
+unsafe fn step<W: Lanes, const MR: usize>(aq: *const W::E, bq: *const W::E, blk: &mut [[W; NV]; MR]) {
+    unsafe {
+        let bv: [W; NV] = std::array::from_fn(|v| W::load(bq.add(v * W::L)));
+        for (i, row) in blk.iter_mut().enumerate() {
+            let av = W::splat(*aq.add(i));
+            for v in 0..NV {
+                row[v] = av.fma(bv[v], row[v]);
+            }
+        }
+    }
+}
+
+/// One `MR x NV*L` tile of the output (`t`): `sum_p a[i][p] b[p][j]` over one panel of `kc`
+/// steps, in blocks of [`KB`] (see the module doc), stored (first panel) or added to what is
+/// there (`acc_into`). Hints `ahead`'s lines into L2 along the way.
+///
+/// Safety: `a` holds `kc * MR` elements (A packed as `[q][MR]`), `b` holds `kc * NV * L`, and
+/// `t.c` has `t.rows <= MR` rows of `t.cols <= NV * L` writable elements at stride `t.ldc`; the
+/// lane type's target feature is on.
+#[inline(always)]
+unsafe fn micro<W: Lanes, const MR: usize>(
+    kc: usize,
+    a: *const W::E,
+    b: *const W::E,
+    t: OutTile<W::E>,
     acc_into: bool,
+    ahead: Ahead<W::E>,
 ) {
     unsafe {
+        let OutTile { c, ldc, rows, cols } = t;
         let l = W::L;
         let nr = NV * l;
+        // The output tile is read (or written) after the panel: its lines are fetched now,
+        // behind the panel's multiply-adds (the first, the next and the last of each row).
+        for i in 0..rows {
+            let row = c.add(i * ldc);
+            prefetch_line(row);
+            prefetch_line(row.wrapping_byte_add(64));
+            prefetch_line(row.add(cols - 1));
+        }
         let zero = W::splat(W::E::ZERO);
         let mut acc = [[zero; NV]; MR];
+        // One hinted line per loop turn of a whole block (64 in a panel of 256).
+        let (mut hint, hint_end) = (ahead.p, ahead.p.wrapping_byte_add(ahead.lines * 64));
         let mut p = 0;
         while p < kc {
             let pe = (p + KB).min(kc);
+            let (mut aq, mut bq) = (a.add(p * MR), b.add(p * nr));
             let mut blk = [[zero; NV]; MR];
-            for q in p..pe {
-                let bq = b.add(q * nr);
-                let mut bv = [zero; NV];
-                for (v, bv) in bv.iter_mut().enumerate() {
-                    *bv = W::load(bq.add(v * l));
-                }
-                for (i, row) in blk.iter_mut().enumerate() {
-                    let av = W::splat(*a[i].add(q));
-                    for v in 0..NV {
-                        row[v] = av.fma(bv[v], row[v]);
+            if pe - p == KB {
+                // A whole block, four steps per loop turn (fewer loop-counter instructions).
+                for _ in 0..KB / 4 {
+                    if hint < hint_end {
+                        prefetch_line_l2(hint);
+                        hint = hint.wrapping_byte_add(64);
                     }
+                    for u in 0..4 {
+                        step::<W, MR>(aq.add(u * MR), bq.add(u * nr), &mut blk);
+                    }
+                    (aq, bq) = (aq.add(4 * MR), bq.add(4 * nr));
+                }
+            } else {
+                for _ in p..pe {
+                    step::<W, MR>(aq, bq, &mut blk);
+                    (aq, bq) = (aq.add(MR), bq.add(nr));
                 }
             }
             for i in 0..MR {

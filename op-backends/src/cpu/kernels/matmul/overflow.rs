@@ -14,6 +14,7 @@
 use super::Operands;
 
 /// `max_p |b[p][j]|` for each column `j` of `b` (`k x n`); NaN where the column holds a NaN.
+#[inline(always)]
 pub(super) fn column_scales(b: &[f64], n: usize) -> Vec<f64> {
     let mut bits = vec![0u64; n];
     for row in b.chunks_exact(n.max(1)) {
@@ -29,6 +30,7 @@ const SIGN: u64 = 1 << 63;
 
 /// `max |x|`, NaN where `x` holds a NaN: the magnitudes' bits order as the magnitudes do, and a
 /// NaN's lie above infinity's (an integer max, which vectorises).
+#[inline(always)]
 fn max_magnitude(x: &[f64]) -> f64 {
     f64::from_bits(x.iter().fold(0u64, |m, v| m.max(v.to_bits() & !SIGN)))
 }
@@ -43,6 +45,7 @@ fn at_risk(ra: f64, cb: f64, k: usize) -> bool {
 /// Recomputes, in the reference's arithmetic, every element of the output rows from `r0` (as
 /// blocks of `mr` rows) that [`at_risk`] says a blocked order may get wrong. `ops.scales` are
 /// `b`'s [`column_scales`].
+#[inline(always)]
 pub(super) fn repair(ops: Operands<'_, f64>, r0: usize, mr: usize, blocks: &mut [&mut [f64]]) {
     let (a, b, k, n, scales) = (ops.a, ops.b, ops.k, ops.n, ops.scales);
     let top = max_magnitude(scales);
