@@ -14,12 +14,22 @@ use crate::cpu::simd::{Vf, P8};
 pub trait Elem: Copy + Send + Sync + std::ops::Add<Output = Self> + 'static {
     /// `+0`.
     const ZERO: Self;
+    /// The bits of `|self|`: they order as the magnitudes do, a NaN's above infinity's.
+    fn magnitude_bits(self) -> u64;
 }
 impl Elem for f32 {
     const ZERO: f32 = 0.0;
+    #[inline(always)]
+    fn magnitude_bits(self) -> u64 {
+        u64::from(self.to_bits() & !(1 << 31))
+    }
 }
 impl Elem for f64 {
     const ZERO: f64 = 0.0;
+    #[inline(always)]
+    fn magnitude_bits(self) -> u64 {
+        self.to_bits() & !(1 << 63)
+    }
 }
 
 /// `L` lanes of [`Lanes::E`]. Safety of every method: the lane type's target feature is on

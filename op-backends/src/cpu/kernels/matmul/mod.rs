@@ -103,10 +103,14 @@ impl<E> Copy for Operands<'_, E> {}
 trait Kernel: Elem + bytemuck::Pod {
     /// The tile `(MR, NV * L)` of the implementation `isa` runs.
     fn tile(isa: Isa) -> (usize, usize);
-    /// What [`Kernel::fix_non_finite`] needs to know of B, computed once per call.
+    /// Whether [`Kernel::fix_non_finite`] needs B's column scales (see `overflow`).
+    const SCALED: bool;
+    /// B's column scales when B is not packed whole (else they come from the packed units).
     fn scales(isa: Isa, b: &[Self], n: usize) -> Vec<Self>;
+    /// The column scales from the packed units' magnitudes (see [`pack_b_shared`]).
+    fn scales_of(mags: Vec<u64>) -> Vec<Self>;
     /// Packs the B strips `off ..` (see [`pack_b_shared`]) into `units`.
-    fn pack(isa: Isa, b: &[Self], k: usize, n: usize, off: usize, units: &mut [&mut [Self]]);
+    fn pack(isa: Isa, b: &[Self], k: usize, n: usize, off: usize, units: &mut [Unit<'_, Self>]);
     /// Output rows `r0 .. r1` as blocks of `MR` rows (see [`rows_kernel`]).
     fn rows(isa: Isa, ops: Operands<'_, Self>, r0: usize, r1: usize, blocks: &mut [&mut [Self]]);
     /// Repairs the elements of `blocks` (rows from `r0`, `mr` per block) the blocked order
@@ -118,11 +122,15 @@ impl Kernel for f32 {
     fn tile(isa: Isa) -> (usize, usize) {
         with_isa!(isa, V, () -> (usize, usize), (<V as Tile>::MR, NV * <V as Lanes>::L))
     }
+    const SCALED: bool = false;
     fn scales(_: Isa, _: &[f32], _: usize) -> Vec<f32> {
         Vec::new()
     }
-    fn pack(isa: Isa, b: &[f32], k: usize, n: usize, off: usize, units: &mut [&mut [f32]]) {
-        with_isa!(isa, V, (b: &[f32], k: usize, n: usize, off: usize, units: &mut [&mut [f32]]) -> (),
+    fn scales_of(_: Vec<u64>) -> Vec<f32> {
+        Vec::new()
+    }
+    fn pack(isa: Isa, b: &[f32], k: usize, n: usize, off: usize, units: &mut [Unit<'_, f32>]) {
+        with_isa!(isa, V, (b: &[f32], k: usize, n: usize, off: usize, units: &mut [Unit<'_, f32>]) -> (),
             pack_units::<V>(b, k, n, off, units))
     }
     fn rows(isa: Isa, ops: Operands<'_, f32>, r0: usize, r1: usize, blocks: &mut [&mut [f32]]) {
@@ -150,11 +158,15 @@ impl Kernel for f64 {
     fn tile(isa: Isa) -> (usize, usize) {
         with_isa!(isa, V, () -> (usize, usize), (<<V as Wide>::D as Tile>::MR, NV * <<V as Wide>::D as Lanes>::L))
     }
+    const SCALED: bool = true;
     fn scales(isa: Isa, b: &[f64], n: usize) -> Vec<f64> {
         with_isa!(isa, V, (b: &[f64], n: usize) -> Vec<f64>, overflow::column_scales(b, n))
     }
-    fn pack(isa: Isa, b: &[f64], k: usize, n: usize, off: usize, units: &mut [&mut [f64]]) {
-        with_isa!(isa, V, (b: &[f64], k: usize, n: usize, off: usize, units: &mut [&mut [f64]]) -> (),
+    fn scales_of(mags: Vec<u64>) -> Vec<f64> {
+        mags.into_iter().map(f64::from_bits).collect()
+    }
+    fn pack(isa: Isa, b: &[f64], k: usize, n: usize, off: usize, units: &mut [Unit<'_, f64>]) {
+        with_isa!(isa, V, (b: &[f64], k: usize, n: usize, off: usize, units: &mut [Unit<'_, f64>]) -> (),
             pack_units::<<V as Wide>::D>(b, k, n, off, units))
     }
     fn rows(isa: Isa, ops: Operands<'_, f64>, r0: usize, r1: usize, blocks: &mut [&mut [f64]]) {
@@ -183,8 +195,12 @@ fn run<E: Kernel>(a: &[E], b: &[E], m: usize, k: usize, n: usize, out: &mut [E])
     let isa = Isa::current();
     // The tile of the very implementation `with_isa!` runs below.
     let (mr, nr) = E::tile(isa);
-    let bpack = pack_b_shared(isa, b, k, n, nr);
-    let scales = E::scales(isa, b, n);
+    let (bpack, mags) = pack_b_shared(isa, b, k, n, nr);
+    let scales = match (E::SCALED, bpack.is_empty()) {
+        (false, _) => Vec::new(),
+        (true, true) => E::scales(isa, b, n),
+        (true, false) => E::scales_of(mags),
+    };
     let ops = Operands { a, b, bpack: &bpack, scales: &scales, k, n };
     // Row blocks of `mr` rows; chunks of at least ~64 rows and ~2^20 multiply-adds.
     let mut rows: Vec<&mut [E]> = out.chunks_mut(mr * n).collect();
@@ -198,43 +214,76 @@ fn run<E: Kernel>(a: &[E], b: &[E], m: usize, k: usize, n: usize, out: &mut [E])
     hostmem::keep(bpack);
 }
 
+/// One strip of one panel of the shared B copy, and (for a [`Kernel::SCALED`] dtype) the
+/// magnitude bits of its columns' largest elements (see `overflow`: NaN above infinity).
+struct Unit<'a, E> {
+    dst: &'a mut [E],
+    mags: [u64; MAX_NR],
+}
+
+/// The widest strip of any lane type (`NV * L`).
+const MAX_NR: usize = 32;
+
 /// B packed once, in parallel, for all row chunks: panel after panel, `[strip][p][nr]` inside
-/// a panel, columns zero-padded to whole strips. Empty when the copy would exceed
-/// [`SHARED_PACK_MAX_BYTES`] (narrow `n` with huge `k`): each chunk then packs panel by panel.
-fn pack_b_shared<E: Kernel>(isa: Isa, b: &[E], k: usize, n: usize, nr: usize) -> Vec<E> {
+/// a panel, columns zero-padded to whole strips; and, for a [`Kernel::SCALED`] dtype, each
+/// column's largest magnitude bits, taken from the strips just packed (still in L1) instead
+/// of a second pass over B. Empty when the copy would exceed [`SHARED_PACK_MAX_BYTES`]
+/// (narrow `n` with huge `k`): each chunk then packs panel by panel.
+fn pack_b_shared<E: Kernel>(isa: Isa, b: &[E], k: usize, n: usize, nr: usize) -> (Vec<E>, Vec<u64>) {
     let strips = n.div_ceil(nr);
     let len = k * strips * nr;
-    if len * std::mem::size_of::<E>() > SHARED_PACK_MAX_BYTES {
-        return Vec::new();
+    if len * std::mem::size_of::<E>() > SHARED_PACK_MAX_BYTES || nr > MAX_NR {
+        return (Vec::new(), Vec::new());
     }
     // Every element is written below (padding included).
     let mut bpack = hostmem::for_overwrite::<E>(len);
-    let mut units: Vec<&mut [E]> = Vec::with_capacity(k.div_ceil(KC) * strips);
+    let mut units: Vec<Unit<'_, E>> = Vec::with_capacity(k.div_ceil(KC) * strips);
     let mut rest: &mut [E] = &mut bpack;
     let mut pc = 0;
     while pc < k {
         let kc = KC.min(k - pc);
         for _ in 0..strips {
             let (u, r) = rest.split_at_mut(kc * nr);
-            units.push(u);
+            units.push(Unit { dst: u, mags: [0; MAX_NR] });
             rest = r;
         }
         pc += kc;
     }
     let grain = (1usize << 16).div_ceil(KC * nr);
     for_each_chunk(&mut units, grain, |off, us| E::pack(isa, b, k, n, off, us));
-    bpack
+    let mut mags = vec![0u64; if E::SCALED { n } else { 0 }];
+    for (i, u) in units.iter().enumerate() {
+        let c0 = (i % strips) * nr;
+        for (m, &v) in mags.iter_mut().skip(c0).zip(&u.mags[..nr]) {
+            *m = (*m).max(v);
+        }
+    }
+    drop(units);
+    (bpack, mags)
 }
 
 /// Packs the strips `off .. off + units.len()` of the shared B copy (strip `s` is strip
-/// `s % strips` of panel `s / strips`).
+/// `s % strips` of panel `s / strips`), with their columns' magnitudes for a
+/// [`Kernel::SCALED`] dtype.
 #[inline(always)]
-fn pack_units<W: Lanes>(b: &[W::E], k: usize, n: usize, off: usize, units: &mut [&mut [W::E]]) {
-    let strips = n.div_ceil(NV * W::L);
+fn pack_units<W: Lanes>(b: &[W::E], k: usize, n: usize, off: usize, units: &mut [Unit<'_, W::E>])
+where
+    W::E: Kernel,
+{
+    let nr = NV * W::L;
+    let strips = n.div_ceil(nr);
     for (i, u) in units.iter_mut().enumerate() {
         let (panel, st) = ((off + i) / strips, (off + i) % strips);
         let pc = panel * KC;
-        pack_b::<W>(b, n, pc, KC.min(k - pc), st, u);
+        let kc = KC.min(k - pc);
+        pack_b::<W>(b, n, pc, kc, st, u.dst);
+        if W::E::SCALED {
+            for row in u.dst[..kc * nr].chunks_exact(nr) {
+                for (m, v) in u.mags.iter_mut().zip(row) {
+                    *m = (*m).max(v.magnitude_bits());
+                }
+            }
+        }
     }
 }
 
@@ -621,6 +670,40 @@ unsafe fn micro<W: Lanes, const MR: usize>(
                     *d = if acc_into { *d + t } else { t };
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{overflow, pack_b_shared, Isa, Kernel};
+
+    /// The column scales taken from the packed strips are those of a pass over B, on every
+    /// instruction set: NaN above infinity, signs and signed zeros dropped, subnormals kept,
+    /// over several panels and a partial last strip.
+    #[test]
+    fn the_scales_taken_while_packing_are_those_of_a_pass_over_b() {
+        let (k, n) = (600, 37);
+        let mut b: Vec<f64> = (0..k * n).map(|i| ((i * 7919) % 1000) as f64 * -1e-3 + 0.4).collect();
+        b[3 * n + 5] = f64::NAN;
+        b[590 * n + 5] = f64::INFINITY;
+        b[300 * n + 6] = f64::NEG_INFINITY;
+        b[599 * n + 36] = -1e300;
+        for v in b.iter_mut().skip(20).step_by(n) {
+            *v = -0.0;
+        }
+        for v in b.iter_mut().skip(21).step_by(n) {
+            *v = -1e-310;
+        }
+        let want = overflow::column_scales(&b, n);
+        for isa in Isa::available() {
+            let (_, nr) = f64::tile(isa);
+            let (pack, mags) = pack_b_shared(isa, &b, k, n, nr);
+            assert!(!pack.is_empty(), "{isa:?}: packed whole");
+            let got = f64::scales_of(mags);
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "{isa:?}");
+            assert!(got[5].is_nan() && got[6] == f64::INFINITY && got[20] == 0.0 && got[21] == 1e-310 && got[36] == 1e300);
         }
     }
 }

@@ -14,6 +14,7 @@
 use super::Operands;
 
 /// `max_p |b[p][j]|` for each column `j` of `b` (`k x n`); NaN where the column holds a NaN.
+/// (Where B is packed whole the kernel takes the same values from the packed strips.)
 #[inline(always)]
 pub(super) fn column_scales(b: &[f64], n: usize) -> Vec<f64> {
     let mut bits = vec![0u64; n];
