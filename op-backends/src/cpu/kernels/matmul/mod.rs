@@ -114,8 +114,9 @@ trait Kernel: Elem + bytemuck::Pod {
     /// Output rows `r0 .. r1` as blocks of `MR` rows (see [`rows_kernel`]).
     fn rows(isa: Isa, ops: Operands<'_, Self>, r0: usize, r1: usize, blocks: &mut [&mut [Self]]);
     /// Repairs the elements of `blocks` (rows from `r0`, `mr` per block) the blocked order
-    /// cannot be trusted with (see the module doc).
-    fn fix_non_finite(ops: Operands<'_, Self>, r0: usize, mr: usize, blocks: &mut [&mut [Self]]);
+    /// cannot be trusted with (see the module doc); `amax` holds the magnitude bits of each
+    /// row's largest element of A for a [`Kernel::SCALED`] dtype (see [`pack_a`]).
+    fn fix_non_finite(ops: Operands<'_, Self>, r0: usize, mr: usize, blocks: &mut [&mut [Self]], amax: &[u64]);
 }
 
 impl Kernel for f32 {
@@ -137,7 +138,7 @@ impl Kernel for f32 {
         with_isa!(isa, V, (ops: Operands<'_, f32>, r0: usize, r1: usize, blocks: &mut [&mut [f32]]) -> (),
             rows_kernel::<V, { <V as Tile>::MR }>(ops, r0, r1, blocks))
     }
-    fn fix_non_finite(ops: Operands<'_, f32>, r0: usize, mr: usize, blocks: &mut [&mut [f32]]) {
+    fn fix_non_finite(ops: Operands<'_, f32>, r0: usize, mr: usize, blocks: &mut [&mut [f32]], _: &[u64]) {
         let (k, n) = (ops.k, ops.n);
         for (ib, blk) in blocks.iter_mut().enumerate() {
             if any_non_finite(blk) {
@@ -176,8 +177,8 @@ impl Kernel for f64 {
     /// The overflow guard (see the module doc): elements at risk in the reference's arithmetic.
     /// Inlined into [`Kernel::rows`], so its scans run on the call's instruction set.
     #[inline(always)]
-    fn fix_non_finite(ops: Operands<'_, f64>, r0: usize, mr: usize, blocks: &mut [&mut [f64]]) {
-        overflow::repair(ops, r0, mr, blocks);
+    fn fix_non_finite(ops: Operands<'_, f64>, r0: usize, mr: usize, blocks: &mut [&mut [f64]], amax: &[u64]) {
+        overflow::repair(ops, r0, mr, blocks, amax);
     }
 }
 
@@ -319,10 +320,12 @@ fn pack_b<W: Lanes>(b: &[W::E], n: usize, pc: usize, kc: usize, st: usize, dst: 
 /// `pc .. pc + kc`, into `out` as `[block][q][MR]`: the tile's broadcasts of one step are
 /// adjacent, and a block's `kc * MR` elements are contiguous (no rows `k` apart aliasing in L1
 /// with the B strip the row blocks share). Rows past a block's end repeat its last row (their
-/// sums are dropped).
+/// sums are dropped). For a [`Kernel::SCALED`] dtype it also raises `out.amax` (a row's
+/// largest magnitude bits, over the panels packed so far) from the rows just read, so the
+/// overflow guard does not read A again.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)] // the chunk's rows and the panel, given as bounds
-fn pack_a<E: Elem, const MR: usize>(
+fn pack_a<E: Kernel, const MR: usize>(
     a: &[E],
     k: usize,
     r0: usize,
@@ -331,7 +334,7 @@ fn pack_a<E: Elem, const MR: usize>(
     dst: &[&mut [E]],
     pc: usize,
     kc: usize,
-    out: &mut [E],
+    out: &mut APack<E>,
 ) {
     for (ib, blk) in dst.iter().enumerate() {
         let rows_here = blk.len() / n;
@@ -339,7 +342,12 @@ fn pack_a<E: Elem, const MR: usize>(
             let r = (r0 + ib * MR + i.min(rows_here - 1)).min(r1 - 1);
             &a[r * k + pc..r * k + pc + kc]
         });
-        for (q, step) in out[ib * MR * kc..(ib + 1) * MR * kc].chunks_exact_mut(MR).enumerate() {
+        if E::SCALED {
+            for (m, row) in out.amax[ib * MR..].iter_mut().zip(&rows[..rows_here]) {
+                *m = row.iter().fold(*m, |m, v| m.max(v.magnitude_bits()));
+            }
+        }
+        for (q, step) in out.a[ib * MR * kc..(ib + 1) * MR * kc].chunks_exact_mut(MR).enumerate() {
             for (v, row) in step.iter_mut().zip(&rows) {
                 *v = row[q];
             }
@@ -348,17 +356,26 @@ fn pack_a<E: Elem, const MR: usize>(
 }
 
 /// A row chunk's own packed copies: of B when B is not packed whole (one cache block of
-/// panels; else empty), and of A's rows for one panel (see [`pack_a`]).
+/// panels; else empty), and of A's rows for one panel, with the rows' largest magnitudes
+/// (see [`pack_a`]).
 struct Scratch<E> {
     b: Vec<E>,
-    a: Vec<E>,
+    a: APack<E>,
 }
 
-impl<E: Elem> Scratch<E> {
+/// A row chunk's A rows for one panel, packed (see [`pack_a`]), and the rows' largest
+/// magnitude bits so far.
+struct APack<E> {
+    a: Vec<E>,
+    amax: Vec<u64>,
+}
+
+impl<E: Kernel> Scratch<E> {
     fn new<W: Lanes<E = E>>(ops: Operands<'_, E>, blocks: usize, mr: usize) -> Self {
         let strips = ops.n.div_ceil(NV * W::L);
         let b = if ops.bpack.is_empty() { vec![E::ZERO; (PB * KC).min(ops.k) * strips * NV * W::L] } else { Vec::new() };
-        Scratch { b, a: vec![E::ZERO; blocks * mr * KC.min(ops.k)] }
+        let amax = vec![0; if E::SCALED { blocks * mr } else { 0 }];
+        Scratch { b, a: APack { a: vec![E::ZERO; blocks * mr * KC.min(ops.k)], amax } }
     }
 }
 
@@ -376,7 +393,7 @@ where
     } else {
         super_panels::<W, MR>(ops, r0, r1, &mut own, blocks);
     }
-    W::E::fix_non_finite(ops, r0, MR, blocks);
+    W::E::fix_non_finite(ops, r0, MR, blocks, &own.a.amax);
 }
 
 /// The B panels `kb .. kb1` as `[panel][strip][p][nr]`: a slice of the shared copy, or packed
@@ -416,7 +433,9 @@ fn panels<W: Tile, const MR: usize>(
     p1: usize,
     own: &mut Scratch<W::E>,
     dst: &mut [&mut [W::E]],
-) {
+) where
+    W::E: Kernel,
+{
     let (a, k, n) = (ops.a, ops.k, ops.n);
     let nr = NV * W::L;
     let strips = n.div_ceil(nr);
@@ -431,8 +450,8 @@ fn panels<W: Tile, const MR: usize>(
         let mut pc = kb;
         while pc < kb1 {
             let kc = KC.min(kb1 - pc);
-            let apack = &mut own.a[..dst.len() * MR * kc];
-            pack_a::<W::E, MR>(a, k, r0, r1, n, dst, pc, kc, apack);
+            pack_a::<W::E, MR>(a, k, r0, r1, n, dst, pc, kc, &mut own.a);
+            let apack = &own.a.a[..dst.len() * MR * kc];
             let panel = &bpanels[(pc - kb) * strips * nr..];
             // The B strip the row blocks share next: the panel's next strip, or the next
             // panel's first (none after the cache block's last panel).
@@ -472,7 +491,9 @@ fn super_panels<W: Tile, const MR: usize>(
     r1: usize,
     own: &mut Scratch<W::E>,
     blocks: &mut [&mut [W::E]],
-) {
+) where
+    W::E: Kernel,
+{
     let len = (r1 - r0) * ops.n;
     let mut levels: Vec<Option<Vec<W::E>>> = Vec::new();
     let mut free: Vec<Vec<W::E>> = Vec::new();
@@ -676,7 +697,8 @@ unsafe fn micro<W: Lanes, const MR: usize>(
 
 #[cfg(test)]
 mod tests {
-    use super::{overflow, pack_b_shared, Isa, Kernel};
+    use super::{matmul_f64, overflow, pack_b_shared, Isa, Kernel};
+    use crate::cpu::simd::with_isa_override;
 
     /// The column scales taken from the packed strips are those of a pass over B, on every
     /// instruction set: NaN above infinity, signs and signed zeros dropped, subnormals kept,
@@ -704,6 +726,24 @@ mod tests {
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&got), bits(&want), "{isa:?}");
             assert!(got[5].is_nan() && got[6] == f64::INFINITY && got[20] == 0.0 && got[21] == 1e-310 && got[36] == 1e300);
+        }
+    }
+
+    /// The guard's row maxima are taken over every panel and super-panel of A: a row whose
+    /// only large values lie in the second super-panel, in two blocks (`MAX` closing one,
+    /// `MAX - MAX` the next: `MAX` in blocks, `inf` in the reference's order), is recomputed
+    /// and gives the reference's `inf`, on every instruction set.
+    #[test]
+    fn the_guard_sees_a_row_s_large_values_in_any_panel() {
+        let k = 5000;
+        let mut a = vec![0.5; 2 * k];
+        a[..k].fill(0.0);
+        (a[4511], a[4512], a[4513]) = (f64::MAX, f64::MAX, -f64::MAX);
+        let b = vec![1.0; k];
+        for isa in Isa::available() {
+            let mut out = [0.0; 2];
+            with_isa_override(isa, || matmul_f64(&a, &b, 2, k, 1, &mut out));
+            assert_eq!(out, [f64::INFINITY, 2500.0], "{isa:?}");
         }
     }
 }

@@ -45,16 +45,17 @@ fn at_risk(ra: f64, cb: f64, k: usize) -> bool {
 
 /// Recomputes, in the reference's arithmetic, every element of the output rows from `r0` (as
 /// blocks of `mr` rows) that [`at_risk`] says a blocked order may get wrong. `ops.scales` are
-/// `b`'s [`column_scales`].
+/// `b`'s [`column_scales`]; `amax[i]` the magnitude bits of row `r0 + i`'s largest element of
+/// `a` (taken while the kernel packed A: the `max_magnitude` of the row).
 #[inline(always)]
-pub(super) fn repair(ops: Operands<'_, f64>, r0: usize, mr: usize, blocks: &mut [&mut [f64]]) {
+pub(super) fn repair(ops: Operands<'_, f64>, r0: usize, mr: usize, blocks: &mut [&mut [f64]], amax: &[u64]) {
     let (a, b, k, n, scales) = (ops.a, ops.b, ops.k, ops.n, ops.scales);
     let top = max_magnitude(scales);
     for (ib, blk) in blocks.iter_mut().enumerate() {
         for (i, row) in blk.chunks_mut(n).enumerate() {
             let r = r0 + ib * mr + i;
             let arow = &a[r * k..(r + 1) * k];
-            let ra = max_magnitude(arow);
+            let ra = f64::from_bits(amax[ib * mr + i]);
             if !at_risk(ra, top, k) {
                 continue;
             }
