@@ -112,17 +112,21 @@ impl Class {
     /// consistent with several classes (on sorted data, a median taking the next element is
     /// also a shifted output), the more specific one names it. It only breaks ties between
     /// classes that explain as many failing cases (the report orders classes by how many they explain).
+    /// NaN ordering comes before the window and order classes: a case it explains holds a NaN
+    /// and is the reference's with the NaN moved, which a one-window case also shows as
+    /// another rank; a kernel whose rank or window is wrong fails NaN-free cases as well, so
+    /// those classes lead by count, and a tie means every failing case turned on a NaN.
     pub fn rank(&self) -> u8 {
         match self {
             Class::OutOfBounds(_) => 0,
             Class::Unwritten => 1,
             Class::ReferenceBits => 2,
-            Class::WrongWindow { .. } => 3,
-            Class::WindowExtreme(_) => 4,
-            Class::OrderStatistic(_) => 5,
-            Class::Shifted(_) => 6,
-            Class::TieOrder => 7,
-            Class::NanOrder => 8,
+            Class::NanOrder => 3,
+            Class::WrongWindow { .. } => 4,
+            Class::WindowExtreme(_) => 5,
+            Class::OrderStatistic(_) => 6,
+            Class::Shifted(_) => 7,
+            Class::TieOrder => 8,
             Class::OverflowNan => 9,
             Class::Nan => 10,
             Class::Permuted => 11,
@@ -327,6 +331,13 @@ mod tests {
         // Equal counts: the most telling class.
         let d = vec![vec![SignOfZero, Permuted], vec![Permuted, SignOfZero]];
         assert_eq!(cover(&d)[0].class, Permuted);
+        // A median ordering NaN last fails only where a window holds a NaN; a one-window case
+        // also reads as the next rank. Tied, NaN ordering names it; a kernel taking the wrong
+        // rank fails NaN-free cases too and leads by count.
+        let d = vec![vec![OrderStatistic(1), NanOrder], vec![NanOrder, OrderStatistic(1)]];
+        assert_eq!(cover(&d)[0].class, NanOrder);
+        let d = vec![vec![OrderStatistic(1), NanOrder], vec![OrderStatistic(1)], vec![OrderStatistic(1)]];
+        assert_eq!(cover(&d)[0].class, OrderStatistic(1));
         // Shifts by different amounts are one kind; the first case's shift represents it.
         let d = vec![vec![Shifted(-2)], vec![Shifted(1)]];
         assert_eq!(cover(&d), vec![Covered { class: Shifted(-2), first: 0, explained: 2 }]);
