@@ -8,40 +8,40 @@
 /// well made some 16M runs twice as slow on the same machine; it is not done.)
 const PREFETCH_BYTES: usize = 2048;
 
+/// `_mm_prefetch`'s hints: into L1 (`_MM_HINT_T0`) and into L2 (`_MM_HINT_T1`).
+const INTO_L1: i32 = 3;
+const INTO_L2: i32 = 2;
+#[cfg(target_arch = "x86_64")]
+const _: () = assert!(INTO_L1 == std::arch::x86_64::_MM_HINT_T0 && INTO_L2 == std::arch::x86_64::_MM_HINT_T1);
+
+/// Hints the cache line holding `p` into the cache level `HINT` names (never faults: any
+/// address; a no-op off x86-64).
+#[inline(always)]
+fn hint<const HINT: i32, T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch has no architectural effect and cannot fault on any address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<HINT>(p as *const i8)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// Hints the cache line `PREFETCH_BYTES` past element `i` of `p` into L1 (never faults: the
 /// address may lie past the end; a no-op off x86-64).
 #[inline(always)]
 pub fn prefetch_ahead<T>(p: *const T, i: usize) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch has no architectural effect and cannot fault on any address.
-    unsafe {
-        let q = p.wrapping_add(i).wrapping_byte_add(PREFETCH_BYTES);
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(q as *const i8)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (p, i);
+    prefetch_line(p.wrapping_add(i).wrapping_byte_add(PREFETCH_BYTES));
 }
 
 /// Hints the cache line holding `p` into L1 (never faults: any address; a no-op off x86-64).
 #[inline(always)]
 pub fn prefetch_line<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch has no architectural effect and cannot fault on any address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
+    hint::<INTO_L1, T>(p);
 }
 
 /// Hints the cache line holding `p` into L2 (never faults: any address; a no-op off x86-64).
 #[inline(always)]
 pub fn prefetch_line_l2<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch has no architectural effect and cannot fault on any address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(p as *const i8)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
+    hint::<INTO_L2, T>(p);
 }

@@ -17,6 +17,13 @@ pub trait Elem: Copy + Send + Sync + std::ops::Add<Output = Self> + 'static {
     /// The bits of `|self|`: they order as the magnitudes do, a NaN's above infinity's.
     fn magnitude_bits(self) -> u64;
 }
+/// The largest [`Elem::magnitude_bits`] of `x` (0 for none): `max |x|`'s bits, NaN above
+/// infinity (an integer max, which vectorises).
+#[inline(always)]
+pub fn max_magnitude_bits<E: Elem>(x: &[E]) -> u64 {
+    x.iter().fold(0, |m, v| m.max(v.magnitude_bits()))
+}
+
 impl Elem for f32 {
     const ZERO: f32 = 0.0;
     #[inline(always)]

@@ -55,7 +55,7 @@ use crate::cpu::par::for_each_chunk;
 use crate::cpu::prefetch::{prefetch_line, prefetch_line_l2};
 use crate::cpu::simd::Isa;
 use crate::with_isa;
-use lanes::{Elem, Lanes, Tile, Wide, NV};
+use lanes::{max_magnitude_bits, Elem, Lanes, Tile, Wide, NV};
 use op_core::hostmem;
 
 /// p-panel length (fixed: part of the summation order).
@@ -344,7 +344,7 @@ fn pack_a<E: Kernel, const MR: usize>(
         });
         if E::SCALED {
             for (m, row) in out.amax[ib * MR..].iter_mut().zip(&rows[..rows_here]) {
-                *m = row.iter().fold(*m, |m, v| m.max(v.magnitude_bits()));
+                *m = (*m).max(max_magnitude_bits(row));
             }
         }
         for (q, step) in out.a[ib * MR * kc..(ib + 1) * MR * kc].chunks_exact_mut(MR).enumerate() {

@@ -11,6 +11,7 @@
 //! products, summed in order with Neumaier's compensation, as `builtins::sum64::Sum64`, a level
 //! this module sits below): its result is then the reference's, bit for bit, finite or not.
 
+use super::lanes::{max_magnitude_bits, Elem};
 use super::Operands;
 
 /// `max_p |b[p][j]|` for each column `j` of `b` (`k x n`); NaN where the column holds a NaN.
@@ -20,20 +21,17 @@ pub(super) fn column_scales(b: &[f64], n: usize) -> Vec<f64> {
     let mut bits = vec![0u64; n];
     for row in b.chunks_exact(n.max(1)) {
         for (s, v) in bits.iter_mut().zip(row) {
-            *s = (*s).max(v.to_bits() & !SIGN);
+            *s = (*s).max(v.magnitude_bits());
         }
     }
     bits.into_iter().map(f64::from_bits).collect()
 }
 
-/// The sign bit of an f64.
-const SIGN: u64 = 1 << 63;
-
 /// `max |x|`, NaN where `x` holds a NaN: the magnitudes' bits order as the magnitudes do, and a
 /// NaN's lie above infinity's (an integer max, which vectorises).
 #[inline(always)]
 fn max_magnitude(x: &[f64]) -> f64 {
-    f64::from_bits(x.iter().fold(0u64, |m, v| m.max(v.to_bits() & !SIGN)))
+    f64::from_bits(max_magnitude_bits(x))
 }
 
 /// Whether a sum of `k` terms bounded by `ra * cb` might overflow in some order (see the module
