@@ -98,6 +98,15 @@ fn reduction_length_is_the_contracted_dim() {
     let sum = reg.lookup("builtin/sum").unwrap().op();
     let case = corpus(&sum).cases.into_iter().find(|c| c.sym("n").unwrap_or(0) > 3).expect("a case");
     assert_eq!(reduction_len(&sum, &case) as i128, case.sym("n").unwrap());
+    // matmul's VJP op: `d_a[m, k]` sums `n` terms, `d_b[k, n]` sums `m`; no dim is contracted
+    // by both, and each output has its own length.
+    let vjp = reg.lookup("builtin/matmul").unwrap().vjp_op().expect("a VJP op").at(&[op_core::tensor::DType::f32]).expect("f32").op();
+    let cases = corpus(&vjp).cases;
+    let sym = |c: &Case, s: &str| c.sym(s).unwrap_or(0);
+    let case = cases.iter().find(|c| sym(c, "m") >= 1 && sym(c, "k") >= 1 && sym(c, "n") > 4 * sym(c, "m")).expect("a case");
+    let (m, n) = (sym(case, "m") as usize, sym(case, "n") as usize);
+    assert_eq!((output_reduction_len(&vjp, case, 0), output_reduction_len(&vjp, case, 1)), (n, m), "{case}");
+    assert_eq!(reduction_len(&vjp, case), n, "{case}");
     // conv1d: every symbol shapes the output (`n - m + 1`); each output sums `m` terms.
     let conv = reg.lookup("builtin/conv1d").unwrap().op();
     for case in corpus(&conv).cases.iter().filter(|c| c.sym("n") > c.sym("m")) {

@@ -8,31 +8,33 @@ use op_contract::sample::Rng;
 use op_core::op::RegisteredOp;
 use op_core::tensor::{Scalar, Tensor};
 
-/// Symbols of input dims that no output dim mentions: the contracted ones.
-pub(super) fn contracted(op: &RegisteredOp) -> Vec<usize> {
+/// Symbols of input dims that output `out`'s dims do not mention: the ones it contracts
+/// (`matmul`'s `k`; its VJP's `n` for `d_a[m, k]` and `m` for `d_b[k, n]`).
+pub(super) fn contracted(op: &RegisteredOp, out: usize) -> Vec<usize> {
     let sig = &op.contract.signature;
     let mut in_out: Vec<&str> = Vec::new();
-    for o in &sig.outputs {
-        for d in &o.dims {
-            d.symbols(&mut in_out);
-        }
+    if let Some(o) = sig.outputs.get(out) {
+        o.dims.iter().for_each(|d| d.symbols(&mut in_out));
     }
     sig.dim_symbols().iter().filter(|s| !in_out.contains(&s.as_str())).filter_map(|s| op.plan.syms.iter().position(|x| x == s)).collect()
 }
 
-/// Reduction length of a case for `accum` (only `ceil(log2 len)` enters the bound, so an
-/// estimate off by a small factor changes the bound little):
-/// - the product of the contracted dims (input dim symbols no output dim mentions: `matmul`'s
-///   `k`, `sum`'s `n`), capped by the largest input;
-/// - when every symbol also shapes an output (`conv1d`'s `n - m + 1`, a scan), the smallest
+/// Reduction length of output `out` of a case for `accum` (only `ceil(log2 len)` enters the
+/// bound, so an estimate off by a small factor changes the bound little):
+/// - the product of the dims that output contracts (input dim symbols its dims do not
+///   mention: `matmul`'s `k`, `sum`'s `n`, the `n` of `matmul`'s VJP output `d_a[m, k]`),
+///   capped by the largest input. Each output has its own: a VJP's cotangents contract
+///   different dims, and before, one length (the dims no output mentions, none for a VJP)
+///   served every output, so `d_a` of a 1x2 by 2x30 product was bounded as a sum of 2 terms
+///   where it sums 30;
+/// - when every symbol also shapes the output (`conv1d`'s `n - m + 1`, a scan), the smallest
 ///   input whose shape mentions a symbol: an output element of such an op combines at most a
 ///   window of each input, and the window is no longer than the shortest of them (`conv1d`: `m`
 ///   terms; a scan over one input: `n`). Inputs of fixed shape (`f32[3]` coefficients, rank-0
-///   scalars) are left out: they are parameters of the terms, not the terms. Before, this fell
-///   back to the largest input (`n` for `conv1d`), which overstated the length by `n / m`.
-pub fn reduction_len(op: &RegisteredOp, case: &Case) -> usize {
+///   scalars) are left out: they are parameters of the terms, not the terms.
+pub fn output_reduction_len(op: &RegisteredOp, case: &Case, out: usize) -> usize {
     let largest = case.inputs.iter().map(Tensor::numel).max().unwrap_or(1).max(1);
-    let k = contracted(op);
+    let k = contracted(op, out);
     if k.is_empty() {
         let shaped = op.contract.signature.inputs().zip(&case.inputs).filter(|(sig, _)| {
             let mut syms: Vec<&str> = Vec::new();
@@ -41,8 +43,13 @@ pub fn reduction_len(op: &RegisteredOp, case: &Case) -> usize {
         });
         return shaped.map(|(_, t)| t.numel()).min().unwrap_or(largest).max(1);
     }
-    let prod = k.iter().map(|&i| case.shape.syms[i].max(1) as usize).fold(1usize, usize::saturating_mul);
+    let prod = k.iter().map(|&i| case.shape.syms.get(i).copied().unwrap_or(1).max(1) as usize).fold(1usize, usize::saturating_mul);
     prod.min(largest).max(1)
+}
+
+/// Reduction length of a case: the longest of its outputs' ([`output_reduction_len`]).
+pub fn reduction_len(op: &RegisteredOp, case: &Case) -> usize {
+    (0..op.contract.signature.outputs.len().max(1)).map(|o| output_reduction_len(op, case, o)).max().unwrap_or(1)
 }
 
 /// How the f64 reference's inputs are fed (float elements and float parameters; integers
@@ -233,7 +240,7 @@ fn sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>]) -> Vec<Vec<f6
             let mut sum = zeros();
             for j in 0..n {
                 let mut one = zeros();
-                largest_moves(op, case, plain, moved(Which::One(j)), |_| 1.0, &mut one);
+                largest_moves(op, case, plain, moved(Which::One(j)), (|_| true, |_| 1.0), &mut one);
                 for (s, o) in sum.iter_mut().zip(&one) {
                     s.iter_mut().zip(o).for_each(|(s, o)| *s += o);
                 }
@@ -244,7 +251,7 @@ fn sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>]) -> Vec<Vec<f6
         } else {
             let bits = usize::BITS - (n - 1).leading_zeros();
             let patterns = std::iter::once(Which::AllUp).chain((0..bits).map(Which::Bit)).chain((0..RANDOM_PATTERNS).map(Which::Random));
-            largest_moves(op, case, plain, patterns.flat_map(moved), |_| 1.0, &mut out);
+            largest_moves(op, case, plain, patterns.flat_map(moved), (|_| true, |_| 1.0), &mut out);
         }
     }
     out
@@ -255,20 +262,21 @@ fn zeros_like(plain: &[Vec<f64>]) -> Vec<Vec<f64>> {
     plain.iter().map(|p| vec![0.0; p.len()]).collect()
 }
 
-/// The largest `|r64(x') - r64(x)| / δ` of every output element `i` over the runs `feeds`
-/// (each a perturbation of the case), as [`sensitivity`] measures it, times `weight(i)` (an
-/// element's measurement is left out where that is 0).
+/// The largest `|r64(x') - r64(x)| / δ` of every element `i` of the outputs `which` admits
+/// over the runs `feeds` (each a perturbation of the case), as [`sensitivity`] measures it,
+/// times `weight(i)` (an element's measurement is left out where that is 0).
 fn largest_moves(
     op: &RegisteredOp,
     case: &Case,
     plain: &[Vec<f64>],
     feeds: impl Iterator<Item = Feed>,
-    weight: impl Fn(usize) -> f64,
+    (which, weight): (impl Fn(usize) -> bool, impl Fn(usize) -> f64),
     out: &mut [Vec<f64>],
 ) {
     for mut feed in feeds {
         let Ok(moved) = reference_f64(op, &case.inputs, &case.params, &mut feed) else { continue };
-        for ((o, p), m) in out.iter_mut().zip(plain).zip(&moved).filter(|((_, p), m)| p.len() == m.len()) {
+        let outputs = out.iter_mut().zip(plain).zip(&moved).enumerate();
+        for (_, ((o, p), m)) in outputs.filter(|(j, ((_, p), m))| which(*j) && p.len() == m.len()) {
             for (i, ((o, p), m)) in o.iter_mut().zip(p).zip(m).enumerate() {
                 let r = weight(i) * (m - p).abs() / DELTA;
                 if r.is_finite() {
@@ -289,12 +297,17 @@ fn largest_moves(
 /// that parity. Element `i` takes twice the move from the other parity: the steps before it,
 /// not its own (one rounding of its own value, which the pairwise bound covers), so that an op
 /// without a carry (elementwise, `y_i` from `x_i` alone) gets none, whatever its gain. Zero
-/// where no input is shaped like an output.
+/// where no input is shaped like an output. The moves are read on that output `y` alone, the
+/// one whose values weight them: before, every output took them, so a VJP's `d_b = a^T g`
+/// took `a`'s moves weighted by `|d_a|` (`d_a` is shaped like `a`, but no running value of
+/// it), a "carry" as large as `|g| |d_a|`, and its bound reached `sqrt(eps) * S`: a `d_b` off
+/// by 8 eps over 2 terms was accepted.
 fn carry_sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>], expected: &[Tensor]) -> Vec<Vec<f64>> {
     let mut out = zeros_like(plain);
     for (k, x) in case.inputs.iter().enumerate().filter(|(_, t)| t.dtype().is_float() && t.numel() > 1) {
-        let shaped = expected.iter().zip(plain).filter(|(e, p)| e.dtype().is_float() && e.shape() == x.shape() && p.len() == x.numel());
-        for (_, running) in shaped {
+        let shaped = expected.iter().zip(plain).enumerate();
+        let shaped = shaped.filter(|(_, (e, p))| e.dtype().is_float() && e.shape() == x.shape() && p.len() == x.numel());
+        for (y, (_, running)) in shaped {
             let running: Vec<f64> = running.iter().map(|v| v.abs()).collect();
             for parity in 0..2 {
                 let feeds = [1.0, -1.0].into_iter().map(|sign| {
@@ -302,7 +315,7 @@ fn carry_sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>], expecte
                     Feed::Perturbed(Perturb { by, ..Perturb::new(Group::Input(k), Which::Parity(parity), case.seed, sign) })
                 });
                 let other = |i: usize| if i % 2 == parity { 0.0 } else { 2.0 };
-                largest_moves(op, case, plain, feeds, other, &mut out);
+                largest_moves(op, case, plain, feeds, (|j| j == y, other), &mut out);
             }
         }
     }
@@ -355,9 +368,9 @@ fn scales(
     flushed: Option<&[Tensor]>,
     measure: bool,
 ) -> Result<Vec<AccumScale>, String> {
-    let len = reduction_len(op, case);
+    let len = |i: usize| output_reduction_len(op, case, i);
     if !expected.iter().any(|e| e.dtype().is_float()) {
-        return Ok(expected.iter().map(|_| AccumScale { len, ..AccumScale::default() }).collect());
+        return Ok(expected.iter().enumerate().map(|(i, _)| AccumScale { len: len(i), ..AccumScale::default() }).collect());
     }
     let abs = reference_f64(op, &case.inputs, &case.params, &mut Feed::Abs)?;
     let plain = reference_f64(op, &case.inputs, &case.params, &mut Feed::Plain)?;
@@ -383,7 +396,7 @@ fn scales(
             }
             let flushed_exact = flushed.as_ref().and_then(|f| f.get(i)).filter(|f| f.len() == e.numel()).cloned().unwrap_or_default();
             let magnitude = a.iter().zip(p).zip(m).map(|((x, y), z)| x.abs().max(y.abs()).max(*z)).collect();
-            Ok(AccumScale { len, magnitude, exact: p.clone(), flushed_exact, carry: carry[i].clone() })
+            Ok(AccumScale { len: len(i), magnitude, exact: p.clone(), flushed_exact, carry: carry[i].clone() })
         })
         .collect()
 }
