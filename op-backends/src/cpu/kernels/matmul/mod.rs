@@ -9,7 +9,7 @@
 //! packed A streams from L2; meanwhile each call hints its share of the next strip into L2
 //! and its own output tile into L1. (B strips per row block, several panels at a time, read B
 //! from L2 on every step and A's rows `k` apart: 0.70x OpenBLAS at f64 1024^3 on an Intel
-//! Xeon, against 0.89x now; see docs/PERFORMANCE.md.)
+//! Xeon, against 0.93-1.04x now, at the noise floor; see docs/PERFORMANCE.md.)
 //!
 //! f32 summation order of `out[i][j] = sum_p a[i][p] b[p][j]` (fixed: independent of the
 //! thread count, of the instruction set and of where the element falls in a tile; the x86
