@@ -63,8 +63,10 @@
 //!   `C = sum_t |d r64_i / d x_t| |r64_t|` over the steps `t` before `i` is the running-value
 //!   scale (`scale`: the input's elements of one parity moved by `δ |r64_t|`, the output's own
 //!   values; a step's rounding is such a move; twice the other parity's move, so that an op
-//!   whose `y_i` comes from `x_i` alone has none). A clip cuts the steps before it off, as it
-//!   does their errors. The allowance stops at `sqrt(eps) * S`, half the significand's digits:
+//!   whose `y_i` comes from `x_i` alone has none; read on that output alone, and only on its
+//!   elements in `x`'s units, which double when `x` and when every float input doubles:
+//!   `x / sum(x)` is shaped like `x` but no running value of it). A clip cuts the steps before
+//!   it off, as it does their errors. The allowance stops at `sqrt(eps) * S`, half the significand's digits:
 //!   a carry that stagnates (its terms below half an ulp of the running value, lost whole, as an
 //!   f16 running sum of 0.1 stops at 256 where the exact one reaches 409.6) has lost a
 //!   computation, not rounded one, and is rejected. A reduction (a contracted dim: `sum`,

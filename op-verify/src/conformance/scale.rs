@@ -61,6 +61,9 @@ enum Feed {
     Abs,
     /// One group of values perturbed relatively (see [`Perturb`]).
     Perturbed(Perturb),
+    /// Float input `input` doubled (every float input where `None`), and the float
+    /// parameters too where `params` (exact in binary floating point: see [`carries`]).
+    Doubled { input: Option<usize>, params: bool },
 }
 
 impl Feed {
@@ -71,6 +74,8 @@ impl Feed {
             Feed::Abs => x.abs(),
             Feed::Perturbed(p) if p.group == Group::Input(k) => p.apply(j, x),
             Feed::Perturbed(_) => x,
+            Feed::Doubled { input, .. } if input.is_none_or(|i| i == k) => 2.0 * x,
+            Feed::Doubled { .. } => x,
         }
     }
 
@@ -78,6 +83,7 @@ impl Feed {
     fn param(&mut self, j: usize, x: f64) -> f64 {
         match self {
             Feed::Perturbed(p) if p.group == Group::Params => p.apply(j, x),
+            Feed::Doubled { params: true, .. } => 2.0 * x,
             _ => x,
         }
     }
@@ -302,11 +308,18 @@ fn largest_moves(
 /// took `a`'s moves weighted by `|d_a|` (`d_a` is shaped like `a`, but no running value of
 /// it), a "carry" as large as `|g| |d_a|`, and its bound reached `sqrt(eps) * S`: a `d_b` off
 /// by 8 eps over 2 terms was accepted.
+///
+/// Only elements in `x`'s units take it ([`carries`]): the move of `x_t` by `δ |y_t|` stands
+/// for a rounding of the running value only where `y` is a sum of `x`'s terms; elsewhere its
+/// size depends on the units chosen. Before, `x / sum(x)` on inputs near 1e-6 took a "carry"
+/// 1e4 times its value and a kernel off by 1e-4 relative was accepted (rejected at 1 and
+/// 1e-3); a running sum of `a_t b_t` took one `|b|` times too large.
 fn carry_sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>], expected: &[Tensor]) -> Vec<Vec<f64>> {
     let mut out = zeros_like(plain);
     for (k, x) in case.inputs.iter().enumerate().filter(|(_, t)| t.dtype().is_float() && t.numel() > 1) {
         let shaped = expected.iter().zip(plain).enumerate();
-        let shaped = shaped.filter(|(_, (e, p))| e.dtype().is_float() && e.shape() == x.shape() && p.len() == x.numel());
+        let shaped: Vec<_> = shaped.filter(|(_, (e, p))| e.dtype().is_float() && e.shape() == x.shape() && p.len() == x.numel()).collect();
+        let units = if shaped.is_empty() { Vec::new() } else { carries(op, case, plain, k) };
         for (y, (_, running)) in shaped {
             let running: Vec<f64> = running.iter().map(|v| v.abs()).collect();
             for parity in 0..2 {
@@ -314,12 +327,37 @@ fn carry_sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>], expecte
                     let by = Some(running.clone());
                     Feed::Perturbed(Perturb { by, ..Perturb::new(Group::Input(k), Which::Parity(parity), case.seed, sign) })
                 });
-                let other = |i: usize| if i % 2 == parity { 0.0 } else { 2.0 };
+                let other = |i: usize| if i % 2 == parity || !units[y].get(i).copied().unwrap_or(false) { 0.0 } else { 2.0 };
                 largest_moves(op, case, plain, feeds, (|j| j == y, other), &mut out);
             }
         }
     }
     out
+}
+
+/// Which elements of each output are in the units of float input `k`, as a running value of
+/// its terms (a sum of them) is: doubling `x_k` doubles the element, and so does doubling every
+/// float input (either with the float parameters or without them), within 1e-9 relative: the
+/// other inputs leave its units alone. A prefix sum, clipped (bounds doubled with the terms)
+/// or decaying by a parameter, is; `x / sum(x)` (unchanged when `x` doubles), `x * sum(x)` and
+/// a running sum of products `a_t b_t` (four times when both double) are not. Doubling is
+/// exact in binary floating point, so such an op gives twice its f64 value but where it
+/// overflows.
+fn carries(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>], k: usize) -> Vec<Vec<bool>> {
+    let doubles = |input: Option<usize>| {
+        let mut out: Vec<Vec<bool>> = plain.iter().map(|p| vec![false; p.len()]).collect();
+        for params in [false, true] {
+            let Ok(doubled) = reference_f64(op, &case.inputs, &case.params, &mut Feed::Doubled { input, params }) else { continue };
+            for ((o, p), d) in out.iter_mut().zip(plain).zip(&doubled).filter(|((_, p), d)| p.len() == d.len()) {
+                for ((o, p), d) in o.iter_mut().zip(p).zip(d) {
+                    *o |= p.is_finite() && (d - 2.0 * p).abs() <= 1e-9 * (2.0 * p).abs();
+                }
+            }
+        }
+        out
+    };
+    let (alone, all) = (doubles(Some(k)), doubles(None));
+    alone.into_iter().zip(all).map(|(a, b)| a.into_iter().zip(b).map(|(a, b)| a && b).collect()).collect()
 }
 
 /// The `accum` scale of every output: `r64` (the reference in f64) and `S`, each one value per

@@ -1,0 +1,185 @@
+//! The carry allowance of `accum` (a scan's running value, rounded once per step) is granted
+//! only to output elements in the inputs' units, those that double when the inputs do: the
+//! allowance moves each term by a share of the running value, which means something only
+//! where the two are in the same units. Before, `x / sum(x)` (shaped like `x`, so taken for a
+//! scan) on inputs near 1e-6 took an allowance 1e4 times its value, and a kernel whose sum was
+//! off by 1e-4 relative was accepted there while rejected on inputs near 1; a running sum of
+//! products `a_t b_t` took one as large as `|b|` is. Here those twins are rejected at every
+//! scale, their correct f32 kernels are accepted over many seeds at every scale, and the clipped
+//! scan's sequential carry (which needs the allowance) keeps it (`conformance_accum_scale`).
+
+use op_runtime::conformance::{self, Case, CaseShape, Class, ConformanceFailure, Pattern};
+use op_runtime::{op, BackendKind, OpDecl, OpHandle, Real, Registry, Tensor};
+
+/// `x / sum(x)`, with an f32 kernel (pairwise sum, then each division).
+#[op(name = "test/carry_units/normalize", version = 1, signature(x: f32[n]) -> f32[n],
+     category = reduction, tolerance = accum(2), backward = none, cpu = normalize_f32)]
+pub fn normalize<T: Real>(x: &[T]) -> Vec<T> {
+    let s: f64 = x.iter().map(|v| v.to_f64()).sum();
+    x.iter().map(|v| T::from_f64(v.to_f64() / s)).collect()
+}
+
+/// The same op with a kernel whose sum is 1e-4 too large.
+#[op(name = "test/broken/carry_units/normalize_off", version = 1, signature(x: f32[n]) -> f32[n],
+     category = reduction, tolerance = accum(2), backward = none, cpu = normalize_off_f32, generated_tests = false)]
+pub fn normalize_off<T: Real>(x: &[T]) -> Vec<T> {
+    normalize(x)
+}
+
+/// The running sum of `a_t b_t`, with a tree-ordered f32 kernel.
+#[op(name = "test/carry_units/running_dot", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
+     category = reduction, tolerance = accum(2), backward = none, cpu = running_dot_f32)]
+pub fn running_dot<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
+    let mut acc = 0.0;
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| {
+            T::from_f64({
+                acc += x.to_f64() * y.to_f64();
+                acc
+            })
+        })
+        .collect()
+}
+
+/// The same op with a kernel 1e-4 too large from the second term on.
+#[op(name = "test/broken/carry_units/running_dot_off", version = 1, signature(a: f32[n], b: f32[n]) -> f32[n],
+     category = reduction, tolerance = accum(2), backward = none, cpu = running_dot_off_f32, generated_tests = false)]
+pub fn running_dot_off<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
+    running_dot(a, b)
+}
+
+fn pairwise(x: &[f32]) -> f32 {
+    match x.len() {
+        0 => 0.0,
+        1 => x[0],
+        len => pairwise(&x[..len / 2]) + pairwise(&x[len / 2..]),
+    }
+}
+
+/// The f32 pairwise sum, then each division; where the f32 sum overflows, the sum in f64 (as
+/// the built-ins' non-finite fix-up: the drawn inputs here are finite and small).
+fn normalize_f32(x: &[f32]) -> Vec<f32> {
+    let s = pairwise(x);
+    if s.is_finite() {
+        return x.iter().map(|v| v / s).collect();
+    }
+    let s: f64 = x.iter().map(|v| *v as f64).sum();
+    x.iter().map(|v| (*v as f64 / s) as f32).collect()
+}
+
+fn normalize_off_f32(x: &[f32]) -> Vec<f32> {
+    let s = pairwise(x) * (1.0 + 1e-4);
+    x.iter().map(|v| v / s).collect()
+}
+
+/// The f32 products' inclusive scan by doubling strides (Hillis-Steele): each element a tree
+/// of depth `ceil(log2 (i + 1))`, the pairwise order `accum` models. (A sequential f32 carry
+/// is not in that order; the carry allowance covers it only for a sum of one input's terms.)
+fn running_dot_f32(a: &[f32], b: &[f32]) -> Vec<f32> {
+    let mut y: Vec<f32> = a.iter().zip(b).map(|(x, y)| x * y).collect();
+    let mut d = 1;
+    while d < y.len() {
+        y = (0..y.len()).map(|i| if i >= d { y[i - d] + y[i] } else { y[i] }).collect();
+        d *= 2;
+    }
+    // A non-finite element (a partial sum overflowed: `inf - inf` in some subtree) is recomputed
+    // in f64, where products of f32 are exact and no partial sum overflows (as the built-ins'
+    // fix-up does).
+    let mut exact = 0.0f64;
+    for (i, v) in y.iter_mut().enumerate() {
+        exact += a[i] as f64 * b[i] as f64;
+        if !v.is_finite() {
+            *v = exact as f32;
+        }
+    }
+    y
+}
+
+fn running_dot_off_f32(a: &[f32], b: &[f32]) -> Vec<f32> {
+    let y = running_dot_f32(a, b);
+    y.iter().enumerate().map(|(i, v)| if i == 0 { *v } else { v * (1.0 + 1e-4) }).collect()
+}
+
+/// Input scales: the inputs' units, from small to large.
+const SCALES: [f32; 4] = [1e-6, 1e-3, 1.0, 1e3];
+
+/// `n` positive values in `[0.5, 2) * scale` (runs of equal values where `runs`: the inputs on
+/// which a sequential carry's roundings go one way).
+fn values(rng: &mut op_contract::sample::Rng, n: usize, scale: f32, runs: bool) -> Vec<f32> {
+    let mut v = Vec::with_capacity(n);
+    while v.len() < n {
+        let run = if runs { 1 + rng.index(64) } else { 1 };
+        let x = rng.uniform(0.5, 2.0) as f32 * scale;
+        v.extend(std::iter::repeat_n(x, run.min(n - v.len())));
+    }
+    v
+}
+
+/// A case of `h` with `inputs` (each of length `n`).
+fn case(h: &OpHandle, inputs: Vec<Vec<f32>>, seed: u64) -> Case {
+    let op = h.op();
+    let n = inputs[0].len();
+    Case {
+        index: 0,
+        family: "units (hand-made)",
+        pattern: Pattern::Positive,
+        seed,
+        shape: CaseShape { syms: vec![n as i128], float_params: vec![] },
+        sym_names: op.symbols().to_vec(),
+        inputs: inputs.into_iter().map(Tensor::vector).collect(),
+        params: vec![],
+        param_names: vec![],
+    }
+}
+
+/// `h`'s cases at every scale over `seeds` seeds: `a` at the scale, `b` (where the op takes
+/// two inputs) at its inverse, so products stay near 1 while `b`'s units vary.
+fn cases(h: &OpHandle, seeds: u64, runs: bool) -> Vec<Case> {
+    let inputs = h.op().contract.signature.inputs().count();
+    let mut out = Vec::new();
+    for scale in SCALES {
+        for seed in 0..seeds {
+            let mut rng = op_contract::sample::Rng::new(seed);
+            let n = 2 + rng.index(300);
+            let x = (0..inputs).map(|k| values(&mut rng, n, if k == 0 { scale } else { 1.0 / scale }, runs)).collect();
+            out.push(case(h, x, seed));
+        }
+    }
+    out
+}
+
+fn accepted(decl: &'static OpDecl, seeds: u64, runs: bool) {
+    let h = Registry::new().register(decl).expect("registers");
+    for c in cases(&h, seeds, runs) {
+        if let Err(e) = conformance::check_case(&h, BackendKind::Cpu, &c) {
+            panic!("`{}`: a correct kernel accused on {c}:\n{e}", h.id());
+        }
+    }
+}
+
+fn rejected(decl: &'static OpDecl) {
+    let h = Registry::new().register(decl).expect("registers");
+    for c in cases(&h, 4, false) {
+        match conformance::check_case(&h, BackendKind::Cpu, &c) {
+            Err(ConformanceFailure::Rejected(r)) => assert!(matches!(r.first().class, Class::AccumBound(x) if x > 1.0), "{c}:\n{r}"),
+            other => panic!("`{}` off by 1e-4 must be rejected on {c}, got {other:?}", h.id()),
+        }
+    }
+}
+
+#[test]
+fn a_normalization_off_by_1e_4_is_rejected_at_every_input_scale() {
+    rejected(&normalize_off::DECL);
+}
+
+#[test]
+fn a_running_dot_off_by_1e_4_is_rejected_whatever_the_units_of_its_factors() {
+    rejected(&running_dot_off::DECL);
+}
+
+#[test]
+fn their_f32_kernels_are_accepted_at_every_input_scale() {
+    accepted(&normalize::DECL, 25, false);
+    accepted(&running_dot::DECL, 25, false);
+}
