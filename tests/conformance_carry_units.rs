@@ -1,15 +1,19 @@
 //! The carry allowance of `accum` (a scan's running value, rounded once per step) is granted
-//! only to output elements in the inputs' units, those that double when the inputs do: the
-//! allowance moves each term by a share of the running value, which means something only
-//! where the two are in the same units. Before, `x / sum(x)` (shaped like `x`, so taken for a
-//! scan) on inputs near 1e-6 took an allowance 1e4 times its value, and a kernel whose sum was
-//! off by 1e-4 relative was accepted there while rejected on inputs near 1; a running sum of
-//! products `a_t b_t` took one as large as `|b|` is. Here those twins are rejected at every
-//! scale, their correct f32 kernels are accepted over many seeds at every scale, and the clipped
-//! scan's sequential carry (which needs the allowance) keeps it (`conformance_accum_scale`).
+//! only to output elements in the carried input's units: those that scale with it alone, or
+//! with every float input and parameter together, and not with the other inputs and parameters
+//! without it (`carries` in `op-verify/src/conformance/scale.rs`). The allowance moves each term
+//! by a share of the running value, which means something only where the two are in the same
+//! units. Before, `x / sum(x)` (shaped like `x`, so taken for a scan) on inputs near 1e-6 took
+//! an allowance 1e4 times its value, and a kernel whose sum was off by 1e-4 relative was
+//! accepted there while rejected near 1; a running sum of products `a_t b_t` took one as large
+//! as `|b|` is, and `total * x / sum(x)` one as large as `total / sum(x)`. Here those twins are
+//! rejected at every scale, their correct f32 kernels are accepted over many seeds at every
+//! scale, and a running balance of two inputs carried sequentially in f32 over runs of equal
+//! terms (which needs the allowance) keeps it; the clipped scan's carry is tested in
+//! `conformance_accum_scale`.
 
 use op_runtime::conformance::{self, Case, CaseShape, Class, ConformanceFailure, Pattern};
-use op_runtime::{op, BackendKind, OpDecl, OpHandle, Real, Registry, Tensor};
+use op_runtime::{op, BackendKind, OpDecl, OpHandle, Real, Registry, Scalar, Tensor};
 
 /// `x / sum(x)`, with an f32 kernel (pairwise sum, then each division).
 #[op(name = "test/carry_units/normalize", version = 1, signature(x: f32[n]) -> f32[n],
@@ -47,6 +51,58 @@ pub fn running_dot<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
      category = reduction, tolerance = accum(2), backward = none, cpu = running_dot_off_f32, generated_tests = false)]
 pub fn running_dot_off<T: Real>(a: &[T], b: &[T]) -> Vec<T> {
     running_dot(a, b)
+}
+
+/// `total * x / sum(x)`: scales with its parameter, not with `x`.
+#[op(name = "test/broken/carry_units/normalize_to_off", version = 1, signature(x: f32[n], total: f32) -> f32[n],
+     category = reduction, tolerance = accum(2), backward = none, cpu = normalize_to_off_f32, generated_tests = false)]
+pub fn normalize_to_off<T: Real>(x: &[T], total: T) -> Vec<T> {
+    normalize(x).into_iter().map(|v| T::from_f64(v.to_f64() * total.to_f64())).collect()
+}
+
+/// The running balance `sum_{s <= t} (c_s - d_s)`, with a sequential f32 carry: a scan of two
+/// inputs in the same units, which takes the allowance (each input alone does not double it).
+/// Not conformed over its corpus: there the biased sum of 131_041 equal terms makes an f32
+/// carry stagnate (off by 7e-4 relative, past the allowance's `sqrt(eps) * S`: a lost
+/// computation, rejected by design); the drawn cases below are a few hundred terms long.
+#[op(name = "test/carry_units/running_balance", version = 1, signature(c: f32[n], d: f32[n]) -> f32[n],
+     category = reduction, tolerance = accum(2), backward = none, cpu = running_balance_f32, generated_tests = false)]
+pub fn running_balance<T: Real>(c: &[T], d: &[T]) -> Vec<T> {
+    let mut acc = 0.0;
+    c.iter()
+        .zip(d)
+        .map(|(x, y)| {
+            T::from_f64({
+                acc += x.to_f64() - y.to_f64();
+                acc
+            })
+        })
+        .collect()
+}
+
+fn running_balance_f32(c: &[f32], d: &[f32]) -> Vec<f32> {
+    let mut acc = 0.0f32;
+    let mut y: Vec<f32> = c
+        .iter()
+        .zip(d)
+        .map(|(x, y)| {
+            acc += x - y;
+            acc
+        })
+        .collect();
+    // Non-finite elements (an overflowed carry) recomputed in f64, as the built-ins do.
+    let mut exact = 0.0f64;
+    for (i, v) in y.iter_mut().enumerate() {
+        exact += c[i] as f64 - d[i] as f64;
+        if !v.is_finite() {
+            *v = exact as f32;
+        }
+    }
+    y
+}
+
+fn normalize_to_off_f32(x: &[f32], total: f32) -> Vec<f32> {
+    normalize_off_f32(x).into_iter().map(|v| v * total).collect()
 }
 
 fn pairwise(x: &[f32]) -> f32 {
@@ -116,8 +172,9 @@ fn values(rng: &mut op_contract::sample::Rng, n: usize, scale: f32, runs: bool) 
     v
 }
 
-/// A case of `h` with `inputs` (each of length `n`).
+/// A case of `h` with `inputs` (each of length `n`) and its float parameters (each 1e4).
 fn case(h: &OpHandle, inputs: Vec<Vec<f32>>, seed: u64) -> Case {
+    let params = vec![1e4f32; h.op().contract.signature.params().count()];
     let op = h.op();
     let n = inputs[0].len();
     Case {
@@ -125,11 +182,11 @@ fn case(h: &OpHandle, inputs: Vec<Vec<f32>>, seed: u64) -> Case {
         family: "units (hand-made)",
         pattern: Pattern::Positive,
         seed,
-        shape: CaseShape { syms: vec![n as i128], float_params: vec![] },
+        shape: CaseShape { syms: vec![n as i128], float_params: params.iter().map(|p| *p as f64).collect() },
         sym_names: op.symbols().to_vec(),
         inputs: inputs.into_iter().map(Tensor::vector).collect(),
-        params: vec![],
-        param_names: vec![],
+        params: params.iter().map(|p| Scalar::F32(*p)).collect(),
+        param_names: op.contract.signature.params().map(|p| p.name.clone()).collect(),
     }
 }
 
@@ -182,4 +239,14 @@ fn a_running_dot_off_by_1e_4_is_rejected_whatever_the_units_of_its_factors() {
 fn their_f32_kernels_are_accepted_at_every_input_scale() {
     accepted(&normalize::DECL, 25, false);
     accepted(&running_dot::DECL, 25, false);
+}
+
+#[test]
+fn a_normalization_scaled_by_a_parameter_and_off_by_1e_4_is_rejected_at_every_input_scale() {
+    rejected(&normalize_to_off::DECL);
+}
+
+#[test]
+fn a_running_balance_carried_in_f32_over_runs_of_equal_terms_is_accepted_at_every_scale() {
+    accepted(&running_balance::DECL, 25, true);
 }

@@ -64,8 +64,9 @@
 //!   scale (`scale`: the input's elements of one parity moved by `δ |r64_t|`, the output's own
 //!   values; a step's rounding is such a move; twice the other parity's move, so that an op
 //!   whose `y_i` comes from `x_i` alone has none; read on that output alone, and only on its
-//!   elements in `x`'s units, which double when `x` and when every float input doubles:
-//!   `x / sum(x)` is shaped like `x` but no running value of it). A clip cuts the steps before
+//!   elements in `x`'s units, which scale with `x` alone or with every input and parameter,
+//!   and not with the others without `x`: `x / sum(x)` is shaped like `x` but no running value
+//!   of it). A clip cuts the steps before
 //!   it off, as it does their errors. The allowance stops at `sqrt(eps) * S`, half the significand's digits:
 //!   a carry that stagnates (its terms below half an ulp of the running value, lost whole, as an
 //!   f16 running sum of 0.1 stops at 256 where the exact one reaches 409.6) has lost a

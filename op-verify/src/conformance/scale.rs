@@ -8,33 +8,20 @@ use op_contract::sample::Rng;
 use op_core::op::RegisteredOp;
 use op_core::tensor::{Scalar, Tensor};
 
-/// Symbols of input dims that output `out`'s dims do not mention: the ones it contracts
-/// (`matmul`'s `k`; its VJP's `n` for `d_a[m, k]` and `m` for `d_b[k, n]`).
-pub(super) fn contracted(op: &RegisteredOp, out: usize) -> Vec<usize> {
+/// Symbols of input dims that the outputs `which` admits do not mention: the ones they
+/// contract (`matmul`'s `k`; for its VJP's `d_a[m, k]` alone, `n`).
+pub(super) fn contracted(op: &RegisteredOp, which: impl Fn(usize) -> bool) -> Vec<usize> {
     let sig = &op.contract.signature;
     let mut in_out: Vec<&str> = Vec::new();
-    if let Some(o) = sig.outputs.get(out) {
+    for (_, o) in sig.outputs.iter().enumerate().filter(|(i, _)| which(*i)) {
         o.dims.iter().for_each(|d| d.symbols(&mut in_out));
     }
     sig.dim_symbols().iter().filter(|s| !in_out.contains(&s.as_str())).filter_map(|s| op.plan.syms.iter().position(|x| x == s)).collect()
 }
 
-/// Reduction length of output `out` of a case for `accum` (only `ceil(log2 len)` enters the
-/// bound, so an estimate off by a small factor changes the bound little):
-/// - the product of the dims that output contracts (input dim symbols its dims do not
-///   mention: `matmul`'s `k`, `sum`'s `n`, the `n` of `matmul`'s VJP output `d_a[m, k]`),
-///   capped by the largest input. Each output has its own: a VJP's cotangents contract
-///   different dims, and before, one length (the dims no output mentions, none for a VJP)
-///   served every output, so `d_a` of a 1x2 by 2x30 product was bounded as a sum of 2 terms
-///   where it sums 30;
-/// - when every symbol also shapes the output (`conv1d`'s `n - m + 1`, a scan), the smallest
-///   input whose shape mentions a symbol: an output element of such an op combines at most a
-///   window of each input, and the window is no longer than the shortest of them (`conv1d`: `m`
-///   terms; a scan over one input: `n`). Inputs of fixed shape (`f32[3]` coefficients, rank-0
-///   scalars) are left out: they are parameters of the terms, not the terms.
-pub fn output_reduction_len(op: &RegisteredOp, case: &Case, out: usize) -> usize {
+/// The reduction length given the contracted symbols `k` (see [`output_reduction_len`]).
+fn length(op: &RegisteredOp, case: &Case, k: &[usize]) -> usize {
     let largest = case.inputs.iter().map(Tensor::numel).max().unwrap_or(1).max(1);
-    let k = contracted(op, out);
     if k.is_empty() {
         let shaped = op.contract.signature.inputs().zip(&case.inputs).filter(|(sig, _)| {
             let mut syms: Vec<&str> = Vec::new();
@@ -45,6 +32,26 @@ pub fn output_reduction_len(op: &RegisteredOp, case: &Case, out: usize) -> usize
     }
     let prod = k.iter().map(|&i| case.shape.syms.get(i).copied().unwrap_or(1).max(1) as usize).fold(1usize, usize::saturating_mul);
     prod.min(largest).max(1)
+}
+
+/// Reduction length of output `out` of a case for `accum` (only `ceil(log2 len)` enters the
+/// bound, so an estimate off by a small factor changes the bound little): the larger of
+/// - the product of the dims that output contracts (input dim symbols its dims do not
+///   mention: `matmul`'s `k`, `sum`'s `n`, the `n` of `matmul`'s VJP output `d_a[m, k]`),
+///   capped by the largest input. Each output has its own: a VJP's cotangents contract
+///   different dims, and before, one length (the dims no output mentions, none for a VJP)
+///   served every output, so `d_a` of a 1x2 by 2x30 product was bounded as a sum of 2 terms
+///   where it sums 30;
+/// - the case's own length, that one: the product of the dims no output mentions, or where
+///   every symbol also shapes an output (`conv1d`'s `n - m + 1`, a scan, a VJP), the smallest
+///   input whose shape mentions a symbol: an output element of such an op combines at most a
+///   window of each input, and the window is no longer than the shortest of them (`conv1d`: `m`
+///   terms; a scan over one input: `n`). Inputs of fixed shape (`f32[3]` coefficients, rank-0
+///   scalars) are left out: they are parameters of the terms, not the terms. It stays a floor
+///   because an output may reduce over a dim it mentions (a layer norm VJP's `d_gamma[n]`
+///   normalises each row of `x[m, n]` over `n` before it sums over `m`).
+pub fn output_reduction_len(op: &RegisteredOp, case: &Case, out: usize) -> usize {
+    length(op, case, &contracted(op, |o| o == out)).max(length(op, case, &contracted(op, |_| true)))
 }
 
 /// Reduction length of a case: the longest of its outputs' ([`output_reduction_len`]).
@@ -61,9 +68,9 @@ enum Feed {
     Abs,
     /// One group of values perturbed relatively (see [`Perturb`]).
     Perturbed(Perturb),
-    /// Float input `input` doubled (every float input where `None`), and the float
-    /// parameters too where `params` (exact in binary floating point: see [`carries`]).
-    Doubled { input: Option<usize>, params: bool },
+    /// Some float values scaled by `by` (2 or 1/2: exact in binary floating point but where a
+    /// value overflows or leaves the subnormals; see [`carries`]).
+    Scaled { by: f64, which: Scaling },
 }
 
 impl Feed {
@@ -74,8 +81,8 @@ impl Feed {
             Feed::Abs => x.abs(),
             Feed::Perturbed(p) if p.group == Group::Input(k) => p.apply(j, x),
             Feed::Perturbed(_) => x,
-            Feed::Doubled { input, .. } if input.is_none_or(|i| i == k) => 2.0 * x,
-            Feed::Doubled { .. } => x,
+            Feed::Scaled { by, which } if which.input(k) => *by * x,
+            Feed::Scaled { .. } => x,
         }
     }
 
@@ -83,8 +90,30 @@ impl Feed {
     fn param(&mut self, j: usize, x: f64) -> f64 {
         match self {
             Feed::Perturbed(p) if p.group == Group::Params => p.apply(j, x),
-            Feed::Doubled { params: true, .. } => 2.0 * x,
+            Feed::Scaled { by, which } if !matches!(which, Scaling::Only(_)) => *by * x,
             _ => x,
+        }
+    }
+}
+
+/// Which float values a [`Feed::Scaled`] run scales.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Scaling {
+    /// Input `k` alone.
+    Only(usize),
+    /// Every float input and the float parameters.
+    All,
+    /// Every float input but `k`, and the float parameters.
+    AllBut(usize),
+}
+
+impl Scaling {
+    /// Whether float input `k` is scaled.
+    fn input(self, k: usize) -> bool {
+        match self {
+            Scaling::Only(i) => i == k,
+            Scaling::All => true,
+            Scaling::AllBut(i) => i != k,
         }
     }
 }
@@ -336,28 +365,34 @@ fn carry_sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>], expecte
 }
 
 /// Which elements of each output are in the units of float input `k`, as a running value of
-/// its terms (a sum of them) is: doubling `x_k` doubles the element, and so does doubling every
-/// float input (either with the float parameters or without them), within 1e-9 relative: the
-/// other inputs leave its units alone. A prefix sum, clipped (bounds doubled with the terms)
-/// or decaying by a parameter, is; `x / sum(x)` (unchanged when `x` doubles), `x * sum(x)` and
-/// a running sum of products `a_t b_t` (four times when both double) are not. Doubling is
-/// exact in binary floating point, so such an op gives twice its f64 value but where it
-/// overflows.
+/// its terms (a sum of them) is: the element scales with `x_k` alone, or with every float
+/// input and parameter together (a clip bound or a starting value in `x`'s units), and not with
+/// the other inputs and parameters without `x_k` (those would put their units into it).
+/// Scaling is by 2 or by 1/2 (either will do: one may leave an input's domain), exact in binary
+/// floating point, and compared within 1e-9 relative. A prefix sum, clipped, decaying by a
+/// coefficient, started from a value or netting two inputs, is; `x / sum(x)` and `x * sum(x)`
+/// (unchanged and four times), `total * x / sum(x)` (scales with `total`) and a running sum of
+/// products `a_t b_t` (scales with `b`) are not. A zero element scales with anything, so it is
+/// not taken for scaling with the other inputs.
 fn carries(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>], k: usize) -> Vec<Vec<bool>> {
-    let doubles = |input: Option<usize>| {
+    let scales = |which: Scaling, nonzero: bool| {
         let mut out: Vec<Vec<bool>> = plain.iter().map(|p| vec![false; p.len()]).collect();
-        for params in [false, true] {
-            let Ok(doubled) = reference_f64(op, &case.inputs, &case.params, &mut Feed::Doubled { input, params }) else { continue };
-            for ((o, p), d) in out.iter_mut().zip(plain).zip(&doubled).filter(|((_, p), d)| p.len() == d.len()) {
+        for by in [2.0, 0.5] {
+            let Ok(scaled) = reference_f64(op, &case.inputs, &case.params, &mut Feed::Scaled { by, which }) else { continue };
+            for ((o, p), d) in out.iter_mut().zip(plain).zip(&scaled).filter(|((_, p), d)| p.len() == d.len()) {
                 for ((o, p), d) in o.iter_mut().zip(p).zip(d) {
-                    *o |= p.is_finite() && (d - 2.0 * p).abs() <= 1e-9 * (2.0 * p).abs();
+                    *o |= p.is_finite() && !(nonzero && *p == 0.0) && (d - by * p).abs() <= 1e-9 * (by * p).abs();
                 }
             }
         }
         out
     };
-    let (alone, all) = (doubles(Some(k)), doubles(None));
-    alone.into_iter().zip(all).map(|(a, b)| a.into_iter().zip(b).map(|(a, b)| a && b).collect()).collect()
+    let others = case.inputs.iter().enumerate().any(|(i, t)| i != k && t.dtype().is_float())
+        || case.params.iter().any(|p| matches!(p, Scalar::F32(_) | Scalar::F64(_)));
+    let (alone, all) = (scales(Scaling::Only(k), false), scales(Scaling::All, false));
+    let with_others = if others { scales(Scaling::AllBut(k), true) } else { plain.iter().map(|p| vec![false; p.len()]).collect() };
+    let out = alone.into_iter().zip(all).zip(with_others);
+    out.map(|((a, b), o)| a.into_iter().zip(b).zip(o).map(|((a, b), o)| (a || b) && !o).collect()).collect()
 }
 
 /// The `accum` scale of every output: `r64` (the reference in f64) and `S`, each one value per
