@@ -250,3 +250,60 @@ fn a_normalization_scaled_by_a_parameter_and_off_by_1e_4_is_rejected_at_every_in
 fn a_running_balance_carried_in_f32_over_runs_of_equal_terms_is_accepted_at_every_scale() {
     accepted(&running_balance::DECL, 25, true);
 }
+
+/// A leaky running sum clipped to `[lo, hi]`: `y_t = clip(a y_{t-1} + x_t, lo, hi)`, the
+/// bounds in `x`'s units and the leak `a` a pure number. After a clip an element scales with
+/// `x`, `lo` and `hi` together, but not with `x` alone nor with every parameter (`a` too), so
+/// it takes no carry allowance there; it needs none: `S` holds the measured sensitivity to
+/// `a`, `sum_{s < t} |y_s|` per unit of relative change, which is the scale a sequential
+/// carry's roundings reach it by.
+#[op(name = "test/carry_units/leaky_clipped_scan", version = 1, signature(x: f32[n], a: f32, lo: f32, hi: f32) -> f32[n],
+     category = reduction, tolerance = accum(2), backward = none, cpu = leaky_clipped_scan_f32, generated_tests = false)]
+pub fn leaky_clipped_scan<T: Real>(x: &[T], a: T, lo: T, hi: T) -> Vec<T> {
+    let (a, lo, hi) = (a.to_f64(), lo.to_f64(), hi.to_f64());
+    let mut acc = 0.0f64;
+    x.iter()
+        .map(|v| {
+            acc = (a * acc + v.to_f64()).clamp(lo, hi);
+            T::from_f64(acc)
+        })
+        .collect()
+}
+
+/// The sequential f32 carry.
+fn leaky_clipped_scan_f32(x: &[f32], a: f32, lo: f32, hi: f32) -> Vec<f32> {
+    let mut acc = 0.0f32;
+    x.iter()
+        .map(|v| {
+            acc = (a * acc + v).clamp(lo, hi);
+            acc
+        })
+        .collect()
+}
+
+#[test]
+fn a_leaky_clipped_scan_carried_in_f32_is_accepted_after_a_clip() {
+    // A first term clips the scan at `hi = 1000 s`; then a long run of equal terms `-0.1 s`
+    // walks it down, a sequential f32 carry whose roundings all go one way (as the plain
+    // clipped scan of `conformance_accum_scale`), 30 times the pairwise bound on the terms
+    // (0.08 at the end of 3000 steps from 1000, where `|y| + |hi| + the terms' sum` gives
+    // 0.003).
+    let h = Registry::new().register(&leaky_clipped_scan::DECL).expect("registers");
+    for leak in [1.0f32, 0.9999] {
+        for scale in SCALES {
+            for seed in 0..6 {
+                let mut rng = op_contract::sample::Rng::new(seed);
+                let n = 1000 + rng.index(3000);
+                let (hi, step) = (1000.0 * scale, -0.1 * scale * rng.uniform(0.9, 1.1) as f32);
+                let mut x = vec![step; n];
+                x[0] = 2.0 * hi;
+                let mut c = case(&h, vec![x], seed);
+                c.params = vec![Scalar::F32(leak), Scalar::F32(-hi), Scalar::F32(hi)];
+                c.shape.float_params = vec![leak as f64, -hi as f64, hi as f64];
+                if let Err(e) = conformance::check_case(&h, BackendKind::Cpu, &c) {
+                    panic!("a correct leaky clipped scan (leak {leak}) accused at scale {scale} on {c}:\n{e}");
+                }
+            }
+        }
+    }
+}

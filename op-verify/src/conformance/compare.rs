@@ -83,10 +83,12 @@
 //!   Non-finite values: a NaN `r64` must be matched by a NaN (any payload); an infinite
 //!   `r64` must be matched exactly; an infinite result where `r64` is finite is accepted where
 //!   `|r64|` plus the bound reaches the dtype's overflow threshold (same sign), and an infinity
-//!   of a sign whose terms sum to the threshold or beyond (`(S + r64) / 2` for the positive
-//!   terms, `(S - r64) / 2` for the negative ones; NaN where both do): then some order of the
-//!   terms overflows a partial sum (`MAX + MAX` in one subtree of a pairwise sum, where the
-//!   reference's sequential order stays finite), and which order is the kernel's choice.
+//!   of a sign whose terms sum to the threshold or beyond (`(T + r64) / 2` for the positive
+//!   terms, `(T - r64) / 2` for the negative ones, `T` the sum of the terms' magnitudes: `S`
+//!   without the measured sensitivity, which is no sum of terms; NaN where both do): then some
+//!   order of the terms overflows a partial sum (`MAX + MAX` in one subtree of a pairwise sum,
+//!   where the reference's sequential order stays finite), and which order is the kernel's
+//!   choice.
 //!   Nothing else about non-finite results is relaxed. `r64` and
 //!   `S` are required for every element of a float output: a missing or short one is a typed
 //!   error ([`Fault::Scale`]), never an infinite (accept-all) bound, and a non-finite `S` with
@@ -236,6 +238,11 @@ pub struct AccumScale {
     /// The reference evaluated in f64 on the inputs with subnormals flushed (the anchor of the
     /// flushed-input allowance); empty when the case has no subnormal input.
     pub flushed_exact: Vec<f64>,
+    /// The magnitudes of each output element's terms summed (`|r64|` and the op on `|x|`: `S`
+    /// without the measured sensitivity, which is not a sum of terms): what the overflow rule
+    /// splits into positive and negative terms (see the module doc). Where shorter than the
+    /// output, `|r64|` stands for it (no share of the terms beyond the result).
+    pub terms: Vec<f64>,
     /// The running-value scale `C` of each output element (see the module doc, "a carry"):
     /// `sum_t |d r64 / d x_t| |r64_t|` over the elements `t` of an input shaped like the output,
     /// what a sequential carry's roundings reach the element by. Empty where not measured (no
@@ -251,9 +258,11 @@ impl AccumScale {
         accum_bound(k, dtype, self.len, s).max(carry_bound(k, dtype, s, self.carry.get(i).copied().unwrap_or(0.0)))
     }
 
-    /// `S` and `C` of element `i` (`C` 0 where not measured).
-    fn scales(&self, i: usize) -> (f64, f64) {
-        (self.magnitude[i], self.carry.get(i).copied().unwrap_or(0.0))
+    /// `S`, the terms' magnitudes and `C` of element `i` (the terms `|r64|` where not given,
+    /// `C` 0 where not measured).
+    fn scales(&self, i: usize) -> Scales {
+        let terms = self.terms.get(i).copied().unwrap_or_else(|| self.exact.get(i).map_or(0.0, |x| x.abs()));
+        Scales { s: self.magnitude[i], terms, c: self.carry.get(i).copied().unwrap_or(0.0) }
     }
 
     /// Checks that the scale covers an output of `n` elements.
@@ -267,6 +276,15 @@ impl AccumScale {
         }
         Ok(())
     }
+}
+
+/// The scales of one element under `accum` (see [`AccumScale`]): `S`, the sum of its terms'
+/// magnitudes, and `C`.
+#[derive(Clone, Copy, Debug)]
+struct Scales {
+    s: f64,
+    terms: f64,
+    c: f64,
 }
 
 /// How one output is compared: the contract's class and signed-zero rule, the guard band, and
@@ -404,24 +422,26 @@ fn rounded_bits(x: f64, dtype: DType) -> u64 {
 /// The `accum(k)` verdict for one element of a float output: `a` (bits `ab`, at the declared
 /// dtype) against the reference's f64 evaluation `x` and `S = s`. The reference's own output
 /// does not enter: it is held to the same bound as any kernel.
-fn accum_within(k: u32, dtype: DType, len: usize, (s, c): (f64, f64), x: f64, a: f64, ab: u64) -> Result<(), String> {
+fn accum_within(k: u32, dtype: DType, len: usize, Scales { s, terms, c }: Scales, x: f64, a: f64, ab: u64) -> Result<(), String> {
     let tol = Tolerance::Accum(k);
     if x.is_nan() {
         // The exact result is NaN (a NaN input, or `inf - inf` among the inputs' terms).
         return if a.is_nan() { Ok(()) } else { Err(format!("{tol}: the f64 reference is NaN, the kernel returned {a:e}")) };
     }
     if !a.is_finite() && s.is_finite() && x.is_finite() {
-        // The positive (negative) terms sum to `(S + r64) / 2` (`(S - r64) / 2`): where that
-        // reaches the overflow threshold, a partial sum of that sign may overflow in the
-        // kernel's order (MAX + MAX in one subtree) although the exact result is finite; NaN
-        // needs both signs to.
-        // (An exact sum overflows from `MAX + ulp(MAX) / 2` on, `MAX * (1 + eps / 2)`.) `S` and
-        // `r64` are f64 sums, each within a few f64 roundings of `S`: where `S` is so large that
+        // The positive (negative) terms sum to `(T + r64) / 2` (`(T - r64) / 2`), `T` the sum
+        // of their magnitudes: where that reaches the overflow threshold, a partial sum of that
+        // sign may overflow in the kernel's order (MAX + MAX in one subtree) although the exact
+        // result is finite; NaN needs both signs to. (`T`, not `S`: the measured sensitivity is
+        // no sum of terms; a sum of squares has `2 r64`, and took `+inf` from `MAX / 1.5` on.)
+        // (An exact sum overflows from `MAX + ulp(MAX) / 2` on, `MAX * (1 + eps / 2)`.) `T` and
+        // `r64` are f64 sums, each within a few f64 roundings of `T`: where `T` is so large that
         // this uncertainty reaches the threshold (terms beyond 1e54, e.g. products of f32
         // extremes), a share of that size cannot be told from zero, and counts as reaching it.
         let max = overflow_threshold(dtype) * (1.0 + eps(dtype) / 2.0);
-        let slack = 4.0 * f64::EPSILON * s;
-        let (pos, neg) = ((s + x) / 2.0 + slack >= max, (s - x) / 2.0 + slack >= max);
+        let t = if terms.is_finite() { terms.max(x.abs()) } else { terms };
+        let slack = 4.0 * f64::EPSILON * t;
+        let (pos, neg) = ((t + x) / 2.0 + slack >= max, (t - x) / 2.0 + slack >= max);
         if (a == f64::INFINITY && pos) || (a == f64::NEG_INFINITY && neg) || (a.is_nan() && pos && neg) {
             return Ok(());
         }
@@ -764,7 +784,7 @@ mod tests {
     }
 
     fn scale(len: usize, magnitude: f64, exact: f64) -> AccumScale {
-        AccumScale { len, magnitude: vec![magnitude], exact: vec![exact], flushed_exact: vec![], carry: vec![] }
+        AccumScale { len, magnitude: vec![magnitude], terms: vec![magnitude], exact: vec![exact], flushed_exact: vec![], carry: vec![] }
     }
 
     #[test]
@@ -820,7 +840,7 @@ mod tests {
         // worst ratio, 10, and the detail of the first element says by how much it exceeds.
         let eps = f32::EPSILON as f64;
         let e = Tensor::vector(vec![1.0f32, 1.0]);
-        let s = AccumScale { len: 4, magnitude: vec![1.0; 2], exact: vec![1.0; 2], flushed_exact: vec![], carry: vec![] };
+        let s = AccumScale { len: 4, magnitude: vec![1.0; 2], terms: vec![], exact: vec![1.0; 2], flushed_exact: vec![], carry: vec![] };
         let a = guarded(&[(1.0 + 10.0 * eps) as f32, (1.0 + 40.0 * eps) as f32], 1);
         let Fault::Mismatch(m) = check_accum(2, &e, &a, &s).unwrap_err() else { panic!("a mismatch") };
         let worst = 40.0 * eps / accum_bound(2, DType::f32, 4, 1.0);
@@ -839,6 +859,21 @@ mod tests {
     fn ratios_read_with_three_significant_digits() {
         let text: Vec<String> = [1.0412, 2.5, 37.54, 812.3, 4567.0, 2.3e7].into_iter().map(ratio_text).collect();
         assert_eq!(text, ["1.04", "2.50", "37.5", "812", "4567", "2.3e7"]);
+    }
+
+    #[test]
+    fn accum_reads_an_overflow_on_the_terms_not_on_the_measured_sensitivity() {
+        // A sum of squares at 0.8 MAX: S is 2 r64 (its measured sensitivity), its terms sum to
+        // r64, and no order of positive terms passes MAX: `+inf` is rejected (it was accepted
+        // from MAX / 1.5 on, reading S). Terms of 2.5 MAX (of both signs) accept it; without
+        // the terms, `|r64|` stands for them.
+        let y = 0.8 * f32::MAX as f64;
+        let e = Tensor::vector(vec![y as f32]);
+        let inf = guarded(&[f32::INFINITY], 1);
+        assert!(check_accum(2, &e, &inf, &AccumScale { terms: vec![y], ..scale(16, 2.0 * y, y) }).is_err());
+        assert!(check_accum(2, &e, &inf, &AccumScale { terms: vec![], ..scale(16, 2.0 * y, y) }).is_err());
+        let big = 2.5 * f32::MAX as f64;
+        assert!(check_accum(2, &e, &inf, &AccumScale { terms: vec![big], ..scale(16, big, y) }).is_ok());
     }
 
     #[test]
@@ -910,8 +945,8 @@ mod tests {
         assert!(matches!(check(Tolerance::Accum(2), &e, &wrong, 1), Err(Fault::Scale(_))));
         for s in [
             AccumScale::default(),
-            AccumScale { len: 2, magnitude: vec![1.0], exact: vec![1.0, 2.0], flushed_exact: vec![], carry: vec![] },
-            AccumScale { len: 2, magnitude: vec![1.0, 2.0], exact: vec![], flushed_exact: vec![], carry: vec![] },
+            AccumScale { len: 2, magnitude: vec![1.0], terms: vec![], exact: vec![1.0, 2.0], flushed_exact: vec![], carry: vec![] },
+            AccumScale { len: 2, magnitude: vec![1.0, 2.0], terms: vec![], exact: vec![], flushed_exact: vec![], carry: vec![] },
         ] {
             match check_accum(2, &e, &wrong, &s) {
                 Err(Fault::Scale(m)) => assert!(m.contains("accum(2)"), "{m}"),

@@ -468,8 +468,9 @@ fn scales(
                 ));
             }
             let flushed_exact = flushed.as_ref().and_then(|f| f.get(i)).filter(|f| f.len() == e.numel()).cloned().unwrap_or_default();
-            let magnitude = a.iter().zip(p).zip(m).map(|((x, y), z)| x.abs().max(y.abs()).max(*z)).collect();
-            Ok(AccumScale { len: len(i), magnitude, exact: p.clone(), flushed_exact, carry: carry[i].clone() })
+            let terms: Vec<f64> = a.iter().zip(p).map(|(x, y)| x.abs().max(y.abs())).collect();
+            let magnitude = terms.iter().zip(m).map(|(t, z)| t.max(*z)).collect();
+            Ok(AccumScale { len: len(i), magnitude, terms, exact: p.clone(), flushed_exact, carry: carry[i].clone() })
         })
         .collect()
 }
