@@ -177,18 +177,8 @@ fn a_pairwise_sum_conforms_and_a_long_sequential_one_does_not() {
 
 /// A case of the `sum` contract with every element equal to `v`.
 fn constant_case(h: &OpHandle, n: usize, v: f32) -> Case {
-    let op = h.op();
-    Case {
-        index: 0,
-        family: "constant (hand-made)",
-        pattern: Pattern::Constant,
-        seed: 0,
-        shape: conformance::CaseShape { syms: vec![n as i128], float_params: vec![] },
-        sym_names: op.symbols().to_vec(),
-        inputs: vec![Tensor::vector(vec![v; n])],
-        params: vec![],
-        param_names: vec![],
-    }
+    let c = Case::of(&h.op(), vec![Tensor::vector(vec![v; n])], vec![]).expect("a vector fits `sum`");
+    Case { family: "constant (hand-made)", pattern: Pattern::Constant, ..c }
 }
 
 /// The corpus's biased large case of `h`'s op (every element 0.1).

@@ -13,7 +13,7 @@
 
 mod common;
 
-use op_runtime::conformance::{self, Case, CaseShape, Class, ConformanceFailure, Pattern};
+use op_runtime::conformance::{self, Case, Class, ConformanceFailure, Pattern};
 use op_runtime::{op, BackendKind, DType, OpHandle, Real, Registry, Tensor};
 
 /// The gradients of `a b` as an op of their own, with a pairwise f32 kernel.
@@ -112,23 +112,14 @@ impl Draws {
 
 /// A case of `h` (inputs `a`, `b`, `g` of a product of shape `(m, k, n)`) drawn from `seed`.
 fn case(h: &OpHandle, (m, k, n): (usize, usize, usize), seed: u64, positive: bool) -> Case {
-    let op = h.op();
-    let dims = |s: &str| match s {
-        "m" => m,
-        "k" => k,
-        _ => n,
-    } as i128;
     let mut d = Draws(op_contract::sample::Rng::new(seed));
+    let inputs = vec![d.matrix(m, k, positive), d.matrix(k, n, positive), d.matrix(m, n, positive)];
+    let c = Case::of(&h.op(), inputs, vec![]).expect("the product's operands fit the VJP op");
     Case {
-        index: 0,
         family: "long and short contractions (hand-made)",
         pattern: if positive { Pattern::Positive } else { Pattern::Random },
         seed,
-        shape: CaseShape { syms: op.symbols().iter().map(|s| dims(s)).collect(), float_params: vec![] },
-        sym_names: op.symbols().to_vec(),
-        inputs: vec![d.matrix(m, k, positive), d.matrix(k, n, positive), d.matrix(m, n, positive)],
-        params: vec![],
-        param_names: vec![],
+        ..c
     }
 }
 

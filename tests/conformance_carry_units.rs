@@ -12,7 +12,7 @@
 //! terms (which needs the allowance) keeps it; the clipped scan's carry is tested in
 //! `conformance_accum_scale`.
 
-use op_runtime::conformance::{self, Case, CaseShape, Class, ConformanceFailure, Pattern};
+use op_runtime::conformance::{self, Case, Class, ConformanceFailure, Pattern};
 use op_runtime::{op, BackendKind, OpDecl, OpHandle, Real, Registry, Scalar, Tensor};
 
 /// `x / sum(x)`, with an f32 kernel (pairwise sum, then each division).
@@ -172,22 +172,16 @@ fn values(rng: &mut op_contract::sample::Rng, n: usize, scale: f32, runs: bool) 
     v
 }
 
+/// A case of `h` with `inputs` and `params`.
+fn case_with(h: &OpHandle, inputs: Vec<Vec<f32>>, params: Vec<f32>, seed: u64) -> Case {
+    let (inputs, params) = (inputs.into_iter().map(Tensor::vector).collect(), params.into_iter().map(Scalar::F32).collect());
+    let c = Case::of(&h.op(), inputs, params).expect("the case fits the signature");
+    Case { family: "units (hand-made)", pattern: Pattern::Positive, seed, ..c }
+}
+
 /// A case of `h` with `inputs` (each of length `n`) and its float parameters (each 1e4).
 fn case(h: &OpHandle, inputs: Vec<Vec<f32>>, seed: u64) -> Case {
-    let params = vec![1e4f32; h.op().contract.signature.params().count()];
-    let op = h.op();
-    let n = inputs[0].len();
-    Case {
-        index: 0,
-        family: "units (hand-made)",
-        pattern: Pattern::Positive,
-        seed,
-        shape: CaseShape { syms: vec![n as i128], float_params: params.iter().map(|p| *p as f64).collect() },
-        sym_names: op.symbols().to_vec(),
-        inputs: inputs.into_iter().map(Tensor::vector).collect(),
-        params: params.iter().map(|p| Scalar::F32(*p)).collect(),
-        param_names: op.contract.signature.params().map(|p| p.name.clone()).collect(),
-    }
+    case_with(h, inputs, vec![1e4; h.op().contract.signature.params().count()], seed)
 }
 
 /// `h`'s cases at every scale over `seeds` seeds: `a` at the scale, `b` (where the op takes
@@ -297,9 +291,7 @@ fn a_leaky_clipped_scan_carried_in_f32_is_accepted_after_a_clip() {
                 let (hi, step) = (1000.0 * scale, -0.1 * scale * rng.uniform(0.9, 1.1) as f32);
                 let mut x = vec![step; n];
                 x[0] = 2.0 * hi;
-                let mut c = case(&h, vec![x], seed);
-                c.params = vec![Scalar::F32(leak), Scalar::F32(-hi), Scalar::F32(hi)];
-                c.shape.float_params = vec![leak as f64, -hi as f64, hi as f64];
+                let c = case_with(&h, vec![x], vec![leak, -hi, hi], seed);
                 if let Err(e) = conformance::check_case(&h, BackendKind::Cpu, &c) {
                     panic!("a correct leaky clipped scan (leak {leak}) accused at scale {scale} on {c}:\n{e}");
                 }

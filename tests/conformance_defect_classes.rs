@@ -25,7 +25,7 @@
 
 mod common;
 
-use op_runtime::conformance::{self, Case, CaseShape, Class, ConformanceFailure, Pattern, Report};
+use op_runtime::conformance::{self, Case, Class, ConformanceFailure, Pattern, Report};
 use op_runtime::testing::{assert_conformance_rejected, assert_vjp_conformance_rejected};
 use op_runtime::{op, BackendKind, Real, Registry, Tensor};
 use std::cmp::Ordering;
@@ -400,18 +400,8 @@ fn a_half_sorted_output_is_the_right_values_in_the_wrong_order() {
 
 /// A hand-made case of `h`'s op: `x` as its one input.
 fn case_of(h: &op_runtime::OpHandle, x: Vec<f32>) -> Case {
-    let op = h.op();
-    Case {
-        index: 0,
-        family: "hand-made",
-        pattern: Pattern::Extremes,
-        seed: 0,
-        shape: CaseShape { syms: vec![x.len() as i128], float_params: vec![] },
-        sym_names: op.symbols().to_vec(),
-        inputs: vec![Tensor::vector(x)],
-        params: vec![],
-        param_names: vec![],
-    }
+    let c = Case::of(&h.op(), vec![Tensor::vector(x)], vec![]).expect("a vector fits the op");
+    Case { pattern: Pattern::Extremes, ..c }
 }
 
 #[test]

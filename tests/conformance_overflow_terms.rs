@@ -8,7 +8,7 @@
 //! the correct f32 kernel is accepted on the same inputs over many seeds, and with its `+inf`
 //! where the result itself passes `MAX`.
 
-use op_runtime::conformance::{self, Case, CaseShape, ConformanceFailure, Pattern};
+use op_runtime::conformance::{self, Case, ConformanceFailure, Pattern};
 use op_runtime::{op, BackendKind, OpDecl, OpHandle, Real, Registry, Tensor};
 
 /// `sum x^2`, with a pairwise f32 kernel.
@@ -52,18 +52,8 @@ fn values(seed: u64, ratio: f64) -> Vec<f32> {
 }
 
 fn case(h: &OpHandle, x: Vec<f32>, seed: u64) -> Case {
-    let op = h.op();
-    Case {
-        index: 0,
-        family: "a sum of squares near overflow (hand-made)",
-        pattern: Pattern::Extremes,
-        seed,
-        shape: CaseShape { syms: vec![x.len() as i128], float_params: vec![] },
-        sym_names: op.symbols().to_vec(),
-        inputs: vec![Tensor::vector(x)],
-        params: vec![],
-        param_names: vec![],
-    }
+    let c = Case::of(&h.op(), vec![Tensor::vector(x)], vec![]).expect("fits the signature");
+    Case { family: "a sum of squares near overflow (hand-made)", pattern: Pattern::Extremes, seed, ..c }
 }
 
 fn handle(decl: &'static OpDecl) -> OpHandle {

@@ -10,7 +10,7 @@
 use crate::median;
 
 use op_contract::sample::Rng;
-use op_runtime::conformance::{self, Case, CaseShape, ConformanceFailure, Pattern};
+use op_runtime::conformance::{self, Case, ConformanceFailure};
 use op_runtime::train::Tape;
 use op_runtime::{bf16, f16, op, BackendKind, DType, OpHandle, Real, Registry, Tensor};
 
@@ -65,20 +65,10 @@ fn every_builtin_instance_and_its_vjp_ops_have_cpu_kernels() {
     assert_eq!(fwd, wanted, "matmul's forward");
 }
 
-/// A hand-made case for `h` from its input tensors (one symbol `n`, no parameters).
+/// A hand-made case for `h` from its input tensors (no parameters).
 fn case(h: &OpHandle, seed: u64, inputs: Vec<Tensor>) -> Case {
-    let op = h.op();
-    Case {
-        index: 0,
-        family: "hand-made, seeded",
-        pattern: Pattern::Random,
-        seed,
-        shape: CaseShape { syms: vec![inputs[0].numel() as i128], float_params: vec![] },
-        sym_names: op.symbols().to_vec(),
-        inputs,
-        params: vec![],
-        param_names: vec![],
-    }
+    let c = Case::of(&h.op(), inputs, vec![]).expect("the inputs fit the op");
+    Case { family: "hand-made, seeded", seed, ..c }
 }
 
 /// `n` values uniform in `[lo, hi]`.

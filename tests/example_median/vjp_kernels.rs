@@ -81,18 +81,8 @@ fn exp_vjp_subnormal_first_cpu(x: &[f32], g: &[f32]) -> Vec<f32> {
 
 /// A hand-made case of a VJP op taking `(x, d_out)` of one length.
 fn xg_case(h: &op_runtime::OpHandle, x: Vec<f32>, g: Vec<f32>) -> conformance::Case {
-    let op = h.op();
-    conformance::Case {
-        index: 0,
-        family: "subnormal intermediates (hand-made)",
-        pattern: conformance::Pattern::Edge,
-        seed: 0,
-        shape: conformance::CaseShape { syms: vec![x.len() as i128], float_params: vec![] },
-        sym_names: op.symbols().to_vec(),
-        inputs: vec![Tensor::vector(x), Tensor::vector(g)],
-        params: vec![],
-        param_names: vec![],
-    }
+    let c = conformance::Case::of(&h.op(), vec![Tensor::vector(x), Tensor::vector(g)], vec![]).expect("`(x, d_out)` fit the VJP op");
+    conformance::Case { family: "subnormal intermediates (hand-made)", pattern: conformance::Pattern::Edge, ..c }
 }
 
 /// `x` across `[lo, hi]` with cotangents that bring `g e^(c x)` back to about 1 (capped at the

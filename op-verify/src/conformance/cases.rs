@@ -53,6 +53,7 @@
 
 use op_contract::contract::{DType, Domain, Tolerance};
 use op_contract::sample::{in_domain, Caps, Draw, Magnitudes, Rng, Sizes, Space};
+use op_core::error::DispatchError;
 use op_core::op::RegisteredOp;
 use op_core::tensor::{bf16, f16, Data, Scalar, Tensor};
 use std::fmt;
@@ -180,6 +181,28 @@ pub struct Case {
 }
 
 impl Case {
+    /// A hand-made case of `op`: `inputs` and `params` as a call passes them, its symbols bound
+    /// from them as dispatch binds them (the call's typed error where they do not fit the
+    /// signature). Index 0, family `hand-made`, pattern `Random`, seed 0: set others by struct
+    /// update, `Case { pattern: Pattern::Extremes, ..Case::of(op, inputs, params)? }`.
+    pub fn of(op: &RegisteredOp, inputs: Vec<Tensor>, params: Vec<Scalar>) -> Result<Case, DispatchError> {
+        let refs: Vec<&Tensor> = inputs.iter().collect();
+        let bound = op.plan.validate(&refs, &params, None)?;
+        let sig = &op.contract.signature;
+        let float_params = sig.params().zip(&params).filter(|(p, _)| !p.dtype.is_int()).filter_map(|(_, v)| v.as_f64()).collect();
+        Ok(Case {
+            index: 0,
+            family: "hand-made",
+            pattern: Pattern::Random,
+            seed: 0,
+            shape: Shape { syms: bound.values.to_vec(), float_params },
+            sym_names: op.symbols().to_vec(),
+            inputs,
+            params,
+            param_names: sig.params().map(|p| p.name.clone()).collect(),
+        })
+    }
+
     /// Total number of output-relevant input elements (for ordering and shrinking).
     pub fn size(&self) -> usize {
         self.inputs.iter().map(Tensor::numel).sum()
@@ -784,6 +807,31 @@ mod tests {
 
     fn gen_corpus(reg: &Registry, name: &str) -> Corpus {
         Gen::new(&reg.lookup(name).expect("built-in").op()).corpus()
+    }
+
+    /// `Case::of` binds what the generator drew: every built-in's corpus cases, rebuilt from
+    /// their inputs and parameters alone, have the same symbols and float parameters; inputs
+    /// that do not fit the signature are the call's typed error.
+    #[test]
+    fn a_hand_made_case_binds_its_symbols_as_a_call_does() {
+        let reg = Registry::with_builtins();
+        for op in reg.ops() {
+            for c in gen_corpus(&reg, &op.id.to_string()).cases.iter().take(8) {
+                let made = Case::of(&op, c.inputs.clone(), c.params.clone()).unwrap_or_else(|e| panic!("{}: {c}: {e}", op.id));
+                assert_eq!(made.shape.syms, c.shape.syms, "{}: {c}", op.id);
+                // The drawn values, as the parameters' dtypes hold them (f32: rounded).
+                let (made_f, drawn) = (&made.shape.float_params, &c.shape.float_params);
+                assert_eq!(made_f.len(), drawn.len(), "{}: {c}", op.id);
+                assert!(made_f.iter().zip(drawn).all(|(m, d)| (m - d).abs() <= d.abs() * f32::EPSILON as f64), "{}: {c}", op.id);
+                assert_eq!((&made.sym_names, &made.param_names), (&c.sym_names, &c.param_names), "{}", op.id);
+            }
+        }
+        let mm = reg.lookup("builtin/matmul").expect("built-in").op();
+        let t = |r: usize, c: usize| Tensor::from_vec([r, c], vec![1.0f32; r * c]).expect("a matrix");
+        let c = Case::of(&mm, vec![t(2, 3), t(3, 5)], vec![]).expect("fits");
+        assert_eq!((c.sym("m"), c.sym("k"), c.sym("n")), (Some(2), Some(3), Some(5)));
+        assert!(matches!(Case::of(&mm, vec![t(2, 3), t(4, 5)], vec![]), Err(DispatchError::DimMismatch { .. })));
+        assert!(matches!(Case::of(&mm, vec![t(2, 3)], vec![]), Err(DispatchError::InputCount { .. })));
     }
 
     #[test]
