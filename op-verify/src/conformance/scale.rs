@@ -294,7 +294,12 @@ fn sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>]) -> Vec<Vec<f6
 
 /// A zero for every element of every output of `plain`.
 fn zeros_like(plain: &[Vec<f64>]) -> Vec<Vec<f64>> {
-    plain.iter().map(|p| vec![0.0; p.len()]).collect()
+    filled_like(plain, 0.0)
+}
+
+/// `v` for every element of every output of `plain`.
+fn filled_like<T: Clone>(plain: &[Vec<f64>], v: T) -> Vec<Vec<T>> {
+    plain.iter().map(|p| vec![v.clone(); p.len()]).collect()
 }
 
 /// The largest `|r64(x') - r64(x)| / δ` of every element `i` of the outputs `which` admits
@@ -345,10 +350,17 @@ fn largest_moves(
 /// 1e-3); a running sum of `a_t b_t` took one `|b|` times too large.
 fn carry_sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>], expected: &[Tensor]) -> Vec<Vec<f64>> {
     let mut out = zeros_like(plain);
+    // Which elements scale with every float input and parameter: one pass for every `x`.
+    let mut all: Option<Vec<Vec<bool>>> = None;
     for (k, x) in case.inputs.iter().enumerate().filter(|(_, t)| t.dtype().is_float() && t.numel() > 1) {
         let shaped = expected.iter().zip(plain).enumerate();
         let shaped: Vec<_> = shaped.filter(|(_, (e, p))| e.dtype().is_float() && e.shape() == x.shape() && p.len() == x.numel()).collect();
-        let units = if shaped.is_empty() { Vec::new() } else { carries(op, case, plain, k) };
+        let units = if shaped.is_empty() {
+            Vec::new()
+        } else {
+            let all = all.get_or_insert_with(|| doubles_with(op, case, plain, Scaling::All, false));
+            carries(op, case, plain, k, all)
+        };
         for (y, (_, running)) in shaped {
             let running: Vec<f64> = running.iter().map(|v| v.abs()).collect();
             for parity in 0..2 {
@@ -374,25 +386,30 @@ fn carry_sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>], expecte
 /// (unchanged and four times), `total * x / sum(x)` (scales with `total`) and a running sum of
 /// products `a_t b_t` (scales with `b`) are not. A zero element scales with anything, so it is
 /// not taken for scaling with the other inputs.
-fn carries(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>], k: usize) -> Vec<Vec<bool>> {
-    let scales = |which: Scaling, nonzero: bool| {
-        let mut out: Vec<Vec<bool>> = plain.iter().map(|p| vec![false; p.len()]).collect();
-        for by in [2.0, 0.5] {
-            let Ok(scaled) = reference_f64(op, &case.inputs, &case.params, &mut Feed::Scaled { by, which }) else { continue };
-            for ((o, p), d) in out.iter_mut().zip(plain).zip(&scaled).filter(|((_, p), d)| p.len() == d.len()) {
-                for ((o, p), d) in o.iter_mut().zip(p).zip(d) {
-                    *o |= p.is_finite() && !(nonzero && *p == 0.0) && (d - by * p).abs() <= 1e-9 * (by * p).abs();
-                }
-            }
-        }
-        out
-    };
+/// `all` is [`doubles_with`] under [`Scaling::All`] (the same for every `k`).
+fn carries(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>], k: usize, all: &[Vec<bool>]) -> Vec<Vec<bool>> {
     let others = case.inputs.iter().enumerate().any(|(i, t)| i != k && t.dtype().is_float())
         || case.params.iter().any(|p| matches!(p, Scalar::F32(_) | Scalar::F64(_)));
-    let (alone, all) = (scales(Scaling::Only(k), false), scales(Scaling::All, false));
-    let with_others = if others { scales(Scaling::AllBut(k), true) } else { plain.iter().map(|p| vec![false; p.len()]).collect() };
+    let alone = doubles_with(op, case, plain, Scaling::Only(k), false);
+    let with_others = if others { doubles_with(op, case, plain, Scaling::AllBut(k), true) } else { filled_like(plain, false) };
     let out = alone.into_iter().zip(all).zip(with_others);
-    out.map(|((a, b), o)| a.into_iter().zip(b).zip(o).map(|((a, b), o)| (a || b) && !o).collect()).collect()
+    out.map(|((a, b), o)| a.into_iter().zip(b).zip(o).map(|((a, b), o)| (a || *b) && !o).collect()).collect()
+}
+
+/// Which elements of each output double (halve) when the values `which` names are doubled
+/// (halved), within 1e-9 relative, by either factor (see [`carries`]); a zero element counts
+/// only where not `nonzero`.
+fn doubles_with(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>], which: Scaling, nonzero: bool) -> Vec<Vec<bool>> {
+    let mut out = filled_like(plain, false);
+    for by in [2.0, 0.5] {
+        let Ok(scaled) = reference_f64(op, &case.inputs, &case.params, &mut Feed::Scaled { by, which }) else { continue };
+        for ((o, p), d) in out.iter_mut().zip(plain).zip(&scaled).filter(|((_, p), d)| p.len() == d.len()) {
+            for ((o, p), d) in o.iter_mut().zip(p).zip(d) {
+                *o |= p.is_finite() && !(nonzero && *p == 0.0) && (d - by * p).abs() <= 1e-9 * (by * p).abs();
+            }
+        }
+    }
+    out
 }
 
 /// The `accum` scale of every output: `r64` (the reference in f64) and `S`, each one value per
