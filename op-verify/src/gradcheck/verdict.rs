@@ -161,13 +161,20 @@ pub(super) fn consistency(s: &mut Setup, probes: &[&Probe]) -> Result<Option<f64
 /// probe with `a = analytic`, a backward `a (1 + delta)` is at least `delta |a| - |a - numeric|`
 /// from the numeric value, beyond the bound once `delta > (allowed + |a - numeric|) / |a|`
 /// (with the bound's own growth, `rel delta |a|`, taken out). Twice the smallest such value, so
-/// that the negative control that applies it is rejected with room to spare.
+/// that the negative control that applies it is rejected with room to spare. Never below
+/// `2 rel` (what the bound's relative term alone gives), and only from a normal `a`: at a
+/// subnormal `a` the bound's relative term underflows (to 0 below `MIN_POSITIVE / rel`), and a
+/// `delta` of 0 made the control `a * 1`, the backward itself, which no probe can reject (a
+/// built-in `exp` whose gradients reached 1e-320 was failed as "could not fail" by it).
 pub(super) fn smallest_caught(probes: &[&Probe]) -> Option<f64> {
     probes
         .iter()
-        .filter(|p| p.analytic != 0.0 && p.analytic.is_finite())
-        .map(|p| 2.0 * (p.allowed(p.analytic) + (p.analytic - p.numeric).abs()) / (p.analytic.abs() * (1.0 - p.rel)))
-        .filter(|d| d.is_finite())
+        .filter(|p| p.analytic.is_finite() && p.analytic.abs() >= f64::MIN_POSITIVE)
+        .map(|p| {
+            let d = 2.0 * (p.allowed(p.analytic) + (p.analytic - p.numeric).abs()) / (p.analytic.abs() * (1.0 - p.rel));
+            d.max(2.0 * p.rel)
+        })
+        .filter(|d| d.is_finite() && 1.0 + d > 1.0)
         .min_by(f64::total_cmp)
 }
 
@@ -202,4 +209,43 @@ pub(super) fn negative_control(probes: &[&Probe], smallest: Option<f64>) -> Vec<
             ControlOutcome { corruption, applicable, rejected, margin }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(analytic: f64, numeric: f64, rel: f64) -> Probe {
+        Probe {
+            at: (0, Some(0)),
+            numeric,
+            trunc: 0.0,
+            round: 0.0,
+            analytic,
+            neighbour: 0.0,
+            jvp: None,
+            rel,
+            atol: 0.0,
+            case: 0,
+            dense: None,
+        }
+    }
+
+    /// A subnormal gradient (exact, so `|a - numeric|` is 0) underflows the bound's relative
+    /// term to 0: it proves no relative error is caught, and the control scales by `1 + delta`
+    /// only for a `delta` a normal probe proves, which that probe rejects.
+    #[test]
+    fn the_smallest_caught_error_is_never_the_backward_itself() {
+        let rel = 3.5e-14;
+        let tiny = probe(1e-320, 1e-320, rel);
+        assert_eq!(rel * tiny.analytic.abs(), 0.0, "the relative term underflows");
+        assert_eq!(smallest_caught(&[&tiny]), None);
+        let normal = probe(0.5, 0.5, rel);
+        let d = smallest_caught(&[&tiny, &normal]).expect("the normal probe catches some error");
+        assert!(d >= 2.0 * rel && 1.0 + d > 1.0, "{d:e}");
+        let control = negative_control(&[&tiny, &normal], Some(d));
+        let scaled: Vec<&ControlOutcome> = control.iter().filter(|c| matches!(c.corruption, Corruption::Scaled(_))).collect();
+        assert_eq!(scaled.len(), 2, "the fixed scaling and 1 + delta");
+        assert!(scaled.iter().all(|c| c.applicable && c.rejected), "{scaled:?}");
+    }
 }
