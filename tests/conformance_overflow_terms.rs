@@ -1,12 +1,16 @@
 //! `accum` accepts an infinity where the f64 reference is finite only where some order of the
 //! op's terms overflows a partial sum: where its positive (negative) terms sum to the overflow
-//! threshold, `(S + r64) / 2` with `S` the sum of the terms' magnitudes. That share is read on
-//! `S` without the measured sensitivity, which is not a sum of terms: for a sum of squares it
-//! is `2 * r64`, and before, every result above `MAX / 1.5` could be `+inf` (a kernel that
-//! overflows early, squaring `2x` and dividing by 4, was accepted there). Here that kernel is
-//! rejected from `0.7 MAX` to `0.97 MAX`, where no order of positive terms can overflow, and
+//! threshold, `(T + r64) / 2` with `T` the sum of the terms' magnitudes. `T` is `|r64|` and the
+//! op on `|x|`, and for an element linear in its inputs together (it doubles when they all do)
+//! also the measured sensitivity summed over the inputs, which for such an element is the sum
+//! of its terms' magnitudes: the op on `|x|` cancels where the op does (`sum(x) - sum(y)`).
+//! Before, the share was read on `S`, measured sensitivity included for every op: for a sum
+//! of squares that is `2 r64`, and every result above `MAX / 1.5` could be `+inf` (a kernel
+//! that overflows early, squaring `2x` and dividing by 4, was accepted there). Here that kernel
+//! is rejected from `0.7 MAX` to `0.97 MAX`, where no order of positive terms can overflow, and
 //! the correct f32 kernel is accepted on the same inputs over many seeds, and with its `+inf`
-//! where the result itself passes `MAX`.
+//! where the result itself passes `MAX`; a net of two sums whose every order overflows keeps
+//! its NaN, and one that overflows where no order of its terms does is rejected.
 
 use op_runtime::conformance::{self, Case, ConformanceFailure, Pattern};
 use op_runtime::{op, BackendKind, OpDecl, OpHandle, Real, Registry, Tensor};
@@ -92,6 +96,67 @@ fn the_correct_kernel_is_accepted_near_and_past_max() {
             if let Err(e) = conformance::check_case(&h, BackendKind::Cpu, &c) {
                 panic!("the f32 sum of squares accused at {ratio} MAX on {c}:\n{e}");
             }
+        }
+    }
+}
+
+/// `sum(x) - sum(y)`, with pairwise f32 sums.
+#[op(name = "test/overflow_terms/net", version = 1, signature(x: f32[n], y: f32[n]) -> f32[],
+     category = reduction, tolerance = accum(2), backward = none, cpu = net_f32, generated_tests = false)]
+pub fn net<T: Real>(x: &[T], y: &[T]) -> Vec<T> {
+    let sum = |v: &[T]| v.iter().map(|v| v.to_f64()).sum::<f64>();
+    vec![T::from_f64(sum(x) - sum(y))]
+}
+
+/// The same op with a kernel that sums `4x` and `4y` and divides by 4: NaN from `MAX / 4` on.
+#[op(name = "test/broken/overflow_terms/net_early_nan", version = 1, signature(x: f32[n], y: f32[n]) -> f32[],
+     category = reduction, tolerance = accum(2), backward = none, cpu = net_early_nan_f32, generated_tests = false)]
+pub fn net_early_nan<T: Real>(x: &[T], y: &[T]) -> Vec<T> {
+    net(x, y)
+}
+
+fn net_f32(x: &[f32], y: &[f32]) -> Vec<f32> {
+    vec![pairwise(x) - pairwise(y)]
+}
+
+fn net_early_nan_f32(x: &[f32], y: &[f32]) -> Vec<f32> {
+    let four = |v: &[f32]| v.iter().map(|v| 4.0 * v).collect::<Vec<_>>();
+    vec![(pairwise(&four(x)) - pairwise(&four(y))) / 4.0]
+}
+
+/// A net of two equal-length inputs, each summing to `ratio * MAX`, nearly equal.
+fn net_case(h: &OpHandle, seed: u64, ratio: f64) -> Case {
+    let x = values(seed, 1.0);
+    let scale = |v: &[f32]| {
+        let s: f64 = v.iter().map(|v| *v as f64).sum();
+        v.iter().map(|v| (*v as f64 * ratio * f32::MAX as f64 / s) as f32).collect::<Vec<_>>()
+    };
+    let (a, mut b) = (scale(&x), scale(&x));
+    b.reverse();
+    let c = Case::of(&h.op(), vec![Tensor::vector(a), Tensor::vector(b)], vec![]).expect("fits the signature");
+    Case { family: "a net of two sums near overflow (hand-made)", pattern: Pattern::Extremes, seed, ..c }
+}
+
+#[test]
+fn a_net_whose_every_order_overflows_keeps_its_nan_and_one_that_overflows_early_does_not() {
+    // Each side sums to 1.5 MAX: every f32 order of either side overflows, and the pairwise
+    // kernel returns `inf - inf`, NaN, where the exact net is near 0 (the op on `|x|` is too).
+    let h = handle(&net::DECL);
+    for seed in 0..25 {
+        let c = net_case(&h, seed, 1.5);
+        assert!(net_f32(c.inputs[0].as_slice().unwrap(), c.inputs[1].as_slice().unwrap())[0].is_nan(), "{c}");
+        if let Err(e) = conformance::check_case(&h, BackendKind::Cpu, &c) {
+            panic!("a pairwise net of two overflowing sums accused on {c}:\n{e}");
+        }
+    }
+    // Each side sums to 0.4 MAX: no order of the terms overflows; the kernel that scales by 4
+    // first does (NaN), and is rejected.
+    let h = handle(&net_early_nan::DECL);
+    for seed in 0..4 {
+        let c = net_case(&h, seed, 0.4);
+        match conformance::check_case(&h, BackendKind::Cpu, &c) {
+            Err(ConformanceFailure::Rejected(r)) => assert!(r.to_string().contains("NaN"), "{c}:\n{r}"),
+            other => panic!("a NaN where no order of the terms overflows must be rejected on {c}, got {other:?}"),
         }
     }
 }

@@ -107,3 +107,18 @@ fn the_tape_refuses_data_dependent_shapes_with_a_typed_error() {
     let e = op_runtime::train::infer(&h.op(), &[(op_runtime::DType::f32, &[4])], &[], None).unwrap_err();
     assert!(matches!(&e, DispatchError::DynamicShape { op, class } if op == "test/dd/positives@1" && class == "bounded(n)"), "{e}");
 }
+
+#[test]
+fn a_hand_made_case_of_a_data_dependent_op_binds_as_the_generator_does() {
+    // The free output symbol `k` stays 0 (a call's validation gives it the bound), the others
+    // are bound from the inputs, over the corpus's first cases.
+    let r = Registry::new();
+    for decl in [&positives::DECL, &positive_pairs::DECL] {
+        let h = r.register(decl).expect("registers");
+        for c in op_runtime::conformance::corpus(&h.op()).cases.iter().take(8) {
+            let made = op_runtime::conformance::Case::of(&h.op(), c.inputs.clone(), c.params.clone()).expect("fits");
+            assert_eq!(made.shape.syms, c.shape.syms, "{}: {c}", h.id());
+            assert_eq!(made.sym("k"), Some(0), "{}", h.id());
+        }
+    }
+}

@@ -84,11 +84,12 @@
 //!   `r64` must be matched exactly; an infinite result where `r64` is finite is accepted where
 //!   `|r64|` plus the bound reaches the dtype's overflow threshold (same sign), and an infinity
 //!   of a sign whose terms sum to the threshold or beyond (`(T + r64) / 2` for the positive
-//!   terms, `(T - r64) / 2` for the negative ones, `T` the sum of the terms' magnitudes: `S`
-//!   without the measured sensitivity, which is no sum of terms; NaN where both do): then some
-//!   order of the terms overflows a partial sum (`MAX + MAX` in one subtree of a pairwise sum,
-//!   where the reference's sequential order stays finite), and which order is the kernel's
-//!   choice.
+//!   terms, `(T - r64) / 2` for the negative ones; NaN where both do): then some order of the
+//!   terms overflows a partial sum (`MAX + MAX` in one subtree of a pairwise sum, where the
+//!   reference's sequential order stays finite), and which order is the kernel's choice. `T` is
+//!   the sum of the terms' magnitudes ([`AccumScale::terms`]): `|r64|`, the op on `|x|`, and the
+//!   measured sensitivity (summed over the inputs) only for an element linear in the inputs
+//!   (a sum of squares' is `2 r64`, no sum of terms, and took `+inf` from `MAX / 1.5` on).
 //!   Nothing else about non-finite results is relaxed. `r64` and
 //!   `S` are required for every element of a float output: a missing or short one is a typed
 //!   error ([`Fault::Scale`]), never an infinite (accept-all) bound, and a non-finite `S` with
@@ -238,10 +239,13 @@ pub struct AccumScale {
     /// The reference evaluated in f64 on the inputs with subnormals flushed (the anchor of the
     /// flushed-input allowance); empty when the case has no subnormal input.
     pub flushed_exact: Vec<f64>,
-    /// The magnitudes of each output element's terms summed (`|r64|` and the op on `|x|`: `S`
-    /// without the measured sensitivity, which is not a sum of terms): what the overflow rule
-    /// splits into positive and negative terms (see the module doc). Where shorter than the
-    /// output, `|r64|` stands for it (no share of the terms beyond the result).
+    /// The magnitudes of each output element's terms summed, `T`: `|r64|`, the op on `|x|`, and
+    /// for an element linear in the inputs and parameters together (it doubles when they all
+    /// do) the measured sensitivity summed over the inputs and the parameters, which is then
+    /// the sum of its terms' magnitudes (the op on `|x|` cancels where the op does: `sum(x) -
+    /// sum(y)`); a nonlinear element's sensitivity is not (a sum of squares: `2 r64`). What the overflow rule splits into positive and
+    /// negative terms (see the module doc). Where shorter than the output, `|r64|` stands for
+    /// it (no share of the terms beyond the result), as it does for a `T` that is not finite.
     pub terms: Vec<f64>,
     /// The running-value scale `C` of each output element (see the module doc, "a carry"):
     /// `sum_t |d r64 / d x_t| |r64_t|` over the elements `t` of an input shaped like the output,
@@ -420,8 +424,9 @@ fn rounded_bits(x: f64, dtype: DType) -> u64 {
 }
 
 /// The `accum(k)` verdict for one element of a float output: `a` (bits `ab`, at the declared
-/// dtype) against the reference's f64 evaluation `x` and `S = s`. The reference's own output
-/// does not enter: it is held to the same bound as any kernel.
+/// dtype) against the reference's f64 evaluation `x`, with `S`, the terms' magnitudes `T` (the
+/// overflow rule's) and `C` from `Scales`. The reference's own output does not enter: it is
+/// held to the same bound as any kernel.
 fn accum_within(k: u32, dtype: DType, len: usize, Scales { s, terms, c }: Scales, x: f64, a: f64, ab: u64) -> Result<(), String> {
     let tol = Tolerance::Accum(k);
     if x.is_nan() {
@@ -432,14 +437,15 @@ fn accum_within(k: u32, dtype: DType, len: usize, Scales { s, terms, c }: Scales
         // The positive (negative) terms sum to `(T + r64) / 2` (`(T - r64) / 2`), `T` the sum
         // of their magnitudes: where that reaches the overflow threshold, a partial sum of that
         // sign may overflow in the kernel's order (MAX + MAX in one subtree) although the exact
-        // result is finite; NaN needs both signs to. (`T`, not `S`: the measured sensitivity is
-        // no sum of terms; a sum of squares has `2 r64`, and took `+inf` from `MAX / 1.5` on.)
+        // result is finite; NaN needs both signs to. (`T`, not `S`: see `AccumScale::terms`.)
         // (An exact sum overflows from `MAX + ulp(MAX) / 2` on, `MAX * (1 + eps / 2)`.) `T` and
         // `r64` are f64 sums, each within a few f64 roundings of `T`: where `T` is so large that
         // this uncertainty reaches the threshold (terms beyond 1e54, e.g. products of f32
         // extremes), a share of that size cannot be told from zero, and counts as reaching it.
         let max = overflow_threshold(dtype) * (1.0 + eps(dtype) / 2.0);
-        let t = if terms.is_finite() { terms.max(x.abs()) } else { terms };
+        // Never below `|r64|`; a `T` that is not finite (a scale built by hand: `scales` gives
+        // a finite one wherever `S` is) counts as `|r64|`, never as an accept-all.
+        let t = if terms.is_finite() { terms.max(x.abs()) } else { x.abs() };
         let slack = 4.0 * f64::EPSILON * t;
         let (pos, neg) = ((t + x) / 2.0 + slack >= max, (t - x) / 2.0 + slack >= max);
         if (a == f64::INFINITY && pos) || (a == f64::NEG_INFINITY && neg) || (a.is_nan() && pos && neg) {
@@ -874,6 +880,9 @@ mod tests {
         assert!(check_accum(2, &e, &inf, &AccumScale { terms: vec![], ..scale(16, 2.0 * y, y) }).is_err());
         let big = 2.5 * f32::MAX as f64;
         assert!(check_accum(2, &e, &inf, &AccumScale { terms: vec![big], ..scale(16, big, y) }).is_ok());
+        // Terms given as infinite (a hand-made scale) count as |r64|: no accept-all.
+        let s = AccumScale { terms: vec![f64::INFINITY], ..scale(16, 1.1 * y, y) };
+        assert!(check_accum(2, &e, &inf, &s).is_err() && check_accum(2, &e, &guarded(&[f32::NAN], 1), &s).is_err());
     }
 
     #[test]

@@ -266,30 +266,39 @@ fn groups(case: &Case) -> Vec<(Group, usize)> {
 /// A perturbed run that fails (it leaves a declared domain, or breaks `lo <= hi` where
 /// `lo == hi`) tells nothing, and a change that is not finite (an overflow, a NaN) is left out:
 /// the scale stays finite.
-fn sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>]) -> Vec<Vec<f64>> {
+///
+/// Returns that largest, and the sum over the groups (for an element linear in its inputs,
+/// each of whose terms has one group's values: the sum of its terms' magnitudes, `T`).
+fn sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>]) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
     let zeros = || zeros_like(plain);
-    let mut out = zeros();
+    let (mut out, mut total) = (zeros(), zeros());
     for (group, n) in groups(case) {
         let moved = |which: Which| [1.0, -1.0].into_iter().map(move |sign| Feed::Perturbed(Perturb::new(group, which, case.seed, sign)));
+        let mut this = zeros();
         if n <= EXACT_MAX {
-            let mut sum = zeros();
             for j in 0..n {
                 let mut one = zeros();
                 largest_moves(op, case, plain, moved(Which::One(j)), (|_| true, |_| 1.0), &mut one);
-                for (s, o) in sum.iter_mut().zip(&one) {
-                    s.iter_mut().zip(o).for_each(|(s, o)| *s += o);
-                }
-            }
-            for (o, s) in out.iter_mut().zip(&sum) {
-                o.iter_mut().zip(s).for_each(|(o, s)| *o = o.max(*s));
+                add_to(&mut this, &one);
             }
         } else {
             let bits = usize::BITS - (n - 1).leading_zeros();
             let patterns = std::iter::once(Which::AllUp).chain((0..bits).map(Which::Bit)).chain((0..RANDOM_PATTERNS).map(Which::Random));
-            largest_moves(op, case, plain, patterns.flat_map(moved), (|_| true, |_| 1.0), &mut out);
+            largest_moves(op, case, plain, patterns.flat_map(moved), (|_| true, |_| 1.0), &mut this);
         }
+        for (o, t) in out.iter_mut().zip(&this) {
+            o.iter_mut().zip(t).for_each(|(o, t)| *o = o.max(*t));
+        }
+        add_to(&mut total, &this);
     }
-    out
+    (out, total)
+}
+
+/// `sum += more`, element by element.
+fn add_to(sum: &mut [Vec<f64>], more: &[Vec<f64>]) {
+    for (s, m) in sum.iter_mut().zip(more) {
+        s.iter_mut().zip(m).for_each(|(s, m)| *s += m);
+    }
 }
 
 /// A zero for every element of every output of `plain`.
@@ -348,19 +357,15 @@ fn largest_moves(
 /// size depends on the units chosen. Before, `x / sum(x)` on inputs near 1e-6 took a "carry"
 /// 1e4 times its value and a kernel off by 1e-4 relative was accepted (rejected at 1 and
 /// 1e-3); a running sum of `a_t b_t` took one `|b|` times too large.
-fn carry_sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>], expected: &[Tensor]) -> Vec<Vec<f64>> {
+///
+/// `all`: which elements double with every float input and parameter ([`doubles_with`] under
+/// [`Scaling::All`]), one pass for every `x`.
+fn carry_sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>], expected: &[Tensor], all: &[Vec<bool>]) -> Vec<Vec<f64>> {
     let mut out = zeros_like(plain);
-    // Which elements scale with every float input and parameter: one pass for every `x`.
-    let mut all: Option<Vec<Vec<bool>>> = None;
     for (k, x) in case.inputs.iter().enumerate().filter(|(_, t)| t.dtype().is_float() && t.numel() > 1) {
         let shaped = expected.iter().zip(plain).enumerate();
         let shaped: Vec<_> = shaped.filter(|(_, (e, p))| e.dtype().is_float() && e.shape() == x.shape() && p.len() == x.numel()).collect();
-        let units = if shaped.is_empty() {
-            Vec::new()
-        } else {
-            let all = all.get_or_insert_with(|| doubles_with(op, case, plain, Scaling::All, false));
-            carries(op, case, plain, k, all)
-        };
+        let units = if shaped.is_empty() { Vec::new() } else { carries(op, case, plain, k, all) };
         for (y, (_, running)) in shaped {
             let running: Vec<f64> = running.iter().map(|v| v.abs()).collect();
             for parity in 0..2 {
@@ -428,7 +433,9 @@ fn doubles_with(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>], which: Scali
 ///   magnitudes inside the computation.
 ///
 /// With the measurement, also `C`, the running-value scale of an output shaped like an input
-/// (`carry_sensitivity`; the carry allowance of `compare`).
+/// (`carry_sensitivity`; the carry allowance of `compare`), and the terms' magnitudes `T` that
+/// `compare`'s overflow rule splits: `|r64|` and the op on `|x|`, and the measured sensitivity
+/// for an element linear in the inputs and parameters together (see [`AccumScale::terms`]).
 ///
 /// `flushed` are the inputs with subnormals flushed, if the case has any (their f64 result
 /// anchors the flushed-input allowance). A failure is an error (a typed
@@ -469,13 +476,15 @@ fn scales(
     if abs.len() != expected.len() || plain.len() != expected.len() {
         return Err(format!("the f64 reference returned {} and {} output(s), the reference {}", abs.len(), plain.len(), expected.len()));
     }
-    let sens = if measure { sensitivity(op, case, &plain) } else { zeros_like(&plain) };
-    let carry = if measure { carry_sensitivity(op, case, &plain, expected) } else { zeros_like(&plain) };
+    let (sens, summed) = if measure { sensitivity(op, case, &plain) } else { (zeros_like(&plain), zeros_like(&plain)) };
+    // Elements linear in the inputs and parameters together (they double when all do).
+    let linear = if measure { doubles_with(op, case, &plain, Scaling::All, false) } else { filled_like(&plain, false) };
+    let carry = if measure { carry_sensitivity(op, case, &plain, expected, &linear) } else { zeros_like(&plain) };
     expected
         .iter()
         .enumerate()
         .map(|(i, e)| {
-            let (a, p, m) = (&abs[i], &plain[i], &sens[i]);
+            let (a, p, m, lin, sum) = (&abs[i], &plain[i], &sens[i], &linear[i], &summed[i]);
             if a.len() != e.numel() || p.len() != e.numel() {
                 return Err(format!(
                     "output {i}: the f64 reference returned {} and {} element(s), the reference {}",
@@ -485,8 +494,18 @@ fn scales(
                 ));
             }
             let flushed_exact = flushed.as_ref().and_then(|f| f.get(i)).filter(|f| f.len() == e.numel()).cloned().unwrap_or_default();
-            let terms: Vec<f64> = a.iter().zip(p).map(|(x, y)| x.abs().max(y.abs())).collect();
-            let magnitude = terms.iter().zip(m).map(|(t, z)| t.max(*z)).collect();
+            let magnitude = a.iter().zip(p).zip(m).map(|((x, y), z)| x.abs().max(y.abs()).max(*z)).collect();
+            // A linear element's measured sensitivity, summed over the groups, is the sum of its
+            // terms' magnitudes (the op on `|x|` cancels where the op does: `sum(x) - sum(y)`);
+            // a nonlinear one's is not (a sum of squares: `2 r64`).
+            let lin = |j: usize| lin.get(j).copied().unwrap_or(false);
+            let terms = a
+                .iter()
+                .zip(p)
+                .zip(sum)
+                .enumerate()
+                .map(|(j, ((x, y), z))| x.abs().max(y.abs()).max(if lin(j) { *z } else { 0.0 }))
+                .collect();
             Ok(AccumScale { len: len(i), magnitude, terms, exact: p.clone(), flushed_exact, carry: carry[i].clone() })
         })
         .collect()
