@@ -88,8 +88,9 @@
 //!   terms overflows a partial sum (`MAX + MAX` in one subtree of a pairwise sum, where the
 //!   reference's sequential order stays finite), and which order is the kernel's choice. `T` is
 //!   the sum of the terms' magnitudes ([`AccumScale::terms`]): `|r64|`, the op on `|x|`, and the
-//!   measured sensitivity (summed over the inputs) only for an element linear in the inputs
-//!   (a sum of squares' is `2 r64`, no sum of terms, and took `+inf` from `MAX / 1.5` on).
+//!   measured sensitivities divided by the element's degree of homogeneity (a sum of squares'
+//!   is `2 r64`, no sum of terms, and when `S` was read here it took `+inf` from `MAX / 1.5`
+//!   on).
 //!   Nothing else about non-finite results is relaxed. `r64` and
 //!   `S` are required for every element of a float output: a missing or short one is a typed
 //!   error ([`Fault::Scale`]), never an infinite (accept-all) bound, and a non-finite `S` with
@@ -240,12 +241,16 @@ pub struct AccumScale {
     /// flushed-input allowance); empty when the case has no subnormal input.
     pub flushed_exact: Vec<f64>,
     /// The magnitudes of each output element's terms summed, `T`: `|r64|`, the op on `|x|`, and
-    /// for an element linear in the inputs and parameters together (it doubles when they all
-    /// do) the measured sensitivity summed over the inputs and the parameters, which is then
-    /// the sum of its terms' magnitudes (the op on `|x|` cancels where the op does: `sum(x) -
-    /// sum(y)`); a nonlinear element's sensitivity is not (a sum of squares: `2 r64`). What the overflow rule splits into positive and
-    /// negative terms (see the module doc). Where shorter than the output, `|r64|` stands for
-    /// it (no share of the terms beyond the result), as it does for a `T` that is not finite.
+    /// what the measured sensitivities show by Euler's rule for homogeneous functions: an
+    /// input's (or the parameters') sensitivity over `d` where the element is homogeneous of
+    /// degree `d >= 1` in it (a sum: 1; a product's factor: 1; a sum of squares: 2, whose
+    /// sensitivity `2 r64` is no sum of terms), or the inputs' sensitivities summed over the
+    /// joint degree where only all of them together scale it (`sum(x) - sum(y)`: the op on
+    /// `|x|` cancels where the op does). Nothing from them where some input enters with degree
+    /// 0 or below (a normalisation's input, a divisor: `x y / z` would count `|r64|` thrice).
+    /// What the overflow rule splits into positive and negative terms (see the module doc).
+    /// Where shorter than the output, `|r64|` stands for it (no share of the terms beyond the
+    /// result), as it does for a `T` that is not finite.
     pub terms: Vec<f64>,
     /// The running-value scale `C` of each output element (see the module doc, "a carry"):
     /// `sum_t |d r64 / d x_t| |r64_t|` over the elements `t` of an input shaped like the output,

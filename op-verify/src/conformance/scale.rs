@@ -105,6 +105,8 @@ enum Scaling {
     All,
     /// Every float input but `k`, and the float parameters.
     AllBut(usize),
+    /// The float parameters alone.
+    Params,
 }
 
 impl Scaling {
@@ -114,6 +116,15 @@ impl Scaling {
             Scaling::Only(i) => i == k,
             Scaling::All => true,
             Scaling::AllBut(i) => i != k,
+            Scaling::Params => false,
+        }
+    }
+
+    /// The scaling of one group of [`sensitivity`]'s.
+    fn of(group: Group) -> Scaling {
+        match group {
+            Group::Input(k) => Scaling::Only(k),
+            Group::Params => Scaling::Params,
         }
     }
 }
@@ -130,6 +141,9 @@ const EXACT_MAX: usize = 256;
 const RANDOM_PATTERNS: u64 = 2;
 /// Mixed into the case's seed for the random sign patterns.
 const SALT: u64 = 0x7365_6e73_6974_6976;
+
+/// One group's measured sensitivity of every element of every output ([`sensitivity`]).
+type GroupScale = (Group, Vec<Vec<f64>>);
 
 /// What one perturbation moves: one float input, or the float parameters together.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -267,11 +281,10 @@ fn groups(case: &Case) -> Vec<(Group, usize)> {
 /// `lo == hi`) tells nothing, and a change that is not finite (an overflow, a NaN) is left out:
 /// the scale stays finite.
 ///
-/// Returns that largest, and the sum over the groups (for an element linear in its inputs,
-/// each of whose terms has one group's values: the sum of its terms' magnitudes, `T`).
-fn sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>]) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+/// Returns that largest, and each group's own (what [`terms_of`] reads).
+fn sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>]) -> (Vec<Vec<f64>>, Vec<GroupScale>) {
     let zeros = || zeros_like(plain);
-    let (mut out, mut total) = (zeros(), zeros());
+    let (mut out, mut each) = (zeros(), Vec::new());
     for (group, n) in groups(case) {
         let moved = |which: Which| [1.0, -1.0].into_iter().map(move |sign| Feed::Perturbed(Perturb::new(group, which, case.seed, sign)));
         let mut this = zeros();
@@ -289,9 +302,9 @@ fn sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>]) -> (Vec<Vec<f
         for (o, t) in out.iter_mut().zip(&this) {
             o.iter_mut().zip(t).for_each(|(o, t)| *o = o.max(*t));
         }
-        add_to(&mut total, &this);
+        each.push((group, this));
     }
-    (out, total)
+    (out, each)
 }
 
 /// `sum += more`, element by element.
@@ -299,6 +312,65 @@ fn add_to(sum: &mut [Vec<f64>], more: &[Vec<f64>]) {
     for (s, m) in sum.iter_mut().zip(more) {
         s.iter_mut().zip(m).for_each(|(s, m)| *s += m);
     }
+}
+
+/// The degree of homogeneity of every element under `which` scaled by 2 and by 1/2: `Some(d)`
+/// where the element's f64 value is multiplied by exactly `2^d` and `2^-d` (within 1e-9
+/// relative, `|d| <= 8`; one factor alone where the other leaves a domain), `None` where it is
+/// not, or is zero or not finite. Both factors: one alone is fooled by coincidence (`2x - y`
+/// at `x = 1.5, y = 1.4` is 16 times `x - y`).
+fn degrees(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>], which: Scaling) -> Vec<Vec<Option<i32>>> {
+    // Per element: no run yet, a degree, or not homogeneous.
+    let mut seen: Vec<Vec<Option<Option<i32>>>> = filled_like(plain, None);
+    for by in [2.0f64, 0.5] {
+        let Ok(scaled) = reference_f64(op, &case.inputs, &case.params, &mut Feed::Scaled { by, which }) else { continue };
+        for ((o, p), d) in seen.iter_mut().zip(plain).zip(&scaled).filter(|((_, p), d)| p.len() == d.len()) {
+            for ((o, p), d) in o.iter_mut().zip(p).zip(d) {
+                let r = d / p;
+                let k = (r.abs().log2() / by.log2()).round();
+                let here =
+                    (p.is_finite() && *p != 0.0 && r > 0.0 && k.abs() <= 8.0 && (r - by.powf(k)).abs() <= 1e-9 * r).then_some(k as i32);
+                *o = Some(match *o {
+                    None => here,
+                    Some(before) => before.filter(|b| here == Some(*b)),
+                });
+            }
+        }
+    }
+    seen.into_iter().map(|o| o.into_iter().map(Option::flatten).collect()).collect()
+}
+
+/// The sum of each element's terms' magnitudes, `T` (see [`AccumScale::terms`]), from
+/// `|r64|` and the op on `|x|` (`base`) and what the groups' measured sensitivities show by
+/// Euler's rule for homogeneous functions: where the element is homogeneous of degree `d >= 1`
+/// in one group (a term's factors from it raised to `d` in all: a sum, a product's factor, a
+/// square), that group's sensitivity is `d` times the magnitudes of the terms it enters;
+/// where no group is homogeneous alone (a sum of one-group terms: `sum(x) - sum(y)`,
+/// `x^2 - y^2`, a scan clipped to bounds that are parameters) but every group together is, of
+/// degree `D >= 1`, the groups' sensitivities sum to `D` times the terms' magnitudes. A group
+/// of degree 0 or below (a normalisation's input, a divisor) tells nothing of the terms: its
+/// sensitivity holds magnitudes that cancel inside (a layer norm of 2000 +- 1), so the
+/// element then keeps `base`.
+fn terms_of(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>], base: Vec<Vec<f64>>, each: &[GroupScale]) -> Vec<Vec<f64>> {
+    let joint = degrees(op, case, plain, Scaling::All);
+    let per: Vec<Vec<Vec<Option<i32>>>> = each.iter().map(|(g, _)| degrees(op, case, plain, Scaling::of(*g))).collect();
+    let mut out = base;
+    for (o, t) in out.iter_mut().enumerate() {
+        for (i, t) in t.iter_mut().enumerate() {
+            let at = |g: usize| (each[g].1[o][i], per[g][o][i]);
+            let moved: Vec<(f64, Option<i32>)> = (0..each.len()).map(at).filter(|(s, _)| *s > 0.0).collect();
+            if moved.iter().any(|(_, d)| d.is_some_and(|d| d <= 0)) {
+                continue;
+            }
+            let own = moved.iter().filter_map(|(s, d)| d.map(|d| s / d as f64)).fold(0.0, f64::max);
+            let summed = match joint[o][i] {
+                Some(d) if d >= 1 && moved.iter().all(|(_, d)| d.is_none()) => moved.iter().map(|(s, _)| s).sum::<f64>() / d as f64,
+                _ => 0.0,
+            };
+            *t = t.max(own).max(summed);
+        }
+    }
+    out
 }
 
 /// A zero for every element of every output of `plain`.
@@ -434,8 +506,7 @@ fn doubles_with(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>], which: Scali
 ///
 /// With the measurement, also `C`, the running-value scale of an output shaped like an input
 /// (`carry_sensitivity`; the carry allowance of `compare`), and the terms' magnitudes `T` that
-/// `compare`'s overflow rule splits: `|r64|` and the op on `|x|`, and the measured sensitivity
-/// for an element linear in the inputs and parameters together (see [`AccumScale::terms`]).
+/// `compare`'s overflow rule splits (`terms_of`; see [`AccumScale::terms`]).
 ///
 /// `flushed` are the inputs with subnormals flushed, if the case has any (their f64 result
 /// anchors the flushed-input allowance). A failure is an error (a typed
@@ -476,15 +547,19 @@ fn scales(
     if abs.len() != expected.len() || plain.len() != expected.len() {
         return Err(format!("the f64 reference returned {} and {} output(s), the reference {}", abs.len(), plain.len(), expected.len()));
     }
-    let (sens, summed) = if measure { sensitivity(op, case, &plain) } else { (zeros_like(&plain), zeros_like(&plain)) };
-    // Elements linear in the inputs and parameters together (they double when all do).
-    let linear = if measure { doubles_with(op, case, &plain, Scaling::All, false) } else { filled_like(&plain, false) };
-    let carry = if measure { carry_sensitivity(op, case, &plain, expected, &linear) } else { zeros_like(&plain) };
+    let (sens, each) = if measure { sensitivity(op, case, &plain) } else { (zeros_like(&plain), Vec::new()) };
+    let carry = if measure {
+        carry_sensitivity(op, case, &plain, expected, &doubles_with(op, case, &plain, Scaling::All, false))
+    } else {
+        zeros_like(&plain)
+    };
+    let base: Vec<Vec<f64>> = abs.iter().zip(&plain).map(|(a, p)| a.iter().zip(p).map(|(x, y)| x.abs().max(y.abs())).collect()).collect();
+    let terms = if measure { terms_of(op, case, &plain, base, &each) } else { base };
     expected
         .iter()
         .enumerate()
         .map(|(i, e)| {
-            let (a, p, m, lin, sum) = (&abs[i], &plain[i], &sens[i], &linear[i], &summed[i]);
+            let (a, p, m) = (&abs[i], &plain[i], &sens[i]);
             if a.len() != e.numel() || p.len() != e.numel() {
                 return Err(format!(
                     "output {i}: the f64 reference returned {} and {} element(s), the reference {}",
@@ -495,18 +570,7 @@ fn scales(
             }
             let flushed_exact = flushed.as_ref().and_then(|f| f.get(i)).filter(|f| f.len() == e.numel()).cloned().unwrap_or_default();
             let magnitude = a.iter().zip(p).zip(m).map(|((x, y), z)| x.abs().max(y.abs()).max(*z)).collect();
-            // A linear element's measured sensitivity, summed over the groups, is the sum of its
-            // terms' magnitudes (the op on `|x|` cancels where the op does: `sum(x) - sum(y)`);
-            // a nonlinear one's is not (a sum of squares: `2 r64`).
-            let lin = |j: usize| lin.get(j).copied().unwrap_or(false);
-            let terms = a
-                .iter()
-                .zip(p)
-                .zip(sum)
-                .enumerate()
-                .map(|(j, ((x, y), z))| x.abs().max(y.abs()).max(if lin(j) { *z } else { 0.0 }))
-                .collect();
-            Ok(AccumScale { len: len(i), magnitude, terms, exact: p.clone(), flushed_exact, carry: carry[i].clone() })
+            Ok(AccumScale { len: len(i), magnitude, terms: terms[i].clone(), exact: p.clone(), flushed_exact, carry: carry[i].clone() })
         })
         .collect()
 }
