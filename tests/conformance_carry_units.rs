@@ -15,8 +15,10 @@
 use op_runtime::conformance::{self, Case, Class, ConformanceFailure, Pattern};
 use op_runtime::{op, BackendKind, DType, OpDecl, OpHandle, Real, Registry, Scalar, Tensor};
 
-/// `x / sum(x)`, with an f32 kernel (pairwise sum, then each division).
-#[op(name = "test/carry_units/normalize", version = 1, signature(x: f32[n]) -> f32[n],
+/// `x / sum(x)`, with an f32 kernel (pairwise sum, then each division), on positive inputs: with
+/// both signs its f32 sum can cancel to 0 where the exact one is not (`[-MAX, min, MAX, min]`:
+/// `inf` for 1), a conditioning the first-order sensitivity cannot measure.
+#[op(name = "test/carry_units/normalize", version = 1, signature(x: f32[n]) -> f32[n], domain(x > 0),
      category = reduction, tolerance = accum(2), backward = none, cpu = normalize_f32)]
 pub fn normalize<T: Real>(x: &[T]) -> Vec<T> {
     let s: f64 = x.iter().map(|v| v.to_f64()).sum();

@@ -389,6 +389,16 @@ fn within(tol: Tolerance, signed_zero: SignedZero, dtype: DType, e: f64, eb: u64
     }
 }
 
+/// Where an exact result rounds to infinity at `dtype` (to nearest): `MAX + ulp(MAX) / 2`, with
+/// `MAX = (2 - eps) 2^emax` and `ulp(MAX) = eps 2^emax`, so `(2 - eps / 2) 2^emax` (f32:
+/// `2^128 - 2^103`; f16: 65520; f64: beyond f64, infinite). It was `MAX (1 + eps / 2)`, a whole
+/// ulp past `MAX`: an f32 partial sum between `MAX + ulp / 2` and `MAX + ulp`, which overflows,
+/// was taken for one that cannot.
+fn overflow_from(dtype: DType) -> f64 {
+    let e = eps(dtype);
+    overflow_threshold(dtype) / (2.0 - e) * (2.0 - e / 2.0)
+}
+
 fn overflow_threshold(dtype: DType) -> f64 {
     match dtype {
         DType::f16 => 65504.0,
@@ -443,11 +453,11 @@ fn accum_within(k: u32, dtype: DType, len: usize, Scales { s, terms, c }: Scales
         // of their magnitudes: where that reaches the overflow threshold, a partial sum of that
         // sign may overflow in the kernel's order (MAX + MAX in one subtree) although the exact
         // result is finite; NaN needs both signs to. (`T`, not `S`: see `AccumScale::terms`.)
-        // (An exact sum overflows from `MAX + ulp(MAX) / 2` on, `MAX * (1 + eps / 2)`.) `T` and
+        // (An exact sum overflows from `MAX + ulp(MAX) / 2` on: `overflow_from`.) `T` and
         // `r64` are f64 sums, each within a few f64 roundings of `T`: where `T` is so large that
         // this uncertainty reaches the threshold (terms beyond 1e54, e.g. products of f32
         // extremes), a share of that size cannot be told from zero, and counts as reaching it.
-        let max = overflow_threshold(dtype) * (1.0 + eps(dtype) / 2.0);
+        let max = overflow_from(dtype);
         // Never below `|r64|`; a `T` that is not finite (a scale built by hand: `scales` gives
         // a finite one wherever `S` is) counts as `|r64|`, never as an accept-all.
         let t = if terms.is_finite() { terms.max(x.abs()) } else { x.abs() };
@@ -870,6 +880,24 @@ mod tests {
     fn ratios_read_with_three_significant_digits() {
         let text: Vec<String> = [1.0412, 2.5, 37.54, 812.3, 4567.0, 2.3e7].into_iter().map(ratio_text).collect();
         assert_eq!(text, ["1.04", "2.50", "37.5", "812", "4567", "2.3e7"]);
+    }
+
+    #[test]
+    fn an_overflow_is_counted_from_max_plus_half_an_ulp() {
+        assert_eq!(overflow_from(DType::f32), 2f64.powi(128) - 2f64.powi(103));
+        assert_eq!(overflow_from(DType::f16), 65520.0);
+        assert_eq!(overflow_from(DType::bf16), 2f64.powi(128) - 2f64.powi(119));
+        // Positive terms MAX and 1.5e31 (past MAX + 2^103 = MAX + 1.01e31: their f32 sum is
+        // `+inf`), a negative one -MAX / 2: the exact result is finite, far from MAX, and
+        // `+inf` is an order's honest result; with 0.9e31 the sum rounds to MAX, and it is not.
+        let max = f32::MAX as f64;
+        for (second, ok) in [(1.5e31, true), (0.9e31, false)] {
+            assert_eq!((f32::MAX + second as f32).is_infinite(), ok);
+            let r = max + second - max / 2.0;
+            let e = Tensor::vector(vec![r as f32]);
+            let s = scale(3, max + second + max / 2.0, r);
+            assert_eq!(check_accum(2, &e, &guarded(&[f32::INFINITY], 1), &s).is_ok(), ok, "{second:e}");
+        }
     }
 
     #[test]
