@@ -83,8 +83,9 @@
 //!   Non-finite values: a NaN `r64` must be matched by a NaN (any payload); an infinite
 //!   `r64` must be matched exactly; an infinite result where `r64` is finite is accepted where
 //!   `|r64|` plus the bound reaches the dtype's overflow threshold (same sign), and an infinity
-//!   of a sign whose terms sum to the threshold or beyond (`(T + r64) / 2` for the positive
-//!   terms, `(T - r64) / 2` for the negative ones; NaN where both do): then some order of the
+//!   of a sign whose terms sum to the threshold or beyond, or within the class's rounding of
+//!   it (`(T + r64) / 2` for the positive terms, `(T - r64) / 2` for the negative ones, each
+//!   plus the bound on `T`, as a computed partial sum carries; NaN where both do): then some order of the
 //!   terms overflows a partial sum (`MAX + MAX` in one subtree of a pairwise sum, where the
 //!   reference's sequential order stays finite), and which order is the kernel's choice. `T` is
 //!   the sum of the terms' magnitudes ([`AccumScale::terms`]): `|r64|`, the op on `|x|`, and the
@@ -461,7 +462,11 @@ fn accum_within(k: u32, dtype: DType, len: usize, Scales { s, terms, c }: Scales
         // Never below `|r64|`; a `T` that is not finite (a scale built by hand: `scales` gives
         // a finite one wherever `S` is) counts as `|r64|`, never as an accept-all.
         let t = if terms.is_finite() { terms.max(x.abs()) } else { x.abs() };
-        let slack = 4.0 * f64::EPSILON * t;
+        // A partial sum is computed, not exact: in an order the class admits it carries up to
+        // the class's own rounding, `accum_bound` on the terms' magnitudes, so a share that
+        // rounding carries past the threshold may overflow too (as for a finite result beside
+        // an infinite one, below: `|r64| + bound`).
+        let slack = 4.0 * f64::EPSILON * t + accum_bound(k, dtype, len, t);
         let (pos, neg) = ((t + x) / 2.0 + slack >= max, (t - x) / 2.0 + slack >= max);
         if (a == f64::INFINITY && pos) || (a == f64::NEG_INFINITY && neg) || (a.is_nan() && pos && neg) {
             return Ok(());
@@ -887,16 +892,29 @@ mod tests {
         assert_eq!(overflow_from(DType::f32), 2f64.powi(128) - 2f64.powi(103));
         assert_eq!(overflow_from(DType::f16), 65520.0);
         assert_eq!(overflow_from(DType::bf16), 2f64.powi(128) - 2f64.powi(119));
-        // Positive terms MAX and 1.5e31 (past MAX + 2^103 = MAX + 1.01e31: their f32 sum is
-        // `+inf`), a negative one -MAX / 2: the exact result is finite, far from MAX, and
-        // `+inf` is an order's honest result; with 0.9e31 the sum rounds to MAX, and it is not.
-        let max = f32::MAX as f64;
-        for (second, ok) in [(1.5e31, true), (0.9e31, false)] {
-            assert_eq!((f32::MAX + second as f32).is_infinite(), ok);
-            let r = max + second - max / 2.0;
+    }
+
+    #[test]
+    fn a_share_within_the_classes_rounding_of_an_overflow_may_overflow() {
+        // Terms P (positive), -MAX / 2 and, for NaN, a negative share N too, summed over 3
+        // terms under accum(2): a computed partial sum of a share carries up to the class's
+        // rounding, 2 * 2 * eps * T, so a share that close below `MAX + ulp / 2` may overflow
+        // in an order the class admits (the f32 partial `MAX + 0.9e31` rounds to MAX exactly,
+        // but a partial with one more rounding up may not); a share further below may not.
+        let (max, eps) = (overflow_from(DType::f32), f32::EPSILON as f64);
+        for (gap, ok) in [(0.5, true), (2.0, false)] {
+            // `T` is P + MAX / 2, about 1.5 MAX; the class's rounding of it, 2 * 2 * eps * T.
+            let p = max - gap * 2.0 * 2.0 * eps * (1.5 * max);
+            let r = p - max / 2.0;
             let e = Tensor::vector(vec![r as f32]);
-            let s = scale(3, max + second + max / 2.0, r);
-            assert_eq!(check_accum(2, &e, &guarded(&[f32::INFINITY], 1), &s).is_ok(), ok, "{second:e}");
+            let s = scale(3, p + max / 2.0, r);
+            assert_eq!(check_accum(2, &e, &guarded(&[f32::INFINITY], 1), &s).is_ok(), ok, "+inf, gap {gap}");
+            assert!(check_accum(2, &e, &guarded(&[f32::NEG_INFINITY], 1), &s).is_err());
+            // Both shares that close: NaN (both signs overflowed) may come of it; one far: not.
+            let (pos, neg) = (max * 1.5, max - gap * 2.0 * 2.0 * eps * (2.5 * max));
+            let r = pos - neg;
+            let e = Tensor::vector(vec![r as f32]);
+            assert_eq!(check_accum(2, &e, &guarded(&[f32::NAN], 1), &scale(3, pos + neg, r)).is_ok(), ok, "NaN, gap {gap}");
         }
     }
 
@@ -922,9 +940,11 @@ mod tests {
     fn accum_handles_overflow_and_non_finite_values() {
         // The reference overflowed an intermediate (MAX + MAX - MAX = inf) but the exact sum is
         // MAX: a kernel that returns MAX conforms, one that returns 0 does not; one that
-        // overflows too may (3 MAX of positive terms overflow in some order).
+        // overflows too may (positive terms of 1.95 MAX overflow in some order), but not to
+        // `-inf` (the negative terms, 0.95 MAX, are far below the threshold: at exactly MAX,
+        // within the class's rounding of it, they too may).
         let e = Tensor::vector(vec![f32::INFINITY]);
-        let m = 3.0 * f32::MAX as f64;
+        let m = 2.9 * f32::MAX as f64;
         let s = scale(3, m, f32::MAX as f64);
         assert!(check_accum(2, &e, &guarded(&[f32::MAX], 1), &s).is_ok());
         assert!(check_accum(2, &e, &guarded(&[f32::INFINITY], 1), &s).is_ok());
