@@ -41,15 +41,6 @@ pub fn matmul_grads_db_off<T: Real>(a: &[T], b: &[T], g: &[T], m: usize, k: usiz
     op_runtime::builtins::matmul_vjp(a, b, m, k, n, g)
 }
 
-/// A balanced-tree sum in f32.
-fn pairwise(x: &[f32]) -> f32 {
-    match x.len() {
-        0 => 0.0,
-        1 => x[0],
-        len => pairwise(&x[..len / 2]) + pairwise(&x[len / 2..]),
-    }
-}
-
 /// `d_a = g b^T` and `d_b = a^T g`, each element from its factor pairs by `sum`; where a
 /// product is not finite in f32, the exact products summed in f64 and rounded once (as the
 /// reference: the drawn cases here are finite, the corpus's are not all).
@@ -68,7 +59,7 @@ fn grads_by(a: &[f32], b: &[f32], g: &[f32], (m, k, n): (usize, usize, usize), s
 
 /// The f32 products summed pairwise.
 fn grads_pairwise(a: &[f32], b: &[f32], g: &[f32], m: usize, k: usize, n: usize) -> (Vec<f32>, Vec<f32>) {
-    grads_by(a, b, g, (m, k, n), |p| pairwise(&p.iter().map(|(x, y)| x * y).collect::<Vec<_>>()))
+    grads_by(a, b, g, (m, k, n), |p| common::pairwise(&p.iter().map(|(x, y)| x * y).collect::<Vec<_>>()))
 }
 
 /// The exact sum moved up by pairwise summation's worst-case error over its length.

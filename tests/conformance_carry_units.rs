@@ -12,6 +12,9 @@
 //! terms (which needs the allowance) keeps it; the clipped scan's carry is tested in
 //! `conformance_accum_scale`.
 
+mod common;
+
+use common::pairwise;
 use op_runtime::conformance::{self, Case, Class, ConformanceFailure, Pattern};
 use op_runtime::{op, BackendKind, DType, OpDecl, OpHandle, Real, Registry, Scalar, Tensor};
 
@@ -105,14 +108,6 @@ fn running_balance_f32(c: &[f32], d: &[f32]) -> Vec<f32> {
 
 fn normalize_to_off_f32(x: &[f32], total: f32) -> Vec<f32> {
     normalize_off_f32(x).into_iter().map(|v| v * total).collect()
-}
-
-fn pairwise(x: &[f32]) -> f32 {
-    match x.len() {
-        0 => 0.0,
-        1 => x[0],
-        len => pairwise(&x[..len / 2]) + pairwise(&x[len / 2..]),
-    }
 }
 
 /// The f32 pairwise sum, then each division; where the f32 sum overflows, the sum in f64 (as

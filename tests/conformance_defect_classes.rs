@@ -288,14 +288,7 @@ pub fn sum_overflow<T: Real>(x: &[T]) -> Vec<T> {
 /// Wrong where an overflow meets an infinity: pairwise in f32 (within `accum`'s bound on
 /// finite sums).
 pub fn sum_pairwise_f32(x: &[f32]) -> Vec<f32> {
-    fn pairwise(x: &[f32]) -> f32 {
-        match x.len() {
-            0 => 0.0,
-            1 => x[0],
-            n => pairwise(&x[..n / 2]) + pairwise(&x[n / 2..]),
-        }
-    }
-    vec![pairwise(x)]
+    vec![common::pairwise(x)]
 }
 
 /// `sum` with a `cpu` kernel that leaves out the last term (in f64, rounded once otherwise).

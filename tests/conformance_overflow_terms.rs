@@ -12,6 +12,9 @@
 //! terms does is rejected; a product over a divisor, `x y / z`, is not taken for three terms;
 //! a complex product whose terms overflow keeps its NaN.
 
+mod common;
+
+use common::pairwise;
 use op_runtime::conformance::{self, Case, ConformanceFailure, Pattern};
 use op_runtime::{op, BackendKind, OpDecl, OpHandle, Real, Registry, Tensor};
 
@@ -27,14 +30,6 @@ pub fn sum_sq<T: Real>(x: &[T]) -> Vec<T> {
      category = reduction, tolerance = accum(2), backward = none, cpu = sum_sq_early_inf_f32, generated_tests = false)]
 pub fn sum_sq_early_inf<T: Real>(x: &[T]) -> Vec<T> {
     sum_sq(x)
-}
-
-fn pairwise(x: &[f32]) -> f32 {
-    match x.len() {
-        0 => 0.0,
-        1 => x[0],
-        len => pairwise(&x[..len / 2]) + pairwise(&x[len / 2..]),
-    }
 }
 
 fn sum_sq_f32(x: &[f32]) -> Vec<f32> {

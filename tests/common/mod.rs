@@ -84,3 +84,13 @@ pub fn private_wgpu() -> Option<(&'static op_runtime::wgpu::WgpuEngine, op_runti
     op_runtime::builtins::register_all(&registry);
     Some((engine, registry))
 }
+
+/// The pairwise f32 sum (halves, recursively): an order `accum` admits, for test kernels.
+#[allow(dead_code)] // not every test file that includes `common` sums
+pub fn pairwise(x: &[f32]) -> f32 {
+    match x.len() {
+        0 => 0.0,
+        1 => x[0],
+        len => pairwise(&x[..len / 2]) + pairwise(&x[len / 2..]),
+    }
+}
