@@ -140,7 +140,7 @@ pub fn flat_vjp<T: Real>(x: &[T], _g: &[T]) -> Vec<T> {
 /// `|x| = 1` steps are relative (`h |x|`), and at `|x|` = 1e-2 a step of 1e-5 resolves the slope
 /// between two kinks exactly, which is an honest certificate, not a check of dense kinks (with
 /// the default magnitudes, 1e-3..1e3, 10 of 200 salts certified the fixture, its +-1 slopes
-/// measured where the kinks are sparse).
+/// measured where the steps are small against the kinks' spacing).
 #[op(name = "test/bad/sawtooth", version = 1, signature(x: f32[n]) -> f32[n], magnitude(x: 1..1e3),
      category = elementwise, tolerance = ulp(4), backward = vjp(sawtooth_vjp), generated_tests = false)]
 pub fn sawtooth<T: Real>(x: &[T]) -> Vec<T> {
@@ -310,8 +310,9 @@ fn probes_within_h_of_a_kink_are_skipped_and_too_many_is_inconclusive() {
 
 #[test]
 fn dense_kinks_are_never_certified() {
-    // Kinks every 0.0013, denser than the steps: nearly every probe is skipped as within h of
-    // a kink (kinks that sampling at whole steps aliases into a smooth curve too), so nothing is
-    // certified (300 salts: all inconclusive; a failing probe would reject, as well).
+    // Kinks every 0.0013, within every probe's stencil (+-3 steps of 1e-3): nearly every probe
+    // is skipped as within h of a kink (kinks that sampling at whole steps aliases into a smooth
+    // curve too), so nothing is certified (300 salts: all inconclusive; a failing probe would
+    // reject, as well).
     assert_gradcheck_rejected(&sawtooth::DECL);
 }

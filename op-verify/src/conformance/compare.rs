@@ -462,12 +462,14 @@ fn accum_within(k: u32, dtype: DType, len: usize, Scales { s, terms, c }: Scales
         // Never below `|r64|`; a `T` that is not finite (a scale built by hand: `scales` gives
         // a finite one wherever `S` is) counts as `|r64|`, never as an accept-all.
         let t = if terms.is_finite() { terms.max(x.abs()) } else { x.abs() };
-        // A partial sum is computed, not exact: in an order the class admits it carries up to
-        // the class's own rounding, `accum_bound` on the terms' magnitudes, so a share that
-        // rounding carries past the threshold may overflow too (as for a finite result beside
-        // an infinite one, below: `|r64| + bound`).
-        let slack = 4.0 * f64::EPSILON * t + accum_bound(k, dtype, len, t);
-        let (pos, neg) = ((t + x) / 2.0 + slack >= max, (t - x) / 2.0 + slack >= max);
+        // A partial sum is computed, not exact: in an order the class admits, a partial sum
+        // of a subset is at most its positive terms plus the class's rounding of the subset's
+        // magnitudes, `P_s - N_s + g (P_s + N_s) <= P (1 + g)` with `g = k depth eps`: so a
+        // share within `accum_bound` of its own size below the threshold may overflow too. The
+        // share's own, not `T`'s: on `T` a sum of large negative terms gave its empty positive
+        // share a slack past MAX (`+inf` for `-1e46` in f32, for `-5.8e6` in f16).
+        let reaches = |share: f64| share + 4.0 * f64::EPSILON * t + accum_bound(k, dtype, len, share.max(0.0)) >= max;
+        let (pos, neg) = (reaches((t + x) / 2.0), reaches((t - x) / 2.0));
         if (a == f64::INFINITY && pos) || (a == f64::NEG_INFINITY && neg) || (a.is_nan() && pos && neg) {
             return Ok(());
         }
@@ -896,25 +898,46 @@ mod tests {
 
     #[test]
     fn a_share_within_the_classes_rounding_of_an_overflow_may_overflow() {
-        // Terms P (positive), -MAX / 2 and, for NaN, a negative share N too, summed over 3
-        // terms under accum(2): a computed partial sum of a share carries up to the class's
-        // rounding, 2 * 2 * eps * T, so a share that close below `MAX + ulp / 2` may overflow
-        // in an order the class admits (the f32 partial `MAX + 0.9e31` rounds to MAX exactly,
-        // but a partial with one more rounding up may not); a share further below may not.
+        // A positive share P and a negative one of MAX / 2 (a scale of 3 terms: P stands for
+        // what a kernel's partial sum of its positive terms computes), under accum(2): a partial
+        // sum carries up to the class's rounding of its own terms, `2 * 2 * eps * P`, so a share
+        // that close below `MAX + ulp / 2` may overflow in an order the class admits; a share
+        // further below may not. For NaN, both shares must be that close.
         let (max, eps) = (overflow_from(DType::f32), f32::EPSILON as f64);
         for (gap, ok) in [(0.5, true), (2.0, false)] {
-            // `T` is P + MAX / 2, about 1.5 MAX; the class's rounding of it, 2 * 2 * eps * T.
-            let p = max - gap * 2.0 * 2.0 * eps * (1.5 * max);
+            let p = max - gap * 2.0 * 2.0 * eps * max;
             let r = p - max / 2.0;
             let e = Tensor::vector(vec![r as f32]);
             let s = scale(3, p + max / 2.0, r);
             assert_eq!(check_accum(2, &e, &guarded(&[f32::INFINITY], 1), &s).is_ok(), ok, "+inf, gap {gap}");
             assert!(check_accum(2, &e, &guarded(&[f32::NEG_INFINITY], 1), &s).is_err());
-            // Both shares that close: NaN (both signs overflowed) may come of it; one far: not.
-            let (pos, neg) = (max * 1.5, max - gap * 2.0 * 2.0 * eps * (2.5 * max));
+            let (pos, neg) = (max * 1.5, p);
             let r = pos - neg;
             let e = Tensor::vector(vec![r as f32]);
             assert_eq!(check_accum(2, &e, &guarded(&[f32::NAN], 1), &scale(3, pos + neg, r)).is_ok(), ok, "NaN, gap {gap}");
+        }
+    }
+
+    #[test]
+    fn an_empty_share_takes_no_rounding_from_the_other_sign() {
+        // One product 1e23 * -1e23 in f32 (r64 = -1e46, past -MAX): `-inf` is the result; no
+        // positive partial sum exists, so `+inf` and NaN are wrong, however large the negative
+        // terms (the class's rounding of `T`, 2.4e39, passes MAX: read on `T`, it took them).
+        let e = Tensor::vector(vec![f32::NEG_INFINITY]);
+        let s = scale(1, 1e46, -1e46);
+        assert!(check_accum(2, &e, &guarded(&[f32::NEG_INFINITY], 1), &s).is_ok());
+        for a in [f32::INFINITY, f32::NAN] {
+            assert!(check_accum(2, &e, &guarded(&[a], 1), &s).is_err(), "{a}");
+        }
+        // f16, 64 products 300 * -300 (r64 = -5.76e6, past -65504): the same at the dtype's
+        // own scale, where the class's rounding of `T` (67 500) passes the threshold (65 520).
+        use half::f16;
+        let guarded16 = |v: f16| op_core::backend::pad_with_canaries(Tensor::vector(vec![v]), 1).unwrap();
+        let e = Tensor::vector(vec![f16::NEG_INFINITY]);
+        let s = scale(64, 5.76e6, -5.76e6);
+        assert!(check_accum(2, &e, &guarded16(f16::NEG_INFINITY), &s).is_ok());
+        for a in [f16::INFINITY, f16::NAN] {
+            assert!(check_accum(2, &e, &guarded16(a), &s).is_err(), "{a}");
         }
     }
 

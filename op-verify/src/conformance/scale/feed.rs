@@ -24,7 +24,7 @@ pub(super) enum Feed {
 
 impl Feed {
     /// Element `j` (value `x`) of input `k`.
-    pub(super) fn input(&mut self, k: usize, j: usize, x: f64) -> f64 {
+    fn input(&mut self, k: usize, j: usize, x: f64) -> f64 {
         match self {
             Feed::Plain => x,
             Feed::Abs => x.abs(),
@@ -36,7 +36,7 @@ impl Feed {
     }
 
     /// Float parameter `j` (value `x`).
-    pub(super) fn param(&mut self, j: usize, x: f64) -> f64 {
+    fn param(&mut self, j: usize, x: f64) -> f64 {
         match self {
             Feed::Perturbed(p) if p.group == Group::Params => p.apply(j, x),
             Feed::Scaled { by, which } if !matches!(which, Scaling::Only(_)) => *by * x,
@@ -60,7 +60,7 @@ pub(super) enum Scaling {
 
 impl Scaling {
     /// Whether float input `k` is scaled.
-    pub(super) fn input(self, k: usize) -> bool {
+    fn input(self, k: usize) -> bool {
         match self {
             Scaling::Only(i) => i == k,
             Scaling::All => true,
@@ -83,16 +83,8 @@ impl Scaling {
 /// op's, not noise) and far below the curvature of ordinary ops (so it is their first-order
 /// response).
 pub(super) const DELTA: f64 = 1.0 / (1u64 << 20) as f64;
-/// Groups of at most this many float values are measured one value at a time (see
-/// `sensitivity::sensitivity`); larger ones by sign patterns.
-pub(super) const EXACT_MAX: usize = 256;
-/// Random sign patterns per large group (besides all-up and the index-bit patterns).
-pub(super) const RANDOM_PATTERNS: u64 = 2;
 /// Mixed into the case's seed for the random sign patterns.
-pub(super) const SALT: u64 = 0x7365_6e73_6974_6976;
-
-/// One group's measured sensitivity of every element of every output (`sensitivity::sensitivity`).
-pub(super) type GroupScale = (Group, Vec<Vec<f64>>);
+const SALT: u64 = 0x7365_6e73_6974_6976;
 
 /// What one perturbation moves: one float input, or the float parameters together.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -137,7 +129,7 @@ impl Perturb {
     }
 
     /// `s_j`, or `None` where value `j` is not moved.
-    pub(super) fn direction(&self, j: usize) -> Option<f64> {
+    fn direction(&self, j: usize) -> Option<f64> {
         let down = match self.which {
             Which::One(i) if i != j => return None,
             Which::Parity(p) if j % 2 != p => return None,
@@ -150,7 +142,7 @@ impl Perturb {
         Some(if down { -1.0 } else { 1.0 })
     }
 
-    pub(super) fn apply(&mut self, j: usize, x: f64) -> f64 {
+    fn apply(&mut self, j: usize, x: f64) -> f64 {
         let m = match &self.by {
             Some(by) => by.get(j).copied().unwrap_or(0.0),
             None => x.abs(),
@@ -162,7 +154,7 @@ impl Perturb {
     }
 }
 
-pub(super) fn to_f64_tensor(k: usize, t: &Tensor, feed: &mut Feed) -> Result<Tensor, String> {
+fn to_f64_tensor(k: usize, t: &Tensor, feed: &mut Feed) -> Result<Tensor, String> {
     let v: Vec<f64> =
         t.data().to_f64_vec().ok_or("a float input has no f64 view")?.into_iter().enumerate().map(|(j, x)| feed.input(k, j, x)).collect();
     Tensor::new(t.shape().to_vec(), op_core::tensor::Data::F64(v)).map_err(|e| e.to_string())

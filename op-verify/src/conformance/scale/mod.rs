@@ -18,12 +18,12 @@ use sensitivity::{carry_sensitivity, sensitivity};
 use terms::terms_of;
 
 /// A zero for every element of every output of `plain`.
-pub(super) fn zeros_like(plain: &[Vec<f64>]) -> Vec<Vec<f64>> {
+fn zeros_like(plain: &[Vec<f64>]) -> Vec<Vec<f64>> {
     filled_like(plain, 0.0)
 }
 
 /// `v` for every element of every output of `plain`.
-pub(super) fn filled_like<T: Clone>(plain: &[Vec<f64>], v: T) -> Vec<Vec<T>> {
+fn filled_like<T: Clone>(plain: &[Vec<f64>], v: T) -> Vec<Vec<T>> {
     plain.iter().map(|p| vec![v.clone(); p.len()]).collect()
 }
 

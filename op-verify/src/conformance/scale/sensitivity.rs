@@ -4,16 +4,23 @@
 //! from them; it must not compare outputs.
 
 use super::super::Case;
-use super::feed::GroupScale;
-use super::feed::{reference_f64, Feed, Group, Perturb, Scaling, Which, DELTA, EXACT_MAX, RANDOM_PATTERNS};
+use super::feed::{reference_f64, Feed, Group, Perturb, Scaling, Which, DELTA};
 use super::homogeneity::doubles_with;
 use super::{filled_like, zeros_like};
 use op_core::op::RegisteredOp;
 use op_core::tensor::{Scalar, Tensor};
 
+/// Groups of at most this many float values are measured one value at a time (see
+/// [`sensitivity`]); larger ones by sign patterns.
+const EXACT_MAX: usize = 256;
+/// Random sign patterns per large group (besides all-up and the index-bit patterns).
+const RANDOM_PATTERNS: u64 = 2;
+/// One group's measured sensitivity of every element of every output ([`sensitivity`]).
+pub(super) type GroupScale = (Group, Vec<Vec<f64>>);
+
 /// The groups of a case that a relative perturbation moves: each float input, and the float
 /// parameters, holding a finite value other than zero.
-pub(super) fn groups(case: &Case) -> Vec<(Group, usize)> {
+fn groups(case: &Case) -> Vec<(Group, usize)> {
     let moves = |v: f64| v.is_finite() && v != 0.0;
     let inputs = case.inputs.iter().enumerate().filter(|(_, t)| t.dtype().is_float());
     let mut out: Vec<(Group, usize)> = inputs
@@ -77,7 +84,7 @@ pub(super) fn sensitivity(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>]) ->
 }
 
 /// `sum += more`, element by element.
-pub(super) fn add_to(sum: &mut [Vec<f64>], more: &[Vec<f64>]) {
+fn add_to(sum: &mut [Vec<f64>], more: &[Vec<f64>]) {
     for (s, m) in sum.iter_mut().zip(more) {
         s.iter_mut().zip(m).for_each(|(s, m)| *s += m);
     }
@@ -86,7 +93,7 @@ pub(super) fn add_to(sum: &mut [Vec<f64>], more: &[Vec<f64>]) {
 /// The largest `|r64(x') - r64(x)| / δ` of every element `i` of the outputs `which` admits
 /// over the runs `feeds` (each a perturbation of the case), as [`sensitivity`] measures it,
 /// times `weight(i)` (an element's measurement is left out where that is 0).
-pub(super) fn largest_moves(
+fn largest_moves(
     op: &RegisteredOp,
     case: &Case,
     plain: &[Vec<f64>],
@@ -170,7 +177,7 @@ pub(super) fn carry_sensitivity(
 /// products `a_t b_t` (scales with `b`) are not. A zero element scales with anything, so it is
 /// not taken for scaling with the other inputs.
 /// `all` is [`doubles_with`] under `Scaling::All` (the same for every `k`).
-pub(super) fn carries(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>], k: usize, all: &[Vec<bool>]) -> Vec<Vec<bool>> {
+fn carries(op: &RegisteredOp, case: &Case, plain: &[Vec<f64>], k: usize, all: &[Vec<bool>]) -> Vec<Vec<bool>> {
     let others = case.inputs.iter().enumerate().any(|(i, t)| i != k && t.dtype().is_float())
         || case.params.iter().any(|p| matches!(p, Scalar::F32(_) | Scalar::F64(_)));
     let alone = doubles_with(op, case, plain, Scaling::Only(k), false);

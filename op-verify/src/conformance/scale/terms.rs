@@ -3,9 +3,9 @@
 //! sensitivities by Euler's rule; it must not measure them.
 
 use super::super::Case;
-use super::feed::GroupScale;
 use super::feed::Scaling;
 use super::homogeneity::degrees;
+use super::sensitivity::GroupScale;
 use op_core::op::RegisteredOp;
 
 /// The sum of each element's terms' magnitudes, `T` (see `AccumScale::terms`), from
