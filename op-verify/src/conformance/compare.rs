@@ -85,7 +85,8 @@
 //!   `|r64|` plus the bound reaches the dtype's overflow threshold (same sign), and an infinity
 //!   of a sign whose terms sum to the threshold or beyond, or within the class's rounding of
 //!   it (`(T + r64) / 2` for the positive terms, `(T - r64) / 2` for the negative ones, each
-//!   plus the bound on `T`, as a computed partial sum carries; NaN where both do): then some order of the
+//!   plus `accum_bound` on that share itself, as a computed partial sum of it carries; NaN
+//!   where both do): then some order of the
 //!   terms overflows a partial sum (`MAX + MAX` in one subtree of a pairwise sum, where the
 //!   reference's sequential order stays finite), and which order is the kernel's choice. `T` is
 //!   the sum of the terms' magnitudes ([`AccumScale::terms`]): `|r64|`, the op on `|x|`, and the
