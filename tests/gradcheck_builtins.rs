@@ -127,7 +127,7 @@ fn the_report_is_a_value_and_serialises() {
     let r = gradcheck(&builtins::conv1d::DECL).unwrap_or_else(|e| panic!("{e}"));
     let text = r.to_string();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 9, "{text}");
+    assert_eq!(lines.len(), 10, "{text}");
     assert!(lines[0].starts_with("gradcheck  builtin/conv1d@1   (n = "), "{text}");
     assert!(lines[0].ends_with(", reference path, f64)"), "{text}");
     assert!(lines[1].starts_with("  forward  : author reference `conv1d`"), "{text}");
@@ -144,6 +144,12 @@ fn the_report_is_a_value_and_serialises() {
     let (n, m): (usize, usize) = (r.bindings[0].1.parse().unwrap_or(0), r.bindings[1].1.parse().unwrap_or(0));
     assert_eq!(r.swept, 4 * (n + m), "{text}");
     assert!(lines[4].starts_with("  values   : log-uniform magnitudes, both signs, inside each input's domain: 1e-3..1e3 in "), "{text}");
+    // The round at the reach of the parameter space: dims up to 64, its sweep alone, checked
+    // within the bound.
+    let reach = r.reach.as_ref().expect("conv1d has a reach round");
+    assert!(lines[5].starts_with("  reach    : one more round at ") && lines[5].contains(&format!("salt {}", reach.salt)), "{text}");
+    assert!(reach.probes > reach.skipped && reach.worst_ratio <= 1.0, "{text}");
+    let lines: Vec<&str> = lines.iter().enumerate().filter(|(i, _)| *i != 5).map(|(_, l)| *l).collect();
     assert!(lines[5].starts_with("  skipped  : ") && lines[5].contains("within h of a kink (no derivative exists there)"), "{text}");
     assert_eq!(lines[6], "  kinks    : not probed (no kinks in this category)");
     // The bound line shows the error, relative too, and the bound applied at that probe.

@@ -111,7 +111,7 @@ pub mod gradcheck {
     pub use op_builtins::gradcheck;
     pub use op_verify::gradcheck::{
         gradcheck_with, BackwardForm, ControlOutcome, Corruption, DrawRange, GradcheckError, GradcheckOptions, GradcheckReport, Locus,
-        Narrowed, ProbePoint,
+        Narrowed, ProbePoint, ReachRound,
     };
 }
 

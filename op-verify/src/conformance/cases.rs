@@ -13,9 +13,11 @@
 //!    non-empty dims the constraints admit (each subset of the dims at 0, the others at their
 //!    smallest and at 2 or more: `[1, 0]`, `[2, 0]`, `[0, 1]`, `[0, 2]`, `[0, 0]` for
 //!    `x: f32[rows, cols]`), with every pattern where an input and an output hold elements.
-//! 2. `random`: random admissible shapes (dims log-uniform up to [`MAX_DIM`], distinct values
-//!    for distinct symbols unless the constraints tie them, tensors capped at [`MAX_NUMEL`]
-//!    elements) with random admissible parameters, each with one pattern.
+//! 2. `random`: random admissible shapes (dims log-uniform up to [`MAX_DIM`], one draw in four
+//!    with its dims rounded down to powers of two, distinct values for distinct symbols unless
+//!    the constraints tie them, tensors capped at [`MAX_NUMEL`] elements) with random
+//!    admissible parameters (integers from 0 up past the constraints' largest literal), each
+//!    with one pattern.
 //! 3. `large`: at most [`LARGE_SHAPES`] shapes far beyond one workgroup, so that a kernel that
 //!    is right only on small inputs (a reduction that covers one workgroup's share, a
 //!    dispatch, index or loop that breaks past a few thousand elements) is rejected. Each is
@@ -295,7 +297,7 @@ impl<'a> Gen<'a> {
     /// constraints hold ([`Space::admitted_params`]); `None` (no case of this shape) when no
     /// draw does: an op is not conformed on parameters it refuses.
     fn float_param_values(&self, rng: &mut Rng) -> Option<Vec<f64>> {
-        const POOL: [f64; 10] = [1.0, -2.5, 0.0, -0.0, 0.1, 3.0, -1.0, 1.0e-3, 7.25, -0.5];
+        const POOL: [f64; 12] = [1.0, -2.5, 0.0, -0.0, 0.1, 3.0, -1.0, 1.0e-3, 7.25, -0.5, 12.5, -40.0];
         let sig = &self.op.contract.signature;
         let names: Vec<&str> = sig.params().filter(|p| !p.dtype.is_int()).map(|p| p.name.as_str()).collect();
         let literals = sig.float_constraints.iter().flat_map(|c| &c.terms).filter_map(|t| match t {
@@ -442,9 +444,13 @@ impl<'a> Gen<'a> {
     /// Family 2: up to [`RANDOM_CASES`] random admissible shapes, distinct symbols with distinct
     /// values first (tied ones only where too few distinct ones are admissible).
     fn random_shapes(&self, rng: &mut Rng) -> Vec<Shape> {
+        // Parameters from 0 (or below the smallest literal, where that is negative) up past the
+        // largest literal: a constraint with one literal (`k <= 16`) bounds the range on one
+        // side only, and its interior (`4..=14`) must be drawn too, not only the literal's
+        // neighbours (the boundary family has 0..=3 and the literals).
         let lits = self.space.literals();
         let (lo, hi) = match (lits.first(), lits.last()) {
-            (Some(a), Some(b)) => ((*a - 1).max(0), (*b + 1).max(4)),
+            (Some(a), Some(b)) => ((*a - 1).min(0), (*b + 1).max(4)),
             _ => (0, 64),
         };
         let (mut distinct, mut tied): (Vec<Shape>, Vec<Shape>) = (Vec::new(), Vec::new());
@@ -459,7 +465,10 @@ impl<'a> Gen<'a> {
             // are unchanged.
             let how =
                 if k < 2000 { Draw { dims: (1, MAX_DIM), params: (lo, hi) } } else { Draw { dims: (1, 16), params: (lo.min(0), hi) } };
-            let values = self.space.draw(rng, how, &[]);
+            let mut values = self.space.draw(rng, how, &[]);
+            if k % 4 == 3 {
+                aligned(&mut values[..self.space.n_dims()]);
+            }
             if !self.admissible(&values) || distinct.iter().chain(&tied).any(|s| s.syms == values) {
                 continue;
             }
@@ -620,6 +629,16 @@ struct Limits {
     min_normal: f64,
     sub_min: f64,
     sub_max: f64,
+}
+
+/// Every dim of at least 8 rounded down to a power of two: one random draw in four is
+/// aligned, so that a kernel whose blocked loop breaks where `n` is a whole number of blocks
+/// (its last block empty, or taken as partial) meets such an `n` (the other families' lengths
+/// are odd or small: the large case's `131_071` is never a multiple of a block).
+fn aligned(dims: &mut [i128]) {
+    for d in dims.iter_mut().filter(|d| **d >= 8) {
+        *d = 1 << d.ilog2();
+    }
 }
 
 fn limits(dtype: DType) -> Limits {

@@ -8,7 +8,7 @@
 
 use super::steps::drawn_bits;
 use op_contract::contract::{DType, Domain};
-use op_contract::sample::{in_domain, Caps, Draw, Magnitudes, Rng, Space};
+use op_contract::sample::{fits, in_domain, Caps, Draw, Magnitudes, Rng, Space};
 use op_core::op::RegisteredOp;
 use op_core::tensor::{Scalar, Tensor};
 use op_train::tape::planner;
@@ -157,6 +157,50 @@ pub fn binding(op: &RegisteredOp, pin: &[(String, i128)], rng: &mut Rng) -> Opti
     let shapes = space.input_shapes(&values)?;
     Some(Binding { env: space.env(&values), params: params(op, &space, &values, rng)?, shapes })
 }
+
+/// Size limits of a reach binding ([`reach`]): dims up to 64, tensors of at most 2048
+/// elements, the product of every symbol at most 2^14 (a matmul's `m k n` of about 25 each).
+const REACH_CAPS: Caps = Caps { max_dim: 64, max_numel: 2048, max_work: Some(1 << 14) };
+/// Dims of a reach binding, log-uniform (the largest of [`REACH_DRAWS`] draws is kept).
+const REACH_DIMS: (i128, i128) = (2, 64);
+/// Largest integer parameter value a reach binding tries (a window, an order of a difference).
+const REACH_PARAM: i128 = 256;
+
+/// An admissible binding at the reach of the parameter space, where [`binding`]'s interior
+/// draws do not go: each integer parameter at the largest value admitted among the constraints'
+/// literals and one either side and 8, 16, 32, 48, 64 (at most [`REACH_PARAM`]; in signature
+/// order, each with those before it fixed), dims the largest of [`REACH_DRAWS`] draws over
+/// 2..=64 within [`REACH_CAPS`]. A rule wrong only for a window above 17 or beyond 40 elements
+/// is met here. Names in `pin` keep their value. `None` where nothing is admissible.
+pub fn reach(op: &RegisteredOp, pin: &[(String, i128)], rng: &mut Rng) -> Option<Binding> {
+    let space = Space::new(&op.contract.signature);
+    let mut fixed: Vec<(usize, i128)> = pin.iter().filter_map(|(n, v)| space.slot(n).map(|k| (k, *v))).collect();
+    let signed = space.int_params().iter().any(|(_, dt)| matches!(dt, DType::i8 | DType::i16 | DType::i32 | DType::i64));
+    let lo = if signed { -8 } else { 0 };
+    let top = space.literals().iter().copied().max().unwrap_or(0).clamp(lo + 1, REACH_PARAM);
+    let how = Draw { dims: REACH_DIMS, params: (lo, top) };
+    let draw = |fixed: &[(usize, i128)], rng: &mut Rng| space.sample(rng, how, REACH_CAPS, 100, fixed).filter(|v| admitted(op, &space, v));
+    for &(k, dt) in space.int_params() {
+        if fixed.iter().any(|(s, _)| *s == k) {
+            continue;
+        }
+        let mut tries: Vec<i128> = space.literals().iter().flat_map(|l| [l + 1, *l, l - 1]).chain([64, 48, 32, 16, 8]).collect();
+        tries.retain(|v| v.abs() <= REACH_PARAM && fits(*v, dt));
+        tries.sort_unstable_by(|a, b| b.cmp(a));
+        tries.dedup();
+        let best = tries.into_iter().find(|v| draw(&[fixed.as_slice(), &[(k, *v)]].concat(), rng).is_some());
+        fixed.extend(best.map(|v| (k, v)));
+    }
+    // The largest of many draws (by the inputs' elements): a single log-uniform draw over
+    // 2..=64 stays at or under 40 six times in seven, 64 of them about once in 10^4.
+    let numel = |v: &Vec<i128>| space.sizes(v).map_or(0, |s| s.inputs.iter().sum::<usize>());
+    let values = (0..REACH_DRAWS).filter_map(|_| draw(&fixed, rng)).max_by_key(numel)?;
+    let shapes = space.input_shapes(&values)?;
+    Some(Binding { env: space.env(&values), params: params(op, &space, &values, rng)?, shapes })
+}
+
+/// Admissible draws a reach binding picks the largest of.
+const REACH_DRAWS: usize = 64;
 
 /// One admissible binding, distinct symbols with distinct values where the constraints allow:
 /// dims log-uniform over 2..=24 first, then over 1..=64 with wider parameters; checked by the

@@ -410,5 +410,47 @@ fn bound(
         let at = format!("{} = {v:e}, the value of {from}", name(ck, k, j));
         return Err(Violation { loc, k, j }.error(ck, at, a, &o, "a value between the one-sided derivatives"));
     }
+    joint(ck, (k, j), v, step, sizes, (&u, &base), loc)?;
     Ok(true)
+}
+
+/// Where element `j` of differentiable input `k`, set to `v`, now ties with exactly one other
+/// element of any differentiable input (the other operand of a `max`, say): moving both together
+/// keeps the tie, so where that direction crosses no kink, the backward along it must match its
+/// (two-sided) difference. Each coordinate alone only bounds the backward between one-sided
+/// derivatives: a rule giving the whole cotangent to both operands of a tie (or to neither)
+/// passes there and is caught here. The step crosses no third element's value within three
+/// steps.
+fn joint(
+    ck: &Checker,
+    (k, j): (usize, usize),
+    v: f64,
+    step: f64,
+    sizes: &[usize],
+    (u, base): (&[Option<Vec<f64>>], &[Tensor]),
+    loc: &Locator,
+) -> Result<(), GradcheckError> {
+    let values = |q: usize| ck.inputs[ck.diff[q]].as_slice::<f64>().unwrap_or(&[]);
+    let partners: Vec<(usize, usize)> = (0..sizes.len())
+        .flat_map(|q| values(q).iter().enumerate().filter(move |&(i, y)| *y == v && (q, i) != (k, j)).map(move |(i, _)| (q, i)))
+        .collect();
+    let [(q, i)] = partners[..] else { return Ok(()) };
+    let gap = (0..sizes.len())
+        .flat_map(|p| values(p).iter().enumerate().filter(move |(t, _)| (p, *t) != (k, j) && (p, *t) != (q, i)).map(|(_, y)| (y - v).abs()))
+        .fold(f64::INFINITY, f64::min);
+    let step = step.min(gap / 8.0);
+    if step <= v.abs() * 1e-9 {
+        return Ok(());
+    }
+    let mut pair = Dir::coordinate(sizes, k, j, step);
+    pair.v[q][i] = 1.0;
+    pair.coord = None;
+    let Some(both) = one_sided(ck, &pair, u, base)? else { return Ok(()) };
+    let a = ck.rule_along(&pair, u)?;
+    if !both.kink() && !both.near(a, (both.left + both.right) / 2.0) {
+        let at = format!("{} and {} moved together (tied at {v:e})", name(ck, k, j), name(ck, q, i));
+        let expected = "the derivative along both tied elements (the tie holds there)";
+        return Err(Violation { loc, k, j }.error(ck, at, a, &both, expected));
+    }
+    Ok(())
 }

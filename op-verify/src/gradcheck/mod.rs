@@ -36,9 +36,17 @@
 //!   seeded from the content hash and the round's salt; see `rounds`) until a round, or all of
 //!   them together, is conclusive; only where that does not happen is the verdict
 //!   `Inconclusive`, a failure, saying which salts were drawn and why no more were;
+//! - once the rounds are conclusive, one more round at the reach of the parameter space
+//!   (`rounds::reach`): each integer parameter at the largest value its constraints admit (a
+//!   median's window of 31), dims up to 64; its probes are judged like any round's (and
+//!   reported apart: [`ReachRound`]), so a rule wrong only for wide windows or long inputs,
+//!   which interior draws never meet, is rejected (its salt has `rounds::REACH` set and
+//!   reproduces it);
 //! - for ops with kinks (`selection`, or any op that declares a `subgradient`), points placed
 //!   exactly on kinks (ties, zeros, bounds such as a clip's; see `kinks`), where the backward
-//!   must be the subgradient the convention names;
+//!   must be the subgradient the convention names; where a bound ties an element with one of
+//!   another input (the operands of a `max`), both moved together must match the two-sided
+//!   difference (a rule that gives the whole cotangent to both, or to neither, is rejected);
 //! - every rejection names the input element, its shape, the case's dims and parameters, and
 //!   the salt that reproduces it ([`Locus`]); a failing random direction is narrowed down to
 //!   the element that carries its error (`locate`);
@@ -87,7 +95,7 @@ mod verdict;
 
 pub use draw::{DrawRange, Narrowed};
 pub use error::{GradcheckError, Locus};
-pub use report::{BackwardForm, ControlOutcome, Corruption, GradcheckReport, ProbePoint};
+pub use report::{BackwardForm, ControlOutcome, Corruption, GradcheckReport, ProbePoint, ReachRound};
 
 use op_contract::contract::{Backward, Category, Contract, DType, Tolerance};
 use op_contract::sample::Rng;
@@ -115,7 +123,8 @@ pub struct GradcheckOptions {
     pub h: f64,
     /// Mixed into the seed (which comes from the op's content hash); 0 by default. A
     /// rejection names the salt that reproduces it ([`Locus::salt`]): that of its round, where
-    /// more rounds were drawn.
+    /// more rounds were drawn. A salt with bit 62 set draws the round at the reach of the
+    /// parameter space first (the salt a rejection there names).
     pub salt: u64,
     /// Dim symbols or integer parameters pinned to a value instead of sampled, e.g.
     /// `("n", 50_000)` to check at a size the generator never picks. The binding must still be
@@ -200,8 +209,8 @@ fn setup(registry: &Registry, decl: &'static OpDecl, opts: &GradcheckOptions) ->
         return Err(RegistrationError::BadContract { op: op.id.clone(), reason }.into());
     }
     let mut rng = Rng::from_hash(&op.hash, 0x6772_6164 ^ opts.salt);
-    let binding = case::binding(&op, &opts.pin, &mut rng)
-        .ok_or_else(|| GradcheckError::NoAdmissibleInput { op: op.id.clone(), tries: case::BINDING_TRIES })?;
+    let binding = if rounds::is_reach(opts.salt) { case::reach(&op, &opts.pin, &mut rng) } else { case::binding(&op, &opts.pin, &mut rng) };
+    let binding = binding.ok_or_else(|| GradcheckError::NoAdmissibleInput { op: op.id.clone(), tries: case::BINDING_TRIES })?;
     let len = binding.shapes.iter().map(|s| s.iter().product::<usize>()).max().unwrap_or(1);
     let (rel, atol) = declared_bound(&op.contract.tolerance, len);
     let (has_vjp, has_jvp) =
@@ -217,7 +226,10 @@ fn setup(registry: &Registry, decl: &'static OpDecl, opts: &GradcheckOptions) ->
     let (op_id, contract) = (op.id.clone(), op.contract.clone());
     let params = binding.params.clone();
     let mut ck = Checker { op, inputs: Vec::new(), params, diff, rel, atol, h: opts.h, len, graph: None, has_vjp, has_jvp, nan_ok, floors };
-    let (cases, ranges): (Vec<Vec<Tensor>>, Vec<Option<DrawRange>>) = draw::draws(&mut ck, &binding, CASES, &mut rng)?.into_iter().unzip();
+    // A reach round draws half as many value sets: its binding is what it adds.
+    let n_cases = if rounds::is_reach(opts.salt) { CASES / 2 } else { CASES };
+    let (cases, ranges): (Vec<Vec<Tensor>>, Vec<Option<DrawRange>>) =
+        draw::draws(&mut ck, &binding, n_cases, &mut rng)?.into_iter().unzip();
     let ranges = ranges.into_iter().flatten().collect();
     ck.inputs = cases[0].clone();
     ck.graph = composite_graph(registry, &ck.op, decl, &ck.inputs, &binding.params, &mut form)?;
@@ -229,15 +241,20 @@ fn setup(registry: &Registry, decl: &'static OpDecl, opts: &GradcheckOptions) ->
 fn measure_probes(s: &mut Setup, opts: &GradcheckOptions) -> Result<(Vec<Measured>, usize), GradcheckError> {
     let out_shapes = s.ck.out_shapes()?;
     let sizes = s.ck.sizes();
-    let per_case = opts.probes.div_ceil(CASES).max(1);
-    let mut measured = Vec::with_capacity(opts.probes);
+    // A reach round (`rounds::reach`) sweeps alone, every element along its own coordinate: a
+    // dense direction through dozens of elements of a sort's row crosses orders the kink test
+    // does not always see, and what that round is for (a rule wrong at some parameters or
+    // lengths) shows element by element. Decided by the salt, so the salt reproduces it.
+    let probes = if rounds::is_reach(s.salt) { 0 } else { opts.probes };
+    let per_case = probes.div_ceil(CASES).max(1);
+    let mut measured = Vec::with_capacity(probes);
     let mut swept = Vec::new();
     let elements: usize = s.ck.inputs.iter().map(Tensor::numel).sum();
     let plan = sweep::Plan::new(sizes.iter().sum(), sweep::per_draw(opts.sweep, elements), &mut s.rng);
     for (c, case) in s.cases.iter().enumerate() {
         s.ck.inputs = case.clone();
         let base = s.ck.forward(&s.ck.inputs)?;
-        for p in c * per_case..((c + 1) * per_case).min(opts.probes) {
+        for p in c * per_case..((c + 1) * per_case).min(probes) {
             let u = s.ck.cotangent(&out_shapes, &mut s.rng);
             let dir = s.ck.direction(p, &sizes, &u, &base, &mut s.rng)?;
             measured.push(at_case(measure(&s.ck, &dir, &u, &base, None)?, c));
@@ -313,6 +330,7 @@ pub fn gradcheck_with(registry: &Registry, decl: &'static OpDecl, opts: &Gradche
         negative_control: control,
         smallest_caught: smallest.filter(|d| *d < 0.01),
         points: verdict::points(&s, &probes),
+        reach: pool.reach.clone(),
     })
 }
 

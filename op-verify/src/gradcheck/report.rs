@@ -111,6 +111,24 @@ impl BackwardForm {
     }
 }
 
+/// The round a gradcheck draws at the reach of the parameter space, once its rounds are
+/// conclusive: each integer parameter at the largest value its constraints admit, dims up to
+/// 64. Its probes are judged (a failing one rejects) but kept out of the report's other counts,
+/// which describe the rounds the header's binding comes from.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ReachRound {
+    /// Its dims and integer parameters.
+    pub bindings: Vec<(String, String)>,
+    /// Its salt (bit 62 set; `GradcheckOptions::salt` draws this round first).
+    pub salt: u64,
+    /// Probes measured (sampled and swept).
+    pub probes: usize,
+    /// Probes skipped (within h of a kink, below the outputs' resolution, forward not finite).
+    pub skipped: usize,
+    /// Largest |analytic - numeric| / allowed over its checked probes (below 1 passes).
+    pub worst_ratio: f64,
+}
+
 /// The result of a passing gradcheck. `Display` prints the report.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct GradcheckReport {
@@ -185,6 +203,9 @@ pub struct GradcheckReport {
     pub smallest_caught: Option<f64>,
     /// Every checked probe (sampled and swept, skips left out), in the order measured.
     pub points: Vec<ProbePoint>,
+    /// The round at the reach of the parameter space; `None` where no binding there is
+    /// admissible, or the run's own salt drew it first.
+    pub reach: Option<ReachRound>,
 }
 
 impl GradcheckReport {
@@ -228,6 +249,18 @@ impl fmt::Display for GradcheckReport {
         }
         writeln!(f)?;
         writeln!(f, "  values   : {}", self.values_line())?;
+        if let Some(r) = &self.reach {
+            let at: Vec<String> = r.bindings.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+            writeln!(
+                f,
+                "  reach    : one more round at {} (integer parameters at their largest admitted value, dims up to 64; salt {}): {} probes, {} skipped, worst |difference| / bound {:.2}",
+                at.join(", "),
+                r.salt,
+                r.probes,
+                r.skipped,
+                r.worst_ratio
+            )?;
+        }
         write!(f, "  skipped  : {} within h of {} (no derivative exists there)", self.skipped, self.kink_word)?;
         if self.skipped_unresolved > 0 {
             write!(
@@ -367,6 +400,7 @@ mod tests {
             ],
             smallest_caught: Some(3e-12),
             points: vec![],
+            reach: None,
         }
     }
 

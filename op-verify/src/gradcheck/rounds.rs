@@ -22,8 +22,8 @@
 //! of them rejects, naming that round's salt.
 
 use super::probe::{Measured, Probe};
-use super::report::Corruption;
-use super::verdict::{consistency, judge, negative_control, smallest_caught};
+use super::report::{Corruption, ReachRound};
+use super::verdict::{consistency, judge, negative_control, smallest_caught, summarize};
 use super::{measure_probes, setup, GradcheckError, GradcheckOptions, Setup};
 use crate::gradcheck::draw::DrawRange;
 use op_core::decl::OpDecl;
@@ -65,6 +65,9 @@ pub struct Pool {
     pub salts: Vec<u64>,
     /// Rounds that could not be set up, with why.
     pub unset: Vec<String>,
+    /// The round at the reach of the parameter space (see [`reach`]), kept out of the counts
+    /// above.
+    pub reach: Option<ReachRound>,
 }
 
 impl Pool {
@@ -131,6 +134,7 @@ pub fn run(registry: &Registry, decl: &'static OpDecl, opts: &GradcheckOptions) 
         let alone = pool.add(measured, sampled, swept);
         if pool.conclusive() || (alone && 2 * pool.kinks <= pool.measured()) {
             if tells_scaling(&pool) {
+                reach(registry, decl, opts, &mut pool)?;
                 return Ok((pool, s));
             }
             // Conclusive, but no probe resolves the fixed scaling the negative control applies
@@ -151,12 +155,55 @@ pub fn run(registry: &Registry, decl: &'static OpDecl, opts: &GradcheckOptions) 
         }
     }
     if let Some(s) = blind {
+        reach(registry, decl, opts, &mut pool)?;
         return Ok((pool, s));
     }
     match last {
         Some(s) => Err(inconclusive(&s, &pool, opts, &stop)),
         None => Err(GradcheckError::NoAdmissibleInput { op: decl.rust_name.to_string(), tries: MAX_ROUNDS }),
     }
+}
+
+/// The salt bit that marks a reach round (see [`reach`]): a run with such a salt draws the
+/// reach binding first, so a rejection there is reproduced by its salt alone.
+pub const REACH: u64 = 1 << 62;
+
+/// Whether `salt` draws a reach round's binding (`case::reach`).
+pub fn is_reach(salt: u64) -> bool {
+    salt & REACH != 0
+}
+
+/// One more round once the pool is conclusive, at the reach of the parameter space
+/// (`case::reach`: each integer parameter at the largest value its constraints admit, dims up
+/// to 64): the interior bindings of the rounds never draw a window of 31 or a hundred elements,
+/// and a rule wrong only there would pass. Its sweep's probes (no sampled ones) are judged (a
+/// failing one rejects, naming the round's salt, which has [`REACH`] set) and summed up in
+/// [`Pool::reach`], apart from the rounds' counts; it need not be conclusive on its own, and
+/// where no reach binding is admissible, or the run's own salt is a reach salt (its first round
+/// was this one), there is none.
+fn reach(registry: &Registry, decl: &'static OpDecl, opts: &GradcheckOptions, pool: &mut Pool) -> Result<(), GradcheckError> {
+    if is_reach(opts.salt) {
+        return Ok(());
+    }
+    let salt = opts.salt | REACH;
+    let mut s = match setup(registry, decl, &GradcheckOptions { salt, ..opts.clone() }) {
+        Ok(s) => s,
+        Err(e) => {
+            pool.unset.push(format!("salt {salt} (reach): {e}"));
+            return Ok(());
+        }
+    };
+    let (mut measured, _) = measure_probes(&mut s, opts)?;
+    judge(&mut s, &mut measured)?;
+    let probes: Vec<&Probe> = measured.iter().filter_map(|m| if let Measured::Checked(p) = m { Some(p) } else { None }).collect();
+    if let Some(c) = consistency(&mut s, &probes)? {
+        pool.consistency = Some(pool.consistency.map_or(c, |a| a.max(c)));
+    }
+    let bindings = s.binding.env.iter().map(|(k, v)| (k.clone(), v.to_string())).collect();
+    let worst_ratio = summarize(&probes).worst_ratio;
+    let (n, checked) = (measured.len(), probes.len());
+    pool.reach = Some(ReachRound { bindings, salt, probes: n, skipped: n - checked, worst_ratio });
+    Ok(())
 }
 
 /// Whether the pooled probes reject the negative control's fixed scaling of the backward (the
