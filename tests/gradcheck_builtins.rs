@@ -146,7 +146,7 @@ fn the_report_is_a_value_and_serialises() {
     assert!(lines[4].starts_with("  values   : log-uniform magnitudes, both signs, inside each input's domain: 1e-3..1e3 in "), "{text}");
     // The round at the reach of the parameter space: dims up to 64, its sweep alone, checked
     // within the bound.
-    let reach = r.reach.as_ref().expect("conv1d has a reach round");
+    let reach = r.reach.as_ref().unwrap_or_else(|why| panic!("conv1d has a reach round, not {why}"));
     assert!(lines[5].starts_with("  reach    : one more round at ") && lines[5].contains(&format!("salt {}", reach.salt)), "{text}");
     assert!(reach.probes > reach.skipped && reach.worst_ratio <= 1.0, "{text}");
     let lines: Vec<&str> = lines.iter().enumerate().filter(|(i, _)| *i != 5).map(|(_, l)| *l).collect();

@@ -172,14 +172,14 @@ cube!(cube_long, "test/reach/cube_long", cube_long_vjp, false);
 #[test]
 fn a_rule_wrong_only_at_the_largest_parameters_is_rejected_in_the_reach_round() {
     for m in rejected_every_salt(&times_k_capped::DECL, "k = 31") {
-        // The reach round's salt has bit 62 set, and reproduces the rejection alone.
+        // The reach round's salt has the top bits 0x5EA, and reproduces the rejection alone.
         let salt: u64 = m
             .split("with salt ")
             .nth(1)
             .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next())
             .and_then(|s| s.parse().ok())
             .expect("names its salt");
-        assert!(salt & (1 << 62) != 0, "the reach round: {m}");
+        assert_eq!(salt >> 52, 0x5EA, "the reach round: {m}");
         assert_eq!(check(&times_k_capped::DECL, salt).expect_err("reproduced").to_string(), m);
     }
 }
@@ -196,9 +196,9 @@ fn correct_rules_pass_the_reach_round() {
     }
     // The reach round binds `k` at 31, the largest admitted, and a long input; the report says so.
     let r = check(&times_k_op::DECL, 0).expect("passes");
-    let reach = r.reach.as_ref().unwrap_or_else(|| panic!("a reach round: {r}"));
+    let reach = r.reach.as_ref().unwrap_or_else(|why| panic!("a reach round, not {why}: {r}"));
     assert!(reach.bindings.contains(&("k".into(), "31".into())), "{r}");
     let n: usize = reach.bindings.iter().find(|(k, _)| k == "n").and_then(|(_, v)| v.parse().ok()).expect("n");
-    assert!(n > 40 && reach.salt & (1 << 62) != 0 && reach.probes > reach.skipped, "{r}");
+    assert!(n > 40 && reach.salt >> 52 == 0x5EA && reach.probes > reach.skipped, "{r}");
     assert!(r.to_string().contains("  reach    : one more round at k = 31, n = "), "{r}");
 }

@@ -16,8 +16,8 @@
 //! 2. `random`: random admissible shapes (dims log-uniform up to [`MAX_DIM`], one draw in four
 //!    with its dims rounded down to powers of two, distinct values for distinct symbols unless
 //!    the constraints tie them, tensors capped at [`MAX_NUMEL`] elements) with random
-//!    admissible parameters (integers from 0 up past the constraints' largest literal), each
-//!    with one pattern.
+//!    admissible parameters (integers around the constraints' literals, and on half the draws
+//!    from 0 up past the largest), each with one pattern.
 //! 3. `large`: at most [`LARGE_SHAPES`] shapes far beyond one workgroup, so that a kernel that
 //!    is right only on small inputs (a reduction that covers one workgroup's share, a
 //!    dispatch, index or loop that breaks past a few thousand elements) is rejected. Each is
@@ -444,27 +444,26 @@ impl<'a> Gen<'a> {
     /// Family 2: up to [`RANDOM_CASES`] random admissible shapes, distinct symbols with distinct
     /// values first (tied ones only where too few distinct ones are admissible).
     fn random_shapes(&self, rng: &mut Rng) -> Vec<Shape> {
-        // Parameters from 0 (or below the smallest literal, where that is negative) up past the
-        // largest literal: a constraint with one literal (`k <= 16`) bounds the range on one
-        // side only, and its interior (`4..=14`) must be drawn too, not only the literal's
-        // neighbours (the boundary family has 0..=3 and the literals).
+        // Parameters around the literals (from just below the smallest, at least 0, to past
+        // the largest) on even draws, and from 0 (or below a negative smallest literal) on odd
+        // ones: a constraint with one literal (`k <= 16`) bounds the range on one side only,
+        // and its interior (`4..=14`) must be drawn too, not only the literal's neighbours
+        // (the boundary family has 0..=3 and the literals), while `k >= 1000` keeps its draws.
         let lits = self.space.literals();
-        let (lo, hi) = match (lits.first(), lits.last()) {
-            (Some(a), Some(b)) => ((*a - 1).min(0), (*b + 1).max(4)),
-            _ => (0, 64),
+        let (lo, wide, hi) = match (lits.first(), lits.last()) {
+            (Some(a), Some(b)) => ((*a - 1).max(0), (*a - 1).min(0), (*b + 1).max(4)),
+            _ => (0, 0, 64),
         };
         let (mut distinct, mut tied): (Vec<Shape>, Vec<Shape>) = (Vec::new(), Vec::new());
         for k in 0..4000 {
             if distinct.len() >= RANDOM_CASES || (k == 2000 && distinct.len() + tied.len() >= RANDOM_CASES) {
                 break;
             }
-            // Dims up to MAX_DIM and parameters around the literals first; where those 2000
-            // draws leave the family short (several dims under the numel cap, parameters
-            // confined jointly from 0 up, a permutation's `p0 < 4, p0 != p1, ..`), 2000 more
-            // with dims up to 16 and parameters from 0. Ops whose family the first draws fill
-            // are unchanged.
-            let how =
-                if k < 2000 { Draw { dims: (1, MAX_DIM), params: (lo, hi) } } else { Draw { dims: (1, 16), params: (lo.min(0), hi) } };
+            // Dims up to MAX_DIM first; where those 2000 draws leave the family short (several
+            // dims under the numel cap, parameters confined jointly from 0 up, a permutation's
+            // `p0 < 4, p0 != p1, ..`), 2000 more with dims up to 16 and parameters from 0.
+            let from = if k % 2 == 1 { wide } else { lo };
+            let how = if k < 2000 { Draw { dims: (1, MAX_DIM), params: (from, hi) } } else { Draw { dims: (1, 16), params: (wide, hi) } };
             let mut values = self.space.draw(rng, how, &[]);
             if k % 4 == 3 {
                 aligned(&mut values[..self.space.n_dims()]);

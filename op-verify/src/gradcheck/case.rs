@@ -159,8 +159,9 @@ pub fn binding(op: &RegisteredOp, pin: &[(String, i128)], rng: &mut Rng) -> Opti
 }
 
 /// Size limits of a reach binding ([`reach`]): dims up to 64, tensors of at most 2048
-/// elements, the product of every symbol at most 2^14 (a matmul's `m k n` of about 25 each).
-const REACH_CAPS: Caps = Caps { max_dim: 64, max_numel: 2048, max_work: Some(1 << 14) };
+/// elements (a matmul's operands of about 45 x 45). No bound on the product of the symbols: a
+/// parameter at 64 would leave the dims no room.
+const REACH_CAPS: Caps = Caps { max_dim: 64, max_numel: 2048, max_work: None };
 /// Dims of a reach binding, log-uniform (the largest of [`REACH_DRAWS`] draws is kept).
 const REACH_DIMS: (i128, i128) = (2, 64);
 /// Largest integer parameter value a reach binding tries (a window, an order of a difference).

@@ -37,11 +37,11 @@
 //!   them together, is conclusive; only where that does not happen is the verdict
 //!   `Inconclusive`, a failure, saying which salts were drawn and why no more were;
 //! - once the rounds are conclusive, one more round at the reach of the parameter space
-//!   (`rounds::reach`): each integer parameter at the largest value its constraints admit (a
-//!   median's window of 31), dims up to 64; its probes are judged like any round's (and
-//!   reported apart: [`ReachRound`]), so a rule wrong only for wide windows or long inputs,
-//!   which interior draws never meet, is rejected (its salt has `rounds::REACH` set and
-//!   reproduces it);
+//!   (`rounds::reach`): each integer parameter at the largest value admitted among its
+//!   constraints' literals (one either side) and 8 to 64 (a median's window of 31), dims up to
+//!   64, every element swept alone; its probes are judged like any round's (and reported apart:
+//!   [`ReachRound`]), so a rule wrong only for wide windows or long inputs, which interior draws
+//!   never meet, is rejected (its salt, top bits `rounds::REACH`, reproduces it);
 //! - for ops with kinks (`selection`, or any op that declares a `subgradient`), points placed
 //!   exactly on kinks (ties, zeros, bounds such as a clip's; see `kinks`), where the backward
 //!   must be the subgradient the convention names; where a bound ties an element with one of
@@ -123,8 +123,8 @@ pub struct GradcheckOptions {
     pub h: f64,
     /// Mixed into the seed (which comes from the op's content hash); 0 by default. A
     /// rejection names the salt that reproduces it ([`Locus::salt`]): that of its round, where
-    /// more rounds were drawn. A salt with bit 62 set draws the round at the reach of the
-    /// parameter space first (the salt a rejection there names).
+    /// more rounds were drawn. A salt whose top 12 bits are `0x5EA` (the salt a rejection at
+    /// the reach of the parameter space names) draws every round there.
     pub salt: u64,
     /// Dim symbols or integer parameters pinned to a value instead of sampled, e.g.
     /// `("n", 50_000)` to check at a size the generator never picks. The binding must still be

@@ -112,16 +112,17 @@ impl BackwardForm {
 }
 
 /// The round a gradcheck draws at the reach of the parameter space, once its rounds are
-/// conclusive: each integer parameter at the largest value its constraints admit, dims up to
-/// 64. Its probes are judged (a failing one rejects) but kept out of the report's other counts,
-/// which describe the rounds the header's binding comes from.
+/// conclusive: each integer parameter at the largest value admitted among its constraints'
+/// literals (one either side) and 8 to 64, dims up to 64. Its sweep's probes are judged (a
+/// failing one rejects) but kept out of the report's other counts, which describe the rounds
+/// the header's binding comes from.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct ReachRound {
     /// Its dims and integer parameters.
     pub bindings: Vec<(String, String)>,
-    /// Its salt (bit 62 set; `GradcheckOptions::salt` draws this round first).
+    /// Its salt (top 12 bits `0x5EA`; `GradcheckOptions::salt` draws its rounds there).
     pub salt: u64,
-    /// Probes measured (sampled and swept).
+    /// Probes measured (its sweep: every element alone, up to 256 per value draw).
     pub probes: usize,
     /// Probes skipped (within h of a kink, below the outputs' resolution, forward not finite).
     pub skipped: usize,
@@ -203,9 +204,10 @@ pub struct GradcheckReport {
     pub smallest_caught: Option<f64>,
     /// Every checked probe (sampled and swept, skips left out), in the order measured.
     pub points: Vec<ProbePoint>,
-    /// The round at the reach of the parameter space; `None` where no binding there is
-    /// admissible, or the run's own salt drew it first.
-    pub reach: Option<ReachRound>,
+    /// The round at the reach of the parameter space, or why there was none (no admissible
+    /// binding there, a reference not finite on its values, or a run whose own salt drew its
+    /// rounds there).
+    pub reach: Result<ReachRound, String>,
 }
 
 impl GradcheckReport {
@@ -249,17 +251,20 @@ impl fmt::Display for GradcheckReport {
         }
         writeln!(f)?;
         writeln!(f, "  values   : {}", self.values_line())?;
-        if let Some(r) = &self.reach {
-            let at: Vec<String> = r.bindings.iter().map(|(k, v)| format!("{k} = {v}")).collect();
-            writeln!(
-                f,
-                "  reach    : one more round at {} (integer parameters at their largest admitted value, dims up to 64; salt {}): {} probes, {} skipped, worst |difference| / bound {:.2}",
-                at.join(", "),
-                r.salt,
-                r.probes,
-                r.skipped,
-                r.worst_ratio
-            )?;
+        match &self.reach {
+            Ok(r) => {
+                let at: Vec<String> = r.bindings.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+                writeln!(
+                    f,
+                    "  reach    : one more round at {} (integer parameters at their largest admitted value, dims up to 64; salt {}): {} probes swept, {} skipped, worst |difference| / bound {:.2}",
+                    at.join(", "),
+                    r.salt,
+                    r.probes,
+                    r.skipped,
+                    r.worst_ratio
+                )?;
+            }
+            Err(why) => writeln!(f, "  reach    : no round at the reach of the parameter space: {why}")?,
         }
         write!(f, "  skipped  : {} within h of {} (no derivative exists there)", self.skipped, self.kink_word)?;
         if self.skipped_unresolved > 0 {
@@ -400,7 +405,7 @@ mod tests {
             ],
             smallest_caught: Some(3e-12),
             points: vec![],
-            reach: None,
+            reach: Err("not drawn".into()),
         }
     }
 

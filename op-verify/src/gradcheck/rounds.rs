@@ -45,7 +45,6 @@ pub fn round_salt(salt: u64, round: usize) -> u64 {
 }
 
 /// The evidence of every round so far.
-#[derive(Default)]
 pub struct Pool {
     /// Checked probes of every round.
     pub checked: Vec<Probe>,
@@ -66,8 +65,26 @@ pub struct Pool {
     /// Rounds that could not be set up, with why.
     pub unset: Vec<String>,
     /// The round at the reach of the parameter space (see [`reach`]), kept out of the counts
-    /// above.
-    pub reach: Option<ReachRound>,
+    /// above (its VJP/JVP difference joins `consistency`), or why there was none.
+    pub reach: Result<ReachRound, String>,
+}
+
+impl Default for Pool {
+    fn default() -> Self {
+        Pool {
+            checked: Vec::new(),
+            sampled: 0,
+            swept: 0,
+            kinks: 0,
+            nonfinite: 0,
+            unresolved: 0,
+            ranges: Vec::new(),
+            consistency: None,
+            salts: Vec::new(),
+            unset: Vec::new(),
+            reach: Err("the rounds were not conclusive".into()),
+        }
+    }
 }
 
 impl Pool {
@@ -164,34 +181,45 @@ pub fn run(registry: &Registry, decl: &'static OpDecl, opts: &GradcheckOptions) 
     }
 }
 
-/// The salt bit that marks a reach round (see [`reach`]): a run with such a salt draws the
-/// reach binding first, so a rejection there is reproduced by its salt alone.
-pub const REACH: u64 = 1 << 62;
+/// The top 12 bits of a reach round's salt (see [`reach`]): a run with such a salt draws every
+/// round at the reach (round salts change bits 48..52 only), so a rejection there is
+/// reproduced by its salt alone. One random salt in 4096 has them.
+pub const REACH: u64 = 0x5EA << 52;
+/// The bits of a salt below [`REACH`]'s.
+const LOW: u64 = (1 << 52) - 1;
 
 /// Whether `salt` draws a reach round's binding (`case::reach`).
 pub fn is_reach(salt: u64) -> bool {
-    salt & REACH != 0
+    salt & !LOW == REACH
+}
+
+/// The salt of the reach round of a run with salt `salt`.
+pub fn reach_salt(salt: u64) -> u64 {
+    (salt & LOW) | REACH
 }
 
 /// One more round once the pool is conclusive, at the reach of the parameter space
-/// (`case::reach`: each integer parameter at the largest value its constraints admit, dims up
-/// to 64): the interior bindings of the rounds never draw a window of 31 or a hundred elements,
-/// and a rule wrong only there would pass. Its sweep's probes (no sampled ones) are judged (a
-/// failing one rejects, naming the round's salt, which has [`REACH`] set) and summed up in
-/// [`Pool::reach`], apart from the rounds' counts; it need not be conclusive on its own, and
-/// where no reach binding is admissible, or the run's own salt is a reach salt (its first round
-/// was this one), there is none.
+/// (`case::reach`: each integer parameter at the largest value admitted among its constraints'
+/// literals, one either side, and 8 to 64; dims up to 64): the interior bindings of the rounds
+/// never draw a window of 31 or a hundred elements, and a rule wrong only there would pass. Its
+/// sweep's probes (no sampled ones) are judged (a failing one rejects, naming the round's salt,
+/// [`reach_salt`]) and summed up in [`Pool::reach`], apart from the rounds' counts; it need not
+/// be conclusive on its own. Where no reach binding is admissible, the reference is not finite
+/// on its values, or the run's own salt is a reach salt (its rounds were reach rounds), there is
+/// none, and `Pool::reach` says why; any other failure of the round is the gradcheck's.
 fn reach(registry: &Registry, decl: &'static OpDecl, opts: &GradcheckOptions, pool: &mut Pool) -> Result<(), GradcheckError> {
     if is_reach(opts.salt) {
+        pool.reach = Err("the run's salt is a reach salt: its rounds were drawn at the reach".into());
         return Ok(());
     }
-    let salt = opts.salt | REACH;
+    let salt = reach_salt(opts.salt);
     let mut s = match setup(registry, decl, &GradcheckOptions { salt, ..opts.clone() }) {
         Ok(s) => s,
-        Err(e) => {
-            pool.unset.push(format!("salt {salt} (reach): {e}"));
+        Err(e @ (GradcheckError::NoAdmissibleInput { .. } | GradcheckError::NoFiniteInput { .. })) => {
+            pool.reach = Err(format!("salt {salt}: {e}"));
             return Ok(());
         }
+        Err(e) => return Err(e),
     };
     let (mut measured, _) = measure_probes(&mut s, opts)?;
     judge(&mut s, &mut measured)?;
@@ -202,7 +230,7 @@ fn reach(registry: &Registry, decl: &'static OpDecl, opts: &GradcheckOptions, po
     let bindings = s.binding.env.iter().map(|(k, v)| (k.clone(), v.to_string())).collect();
     let worst_ratio = summarize(&probes).worst_ratio;
     let (n, checked) = (measured.len(), probes.len());
-    pool.reach = Some(ReachRound { bindings, salt, probes: n, skipped: n - checked, worst_ratio });
+    pool.reach = Ok(ReachRound { bindings, salt, probes: n, skipped: n - checked, worst_ratio });
     Ok(())
 }
 
