@@ -176,10 +176,8 @@ const REACH_PARAM: i128 = 256;
 pub fn reach(op: &RegisteredOp, pin: &[(String, i128)], rng: &mut Rng) -> Option<Binding> {
     let space = Space::new(&op.contract.signature);
     let mut fixed: Vec<(usize, i128)> = pin.iter().filter_map(|(n, v)| space.slot(n).map(|k| (k, *v))).collect();
-    let signed = space.int_params().iter().any(|(_, dt)| matches!(dt, DType::i8 | DType::i16 | DType::i32 | DType::i64));
-    let lo = if signed { -8 } else { 0 };
-    let top = space.literals().iter().copied().max().unwrap_or(0).clamp(lo + 1, REACH_PARAM);
-    let how = Draw { dims: REACH_DIMS, params: (lo, top) };
+    let (lo, top) = param_range(&space);
+    let how = Draw { dims: REACH_DIMS, params: (lo, top.min(REACH_PARAM)) };
     let draw = |fixed: &[(usize, i128)], rng: &mut Rng| space.sample(rng, how, REACH_CAPS, 100, fixed).filter(|v| admitted(op, &space, v));
     for &(k, dt) in space.int_params() {
         if fixed.iter().any(|(s, _)| *s == k) {
@@ -213,9 +211,7 @@ const REACH_DRAWS: usize = 64;
 /// the parameters no larger than the constraints' largest literal. Reached only after the first
 /// two found nothing, so it moves no binding they find.
 fn sample(op: &RegisteredOp, space: &Space<'_>, pin: &[(usize, i128)], rng: &mut Rng) -> Option<Vec<i128>> {
-    let signed = space.int_params().iter().any(|(_, dt)| matches!(dt, DType::i8 | DType::i16 | DType::i32 | DType::i64));
-    let lo = if signed { -8 } else { 0 };
-    let top = space.literals().iter().copied().max().unwrap_or(0).max(lo + 1);
+    let (lo, top) = param_range(space);
     for how in
         [Draw { dims: (2, 24), params: (lo, 32) }, Draw { dims: (1, 64), params: (lo, 256) }, Draw { dims: (2, 24), params: (lo, top) }]
     {
@@ -227,6 +223,14 @@ fn sample(op: &RegisteredOp, space: &Space<'_>, pin: &[(usize, i128)], rng: &mut
         }
     }
     None
+}
+
+/// The range integer parameters are drawn from up to the constraints' largest literal: from -8
+/// where any is signed, else from 0, to that literal (at least one above the start).
+fn param_range(space: &Space<'_>) -> (i128, i128) {
+    let signed = space.int_params().iter().any(|(_, dt)| matches!(dt, DType::i8 | DType::i16 | DType::i32 | DType::i64));
+    let lo = if signed { -8 } else { 0 };
+    (lo, space.literals().iter().copied().max().unwrap_or(0).max(lo + 1))
 }
 
 /// Whether the planner admits the shapes of a binding (in f64), with placeholder parameters.

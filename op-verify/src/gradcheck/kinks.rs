@@ -169,9 +169,20 @@ fn tie_partner(ck: &Checker, k: usize, base: &[Tensor], below: bool, seen: &[(us
 /// with a third element is a second kink the one-sided differences would straddle), or `None`
 /// where that step would be lost in rounding.
 fn tie_step(ck: &Checker, k: usize, s: usize, t: usize, v: f64) -> Option<f64> {
-    let x = ck.inputs[ck.diff[k]].as_slice::<f64>()?;
-    let gap = x.iter().enumerate().filter(|(q, _)| *q != s && *q != t).map(|(_, y)| (y - v).abs()).fold(f64::INFINITY, f64::min);
-    let step = ck.step(k, v).min(gap / 8.0);
+    ck.inputs[ck.diff[k]].as_slice::<f64>()?;
+    clear_step(ck, k..k + 1, &[(k, s), (k, t)], v, ck.step(k, v))
+}
+
+/// `step` for a point at value `v`, shrunk so that three steps either way cross no value held
+/// by an element of the differentiable inputs `inputs` outside `skip` (a near-tie with a third
+/// element is a second kink the one-sided differences would straddle); `None` where that step
+/// would be lost in rounding.
+fn clear_step(ck: &Checker, inputs: std::ops::Range<usize>, skip: &[(usize, usize)], v: f64, step: f64) -> Option<f64> {
+    let values = |q: usize| ck.inputs[ck.diff[q]].as_slice::<f64>().unwrap_or(&[]);
+    let gap = inputs
+        .flat_map(|q| values(q).iter().enumerate().filter(move |(i, _)| !skip.contains(&(q, *i))).map(|(_, y)| (y - v).abs()))
+        .fold(f64::INFINITY, f64::min);
+    let step = step.min(gap / 8.0);
     (step > v.abs() * 1e-9).then_some(step)
 }
 
@@ -393,11 +404,7 @@ fn bound(
 ) -> Result<bool, GradcheckError> {
     let Some(x) = ck.inputs[ck.diff[k]].as_mut_slice::<f64>() else { return Ok(false) };
     x[j] = v;
-    let gap = x.iter().enumerate().filter(|(q, _)| *q != j).map(|(_, y)| (y - v).abs()).fold(f64::INFINITY, f64::min);
-    let step = ck.step(k, v).min(gap / 8.0);
-    if step <= v.abs() * 1e-9 {
-        return Ok(false);
-    }
+    let Some(step) = clear_step(ck, k..k + 1, &[(k, j)], v, ck.step(k, v)) else { return Ok(false) };
     let base = ck.forward(&ck.inputs)?;
     let u = ck.cotangent(&ck.out_shapes()?, rng);
     let dir = Dir::coordinate(sizes, k, j, step);
@@ -435,13 +442,7 @@ fn joint(
         .flat_map(|q| values(q).iter().enumerate().filter(move |&(i, y)| *y == v && (q, i) != (k, j)).map(move |(i, _)| (q, i)))
         .collect();
     let [(q, i)] = partners[..] else { return Ok(()) };
-    let gap = (0..sizes.len())
-        .flat_map(|p| values(p).iter().enumerate().filter(move |(t, _)| (p, *t) != (k, j) && (p, *t) != (q, i)).map(|(_, y)| (y - v).abs()))
-        .fold(f64::INFINITY, f64::min);
-    let step = step.min(gap / 8.0);
-    if step <= v.abs() * 1e-9 {
-        return Ok(());
-    }
+    let Some(step) = clear_step(ck, 0..sizes.len(), &[(k, j), (q, i)], v, step) else { return Ok(()) };
     let mut pair = Dir::coordinate(sizes, k, j, step);
     pair.v[q][i] = 1.0;
     pair.coord = None;

@@ -136,15 +136,7 @@ pub fn run(registry: &Registry, decl: &'static OpDecl, opts: &GradcheckOptions) 
                 continue;
             }
         };
-        let (mut measured, swept) = measure_probes(&mut s, opts)?;
-        // A failing probe rejects whatever was skipped around it.
-        judge(&mut s, &mut measured)?;
-        let probes: Vec<&Probe> = measured.iter().filter_map(|m| if let Measured::Checked(p) = m { Some(p) } else { None }).collect();
-        let c = consistency(&mut s, &probes)?;
-        pool.consistency = match (pool.consistency, c) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        };
+        let (measured, swept) = measure_round(&mut s, opts, &mut pool)?;
         let sampled = measured.len() - swept;
         pool.salts.push(salt);
         pool.ranges.extend(s.ranges.iter().cloned());
@@ -179,6 +171,24 @@ pub fn run(registry: &Registry, decl: &'static OpDecl, opts: &GradcheckOptions) 
         Some(s) => Err(inconclusive(&s, &pool, opts, &stop)),
         None => Err(GradcheckError::NoAdmissibleInput { op: decl.rust_name.to_string(), tries: MAX_ROUNDS }),
     }
+}
+
+/// A round's probes, measured and judged (a failing one rejects whatever was skipped around
+/// it), its VJP/JVP difference folded into the pool's; with how many were swept.
+fn measure_round(s: &mut Setup, opts: &GradcheckOptions, pool: &mut Pool) -> Result<(Vec<Measured>, usize), GradcheckError> {
+    let (mut measured, swept) = measure_probes(s, opts)?;
+    judge(s, &mut measured)?;
+    let c = consistency(s, &checked(&measured))?;
+    pool.consistency = match (pool.consistency, c) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    };
+    Ok((measured, swept))
+}
+
+/// The probes of `measured` that were checked (not skipped).
+fn checked(measured: &[Measured]) -> Vec<&Probe> {
+    measured.iter().filter_map(|m| if let Measured::Checked(p) = m { Some(p) } else { None }).collect()
 }
 
 /// The top 12 bits of a reach round's salt (see [`reach`]): a run with such a salt draws every
@@ -221,12 +231,8 @@ fn reach(registry: &Registry, decl: &'static OpDecl, opts: &GradcheckOptions, po
         }
         Err(e) => return Err(e),
     };
-    let (mut measured, _) = measure_probes(&mut s, opts)?;
-    judge(&mut s, &mut measured)?;
-    let probes: Vec<&Probe> = measured.iter().filter_map(|m| if let Measured::Checked(p) = m { Some(p) } else { None }).collect();
-    if let Some(c) = consistency(&mut s, &probes)? {
-        pool.consistency = Some(pool.consistency.map_or(c, |a| a.max(c)));
-    }
+    let (measured, _) = measure_round(&mut s, opts, pool)?;
+    let probes = checked(&measured);
     let bindings = s.binding.env.iter().map(|(k, v)| (k.clone(), v.to_string())).collect();
     let worst_ratio = summarize(&probes).worst_ratio;
     let (n, checked) = (measured.len(), probes.len());
